@@ -1,0 +1,31 @@
+# Apodex: build, demo, tests. Everything here works offline once modules are cached.
+GO      ?= go
+BIN     := bin/apodex
+DEMO    := examples/csv-sum
+HOME_DEMO ?= $(CURDIR)/.apodex-demo
+
+.PHONY: all build demo test test-short bench fuzz vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/apodex
+
+# The demo plays a scripted (deterministic) policy: no model endpoint needed.
+# Without bubblewrap it falls back to --sandbox none, loudly.
+demo: build
+	@sandbox=bwrap; if ! command -v bwrap >/dev/null 2>&1; then \
+	  echo "bubblewrap not found (apt-get install -y bubblewrap); running the demo WITHOUT a sandbox" >&2; sandbox=none; fi; \
+	./$(BIN) run --provider scripted --script $(DEMO)/script.json --inputs $(DEMO)/inputs \
+	  --home $(HOME_DEMO) --sandbox $$sandbox \
+	  "Sum the value column of /inputs/data.csv and write the result to /workspace/result.md"
+
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+bench:
+	$(GO) test -run XXX -bench . -benchtime 200x ./internal/agent/ ./internal/sandbox/
+
+clean:
+	rm -rf bin .apodex-demo

@@ -1,0 +1,3 @@
+module github.com/apodex/apodex
+
+go 1.26.8

@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
+)
+
+// act runs the calls of one turn and appends their results to the history in
+// call order. It returns the finish request, if one was accepted.
+func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
+	for _, c := range calls {
+		l.append(record.TypeToolCall, record.ToolCall{Turn: l.turns, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	results := make([]tool.Result, len(calls))
+	durations := make([]int64, len(calls))
+	allowed := len(calls)
+	if max := l.cfg.Budget.MaxToolCalls; max > 0 && l.toolCalls+allowed > max {
+		allowed = max - l.toolCalls
+	}
+	sem := make(chan struct{}, l.cfg.Parallel)
+	var wg sync.WaitGroup
+	var finishes []int
+	for i, c := range calls {
+		switch {
+		case i >= allowed:
+			results[i] = tool.Errorf("not run: the tool-call budget of %d is used up", l.cfg.Budget.MaxToolCalls)
+		case c.Name == "finish":
+			finishes = append(finishes, i) // after the others, so it sees their effects
+		default:
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				results[i], durations[i] = l.invoke(ctx, c)
+			}()
+		}
+	}
+	wg.Wait()
+	for _, i := range finishes {
+		results[i], durations[i] = l.invoke(ctx, calls[i])
+	}
+	l.toolCalls += allowed
+
+	var finish *tool.Finish
+	for i, c := range calls {
+		res := results[i]
+		l.recordResult(c, res, durations[i])
+		l.history = append(l.history, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: res.Output, IsError: res.IsError})
+		if res.Finish != nil && finish == nil {
+			finish = res.Finish
+		}
+		if l.cfg.OnStep != nil {
+			first, _, _ := strings.Cut(res.Output, "\n")
+			l.cfg.OnStep(Step{Agent: l.cfg.ID, Turn: l.turns, Tool: c.Name, Args: shorten(c.Arguments, 80), IsError: res.IsError, Output: shorten(first, 80)})
+		}
+	}
+	return finish
+}
+
+// invoke runs one call, turning every kind of misuse into an observation.
+func (l *loop) invoke(ctx context.Context, c llm.ToolCall) (res tool.Result, ms int64) {
+	start := l.cfg.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			res = tool.Errorf("tool %s failed internally: %v; try a different approach", c.Name, p)
+		}
+		ms = l.cfg.Now().Sub(start).Milliseconds()
+	}()
+	t, ok := l.cfg.Tools.Get(c.Name)
+	if !ok {
+		return tool.Errorf("unknown tool %q; the tools you can call are: %s", c.Name, strings.Join(l.cfg.Tools.Names(), ", ")), 0
+	}
+	args := strings.TrimSpace(c.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return tool.Errorf("the arguments of %s are not valid JSON (%s); send one JSON object matching the tool's schema: %s",
+			c.Name, shorten(c.Arguments, 200), t.Spec().Parameters), 0
+	}
+	return t.Call(ctx, json.RawMessage(args)), 0
+}
+
+func (l *loop) recordResult(c llm.ToolCall, res tool.Result, ms int64) {
+	ev := record.ToolResult{Turn: l.turns, CallID: c.ID, Name: c.Name, IsError: res.IsError, Output: res.Output, DurationMS: ms, Meta: res.Meta}
+	if res.Full != nil {
+		ref, err := l.cfg.Log.PutBlob(res.Full)
+		if err != nil {
+			l.recordErr = err
+		}
+		ev.FullRef, ev.FullBytes = ref, len(res.Full)
+	}
+	l.append(record.TypeToolResult, ev)
+	for _, d := range res.Deltas {
+		fd := record.FileDelta{CallID: c.ID, Path: d.Path, Before: d.Before, After: d.After, Bytes: d.Bytes}
+		fd.ContentRef = l.keepContent(d.Path, d.Bytes)
+		l.append(record.TypeFileDelta, fd)
+	}
+}
+
+// keepContent stores a changed file's content as a blob, when small enough.
+func (l *loop) keepContent(path string, size int64) string {
+	if l.cfg.FS == nil || size > l.cfg.MaxContentBlob {
+		return ""
+	}
+	p, err := l.cfg.FS.Resolve(path)
+	if err != nil {
+		return ""
+	}
+	data, err := os.ReadFile(p.Host)
+	if err != nil {
+		return "" // deleted, or not a regular file
+	}
+	ref, err := l.cfg.Log.PutBlob(data)
+	if err != nil {
+		l.recordErr = err
+		return ""
+	}
+	return ref
+}
+
+// storeMessage renders a message for the record, moving a large content body
+// to a blob ("content_ref") so the event log stays small.
+func (l *loop) storeMessage(m llm.Message) json.RawMessage {
+	const inline = 4 << 10
+	type stored struct {
+		llm.Message
+		ContentRef string `json:"content_ref,omitempty"`
+		Bytes      int    `json:"content_bytes,omitempty"`
+	}
+	s := stored{Message: m}
+	if len(m.Content) > inline {
+		ref, err := l.cfg.Log.PutBlob([]byte(m.Content))
+		if err != nil {
+			l.recordErr = err
+		} else {
+			s.Content, s.ContentRef, s.Bytes = "", ref, len(m.Content)
+		}
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return json.RawMessage(fmt.Sprintf("%q", err.Error()))
+	}
+	return raw
+}
+
+// recordRequest records the messages added since the last request.
+func (l *loop) recordRequest(specs []llm.ToolSpec) {
+	ev := record.ModelRequest{Turn: l.turns, From: l.recorded}
+	for _, m := range l.history[l.recorded:] {
+		ev.Messages = append(ev.Messages, l.storeMessage(m))
+	}
+	if raw, err := json.Marshal(specs); err == nil {
+		ev.ToolsRef, err = l.cfg.Log.PutBlob(raw)
+		if err != nil {
+			l.recordErr = err
+		}
+	}
+	l.recorded = len(l.history)
+	l.append(record.TypeModelRequest, ev)
+}

@@ -1,0 +1,157 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// Run drives one agent from its task to a termination.
+func Run(ctx context.Context, cfg Config, task string) Outcome {
+	cfg.defaults()
+	l := &loop{cfg: cfg}
+	l.history = append(l.history, llm.Message{Role: llm.RoleSystem, Content: cfg.System})
+	l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: task})
+	out := l.run(ctx)
+	out.Turns, out.ToolCalls, out.Usage, out.History = l.turns, l.toolCalls, l.usage, l.history
+	return out
+}
+
+type loop struct {
+	cfg       Config
+	history   []llm.Message
+	recorded  int // messages of history already in a model_request event
+	recordErr error
+	turns     int
+	toolCalls int
+	usage     llm.Usage
+}
+
+func (l *loop) run(ctx context.Context) Outcome {
+	retry := l.cfg.Retry
+	onRetry := retry.OnRetry
+	retry.OnRetry = func(attempt int, err error, wait time.Duration) {
+		l.append(record.TypeModelRetry, record.ModelRetry{Turn: l.turns + 1, Attempt: attempt, Error: err.Error(), WaitMS: wait.Milliseconds()})
+		if onRetry != nil {
+			onRetry(attempt, err, wait)
+		}
+	}
+	model := llm.WithRetry(l.cfg.Model, retry)
+	b := l.cfg.Budget
+	for {
+		if t, err, done := stopped(ctx); done {
+			return Outcome{Termination: t, Err: err}
+		}
+		if b.MaxTurns > 0 && l.turns >= b.MaxTurns {
+			return Outcome{Termination: BudgetTurns, Err: fmt.Errorf("turn budget of %d reached", b.MaxTurns)}
+		}
+		resp, err := l.call(ctx, model)
+		if err != nil {
+			if t, cerr, done := stopped(ctx); done {
+				return Outcome{Termination: t, Err: cerr}
+			}
+			l.append(record.TypeModelError, record.ModelError{Turn: l.turns, Error: err.Error()})
+			l.sync()
+			return Outcome{Termination: ModelError, Err: err}
+		}
+		finish := l.act(ctx, resp.Message.ToolCalls)
+		l.sync()
+		if l.recordErr != nil {
+			return Outcome{Termination: Crashed, Err: fmt.Errorf("the record cannot be written, stopping: %w", l.recordErr)}
+		}
+		if finish != nil {
+			return Outcome{Termination: Completed, Summary: finish.Summary}
+		}
+		if t, err, done := stopped(ctx); done {
+			return Outcome{Termination: t, Err: err}
+		}
+		if b.MaxToolCalls > 0 && l.toolCalls >= b.MaxToolCalls {
+			return Outcome{Termination: BudgetToolCalls, Err: fmt.Errorf("tool-call budget of %d reached", b.MaxToolCalls)}
+		}
+		if b.MaxTokens > 0 && l.usage.TotalTokens >= b.MaxTokens {
+			return Outcome{Termination: BudgetTokens, Err: fmt.Errorf("token budget of %d reached (%d used)", b.MaxTokens, l.usage.TotalTokens)}
+		}
+		if len(resp.Message.ToolCalls) == 0 {
+			l.observe("no_tool_call", "You answered without calling a tool. Work is done through tools; when the objective is complete, call finish with a summary.")
+		}
+	}
+}
+
+// stopped reports whether ctx has ended, and as which termination.
+func stopped(ctx context.Context) (Termination, error, bool) {
+	if ctx.Err() == nil {
+		return "", nil, false
+	}
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrHardTimeout) {
+		return HardTimeout, cause, true
+	}
+	return Cancelled, cause, true
+}
+
+// call makes one model call and records request and response.
+func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error) {
+	l.turns++
+	specs := l.cfg.Tools.Specs()
+	l.recordRequest(specs)
+	req := &llm.Request{Messages: l.history, Tools: specs}
+	start := l.cfg.Now()
+	resp, err := model.Generate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Message.Role = llm.RoleAssistant
+	for i := range resp.Message.ToolCalls {
+		if resp.Message.ToolCalls[i].ID == "" {
+			resp.Message.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", l.turns, i)
+		}
+	}
+	l.usage = l.usage.Add(resp.Usage)
+	if l.turns == 1 {
+		l.usage.Reported = resp.Usage.Reported
+	}
+	l.history = append(l.history, resp.Message)
+	l.recorded = len(l.history)
+	l.append(record.TypeModelResponse, record.ModelResponse{
+		Turn:         l.turns,
+		Message:      l.storeMessage(resp.Message),
+		Usage:        resp.Usage,
+		FinishReason: resp.FinishReason,
+		Model:        resp.Model,
+		DurationMS:   l.cfg.Now().Sub(start).Milliseconds(),
+	})
+	return resp, nil
+}
+
+// observe adds a runtime observation to the history and the record.
+func (l *loop) observe(kind, text string) {
+	l.append(record.TypeObservation, record.Observation{Kind: kind, Text: text})
+	l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: "[runtime observation] " + text})
+}
+
+// append writes an event. A record that cannot be written ends the loop at
+// the next step boundary (termination crashed): work must not go unrecorded.
+func (l *loop) append(typ string, payload any) {
+	if _, err := l.cfg.Log.Append(typ, l.cfg.ID, payload); err != nil {
+		l.recordErr = errors.Join(l.recordErr, err)
+	}
+}
+
+func (l *loop) sync() {
+	if err := l.cfg.Log.Sync(); err != nil {
+		l.recordErr = errors.Join(l.recordErr, err)
+	}
+}
+
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,178 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apodex/apodex/internal/llm"
+)
+
+// wireRequest is the body of POST /v1/messages.
+type wireRequest struct {
+	Model       string        `json:"model"`
+	MaxTokens   int           `json:"max_tokens"`
+	System      string        `json:"system,omitempty"`
+	Messages    []wireMessage `json:"messages"`
+	Tools       []wireTool    `json:"tools,omitempty"`
+	Temperature *float64      `json:"temperature,omitempty"`
+	Stream      bool          `json:"stream,omitempty"`
+}
+
+// wireMessage holds content blocks: textBlock, toolUseBlock, toolResultBlock.
+type wireMessage struct {
+	Role    string `json:"role"`
+	Content []any  `json:"content"`
+}
+
+type textBlock struct {
+	Type string `json:"type"` // "text"
+	Text string `json:"text"`
+}
+
+type toolUseBlock struct {
+	Type  string          `json:"type"` // "tool_use"
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+type toolResultBlock struct {
+	Type      string `json:"type"` // "tool_result"
+	ToolUseID string `json:"tool_use_id"`
+	Content   string `json:"content"`
+	IsError   bool   `json:"is_error"`
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// encodeRequest renders req as the JSON body.
+func (c *Client) encodeRequest(req *llm.Request) ([]byte, error) {
+	model := c.model(req)
+	if model == "" {
+		return nil, errors.New("anthropic: no model set (pass --model, e.g. claude-sonnet-4-5)")
+	}
+	maxTokens := req.MaxOutputTokens
+	if maxTokens <= 0 {
+		maxTokens = c.cfg.MaxOutputTokens
+	}
+	if maxTokens <= 0 {
+		maxTokens = defaultMaxTokens
+	}
+	tools, err := mapTools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	system, msgs := mapMessages(req.Messages)
+	w := wireRequest{
+		Model:       model,
+		MaxTokens:   maxTokens,
+		System:      system,
+		Messages:    msgs,
+		Tools:       tools,
+		Temperature: req.Temperature,
+		Stream:      c.cfg.Stream,
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep tool arguments byte-for-byte readable
+	if err := enc.Encode(w); err != nil {
+		return nil, fmt.Errorf("anthropic: encode request: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// mapMessages splits out the system text and converts the rest to the
+// API's alternating user/assistant messages.
+func mapMessages(in []llm.Message) (string, []wireMessage) {
+	var system []string
+	var out []wireMessage
+	// results is the index in out of the user message collecting the
+	// current run of tool results, or -1 when there is none.
+	results := -1
+	for _, m := range in {
+		switch m.Role {
+		case llm.RoleSystem:
+			if m.Content != "" {
+				system = append(system, m.Content)
+			}
+		case llm.RoleTool:
+			b := toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError}
+			if results >= 0 {
+				out[results].Content = append(out[results].Content, b)
+				continue
+			}
+			out = append(out, wireMessage{Role: "user", Content: []any{b}})
+			results = len(out) - 1
+		case llm.RoleAssistant:
+			results = -1
+			var blocks []any
+			if m.Content != "" {
+				blocks = append(blocks, textBlock{Type: "text", Text: m.Content})
+			}
+			for _, tc := range m.ToolCalls {
+				blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
+			}
+			if len(blocks) > 0 {
+				out = append(out, wireMessage{Role: "assistant", Content: blocks})
+			}
+		default: // user, and any role the API has no place for
+			b := textBlock{Type: "text", Text: m.Content}
+			if results >= 0 {
+				// Text may follow the results of the same turn, never precede
+				// them; an empty text block would be rejected.
+				if m.Content != "" {
+					out[results].Content = append(out[results].Content, b)
+				}
+				results = -1
+				continue
+			}
+			out = append(out, wireMessage{Role: "user", Content: []any{b}})
+		}
+	}
+	if out == nil {
+		out = []wireMessage{} // "messages" must be an array, never null
+	}
+	return strings.Join(system, "\n\n"), out
+}
+
+// toolInput turns tool-call arguments into the object the API requires.
+// Empty arguments mean no arguments; anything that is not a JSON object is
+// wrapped as {"_raw": text} so the model still sees what it wrote.
+func toolInput(args string) json.RawMessage {
+	trimmed := strings.TrimSpace(args)
+	if trimmed == "" {
+		return json.RawMessage("{}")
+	}
+	if strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(trimmed)) == nil {
+			return buf.Bytes()
+		}
+	}
+	raw, _ := json.Marshal(map[string]string{"_raw": args}) // cannot fail for a string map
+	return raw
+}
+
+// mapTools converts tool specs; a spec without a schema gets the empty
+// object schema, since input_schema is required.
+func mapTools(in []llm.ToolSpec) ([]wireTool, error) {
+	var out []wireTool
+	for _, t := range in {
+		schema := bytes.TrimSpace(t.Parameters)
+		switch {
+		case len(schema) == 0 || string(schema) == "null":
+			schema = []byte(`{"type":"object"}`)
+		case !json.Valid(schema):
+			return nil, fmt.Errorf("anthropic: tool %q: parameters are not valid JSON", t.Name)
+		}
+		out = append(out, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	return out, nil
+}

@@ -1,0 +1,112 @@
+// Package llm is the provider-neutral face of a language model: messages,
+// tool calls, usage and the Model interface every backend implements.
+//
+// Guarantees:
+//   - A Response carries the whole assistant turn: text content and every tool
+//     call, in the order the provider produced them, with arguments exactly as
+//     the provider sent them (possibly malformed JSON; callers validate).
+//   - Usage is what the provider reported; Usage.Reported is false when the
+//     provider reported nothing, so callers can tell an estimate from a fact.
+//   - Errors that are worth retrying (429, 5xx, connection failures, truncated
+//     streams) satisfy IsRetryable; all others do not. WithRetry retries them
+//     without ever sleeping past the context's deadline.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Role is the author of a message.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of a conversation.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message makes.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and Name identify the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// IsError marks a tool message that reports a failure (Anthropic's is_error).
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// ToolCall is one tool invocation requested by the model. Arguments is the raw
+// JSON text the provider sent; it may be malformed.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec describes a tool to the model. Parameters is a JSON Schema object.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Request is one model call.
+type Request struct {
+	Model    string     `json:"model,omitempty"`
+	Messages []Message  `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+	// MaxOutputTokens bounds the reply; 0 means the provider's default.
+	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
+	// Temperature is optional; nil leaves the provider's default.
+	Temperature *float64 `json:"temperature,omitempty"`
+}
+
+// Usage is token accounting for one call.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	// Reported is true when the provider reported these numbers.
+	Reported bool `json:"reported"`
+}
+
+// Add returns the sum of two usages; Reported stays true only if both were.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens:      u.TotalTokens + v.TotalTokens,
+		Reported:         u.Reported && v.Reported,
+	}
+}
+
+// Response is one complete assistant turn.
+type Response struct {
+	// Message has Role assistant, the text content and the tool calls.
+	Message Message `json:"message"`
+	Usage   Usage   `json:"usage"`
+	// FinishReason is the provider's stop reason, normalized where known:
+	// "stop", "tool_calls", "length".
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Model is the model name the provider says answered.
+	Model string `json:"model,omitempty"`
+}
+
+// Model is a language model backend.
+type Model interface {
+	// Generate performs one call and returns the whole assistant turn.
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// ModelFunc adapts a function to Model.
+type ModelFunc func(ctx context.Context, req *Request) (*Response, error)
+
+// Generate calls f.
+func (f ModelFunc) Generate(ctx context.Context, req *Request) (*Response, error) {
+	return f(ctx, req)
+}

@@ -1,0 +1,158 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apodex/apodex/internal/llm"
+)
+
+// Policy decides the reply for a turn; turn counts from 0. It must be a pure
+// function of its arguments for the Model to stay deterministic.
+type Policy func(turn int, req *llm.Request) (*llm.Response, error)
+
+// Model is an llm.Model that answers by calling a Policy.
+type Model struct {
+	policy Policy
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a Model playing p.
+func New(p Policy) *Model {
+	return &Model{policy: p}
+}
+
+// Generate calls the policy with turn = the number of assistant messages in
+// req.Messages. On a copy of the policy's response it defaults the role to
+// assistant, Model to "scripted" and FinishReason to "tool_calls" or "stop",
+// gives calls without an ID the id "call_<turn>_<i>", and, when the policy
+// left Usage zero, fills a reported estimate of one token per four
+// characters.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return nil, errors.New("scripted: nil request")
+	}
+	turn := 0
+	for _, msg := range req.Messages {
+		if msg.Role == llm.RoleAssistant {
+			turn++
+		}
+	}
+	got, err := m.policy(turn, req)
+	if err != nil {
+		return nil, err
+	}
+	if got == nil {
+		return nil, fmt.Errorf("scripted: turn %d: the policy returned no response", turn)
+	}
+	resp := *got
+	resp.Message.ToolCalls = append([]llm.ToolCall(nil), got.Message.ToolCalls...)
+	if resp.Message.Role == "" {
+		resp.Message.Role = llm.RoleAssistant
+	}
+	for i := range resp.Message.ToolCalls {
+		if resp.Message.ToolCalls[i].ID == "" {
+			resp.Message.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", turn, i)
+		}
+	}
+	if resp.FinishReason == "" {
+		resp.FinishReason = "stop"
+		if len(resp.Message.ToolCalls) > 0 {
+			resp.FinishReason = "tool_calls"
+		}
+	}
+	if resp.Model == "" {
+		resp.Model = "scripted"
+	}
+	if resp.Usage == (llm.Usage{}) {
+		resp.Usage = estimate(req, &resp.Message)
+	}
+	return &resp, nil
+}
+
+// estimate is the deterministic usage: prompt = characters of the request's
+// messages and tool specs / 4, completion = characters of the reply / 4.
+func estimate(req *llm.Request, reply *llm.Message) llm.Usage {
+	prompt := 0
+	for i := range req.Messages {
+		prompt += messageChars(&req.Messages[i])
+	}
+	for _, t := range req.Tools {
+		prompt += utf8.RuneCountInString(t.Name) + utf8.RuneCountInString(t.Description) + utf8.RuneCount(t.Parameters)
+	}
+	u := llm.Usage{
+		PromptTokens:     prompt / 4,
+		CompletionTokens: messageChars(reply) / 4,
+		Reported:         true,
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+func messageChars(m *llm.Message) int {
+	n := utf8.RuneCountInString(m.Content)
+	for _, c := range m.ToolCalls {
+		n += utf8.RuneCountInString(c.Name) + utf8.RuneCountInString(c.Arguments)
+	}
+	return n
+}
+
+// Text returns an assistant reply with content s and no tool calls.
+func Text(s string) *llm.Response {
+	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: s}}
+}
+
+// Calls returns an assistant reply making calls.
+func Calls(calls ...llm.ToolCall) *llm.Response {
+	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}}
+}
+
+// Call returns a call of tool name with args marshalled to JSON; a
+// json.RawMessage is used as is, even when malformed. The ID is left empty
+// for Generate to fill. It panics if args cannot be marshalled, which is a
+// bug in the test that calls it.
+func Call(name string, args any) llm.ToolCall {
+	var text string
+	switch a := args.(type) {
+	case json.RawMessage:
+		text = string(a)
+	default:
+		b, err := json.Marshal(args)
+		if err != nil {
+			panic(fmt.Sprintf("scripted.Call(%q): %v", name, err))
+		}
+		text = string(b)
+	}
+	return llm.ToolCall{Name: name, Arguments: text}
+}
+
+// LastObservation returns the content of the tool messages after the last
+// assistant message, joined by newlines: what the tools answered to the
+// model's latest calls. It is "" when there are none.
+func LastObservation(req *llm.Request) string {
+	if req == nil {
+		return ""
+	}
+	start := 0
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == llm.RoleAssistant {
+			start = i + 1
+			break
+		}
+	}
+	var parts []string
+	for _, msg := range req.Messages[start:] {
+		if msg.Role == llm.RoleTool {
+			parts = append(parts, msg.Content)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,214 @@
+// Package record is the append-only event log of a run (the replay record)
+// and its content-addressed blob store.
+//
+// Guarantees:
+//   - events.jsonl holds one JSON object per line with "seq" (1, 2, 3, … with
+//     no gap and no duplicate, also across concurrent writers), "time",
+//     "type" and "agent", plus the event's payload fields at the top level;
+//   - each event reaches the file in a single write, so a killed process
+//     leaves at most one torn last line, which Read reports and skips;
+//   - Sync makes every event and blob written so far durable (fsync); callers
+//     call it at every step boundary, so a crash loses at most the step in
+//     flight;
+//   - a blob is stored once under blobs/<sha256 hex>, written atomically
+//     (temporary file, then rename), and referenced as "sha256:<hex>".
+//
+// The clock is injected so that a replay can reproduce times exactly.
+package record
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// File names inside a run directory.
+const (
+	EventsFile = "events.jsonl"
+	BlobsDir   = "blobs"
+)
+
+// ErrReservedField: a payload used one of the envelope's field names.
+var ErrReservedField = errors.New("record: payload uses a reserved field (seq, time, type, agent)")
+
+// Log appends events to a run's events.jsonl. It is safe for concurrent use.
+type Log struct {
+	dir string
+	now func() time.Time
+
+	mu      sync.Mutex
+	f       *os.File
+	seq     int64
+	pending []string // blob paths written since the last Sync
+	closed  bool
+}
+
+// Create opens a new log in dir (creating dir, its events file and blobs/).
+// It fails if the log already exists. now may be nil for time.Now.
+func Create(dir string, now func() time.Time) (*Log, error) {
+	if err := os.MkdirAll(filepath.Join(dir, BlobsDir), 0o755); err != nil {
+		return nil, fmt.Errorf("record: create run directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("record: create event log: %w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Log{dir: dir, now: now, f: f}, nil
+}
+
+// Dir is the run directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Seq is the seq of the last event appended.
+func (l *Log) Seq() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq
+}
+
+// Append writes one event. payload must marshal to a JSON object (or be nil)
+// and must not use the envelope's field names.
+func (l *Log) Append(typ, agent string, payload any) (int64, error) {
+	fields, err := payloadFields(payload)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errors.New("record: log is closed")
+	}
+	seq := l.seq + 1
+	line, err := encodeLine(seq, l.now(), typ, agent, fields)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := l.f.Write(line); err != nil {
+		return 0, fmt.Errorf("record: append event: %w", err)
+	}
+	l.seq = seq
+	return seq, nil
+}
+
+// PutBlob stores data by content and returns its reference "sha256:<hex>".
+func (l *Log) PutBlob(data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	name := hex.EncodeToString(sum[:])
+	ref := "sha256:" + name
+	path := filepath.Join(l.dir, BlobsDir, name)
+	if _, err := os.Stat(path); err == nil {
+		return ref, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Join(l.dir, BlobsDir), ".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("record: store blob: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("record: store blob: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("record: store blob: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("record: store blob: %w", err)
+	}
+	l.mu.Lock()
+	l.pending = append(l.pending, path)
+	l.mu.Unlock()
+	return ref, nil
+}
+
+// Sync makes everything written so far durable.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	pending := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, p := range pending {
+		if err := syncPath(p); err != nil {
+			return fmt.Errorf("record: sync blob: %w", err)
+		}
+	}
+	if len(pending) > 0 {
+		if err := syncPath(filepath.Join(l.dir, BlobsDir)); err != nil {
+			return fmt.Errorf("record: sync blobs: %w", err)
+		}
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("record: sync event log: %w", err)
+	}
+	return nil
+}
+
+// Close syncs and closes the log.
+func (l *Log) Close() error {
+	err := l.Sync()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return err
+	}
+	l.closed = true
+	return errors.Join(err, l.f.Close())
+}
+
+// BlobPath is where a blob reference lives inside run directory dir.
+func BlobPath(dir, ref string) (string, error) {
+	name, ok := cutPrefix(ref, "sha256:")
+	if !ok || len(name) != 64 {
+		return "", fmt.Errorf("record: bad blob reference %q", ref)
+	}
+	if _, err := hex.DecodeString(name); err != nil {
+		return "", fmt.Errorf("record: bad blob reference %q", ref)
+	}
+	return filepath.Join(dir, BlobsDir, name), nil
+}
+
+func cutPrefix(s, p string) (string, bool) {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):], true
+	}
+	return s, false
+}
+
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+func payloadFields(payload any) (map[string]json.RawMessage, error) {
+	if payload == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("record: encode payload: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("record: payload must be a JSON object: %w", err)
+	}
+	for _, k := range []string{"seq", "time", "type", "agent"} {
+		if _, ok := fields[k]; ok {
+			return nil, fmt.Errorf("%w: %q", ErrReservedField, k)
+		}
+	}
+	return fields, nil
+}

@@ -1,0 +1,159 @@
+package record
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/apodex/apodex/internal/llm"
+)
+
+// Event types. The payload of each is the struct of the same name below.
+const (
+	TypeRunStarted    = "run_started"
+	TypeModelRequest  = "model_request"
+	TypeModelResponse = "model_response"
+	TypeModelRetry    = "model_retry"
+	TypeModelError    = "model_error"
+	TypeToolCall      = "tool_call"
+	TypeToolResult    = "tool_result"
+	TypeFileDelta     = "file_delta"
+	TypeObservation   = "observation" // a runtime observation shown to an agent
+	TypeWarning       = "warning"
+	TypeRunFinished   = "run_finished"
+)
+
+// RunStarted opens the record: everything needed to rebuild the initial state
+// and to know what ran.
+type RunStarted struct {
+	RunID     string            `json:"run_id"`
+	Objective string            `json:"objective"`
+	Model     ModelSettings     `json:"model"`
+	Sandbox   SandboxSettings   `json:"sandbox"`
+	Budget    Budget            `json:"budget"`
+	Inputs    []FileEntry       `json:"inputs"`
+	Tools     []string          `json:"tools"`
+	Versions  map[string]string `json:"versions"`
+	Settings  map[string]any    `json:"settings,omitempty"`
+}
+
+// ModelSettings names the model and how it was reached (never the key).
+type ModelSettings struct {
+	Provider string `json:"provider"`
+	Name     string `json:"name,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+	Stream   bool   `json:"stream"`
+	Script   string `json:"script,omitempty"`
+}
+
+// SandboxSettings says how commands were isolated.
+type SandboxSettings struct {
+	Kind    string `json:"kind"` // "bwrap" or "none"
+	Version string `json:"version,omitempty"`
+	Network bool   `json:"network"`
+}
+
+// Budget is the run's limits; zero means unlimited.
+type Budget struct {
+	MaxTurns     int `json:"max_turns,omitempty"`
+	MaxToolCalls int `json:"max_tool_calls,omitempty"`
+	MaxTokens    int `json:"max_tokens,omitempty"`
+}
+
+// FileEntry is one file by plane path and content hash.
+type FileEntry struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// ModelRequest records the messages a call added to the agent's history since
+// its previous call (From is the index of the first), so the full request is
+// the concatenation of all of an agent's model_request events.
+type ModelRequest struct {
+	Turn     int               `json:"turn"`
+	From     int               `json:"from"`
+	Messages []json.RawMessage `json:"messages"`
+	ToolsRef string            `json:"tools_ref,omitempty"`
+}
+
+// ModelResponse is one assistant turn and its usage.
+type ModelResponse struct {
+	Turn         int             `json:"turn"`
+	Message      json.RawMessage `json:"message"`
+	Usage        llm.Usage       `json:"usage"`
+	FinishReason string          `json:"finish_reason,omitempty"`
+	Model        string          `json:"model,omitempty"`
+	DurationMS   int64           `json:"duration_ms"`
+}
+
+// ModelRetry is a failed attempt that will be retried.
+type ModelRetry struct {
+	Turn    int    `json:"turn"`
+	Attempt int    `json:"attempt"`
+	Error   string `json:"error"`
+	WaitMS  int64  `json:"wait_ms"`
+}
+
+// ModelError ends an agent's loop.
+type ModelError struct {
+	Turn  int    `json:"turn"`
+	Error string `json:"error"`
+}
+
+// ToolCall is a call as the model made it (arguments verbatim).
+type ToolCall struct {
+	Turn      int    `json:"turn"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolResult is what the model was shown, and where the full body is.
+type ToolResult struct {
+	Turn       int            `json:"turn"`
+	CallID     string         `json:"call_id"`
+	Name       string         `json:"name"`
+	IsError    bool           `json:"is_error"`
+	Output     string         `json:"output"`
+	FullRef    string         `json:"full_ref,omitempty"`
+	FullBytes  int            `json:"full_bytes,omitempty"`
+	DurationMS int64          `json:"duration_ms"`
+	Meta       map[string]any `json:"meta,omitempty"`
+}
+
+// FileDelta is one file changed by a tool call. ContentRef holds the new
+// content when it was small enough to keep.
+type FileDelta struct {
+	CallID     string `json:"call_id"`
+	Path       string `json:"path"`
+	Before     string `json:"before,omitempty"`
+	After      string `json:"after,omitempty"`
+	Bytes      int64  `json:"bytes"`
+	ContentRef string `json:"content_ref,omitempty"`
+}
+
+// Observation is a runtime message to an agent (never a user message).
+type Observation struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// Warning is something the user must know about the run's guarantees.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// RunFinished closes the record.
+type RunFinished struct {
+	Termination string      `json:"termination_reason"`
+	Status      string      `json:"status"`
+	Summary     string      `json:"summary,omitempty"`
+	Error       string      `json:"error,omitempty"`
+	Turns       int         `json:"turns"`
+	ToolCalls   int         `json:"tool_calls"`
+	Usage       llm.Usage   `json:"usage"`
+	Files       []FileEntry `json:"files"`
+	DurationMS  int64       `json:"duration_ms"`
+	Time        time.Time   `json:"finished_at"`
+}

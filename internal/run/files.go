@@ -1,0 +1,103 @@
+package run
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// copyInputs copies the regular files of src into dst and returns them hashed
+// by plane path. Symlinks and special files are not followed: a link could
+// point anywhere on the host, and inputs must be a closed, rebuildable state.
+func copyInputs(src, dst string) ([]record.FileEntry, error) {
+	entries := []record.FileEntry{}
+	if src == "" {
+		return entries, nil
+	}
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		if err := copyFile(p, target); err != nil {
+			return err
+		}
+		sum, n, err := workspace.HashFile(target)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, record.FileEntry{Path: "/inputs/" + filepath.ToSlash(rel), SHA256: sum, Bytes: n})
+		return nil
+	})
+	return entries, err
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// producedFiles lists the regular files in /workspace and /outputs at the end
+// of the run, hashed.
+func producedFiles(ws *workspace.FS) []record.FileEntry {
+	files := []record.FileEntry{}
+	for _, root := range []struct{ plane, host string }{{"/workspace", ws.Workspace}, {"/outputs", ws.Outputs}} {
+		filepath.WalkDir(root.host, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			rel, _ := filepath.Rel(root.host, p)
+			sum, n, err := workspace.HashFile(p)
+			if err != nil {
+				return nil
+			}
+			files = append(files, record.FileEntry{Path: root.plane + "/" + filepath.ToSlash(rel), SHA256: sum, Bytes: n})
+			return nil
+		})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files
+}
+
+func systemPrompt(tools []string) string {
+	var b strings.Builder
+	b.WriteString("You are Apodex, an agent that completes work by acting on files and running commands, not by describing what you would do.\n\n")
+	b.WriteString("Paths you can use:\n")
+	b.WriteString("- /inputs: the task's input files, read-only.\n")
+	b.WriteString("- /workspace: your working area, writable. Relative paths are resolved here. Put your results here.\n")
+	b.WriteString("- /outputs: the delivery area, read-only for you in this run.\n\n")
+	b.WriteString("bash runs /bin/sh in an isolated sandbox with these same paths, no network and a private /tmp.\n")
+	b.WriteString("Tool errors are observations: read them, fix the call and continue.\n")
+	b.WriteString("When the objective is done, call finish with a summary of what you produced and where.\n\n")
+	fmt.Fprintf(&b, "Tools: %s.\n", strings.Join(tools, ", "))
+	return b.String()
+}

@@ -1,0 +1,160 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// Info is what the record says about a run, for `runs` and `show`.
+type Info struct {
+	RunID       string             `json:"run_id"`
+	RunDir      string             `json:"run_dir"`
+	Objective   string             `json:"objective"`
+	Status      string             `json:"status"`
+	Termination string             `json:"termination_reason,omitempty"`
+	Summary     string             `json:"summary,omitempty"`
+	Error       string             `json:"error,omitempty"`
+	Model       record.ModelSettings `json:"model"`
+	Sandbox     record.SandboxSettings `json:"sandbox"`
+	Started     time.Time          `json:"started"`
+	Finished    *time.Time         `json:"finished,omitempty"`
+	Usage       llm.Usage          `json:"usage"`
+	Turns       int                `json:"turns"`
+	ToolCalls   int                `json:"tool_calls"`
+	ToolErrors  int                `json:"tool_errors"`
+	Events      int                `json:"events"`
+	TornTail    bool               `json:"torn_tail,omitempty"`
+	Warnings    []string           `json:"warnings,omitempty"`
+	Files       []record.FileEntry `json:"files"`
+	Steps       []StepInfo         `json:"steps"`
+}
+
+// StepInfo is one tool call as recorded.
+type StepInfo struct {
+	Seq     int64  `json:"seq"`
+	Agent   string `json:"agent"`
+	Turn    int    `json:"turn"`
+	Tool    string `json:"tool"`
+	Args    string `json:"arguments"`
+	IsError bool   `json:"is_error"`
+}
+
+// ErrNotFound: no run with that id under home.
+var ErrNotFound = errors.New("run: no such run")
+
+// Dir returns the directory of run id (or unique id prefix) under home.
+func Dir(home, id string) (string, error) {
+	runs := filepath.Join(home, "runs")
+	if id != "" && id == filepath.Base(id) {
+		if st, err := os.Stat(filepath.Join(runs, id)); err == nil && st.IsDir() {
+			return filepath.Join(runs, id), nil
+		}
+		matches, _ := filepath.Glob(filepath.Join(runs, id+"*"))
+		if len(matches) == 1 {
+			return matches[0], nil
+		}
+		if len(matches) > 1 {
+			return "", fmt.Errorf("%w: %q matches %d runs; give more of the id", ErrNotFound, id, len(matches))
+		}
+	}
+	return "", fmt.Errorf("%w: %q under %s (list runs with `apodex runs`)", ErrNotFound, id, runs)
+}
+
+// Load reads a run's record into an Info.
+func Load(dir string) (Info, error) {
+	c, err := record.Read(dir)
+	if err != nil {
+		return Info{}, err
+	}
+	info := Info{RunID: filepath.Base(dir), RunDir: dir, Status: StatusRunning, Events: len(c.Events), TornTail: c.TornTail, Files: []record.FileEntry{}}
+	for _, e := range c.Events {
+		switch e.Type {
+		case record.TypeRunStarted:
+			var rs record.RunStarted
+			if err := e.Decode(&rs); err != nil {
+				return info, err
+			}
+			info.Objective, info.Model, info.Sandbox, info.Started = rs.Objective, rs.Model, rs.Sandbox, e.Time
+		case record.TypeModelResponse:
+			var mr record.ModelResponse
+			if e.Decode(&mr) == nil {
+				info.Usage = info.Usage.Add(mr.Usage)
+				if info.Turns == 0 {
+					info.Usage.Reported = mr.Usage.Reported
+				}
+				info.Turns++
+			}
+		case record.TypeToolCall:
+			var tc record.ToolCall
+			if e.Decode(&tc) == nil {
+				info.ToolCalls++
+				info.Steps = append(info.Steps, StepInfo{Seq: e.Seq, Agent: e.Agent, Turn: tc.Turn, Tool: tc.Name, Args: shortArgs(tc.Arguments)})
+			}
+		case record.TypeToolResult:
+			var tr record.ToolResult
+			if e.Decode(&tr) == nil && tr.IsError {
+				info.ToolErrors++
+				for i := len(info.Steps) - 1; i >= 0; i-- {
+					if info.Steps[i].Tool == tr.Name && info.Steps[i].Turn == tr.Turn && !info.Steps[i].IsError {
+						info.Steps[i].IsError = true
+						break
+					}
+				}
+			}
+		case record.TypeWarning:
+			var w record.Warning
+			if e.Decode(&w) == nil {
+				info.Warnings = append(info.Warnings, w.Message)
+			}
+		case record.TypeRunFinished:
+			var rf record.RunFinished
+			if err := e.Decode(&rf); err != nil {
+				return info, err
+			}
+			t := e.Time
+			info.Finished = &t
+			info.Status, info.Termination, info.Summary, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Error, rf.Files
+		}
+	}
+	return info, nil
+}
+
+// List loads every run under home, newest first. Unreadable runs are listed
+// with the error as their status rather than hidden.
+func List(home string) ([]Info, error) {
+	entries, err := os.ReadDir(filepath.Join(home, "runs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(home, "runs", e.Name())
+		info, err := Load(dir)
+		if err != nil {
+			info = Info{RunID: e.Name(), RunDir: dir, Status: "unreadable: " + err.Error()}
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RunID > out[j].RunID })
+	return out, nil
+}
+
+func shortArgs(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}

@@ -1,0 +1,104 @@
+// Package sandbox runs one shell command in isolation and knows nothing about
+// agents.
+//
+// Guarantees of the bubblewrap runner (Bwrap):
+//   - the command sees only the mounts it is given plus read-only system
+//     directories (/usr, /bin, /lib*, an allow-list of /etc), a fresh tmpfs
+//     /tmp, /proc and a minimal /dev; everything else, the root included, is
+//     read-only; every namespace is unshared, so there is no network unless
+//     Spec.Network is set; all capabilities are dropped; it runs in a new
+//     session and dies with its parent;
+//   - at Spec.Timeout, or when ctx ends, the whole process group is killed,
+//     and with it (through the PID namespace) everything the command started;
+//   - stdout and stderr are each kept up to Spec.OutputLimit bytes; the rest is
+//     counted and discarded, so a command printing gigabytes costs no memory.
+//
+// Shared by every runner: the command's environment is exactly Spec.Env (or
+// a minimal default), never the caller's; background processes left in the
+// command's process group are killed when it exits; Run returns at most a
+// short grace period after that even if an escaped process holds the output
+// pipes. A timeout, or ctx reaching its deadline, gives Result.TimedOut and
+// ExitCode -1 with a nil error; ctx being cancelled gives ExitCode -1 and an
+// error wrapping context.Canceled.
+//
+// The None runner gives no isolation at all; callers must only use it when the
+// user asked for it explicitly, and must record that they did.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrUnavailable is returned by New when no sandbox can be built here.
+var ErrUnavailable = errors.New("sandbox: bubblewrap (bwrap) is not available; install it (apt-get install -y bubblewrap) or pass --sandbox none to run commands without isolation")
+
+// Mount binds a host directory into the sandbox.
+type Mount struct {
+	Source   string // host path
+	Target   string // path inside the sandbox
+	Writable bool
+}
+
+// Spec is one command to run.
+type Spec struct {
+	// Command is run by /bin/sh -c.
+	Command string
+	// Dir is the working directory inside the sandbox.
+	Dir    string
+	Mounts []Mount
+	// Network shares the host network namespace.
+	Network bool
+	// Timeout kills the process group after this long; 0 means no limit
+	// beyond ctx.
+	Timeout time.Duration
+	// OutputLimit caps each of stdout and stderr, in bytes; 0 means 64 KiB.
+	OutputLimit int
+	// Env is the complete environment ("K=V"); nil means a minimal default.
+	Env []string
+}
+
+// Result is what a command did.
+type Result struct {
+	// ExitCode is the command's exit status, 128+n when signal n killed it,
+	// or -1 when the runner killed it (timeout or cancellation).
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	// StdoutBytes and StderrBytes count everything the command wrote,
+	// including what was cut.
+	StdoutBytes int64
+	StderrBytes int64
+	TimedOut    bool
+	Duration    time.Duration
+}
+
+// Truncated reports whether any output was cut.
+func (r Result) Truncated() bool {
+	return r.StdoutBytes > int64(len(r.Stdout)) || r.StderrBytes > int64(len(r.Stderr))
+}
+
+// Runner runs commands. Run returns an error only when the command could not
+// be started or supervised; a non-zero exit or a timeout is a Result.
+type Runner interface {
+	Run(ctx context.Context, spec Spec) (Result, error)
+}
+
+// New returns the runner for kind: "bwrap" or "" (bubblewrap, which must be
+// usable here, else an error wrapping ErrUnavailable) or "none" (no
+// isolation; see None). It never falls back from bwrap to none by itself.
+func New(kind string) (Runner, error) {
+	switch kind {
+	case "", "bwrap":
+		path, err := probe()
+		if err != nil {
+			return nil, err
+		}
+		return &Bwrap{Path: path}, nil
+	case "none":
+		return None{}, nil
+	}
+	return nil, fmt.Errorf("sandbox: unknown kind %q (want bwrap or none)", kind)
+}

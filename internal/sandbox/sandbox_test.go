@@ -1,0 +1,297 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runners returns every runner the conformance tests apply to here.
+func runners(t *testing.T) map[string]Runner {
+	t.Helper()
+	rs := map[string]Runner{"none": None{}}
+	if err := Available(); err != nil {
+		t.Logf("bwrap unavailable, testing none only: %v", err)
+	} else {
+		rs["bwrap"] = &Bwrap{}
+	}
+	return rs
+}
+
+// needBwrap returns a Bwrap runner or skips the test.
+func needBwrap(t *testing.T) *Bwrap {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	return &Bwrap{}
+}
+
+func run(t *testing.T, r Runner, spec Spec) Result {
+	t.Helper()
+	res, err := r.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", spec.Command, err)
+	}
+	return res
+}
+
+var tokenSeq atomic.Int64
+
+// sleepToken returns a sleep duration argument that is unique on this host,
+// so the process can be found in /proc by its command line.
+func sleepToken() string {
+	return fmt.Sprintf("1000.%d%04d", os.Getpid(), tokenSeq.Add(1))
+}
+
+// procsWith lists the host pids whose command line contains token. Zombies
+// have an empty command line and are not listed.
+func procsWith(token string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(token)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// assertGone fails if a process carrying token is still alive shortly after
+// Run returned (a SIGKILLed process may take a moment to be torn down).
+func assertGone(t *testing.T, token string) {
+	t.Helper()
+	for range 100 {
+		if len(procsWith(token)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pids := procsWith(token)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	t.Errorf("processes with %s survived: %v", token, pids)
+}
+
+func TestNew(t *testing.T) {
+	if r, err := New("none"); err != nil || r != (None{}) {
+		t.Errorf(`New("none") = %v, %v`, r, err)
+	}
+	if _, err := New("docker"); err == nil {
+		t.Error(`New("docker") succeeded`)
+	}
+	for _, kind := range []string{"", "bwrap"} {
+		r, err := New(kind)
+		if avail := Available(); avail != nil {
+			if !errors.Is(err, ErrUnavailable) {
+				t.Errorf("New(%q) = %v, want ErrUnavailable", kind, err)
+			}
+			continue
+		}
+		if b, ok := r.(*Bwrap); err != nil || !ok || b.Path == "" {
+			t.Errorf("New(%q) = %#v, %v", kind, r, err)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range []struct {
+				cmd  string
+				want int
+			}{
+				{"true", 0},
+				{"exit 3", 3},
+				{"false", 1},
+				{"kill -9 $$", 137},
+				{"kill -TERM $$", 143},
+				{"nosuchcommand-xyz", 127},
+			} {
+				if res := run(t, r, Spec{Command: tc.cmd}); res.ExitCode != tc.want || res.TimedOut {
+					t.Errorf("%q: exit %d timedOut %v, want %d; stderr %q", tc.cmd, res.ExitCode, res.TimedOut, tc.want, res.Stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestStreamsSeparate(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Command: "echo out; echo err >&2"})
+			if string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" {
+				t.Errorf("stdout %q stderr %q", res.Stdout, res.Stderr)
+			}
+			if res.StdoutBytes != 4 || res.StderrBytes != 4 || res.Truncated() {
+				t.Errorf("counts %d %d truncated %v", res.StdoutBytes, res.StderrBytes, res.Truncated())
+			}
+		})
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			const total = 200_000_000
+			res := run(t, r, Spec{Command: fmt.Sprintf("yes | head -c %d; printf 0123456789abc >&2", total)})
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %q", res.ExitCode, res.Stderr)
+			}
+			want := bytes.Repeat([]byte("y\n"), defaultOutputLimit/2)
+			if !bytes.Equal(res.Stdout, want) || res.StdoutBytes != total || !res.Truncated() {
+				t.Errorf("stdout kept %d bytes, counted %d", len(res.Stdout), res.StdoutBytes)
+			}
+			res = run(t, r, Spec{Command: "printf 0123456789abc >&2", OutputLimit: 10})
+			if string(res.Stderr) != "0123456789" || res.StderrBytes != 13 {
+				t.Errorf("stderr %q counted %d", res.Stderr, res.StderrBytes)
+			}
+		})
+	}
+}
+
+func TestTimeoutKillsGroup(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			child, grandchild := sleepToken(), sleepToken()
+			res := run(t, r, Spec{
+				Command: fmt.Sprintf("sh -c 'sleep %s' & echo started; sleep %s", grandchild, child),
+				Timeout: 300 * time.Millisecond,
+			})
+			if !res.TimedOut || res.ExitCode != -1 {
+				t.Errorf("TimedOut %v exit %d, want true -1", res.TimedOut, res.ExitCode)
+			}
+			if string(res.Stdout) != "started\n" {
+				t.Errorf("output before the kill lost: %q", res.Stdout)
+			}
+			assertGone(t, child)
+			assertGone(t, grandchild)
+		})
+	}
+}
+
+func TestCtxDeadlineIsTimeout(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			res, err := r.Run(ctx, Spec{Command: "sleep 100"})
+			if err != nil || !res.TimedOut || res.ExitCode != -1 {
+				t.Errorf("got %+v, %v; want TimedOut, exit -1, nil", res, err)
+			}
+		})
+	}
+}
+
+func TestCancelStops(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			token := sleepToken()
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			res, err := r.Run(ctx, Spec{Command: "sleep " + token})
+			if !errors.Is(err, context.Canceled) || res.TimedOut || res.ExitCode != -1 {
+				t.Errorf("got %+v, %v; want Canceled, exit -1", res, err)
+			}
+			assertGone(t, token)
+
+			if _, err := r.Run(ctx, Spec{Command: "true"}); !errors.Is(err, context.Canceled) {
+				t.Errorf("Run with a done ctx: %v", err)
+			}
+		})
+	}
+}
+
+func TestLeftoversKilledAtExit(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			token := sleepToken()
+			// The background sleep keeps stdout open; Run must not wait for it.
+			res := run(t, r, Spec{Command: "sleep " + token + " & echo hi"})
+			if res.ExitCode != 0 || string(res.Stdout) != "hi\n" {
+				t.Errorf("exit %d stdout %q", res.ExitCode, res.Stdout)
+			}
+			assertGone(t, token)
+		})
+	}
+}
+
+func TestEscapedProcessDoesNotHang(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			token := sleepToken()
+			t.Cleanup(func() {
+				for _, pid := range procsWith(token) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			res := run(t, r, Spec{Command: "setsid sleep " + token + " & echo hi"})
+			if res.ExitCode != 0 || string(res.Stdout) != "hi\n" {
+				t.Errorf("exit %d stdout %q", res.ExitCode, res.Stdout)
+			}
+			if name == "bwrap" {
+				assertGone(t, token) // the PID namespace takes it down
+			}
+		})
+	}
+}
+
+func TestEnvIsClean(t *testing.T) {
+	t.Setenv("APODEX_TEST_SECRET", "hunter2")
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Command: "env"})
+			if bytes.Contains(res.Stdout, []byte("hunter2")) {
+				t.Errorf("host variable leaked: %s", res.Stdout)
+			}
+			for _, kv := range defaultEnv {
+				if !bytes.Contains(res.Stdout, []byte(kv+"\n")) {
+					t.Errorf("default %s missing from %s", kv, res.Stdout)
+				}
+			}
+			res = run(t, r, Spec{Command: `echo "$FOO|$PATH|$HOME"`, Env: []string{"FOO=a=b", "PATH=/usr/bin:/bin"}})
+			if got := string(res.Stdout); got != "a=b|/usr/bin:/bin|\n" {
+				t.Errorf("custom env: %q", got)
+			}
+			if _, err := r.Run(context.Background(), Spec{Command: "true", Env: []string{"NOEQUALS"}}); err == nil {
+				t.Error("bad env entry accepted")
+			}
+		})
+	}
+}
+
+func TestWritableMountAndDir(t *testing.T) {
+	for name, r := range runners(t) {
+		t.Run(name, func(t *testing.T) {
+			host := t.TempDir()
+			if err := os.Mkdir(filepath.Join(host, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, r, Spec{
+				Command: "echo made > f && cat f",
+				Dir:     "/workspace/sub",
+				Mounts:  []Mount{{Source: host, Target: "/workspace", Writable: true}},
+			})
+			if res.ExitCode != 0 || string(res.Stdout) != "made\n" {
+				t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if b, err := os.ReadFile(filepath.Join(host, "sub", "f")); err != nil || string(b) != "made\n" {
+				t.Errorf("host file: %q, %v", b, err)
+			}
+		})
+	}
+}

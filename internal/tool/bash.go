@@ -1,0 +1,107 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+type bashArgs struct {
+	Command  string `json:"command" desc:"The shell command, run by /bin/sh -c in /workspace."`
+	TimeoutS int    `json:"timeout_s,omitempty" desc:"Seconds before the command is killed (default 120, at most 3600)."`
+}
+
+func bashTool(env Env) Tool {
+	network := "There is no network."
+	if env.Network {
+		network = "The network is reachable."
+	}
+	desc := fmt.Sprintf("Run a shell command (/bin/sh -c) in the sandbox, in /workspace. /inputs and /outputs are read-only there; only /workspace and /tmp are writable, and /tmp does not persist. %s Returns the exit code, stdout and stderr. Default timeout %s, at most %s; at the timeout the whole process group is killed.",
+		network, seconds(env.DefaultTimeout), seconds(env.MaxTimeout))
+	return Define("bash", desc, env.ObservationLimit,
+		func(ctx context.Context, a bashArgs) Result { return bash(ctx, env, a) })
+}
+
+func bash(ctx context.Context, env Env, a bashArgs) Result {
+	if env.Runner == nil {
+		return Errorf("%v", sandbox.ErrUnavailable)
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return Errorf("command is empty; give a shell command to run")
+	}
+	if a.TimeoutS < 0 {
+		return Errorf("timeout_s must be positive (seconds; default %d, at most %d)", int(env.DefaultTimeout.Seconds()), int(env.MaxTimeout.Seconds()))
+	}
+	timeout, note := env.DefaultTimeout, ""
+	if a.TimeoutS > 0 {
+		timeout = time.Duration(a.TimeoutS) * time.Second
+	}
+	if timeout > env.MaxTimeout {
+		timeout = env.MaxTimeout
+		note = fmt.Sprintf("timeout_s %d is above the maximum; used %s\n", a.TimeoutS, seconds(timeout))
+	}
+
+	before, beforeErr := env.FS.Snapshot(workspace.Workspace)
+	res, err := env.Runner.Run(ctx, sandbox.Spec{
+		Command:     a.Command,
+		Dir:         "/workspace",
+		Mounts:      env.FS.Mounts(),
+		Network:     env.Network,
+		Timeout:     timeout,
+		OutputLimit: bashOutputLimit,
+	})
+	if err != nil {
+		return Errorf("could not run the command: %v", err)
+	}
+	meta := map[string]any{
+		"exit_code":    res.ExitCode,
+		"duration_ms":  res.Duration.Milliseconds(),
+		"timed_out":    res.TimedOut,
+		"stdout_bytes": res.StdoutBytes,
+		"stderr_bytes": res.StderrBytes,
+	}
+	var deltas []FileDelta
+	after, afterErr := env.FS.Snapshot(workspace.Workspace)
+	if beforeErr == nil && afterErr == nil {
+		deltas = workspace.Diff(before, after)
+	} else {
+		meta["snapshot_error"] = fmt.Sprint(beforeErr, afterErr)
+	}
+
+	var b strings.Builder
+	b.WriteString(note)
+	fmt.Fprintf(&b, "exit code: %d\n", res.ExitCode)
+	if res.TimedOut {
+		fmt.Fprintf(&b, "timed out after %s, process group killed\n", seconds(timeout))
+	}
+	section(&b, "stdout", res.Stdout, res.StdoutBytes)
+	section(&b, "stderr", res.Stderr, res.StderrBytes)
+	return Result{Output: strings.TrimSuffix(b.String(), "\n"), Deltas: deltas, Meta: meta}
+}
+
+// section writes one output stream, saying so when it is empty or was cut
+// by the sandbox.
+func section(b *strings.Builder, name string, data []byte, total int64) {
+	switch {
+	case total == 0 && len(data) == 0:
+		fmt.Fprintf(b, "--- %s: empty ---\n", name)
+		return
+	case total > int64(len(data)):
+		fmt.Fprintf(b, "--- %s (first %s of %s; redirect to a file to keep it all) ---\n", name, humanSize(int64(len(data))), humanSize(total))
+	default:
+		fmt.Fprintf(b, "--- %s ---\n", name)
+	}
+	b.WriteString(strings.ToValidUTF8(string(data), "\uFFFD"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+}
+
+// seconds prints a duration as whole seconds ("120s").
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%ds", int(d.Round(time.Second).Seconds()))
+}

@@ -1,0 +1,127 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// fakeRunner records the spec and answers with run.
+type fakeRunner struct {
+	spec sandbox.Spec
+	run  func(sandbox.Spec) (sandbox.Result, error)
+}
+
+func (f *fakeRunner) Run(_ context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	f.spec = spec
+	return f.run(spec)
+}
+
+var _ sandbox.Runner = (*fakeRunner)(nil)
+
+func TestBashFake(t *testing.T) {
+	env := testEnv(t)
+	ws := env.FS.Workspace
+	fake := &fakeRunner{}
+	env.Runner = fake
+
+	// The command writes a file and changes another, as a real one would.
+	fake.run = func(sandbox.Spec) (sandbox.Result, error) {
+		put(t, filepath.Join(ws, "out", "made.txt"), "made\n")
+		put(t, filepath.Join(ws, "notes.txt"), "changed\n")
+		return sandbox.Result{ExitCode: 0, Stdout: []byte("hello\n"), StdoutBytes: 6, Duration: 42 * time.Millisecond}, nil
+	}
+	r := call(t, env, "bash", `{"command": "echo hello > /dev/stdout"}`)
+	expect(t, r, false, "exit code: 0\n--- stdout ---\nhello\n--- stderr: empty ---")
+	want := []FileDelta{
+		{Path: "/workspace/notes.txt", Before: workspace.HashBytes([]byte("first\nsecond\nthird\n")), After: workspace.HashBytes([]byte("changed\n")), Bytes: 8},
+		{Path: "/workspace/out/made.txt", After: workspace.HashBytes([]byte("made\n")), Bytes: 5},
+	}
+	if len(r.Deltas) != 2 || r.Deltas[0] != want[0] || r.Deltas[1] != want[1] {
+		t.Fatalf("deltas %+v", r.Deltas)
+	}
+	if r.Meta["exit_code"] != 0 || r.Meta["duration_ms"] != int64(42) || r.Meta["timed_out"] != false || r.Meta["stdout_bytes"] != int64(6) {
+		t.Fatalf("meta %v", r.Meta)
+	}
+	s := fake.spec
+	if s.Dir != "/workspace" || s.Timeout != DefaultBashTimeout || s.OutputLimit != 8<<20 || s.Network || len(s.Mounts) != 3 || s.Command != "echo hello > /dev/stdout" {
+		t.Fatalf("spec %+v", s)
+	}
+
+	// A timeout is stated; a timeout above the maximum is clamped.
+	fake.run = func(sandbox.Spec) (sandbox.Result, error) {
+		return sandbox.Result{ExitCode: -1, TimedOut: true, Stderr: []byte("partial"), StderrBytes: 20 << 20}, nil
+	}
+	r = call(t, env, "bash", `{"command": "sleep 9999", "timeout_s": 99999}`)
+	expect(t, r, false, "timeout_s 99999 is above the maximum; used 3600s", "exit code: -1\ntimed out after 3600s, process group killed", "--- stderr (first 7 B of 20.0 MiB; redirect to a file to keep it all) ---\npartial")
+	if fake.spec.Timeout != MaxBashTimeout || r.Meta["timed_out"] != true || len(r.Deltas) != 0 {
+		t.Fatalf("timeout %v meta %v deltas %v", fake.spec.Timeout, r.Meta, r.Deltas)
+	}
+	call(t, env, "bash", `{"command": "true", "timeout_s": 5}`)
+	if fake.spec.Timeout != 5*time.Second {
+		t.Fatalf("timeout %v", fake.spec.Timeout)
+	}
+
+	// A non-zero exit is an observation, not a tool error.
+	fake.run = func(sandbox.Spec) (sandbox.Result, error) {
+		return sandbox.Result{ExitCode: 2, Stderr: []byte("ls: nope: No such file"), StderrBytes: 22}, nil
+	}
+	expect(t, call(t, env, "bash", `{"command": "ls nope"}`), false, "exit code: 2\n--- stdout: empty ---\n--- stderr ---\nls: nope: No such file")
+
+	fake.run = func(sandbox.Spec) (sandbox.Result, error) { return sandbox.Result{}, errors.New("fork failed") }
+	expect(t, call(t, env, "bash", `{"command": "true"}`), true, "could not run the command: fork failed")
+	expect(t, call(t, env, "bash", `{"command": "  "}`), true, "command is empty")
+	expect(t, call(t, env, "bash", `{"command": "true", "timeout_s": -1}`), true, "timeout_s must be positive")
+
+	// Huge output reaches the model cut, and the record whole.
+	big := strings.Repeat("z", 5<<20)
+	fake.run = func(sandbox.Spec) (sandbox.Result, error) {
+		return sandbox.Result{Stdout: []byte(big), StdoutBytes: int64(len(big))}, nil
+	}
+	r = call(t, env, "bash", `{"command": "yes z"}`)
+	if len(r.Output) > DefaultObservationLimit+200 || !strings.Contains(string(r.Full), big) || !strings.Contains(r.Output, "bytes cut of") {
+		t.Fatalf("output %d bytes, full %d bytes", len(r.Output), len(r.Full))
+	}
+}
+
+func TestBashNoRunner(t *testing.T) {
+	env := testEnv(t)
+	expect(t, call(t, env, "bash", `{"command": "true"}`), true, sandbox.ErrUnavailable.Error())
+}
+
+func TestBashNetworkFlag(t *testing.T) {
+	env := testEnv(t)
+	fake := &fakeRunner{run: func(sandbox.Spec) (sandbox.Result, error) { return sandbox.Result{}, nil }}
+	env.Runner, env.Network = fake, true
+	call(t, env, "bash", `{"command": "true"}`)
+	if !fake.spec.Network {
+		t.Fatal("network not passed on")
+	}
+}
+
+// TestBashBwrap runs the real sandbox where bubblewrap works here.
+func TestBashBwrap(t *testing.T) {
+	runner, err := sandbox.New("bwrap")
+	if err != nil {
+		t.Skipf("no sandbox: %v", err)
+	}
+	env := testEnv(t)
+	env.Runner = runner
+	r := call(t, env, "bash", `{"command": "pwd; cat /inputs/data.csv | wc -l; echo made > new.txt; echo oops > /inputs/x; echo err >&2; exit 3"}`)
+	expect(t, r, false, "exit code: 3\n--- stdout ---\n/workspace\n3\n--- stderr ---\n", "Read-only file system\nerr")
+	if len(r.Deltas) != 1 || r.Deltas[0].Path != "/workspace/new.txt" || r.Deltas[0].After != workspace.HashBytes([]byte("made\n")) {
+		t.Fatalf("deltas %+v", r.Deltas)
+	}
+	if _, err := os.Stat(filepath.Join(env.FS.Inputs, "x")); err == nil {
+		t.Fatal("the command wrote to /inputs")
+	}
+	r = call(t, env, "bash", `{"command": "sleep 30", "timeout_s": 1}`)
+	expect(t, r, false, "timed out after 1s, process group killed")
+}

@@ -1,0 +1,148 @@
+package tool
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// Defaults of Env.
+const (
+	DefaultBashTimeout = 120 * time.Second
+	MaxBashTimeout     = 3600 * time.Second
+	// bashOutputLimit is what the sandbox keeps of each of stdout and stderr.
+	bashOutputLimit = 8 << 20
+	// sniffLen is how much of a file decides whether it is binary.
+	sniffLen = 8000
+)
+
+// Env is what the built-in tools act on.
+type Env struct {
+	FS     *workspace.FS
+	Runner sandbox.Runner // nil: bash refuses with sandbox.ErrUnavailable
+	// Network lets bash commands reach the network.
+	Network bool
+	// DefaultTimeout and MaxTimeout bound bash commands (0: 120 s and 3600 s).
+	DefaultTimeout, MaxTimeout time.Duration
+	// ObservationLimit is how many bytes of Output the model reads (0: 16 KiB).
+	ObservationLimit int
+}
+
+func (e Env) withDefaults() Env {
+	if e.DefaultTimeout <= 0 {
+		e.DefaultTimeout = DefaultBashTimeout
+	}
+	if e.MaxTimeout <= 0 {
+		e.MaxTimeout = MaxBashTimeout
+	}
+	if e.DefaultTimeout > e.MaxTimeout {
+		e.DefaultTimeout = e.MaxTimeout
+	}
+	if e.ObservationLimit <= 0 {
+		e.ObservationLimit = DefaultObservationLimit
+	}
+	return e
+}
+
+// Builtins returns read_file, write_file, edit_file, list_files, grep and
+// bash (SPEC §4) acting on env. It panics if env.FS is nil.
+func Builtins(env Env) []Tool {
+	if env.FS == nil {
+		panic("tool: Builtins needs Env.FS")
+	}
+	env = env.withDefaults()
+	return []Tool{
+		readFileTool(env),
+		writeFileTool(env),
+		editFileTool(env),
+		listFilesTool(env),
+		grepTool(env),
+		bashTool(env),
+	}
+}
+
+// pathDesc is the common description of a path argument.
+const pathDesc = "under /inputs (read-only), /workspace or /outputs; a relative path is taken from /workspace."
+
+// fileError turns an error opening a resolved path into what the model reads.
+func fileError(p workspace.Path, err error) Result {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Errorf("no such file or directory: %s; use list_files to see what exists", p.PlanePath)
+	case errors.Is(err, workspace.ErrRefused):
+		return Errorf("%v", err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the host name is not the model's business
+	}
+	return Errorf("cannot open %s: %v", p.PlanePath, err)
+}
+
+// isBinary reports whether the start of a file looks binary (has a NUL).
+func isBinary(head []byte) bool { return bytes.IndexByte(head, 0) >= 0 }
+
+// readLine returns the next line without its line ending, keeping at most
+// max bytes of it; n is the line's full length. It returns io.EOF only when
+// nothing is left.
+func readLine(br *bufio.Reader, max int) (line []byte, n int, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += len(chunk)
+		if room := max - len(line); room > 0 {
+			line = append(line, chunk[:min(room, len(chunk))]...)
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && n > 0:
+			err = nil
+		}
+		if bytes.HasSuffix(chunk, []byte("\n")) {
+			n--
+			if len(line) > n {
+				line = line[:n]
+			}
+		}
+		if n > 0 && len(line) == n && line[n-1] == '\r' {
+			line, n = line[:n-1], n-1
+		}
+		return line, n, err
+	}
+}
+
+// humanSize prints a byte count for the model.
+func humanSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// relName is a plane-relative path as os.Root and fs.FS want it.
+func relName(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}

@@ -1,0 +1,98 @@
+// Package tool defines what a tool is, the set of tools an agent may call,
+// and the built-in tools of SPEC §4.
+//
+// Guarantees:
+//   - a tool never panics the run and never returns a Go error for anything
+//     the model did wrong: bad arguments, refused paths, failed commands come
+//     back as a Result with IsError set and a message that says how to recover;
+//   - Result.Output is what the model reads, already cut to the output limit
+//     with the cut stated; Result.Full keeps the whole body for the record;
+//   - every file a tool changes is reported as a FileDelta (hash before/after).
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// FileDelta is one file changed by a tool call, by plane path. An empty hash
+// means the file did not exist. It is workspace.Delta, so that snapshots can
+// produce deltas without importing this package.
+type FileDelta = workspace.Delta
+
+// Result is the outcome of one tool call.
+type Result struct {
+	// Output is the text the model reads.
+	Output string
+	// IsError marks a failed call; the run goes on.
+	IsError bool
+	// Full is the whole body when Output was cut; nil when Output is whole.
+	Full []byte
+	// Deltas are the files this call changed.
+	Deltas []FileDelta
+	// Finish is set by the finish tool: the run ends with this summary.
+	Finish *Finish
+	// Meta is extra detail for the record (exit code, duration, ...).
+	Meta map[string]any
+}
+
+// Finish is the finish tool's request to end the run.
+type Finish struct {
+	Summary string `json:"summary"`
+}
+
+// Errorf builds an error Result.
+func Errorf(format string, args ...any) Result {
+	return Result{Output: "error: " + fmt.Sprintf(format, args...), IsError: true}
+}
+
+// Tool is one callable tool.
+type Tool interface {
+	Spec() llm.ToolSpec
+	// Call runs the tool. args is the raw JSON the model sent.
+	Call(ctx context.Context, args json.RawMessage) Result
+}
+
+// Set is the tools one agent may call, by name.
+type Set struct {
+	tools map[string]Tool
+}
+
+// NewSet builds a Set; a later tool of the same name replaces an earlier one.
+func NewSet(tools ...Tool) *Set {
+	s := &Set{tools: make(map[string]Tool)}
+	for _, t := range tools {
+		s.tools[t.Spec().Name] = t
+	}
+	return s
+}
+
+// Get returns the named tool.
+func (s *Set) Get(name string) (Tool, bool) {
+	t, ok := s.tools[name]
+	return t, ok
+}
+
+// Names lists tool names, sorted.
+func (s *Set) Names() []string {
+	names := make([]string, 0, len(s.tools))
+	for n := range s.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Specs lists tool specs in name order, for the model request.
+func (s *Set) Specs() []llm.ToolSpec {
+	specs := make([]llm.ToolSpec, 0, len(s.tools))
+	for _, n := range s.Names() {
+		specs = append(specs, s.tools[n].Spec())
+	}
+	return specs
+}
