@@ -24,7 +24,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		jsonOut, quiet bool
 		budget         agent.Budget
 		cmdTimeout     time.Duration
-		timeout        time.Duration
+		timeout, soft  time.Duration
+		ctxw           agent.Context
 		attempts       int
 	)
 	mf.register(fs)
@@ -34,6 +35,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&budget.MaxToolCalls, "max-tool-calls", 200, "stop after this many tool calls (0: no limit)")
 	fs.IntVar(&budget.MaxTokens, "max-tokens", 2_000_000, "stop once this many tokens (prompt + completion, summed over calls) are used (0: no limit)")
 	fs.DurationVar(&timeout, "timeout", 0, "hard wall-clock limit for the whole run, e.g. 15m (0: none)")
+	fs.DurationVar(&soft, "soft-deadline", 0, "wall-clock soft deadline, e.g. 10m: near it the agent is told to wrap up, at it the loop ends and a tool-free call salvages a partial result (0: none)")
+	fs.IntVar(&ctxw.Window, "context-window", 0, "the model's context window in tokens (default: known for common model names, else 32768)")
+	fs.Float64Var(&ctxw.At, "compact-at", 0.8, "compact the context when the prompt reaches this fraction of the window")
+	fs.Float64Var(&ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
 	fs.DurationVar(&cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
 	fs.IntVar(&attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
 	fs.StringVar(&sandboxKind, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
@@ -53,8 +58,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "apodex run: --sandbox %q: use bwrap or none\n", sandboxKind)
 		return exitUsage
 	}
-	if budget.MaxTurns < 0 || budget.MaxToolCalls < 0 || budget.MaxTokens < 0 || attempts < 1 || timeout < 0 || cmdTimeout <= 0 {
-		fmt.Fprintln(stderr, "apodex run: budgets must be ≥ 0, --retries ≥ 1 and --command-timeout > 0")
+	if budget.MaxTurns < 0 || budget.MaxToolCalls < 0 || budget.MaxTokens < 0 || attempts < 1 || timeout < 0 || soft < 0 || cmdTimeout <= 0 || ctxw.Window < 0 {
+		fmt.Fprintln(stderr, "apodex run: budgets, deadlines and --context-window must be ≥ 0, --retries ≥ 1 and --command-timeout > 0")
+		return exitUsage
+	}
+	if ctxw.At <= 0 || ctxw.At > 1 || ctxw.To <= 0 || ctxw.To >= ctxw.At {
+		fmt.Fprintln(stderr, "apodex run: need 0 < --compact-to < --compact-at ≤ 1 (e.g. --compact-at 0.8 --compact-to 0.5)")
 		return exitUsage
 	}
 	model, info, err := mf.build()
@@ -62,16 +71,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "apodex run: %v\n", err)
 		return exitUsage
 	}
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, agent.ErrHardTimeout)
-		defer cancel()
-	}
 	cfg := run.Config{
 		Home: homeDir(home), Objective: objective, InputsDir: inputs,
 		Model: model, ModelInfo: info, Budget: budget,
 		Sandbox: sandboxKind, Network: network, CommandTimeout: cmdTimeout,
-		Retry: llm.RetryPolicy{MaxAttempts: attempts},
+		Retry: llm.RetryPolicy{MaxAttempts: attempts}, Context: ctxw, SoftDeadline: soft, Timeout: timeout,
 	}
 	if !quiet {
 		cfg.Progress = stderr
@@ -110,6 +114,9 @@ func printSummary(w io.Writer, s run.Summary) {
 	fmt.Fprintf(w, "run %s: %s (%s)\n", s.RunID, s.Status, s.Termination)
 	if s.Summary != "" {
 		fmt.Fprintf(w, "summary: %s\n", oneLine(s.Summary))
+	}
+	if s.Partial != "" {
+		fmt.Fprintf(w, "partial result: %s\n", s.Partial)
 	}
 	if s.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", oneLine(s.Error))

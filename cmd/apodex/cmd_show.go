@@ -83,8 +83,19 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if info.Summary != "" {
 		fmt.Fprintf(stdout, "summary:     %s\n", oneLine(info.Summary))
 	}
+	if info.Partial != "" {
+		fmt.Fprintf(stdout, "partial:     %s\n", info.Partial)
+	}
 	if info.Error != "" {
 		fmt.Fprintf(stdout, "error:       %s\n", oneLine(info.Error))
+	}
+	for _, c := range info.Compactions {
+		switch {
+		case c.Stopped != "":
+			fmt.Fprintf(stdout, "compaction:  tier %d stopped: %s\n", c.Tier, c.Stopped)
+		default:
+			fmt.Fprintf(stdout, "compaction:  tier %d, %d → %d tokens (window %d), %d evicted\n", c.Tier, c.TokensBefore, c.TokensAfter, c.Window, len(c.Evicted))
+		}
 	}
 	fmt.Fprintf(stdout, "model:       %s %s %s\n", info.Model.Provider, info.Model.Name, info.Model.BaseURL)
 	fmt.Fprintf(stdout, "sandbox:     %s (network %v)\n", info.Sandbox.Kind, info.Sandbox.Network)

@@ -47,6 +47,11 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 	wg.Wait()
 	for _, i := range finishes {
 		results[i], durations[i] = l.invoke(ctx, calls[i])
+		if f := results[i].Finish; f != nil && l.cfg.Gate != nil {
+			if err := l.cfg.Gate(f.Summary); err != nil {
+				results[i] = tool.Errorf("finish refused: %v", err)
+			}
+		}
 	}
 	l.toolCalls += allowed
 
@@ -75,9 +80,9 @@ func (l *loop) invoke(ctx context.Context, c llm.ToolCall) (res tool.Result, ms 
 		}
 		ms = l.cfg.Now().Sub(start).Milliseconds()
 	}()
-	t, ok := l.cfg.Tools.Get(c.Name)
+	t, ok := l.tools.Get(c.Name)
 	if !ok {
-		return tool.Errorf("unknown tool %q; the tools you can call are: %s", c.Name, strings.Join(l.cfg.Tools.Names(), ", ")), 0
+		return tool.Errorf("unknown tool %q; the tools you can call are: %s", c.Name, strings.Join(l.tools.Names(), ", ")), 0
 	}
 	args := strings.TrimSpace(c.Arguments)
 	if args == "" {

@@ -75,6 +75,13 @@ type Config struct {
 	// Parallel bounds concurrent tool calls within a turn; default 8.
 	Parallel int
 	Retry    llm.RetryPolicy
+	// Context configures compaction; Window 0 disables it.
+	Context Context
+	// Deadlines bound the loop in wall-clock time.
+	Deadlines Deadlines
+	// Gate, if set, decides whether finish is accepted; its error is shown
+	// to the agent, which goes on working.
+	Gate func(summary string) error
 	// OnStep, if set, is called after each tool call (progress lines).
 	OnStep func(Step)
 	// MaxContentBlob is the largest changed file whose content is kept as a
@@ -87,6 +94,7 @@ type Config struct {
 type Outcome struct {
 	Termination Termination
 	Summary     string // the finish summary
+	Partial     string // the salvaged partial result at the soft deadline
 	Err         error  // the error behind model_error, cancelled, hard_timeout
 	Turns       int
 	ToolCalls   int

@@ -9,39 +9,62 @@ import (
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
 )
 
 // Run drives one agent from its task to a termination.
 func Run(ctx context.Context, cfg Config, task string) Outcome {
 	cfg.defaults()
-	l := &loop{cfg: cfg}
+	l := &loop{cfg: cfg, tools: cfg.Tools}
+	if cfg.Context.Window > 0 {
+		l.compact = &compactor{cfg: cfg.Context.WithDefaults(), evicted: make(map[string]string)}
+		l.tools = l.tools.With(l.recallTool())
+	}
 	l.history = append(l.history, llm.Message{Role: llm.RoleSystem, Content: cfg.System})
 	l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: task})
-	out := l.run(ctx)
+	model := l.retrying()
+	loopCtx := ctx
+	if soft := cfg.Deadlines.Soft; !soft.IsZero() {
+		var cancel context.CancelFunc
+		// The deadline is on the injected clock; the context needs real time.
+		loopCtx, cancel = context.WithTimeoutCause(ctx, soft.Sub(cfg.Now()), ErrSoftDeadline)
+		defer cancel()
+	}
+	out := l.run(loopCtx, model)
+	if out.Termination == SoftDeadline && ctx.Err() == nil {
+		out.Partial = l.finalize(ctx, model)
+	}
 	out.Turns, out.ToolCalls, out.Usage, out.History = l.turns, l.toolCalls, l.usage, l.history
 	return out
 }
 
 type loop struct {
 	cfg       Config
+	tools     *tool.Set
 	history   []llm.Message
 	recorded  int // messages of history already in a model_request event
 	recordErr error
 	turns     int
 	toolCalls int
 	usage     llm.Usage
+	compact   *compactor // nil: no compaction
+	warned    bool       // the wrap-up notice was given
 }
 
-func (l *loop) run(ctx context.Context) Outcome {
+// retrying wraps the model with the retry policy, recording every retry.
+func (l *loop) retrying() llm.Model {
 	retry := l.cfg.Retry
 	onRetry := retry.OnRetry
 	retry.OnRetry = func(attempt int, err error, wait time.Duration) {
-		l.append(record.TypeModelRetry, record.ModelRetry{Turn: l.turns + 1, Attempt: attempt, Error: err.Error(), WaitMS: wait.Milliseconds()})
+		l.append(record.TypeModelRetry, record.ModelRetry{Turn: l.turns, Attempt: attempt, Error: err.Error(), WaitMS: wait.Milliseconds()})
 		if onRetry != nil {
 			onRetry(attempt, err, wait)
 		}
 	}
-	model := llm.WithRetry(l.cfg.Model, retry)
+	return llm.WithRetry(l.cfg.Model, retry)
+}
+
+func (l *loop) run(ctx context.Context, model llm.Model) Outcome {
 	b := l.cfg.Budget
 	for {
 		if t, err, done := stopped(ctx); done {
@@ -50,6 +73,10 @@ func (l *loop) run(ctx context.Context) Outcome {
 		if b.MaxTurns > 0 && l.turns >= b.MaxTurns {
 			return Outcome{Termination: BudgetTurns, Err: fmt.Errorf("turn budget of %d reached", b.MaxTurns)}
 		}
+		if l.checkDeadline() {
+			return Outcome{Termination: SoftDeadline, Err: ErrSoftDeadline}
+		}
+		l.maybeCompact(ctx, model)
 		resp, err := l.call(ctx, model)
 		if err != nil {
 			if t, cerr, done := stopped(ctx); done {
@@ -88,8 +115,11 @@ func stopped(ctx context.Context) (Termination, error, bool) {
 		return "", nil, false
 	}
 	cause := context.Cause(ctx)
-	if errors.Is(cause, ErrHardTimeout) {
+	switch {
+	case errors.Is(cause, ErrHardTimeout):
 		return HardTimeout, cause, true
+	case errors.Is(cause, ErrSoftDeadline):
+		return SoftDeadline, cause, true
 	}
 	return Cancelled, cause, true
 }
@@ -97,13 +127,18 @@ func stopped(ctx context.Context) (Termination, error, bool) {
 // call makes one model call and records request and response.
 func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error) {
 	l.turns++
-	specs := l.cfg.Tools.Specs()
+	specs := l.tools.Specs()
 	l.recordRequest(specs)
-	req := &llm.Request{Messages: l.history, Tools: specs}
+	req := &llm.Request{Messages: l.history, Tools: specs, Turn: l.turns - 1}
 	start := l.cfg.Now()
 	resp, err := model.Generate(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if l.compact != nil {
+		c := l.compact
+		c.lastPrompt, c.lastCompletion, c.reported = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.Usage.Reported && resp.Usage.PromptTokens > 0
+		c.sinceLast = len(l.history) // the reply is counted in lastCompletion
 	}
 	resp.Message.Role = llm.RoleAssistant
 	for i := range resp.Message.ToolCalls {

@@ -38,6 +38,9 @@ type Message struct {
 	Name       string `json:"name,omitempty"`
 	// IsError marks a tool message that reports a failure (Anthropic's is_error).
 	IsError bool `json:"is_error,omitempty"`
+	// Protected messages (subagent reports, summaries) are never evicted by
+	// compaction. Runtime-only: clients do not send it.
+	Protected bool `json:"protected,omitempty"`
 }
 
 // ToolCall is one tool invocation requested by the model. Arguments is the raw
@@ -64,7 +67,19 @@ type Request struct {
 	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
 	// Temperature is optional; nil leaves the provider's default.
 	Temperature *float64 `json:"temperature,omitempty"`
+	// Turn is the 0-based index of this call among the agent's turns, set by
+	// the loop so deterministic policies survive compaction of the history.
+	Turn int `json:"turn,omitempty"`
+	// Purpose is "" for an agent turn, or PurposeSummary / PurposeFinalize
+	// for the runtime's own calls (compaction, salvage at the deadline).
+	Purpose string `json:"purpose,omitempty"`
 }
+
+// Purposes of runtime calls.
+const (
+	PurposeSummary  = "summary"
+	PurposeFinalize = "finalize"
+)
 
 // Usage is token accounting for one call.
 type Usage struct {

@@ -19,6 +19,8 @@ const (
 	TypeFileDelta     = "file_delta"
 	TypeObservation   = "observation" // a runtime observation shown to an agent
 	TypeWarning       = "warning"
+	TypeCompaction    = "compaction"
+	TypePartialResult = "partial_result"
 	TypeRunFinished   = "run_finished"
 )
 
@@ -54,9 +56,11 @@ type SandboxSettings struct {
 
 // Budget is the run's limits; zero means unlimited.
 type Budget struct {
-	MaxTurns     int `json:"max_turns,omitempty"`
-	MaxToolCalls int `json:"max_tool_calls,omitempty"`
-	MaxTokens    int `json:"max_tokens,omitempty"`
+	MaxTurns     int    `json:"max_turns,omitempty"`
+	MaxToolCalls int    `json:"max_tool_calls,omitempty"`
+	MaxTokens    int    `json:"max_tokens,omitempty"`
+	SoftDeadline string `json:"soft_deadline,omitempty"`
+	Timeout      string `json:"timeout,omitempty"`
 }
 
 // FileEntry is one file by plane path and content hash.
@@ -149,6 +153,7 @@ type RunFinished struct {
 	Termination string      `json:"termination_reason"`
 	Status      string      `json:"status"`
 	Summary     string      `json:"summary,omitempty"`
+	Partial     string      `json:"partial_result,omitempty"`
 	Error       string      `json:"error,omitempty"`
 	Turns       int         `json:"turns"`
 	ToolCalls   int         `json:"tool_calls"`
@@ -156,4 +161,31 @@ type RunFinished struct {
 	Files       []FileEntry `json:"files"`
 	DurationMS  int64       `json:"duration_ms"`
 	Time        time.Time   `json:"finished_at"`
+}
+
+// Compaction is one context compaction (R-CTX-4). Tier 0 records that
+// compaction stopped for lack of relief.
+type Compaction struct {
+	Tier         int         `json:"tier"`
+	TokensBefore int         `json:"tokens_before"`
+	TokensAfter  int         `json:"tokens_after"`
+	Estimated    bool        `json:"estimated"`
+	Window       int         `json:"window"`
+	Target       int         `json:"target,omitempty"`
+	Evicted      []string    `json:"evicted,omitempty"` // call ids whose bodies were stubbed
+	Summarized   *Summarized `json:"summarized,omitempty"`
+	Stopped      string      `json:"stopped,omitempty"`
+}
+
+// Summarized is what tier 2 condensed.
+type Summarized struct {
+	Messages int    `json:"messages"`
+	Summary  string `json:"summary"`
+}
+
+// PartialResult is the salvage at the soft deadline (R-TIME-3).
+type PartialResult struct {
+	Text   string `json:"text"`
+	Source string `json:"source"` // "model" or "fallback"
+	Error  string `json:"error,omitempty"`
 }

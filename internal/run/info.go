@@ -14,26 +14,28 @@ import (
 
 // Info is what the record says about a run, for `runs` and `show`.
 type Info struct {
-	RunID       string             `json:"run_id"`
-	RunDir      string             `json:"run_dir"`
-	Objective   string             `json:"objective"`
-	Status      string             `json:"status"`
-	Termination string             `json:"termination_reason,omitempty"`
-	Summary     string             `json:"summary,omitempty"`
-	Error       string             `json:"error,omitempty"`
-	Model       record.ModelSettings `json:"model"`
+	RunID       string                 `json:"run_id"`
+	RunDir      string                 `json:"run_dir"`
+	Objective   string                 `json:"objective"`
+	Status      string                 `json:"status"`
+	Termination string                 `json:"termination_reason,omitempty"`
+	Summary     string                 `json:"summary,omitempty"`
+	Partial     string                 `json:"partial_result,omitempty"`
+	Error       string                 `json:"error,omitempty"`
+	Compactions []record.Compaction    `json:"compactions,omitempty"`
+	Model       record.ModelSettings   `json:"model"`
 	Sandbox     record.SandboxSettings `json:"sandbox"`
-	Started     time.Time          `json:"started"`
-	Finished    *time.Time         `json:"finished,omitempty"`
-	Usage       llm.Usage          `json:"usage"`
-	Turns       int                `json:"turns"`
-	ToolCalls   int                `json:"tool_calls"`
-	ToolErrors  int                `json:"tool_errors"`
-	Events      int                `json:"events"`
-	TornTail    bool               `json:"torn_tail,omitempty"`
-	Warnings    []string           `json:"warnings,omitempty"`
-	Files       []record.FileEntry `json:"files"`
-	Steps       []StepInfo         `json:"steps"`
+	Started     time.Time              `json:"started"`
+	Finished    *time.Time             `json:"finished,omitempty"`
+	Usage       llm.Usage              `json:"usage"`
+	Turns       int                    `json:"turns"`
+	ToolCalls   int                    `json:"tool_calls"`
+	ToolErrors  int                    `json:"tool_errors"`
+	Events      int                    `json:"events"`
+	TornTail    bool                   `json:"torn_tail,omitempty"`
+	Warnings    []string               `json:"warnings,omitempty"`
+	Files       []record.FileEntry     `json:"files"`
+	Steps       []StepInfo             `json:"steps"`
 }
 
 // StepInfo is one tool call as recorded.
@@ -108,6 +110,11 @@ func Load(dir string) (Info, error) {
 					}
 				}
 			}
+		case record.TypeCompaction:
+			var c record.Compaction
+			if e.Decode(&c) == nil {
+				info.Compactions = append(info.Compactions, c)
+			}
 		case record.TypeWarning:
 			var w record.Warning
 			if e.Decode(&w) == nil {
@@ -120,7 +127,7 @@ func Load(dir string) (Info, error) {
 			}
 			t := e.Time
 			info.Finished = &t
-			info.Status, info.Termination, info.Summary, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Error, rf.Files
+			info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files
 		}
 	}
 	return info, nil

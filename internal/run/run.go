@@ -48,6 +48,13 @@ type Config struct {
 	Model     llm.Model
 	ModelInfo record.ModelSettings
 	Budget    agent.Budget
+	// Context configures compaction; Window 0 picks the model's window.
+	Context agent.Context
+	// SoftDeadline and Timeout are measured from the start of the run; zero
+	// disables them. Near the soft deadline (the last tenth of it) the agent
+	// is told to wrap up; at it, the loop ends and the work is salvaged; at
+	// the hard timeout everything in flight is killed.
+	SoftDeadline, Timeout time.Duration
 	// Sandbox is "bwrap", "none" or "" (bwrap, refusing bash if unavailable).
 	Sandbox string
 	Network bool
@@ -67,6 +74,7 @@ type Summary struct {
 	Status      string             `json:"status"`
 	Termination string             `json:"termination_reason"`
 	Summary     string             `json:"summary,omitempty"`
+	Partial     string             `json:"partial_result,omitempty"`
 	Error       string             `json:"error,omitempty"`
 	Usage       llm.Usage          `json:"usage"`
 	Turns       int                `json:"turns"`
@@ -119,10 +127,16 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network)
 	s.Sandbox = sbx.Kind
 	tools := tool.NewSet(append(tool.Builtins(tool.Env{FS: fs, Runner: runner, Network: cfg.Network, DefaultTimeout: cfg.CommandTimeout}), tool.FinishTool{})...)
-	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens}
+	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
+		SoftDeadline: cfg.SoftDeadline.String(), Timeout: cfg.Timeout.String()}
+	if cfg.Context.Window <= 0 {
+		cfg.Context.Window = llm.ContextWindow(cfg.ModelInfo.Name)
+	}
+	cfg.Context = cfg.Context.WithDefaults()
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: cfg.Objective, Model: cfg.ModelInfo, Sandbox: sbx, Budget: budget,
 		Inputs: inputs, Tools: tools.Names(), Versions: map[string]string{"apodex": Version, "sandbox": sbx.Version},
+		Settings: map[string]any{"context_window": cfg.Context.Window, "compact_at": cfg.Context.At, "compact_to": cfg.Context.To},
 	}); err != nil {
 		log.Close()
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
@@ -135,14 +149,24 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		}
 	}
 
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, agent.ErrHardTimeout)
+		defer cancel()
+	}
+	var dl agent.Deadlines
+	if cfg.SoftDeadline > 0 {
+		dl = agent.Deadlines{Soft: start.Add(cfg.SoftDeadline), WrapUp: cfg.SoftDeadline / 10}
+	}
 	out := agent.Run(ctx, agent.Config{
 		ID: "main", Model: cfg.Model, Tools: tools, Log: log, FS: fs,
 		System: systemPrompt(tools.Names()), Budget: cfg.Budget, Retry: cfg.Retry,
+		Context: cfg.Context, Deadlines: dl,
 		OnStep: progress(cfg.Progress), Now: cfg.Now,
 	}, cfg.Objective)
 
 	s.Termination = string(out.Termination)
-	s.Summary, s.Usage, s.Turns, s.ToolCalls = out.Summary, out.Usage, out.Turns, out.ToolCalls
+	s.Summary, s.Partial, s.Usage, s.Turns, s.ToolCalls = out.Summary, out.Partial, out.Usage, out.Turns, out.ToolCalls
 	s.Status = StatusFailed
 	if out.Termination == agent.Completed {
 		s.Status = StatusCompleted
@@ -152,7 +176,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	s.Files = producedFiles(fs)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
-		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Error: s.Error,
+		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
 		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files,
 		DurationMS: cfg.Now().Sub(start).Milliseconds(), Time: cfg.Now(),
 	})

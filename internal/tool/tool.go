@@ -72,6 +72,18 @@ func NewSet(tools ...Tool) *Set {
 	return s
 }
 
+// With returns a new Set with more tools (replacing same-named ones).
+func (s *Set) With(tools ...Tool) *Set {
+	n := &Set{tools: make(map[string]Tool, len(s.tools)+len(tools))}
+	for k, t := range s.tools {
+		n.tools[k] = t
+	}
+	for _, t := range tools {
+		n.tools[t.Spec().Name] = t
+	}
+	return n
+}
+
 // Get returns the named tool.
 func (s *Set) Get(name string) (Tool, bool) {
 	t, ok := s.tools[name]

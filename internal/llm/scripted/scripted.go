@@ -46,6 +46,10 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 			turn++
 		}
 	}
+	turn = max(turn, req.Turn) // the loop's count survives compaction
+	if req.Purpose != "" {
+		return runtimeReply(req), nil
+	}
 	got, err := m.policy(turn, req)
 	if err != nil {
 		return nil, err
@@ -76,6 +80,25 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		resp.Usage = estimate(req, &resp.Message)
 	}
 	return &resp, nil
+}
+
+// runtimeReply answers the runtime's own calls (summary, finalization)
+// deterministically, without consuming a scripted turn.
+func runtimeReply(req *llm.Request) *llm.Response {
+	var text string
+	switch req.Purpose {
+	case llm.PurposeSummary:
+		text = fmt.Sprintf("Summary (scripted): %d earlier messages were condensed.", len(req.Messages))
+	default:
+		last := LastObservation(req)
+		if r := []rune(last); len(r) > 200 {
+			last = string(r[:200]) + "…"
+		}
+		text = "Partial result (scripted): the work so far is in /workspace; last observation: " + last
+	}
+	resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text}, FinishReason: "stop", Model: "scripted"}
+	resp.Usage = estimate(req, &resp.Message)
+	return resp
 }
 
 // estimate is the deterministic usage: prompt = characters of the request's

@@ -1,0 +1,284 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
+)
+
+// Context configures compaction (R-CTX). Window 0 disables it.
+type Context struct {
+	// Window is the model's context window in tokens.
+	Window int
+	// At is the fraction of Window at which compaction starts (default 0.8).
+	At float64
+	// To is the fraction of Window compaction aims for (default 0.5).
+	To float64
+	// KeepRecent is how many of the newest tool results stay intact
+	// (default 2).
+	KeepRecent int
+	// KeepTail is how many of the newest messages tier 2 keeps verbatim
+	// (default 6).
+	KeepTail int
+}
+
+// WithDefaults fills unset fields: At 0.8, To 0.5, KeepRecent 2, KeepTail 6.
+func (c Context) WithDefaults() Context {
+	if c.At <= 0 || c.At > 1 {
+		c.At = 0.8
+	}
+	if c.To <= 0 || c.To >= c.At {
+		c.To = min(0.5, c.At*0.6)
+	}
+	if c.KeepRecent <= 0 {
+		c.KeepRecent = 2
+	}
+	if c.KeepTail <= 0 {
+		c.KeepTail = 6
+	}
+	return c
+}
+
+// compactor holds what compaction needs across turns.
+type compactor struct {
+	cfg Context
+	// lastPrompt and lastCompletion are the previous call's usage;
+	// sinceLast is the history length then.
+	lastPrompt, lastCompletion, sinceLast int
+	reported                              bool
+	// evicted keeps the full bodies of stubbed observations for recall.
+	evicted map[string]string
+	// quietUntil: after a compaction that bought no relief, no new attempt
+	// until the history has grown past this length.
+	quietUntil int
+}
+
+// estimateTokens is the fallback when a provider reports no usage: about
+// four characters a token, plus a little per message.
+func estimateTokens(msgs []llm.Message) int {
+	n := 0
+	for i := range msgs {
+		n += messageTokens(&msgs[i])
+	}
+	return n
+}
+
+func messageTokens(m *llm.Message) int {
+	c := utf8.RuneCountInString(m.Content)
+	for _, tc := range m.ToolCalls {
+		c += len(tc.Name) + utf8.RuneCountInString(tc.Arguments)
+	}
+	return c/4 + 4
+}
+
+// promptTokens predicts the next request's prompt size: the provider's
+// count for the last request, its reply, and an estimate of what was added
+// since. Without a reported count the whole history is estimated.
+func (l *loop) promptTokens() (tokens int, estimated bool) {
+	c := l.compact
+	if !c.reported || c.sinceLast > len(l.history) {
+		return estimateTokens(l.history), true
+	}
+	return c.lastPrompt + c.lastCompletion + estimateTokens(l.history[c.sinceLast:]), false
+}
+
+// maybeCompact runs before a model call: tier 1 when the context is past
+// the threshold, tier 2 only if tier 1 did not reach the target.
+func (l *loop) maybeCompact(ctx context.Context, model llm.Model) {
+	c := l.compact
+	if c == nil || c.cfg.Window <= 0 || len(l.history) < c.quietUntil {
+		return
+	}
+	before, estimated := l.promptTokens()
+	threshold := int(float64(c.cfg.Window) * c.cfg.At)
+	if before < threshold {
+		return
+	}
+	target := int(float64(c.cfg.Window) * c.cfg.To)
+	ev := record.Compaction{Tier: 1, TokensBefore: before, Estimated: estimated, Window: c.cfg.Window, Target: target}
+	after := l.evict(before, target, &ev)
+	ev.TokensAfter = after
+	l.append(record.TypeCompaction, ev)
+	if after > target {
+		ev2 := record.Compaction{Tier: 2, TokensBefore: after, Estimated: true, Window: c.cfg.Window, Target: target}
+		after = l.summarize(ctx, model, after, &ev2)
+		ev2.TokensAfter = after
+		l.append(record.TypeCompaction, ev2)
+	}
+	// Escalation follows measured relief: a compaction that freed less than
+	// a twentieth of the window is not tried again until the history grows.
+	if before-after < c.cfg.Window/20 {
+		c.quietUntil = len(l.history) + 2*c.cfg.KeepTail
+		l.append(record.TypeCompaction, record.Compaction{Tier: 0, TokensBefore: before, TokensAfter: after, Window: c.cfg.Window,
+			Stopped: fmt.Sprintf("no relief: %d → %d tokens; not retried for %d messages", before, after, 2*c.cfg.KeepTail)})
+	}
+	c.reported = false // the next usage report measures the new history
+	c.sinceLast = len(l.history)
+	// The history was rewritten: the next model_request records it whole
+	// (from 0), so the record always rebuilds the exact request.
+	l.recorded = 0
+}
+
+// evict is tier 1: replace the bodies of older tool results, oldest first,
+// with stubs, until the estimate reaches target. The newest KeepRecent tool
+// results and protected messages are kept.
+func (l *loop) evict(tokens, target int, ev *record.Compaction) int {
+	var toolIdx []int
+	for i, m := range l.history {
+		if m.Role == llm.RoleTool {
+			toolIdx = append(toolIdx, i)
+		}
+	}
+	if len(toolIdx) <= l.compact.cfg.KeepRecent {
+		return tokens
+	}
+	args := l.callArgs()
+	for _, i := range toolIdx[:len(toolIdx)-l.compact.cfg.KeepRecent] {
+		if tokens <= target {
+			break
+		}
+		m := &l.history[i]
+		if m.Protected || l.compact.evicted[m.ToolCallID] != "" || len(m.Content) < 256 {
+			continue
+		}
+		sum := sha256.Sum256([]byte(args[m.ToolCallID]))
+		stub := fmt.Sprintf("[evicted to save context: %s result, arguments sha256:%s, %d bytes; the full body is in the record; call recall {\"ref\": %q} to see it again]",
+			m.Name, hex.EncodeToString(sum[:6]), len(m.Content), m.ToolCallID)
+		tokens -= messageTokens(m)
+		l.compact.evicted[m.ToolCallID] = m.Content
+		m.Content = stub
+		tokens += messageTokens(m)
+		ev.Evicted = append(ev.Evicted, m.ToolCallID)
+	}
+	return tokens
+}
+
+func (l *loop) callArgs() map[string]string {
+	args := make(map[string]string)
+	for _, m := range l.history {
+		for _, tc := range m.ToolCalls {
+			args[tc.ID] = tc.Arguments
+		}
+	}
+	return args
+}
+
+const summaryPrompt = `You condense the middle of an agent's working history so the agent can continue.
+Write a faithful summary for the agent itself: what was asked, what was done (tools, commands, files read and written, with exact paths), what was learned (numbers, facts, with their source), what failed and why, and what remains open. Do not invent anything. Plain text, at most 400 words.`
+
+// summarize is tier 2: an LLM summary of the middle of the history; the head
+// (system prompt, task) and the recent tail stay verbatim, protected
+// messages are carried over untouched. The middle is summarized in chunks
+// that fit the window, so the summary call itself cannot overflow.
+func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *record.Compaction) int {
+	head := 2
+	tail := l.tailStart()
+	if tail-head < 2 {
+		ev.Stopped = "nothing to summarize between the task and the recent tail"
+		return tokens
+	}
+	middle := l.history[head:tail]
+	var protected []llm.Message
+	var plain []llm.Message
+	for _, m := range middle {
+		if m.Protected {
+			protected = append(protected, m)
+		} else {
+			plain = append(plain, m)
+		}
+	}
+	budget := max(l.compact.cfg.Window/2, 256)
+	summary := ""
+	for start := 0; start < len(plain); {
+		end, size := start, estimateTokens([]llm.Message{{Content: summary}})
+		for end < len(plain) && (end == start || size+messageTokens(&plain[end]) <= budget) {
+			size += messageTokens(&plain[end])
+			end++
+		}
+		chunk := renderForSummary(plain[start:end], budget*4)
+		prompt := chunk
+		if summary != "" {
+			prompt = "Summary so far:\n" + summary + "\n\nLater history:\n" + chunk
+		}
+		resp, err := model.Generate(ctx, &llm.Request{Purpose: llm.PurposeSummary, Turn: l.turns, Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: summaryPrompt},
+			{Role: llm.RoleUser, Content: prompt},
+		}})
+		if err != nil {
+			ev.Stopped = "summary call failed: " + err.Error()
+			return tokens
+		}
+		l.usage = l.usage.Add(resp.Usage)
+		summary = strings.TrimSpace(resp.Message.Content)
+		start = end
+	}
+	if summary == "" {
+		ev.Stopped = "the summary came back empty"
+		return tokens
+	}
+	sm := llm.Message{Role: llm.RoleUser, Protected: true, Content: "[runtime observation] Summary of earlier work (older messages were condensed to save context):\n" + summary}
+	rest := append([]llm.Message{sm}, protected...)
+	rest = append(rest, l.history[tail:]...)
+	l.history = append(l.history[:head:head], rest...)
+	ev.Summarized = &record.Summarized{Messages: len(plain), Summary: summary}
+	return estimateTokens(l.history)
+}
+
+// tailStart is the first index of the verbatim tail: about KeepTail
+// messages back, moved earlier so a tool result is never separated from the
+// assistant message that called it.
+func (l *loop) tailStart() int {
+	i := max(len(l.history)-l.compact.cfg.KeepTail, 2)
+	for i > 2 && l.history[i].Role == llm.RoleTool {
+		i--
+	}
+	return i
+}
+
+func renderForSummary(msgs []llm.Message, maxChars int) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		switch {
+		case m.Role == llm.RoleTool:
+			fmt.Fprintf(&b, "[%s result] %s\n", m.Name, m.Content)
+		case len(m.ToolCalls) > 0:
+			for _, tc := range m.ToolCalls {
+				fmt.Fprintf(&b, "[assistant calls %s %s]\n", tc.Name, tc.Arguments)
+			}
+			if m.Content != "" {
+				fmt.Fprintf(&b, "[assistant] %s\n", m.Content)
+			}
+		default:
+			fmt.Fprintf(&b, "[%s] %s\n", m.Role, m.Content)
+		}
+	}
+	s := b.String()
+	if len(s) > maxChars {
+		s = s[:maxChars] + "\n[… cut to fit the summary call]"
+	}
+	return s
+}
+
+type recallArgs struct {
+	Ref string `json:"ref" desc:"The id named in an evicted result's stub."`
+}
+
+// recallTool gives back an evicted observation's full body, so compaction
+// loses nothing the model may need.
+func (l *loop) recallTool() tool.Tool {
+	return tool.Define("recall", "Show again the full body of a tool result that was evicted to save context; its stub names the ref.", 4*tool.DefaultObservationLimit,
+		func(_ context.Context, a recallArgs) tool.Result {
+			body, ok := l.compact.evicted[a.Ref]
+			if !ok {
+				return tool.Errorf("no evicted result with ref %q; refs are named in the stubs of evicted results", a.Ref)
+			}
+			return tool.Result{Output: body}
+		})
+}
