@@ -16,9 +16,8 @@ build:
 demo: build
 	@sandbox=bwrap; if ! command -v bwrap >/dev/null 2>&1; then \
 	  echo "bubblewrap not found (apt-get install -y bubblewrap); running the demo WITHOUT a sandbox" >&2; sandbox=none; fi; \
-	./$(BIN) run --provider scripted --script $(DEMO)/script.json --inputs $(DEMO)/inputs \
-	  --home $(HOME_DEMO) --sandbox $$sandbox \
-	  "Sum the value column of /inputs/data.csv and write the result to /workspace/result.md"
+	./$(BIN) run --provider scripted --script $(DEMO)/script.json --task $(DEMO)/task.yaml \
+	  --home $(HOME_DEMO) --sandbox $$sandbox
 
 test:
 	$(GO) vet ./...

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,99 +9,144 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/run"
 )
 
+// runFlags are apodex run's flags.
+type runFlags struct {
+	model          modelFlags
+	home, inputs   string
+	task           string
+	sandbox        string
+	network        bool
+	jsonOut, quiet bool
+	budget         agent.Budget
+	cmdTimeout     time.Duration
+	timeout, soft  time.Duration
+	ctxw           agent.Context
+	attempts       int
+	scratchQuota   int64
+}
+
+func (f *runFlags) register(fs *flagSet) {
+	f.model.register(fs)
+	fs.StringVar(&f.task, "task", "", "task contract file (task.yaml): objective, inputs, budget, deliverables, verification")
+	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
+	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	fs.IntVar(&f.budget.MaxTurns, "max-turns", 50, "stop after this many model calls (0: no limit)")
+	fs.IntVar(&f.budget.MaxToolCalls, "max-tool-calls", 200, "stop after this many tool calls (0: no limit)")
+	fs.IntVar(&f.budget.MaxTokens, "max-tokens", 2_000_000, "stop once this many tokens (prompt + completion, summed over calls) are used (0: no limit)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "hard wall-clock limit for the whole run, e.g. 15m (0: none)")
+	fs.DurationVar(&f.soft, "soft-deadline", 0, "wall-clock soft deadline, e.g. 10m: near it the agent is told to wrap up, at it the loop ends and a tool-free call salvages a partial result (0: none)")
+	fs.IntVar(&f.ctxw.Window, "context-window", 0, "the model's context window in tokens (default: known for common model names, else 32768)")
+	fs.Float64Var(&f.ctxw.At, "compact-at", 0.8, "compact the context when the prompt reaches this fraction of the window")
+	fs.Float64Var(&f.ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
+	fs.DurationVar(&f.cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
+	fs.IntVar(&f.attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
+	fs.Int64Var(&f.scratchQuota, "scratch-quota", 256<<20, "bytes every agent may write under /outputs/scratch")
+	fs.StringVar(&f.sandbox, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
+	fs.BoolVar(&f.network, "network", false, "let sandboxed commands use the network")
+	fs.BoolVar(&f.jsonOut, "json", false, "print a JSON summary on stdout")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
+}
+
+// check validates the flags' values; the message says what to do.
+func (f *runFlags) check() error {
+	switch {
+	case f.sandbox != "bwrap" && f.sandbox != "none":
+		return fmt.Errorf("--sandbox %q: use bwrap or none", f.sandbox)
+	case f.budget.MaxTurns < 0 || f.budget.MaxToolCalls < 0 || f.budget.MaxTokens < 0 || f.timeout < 0 || f.soft < 0 || f.ctxw.Window < 0 || f.scratchQuota < 0:
+		return errors.New("budgets, deadlines, --scratch-quota and --context-window must be ≥ 0")
+	case f.attempts < 1 || f.cmdTimeout <= 0:
+		return errors.New("--retries must be ≥ 1 and --command-timeout > 0")
+	case f.ctxw.At <= 0 || f.ctxw.At > 1 || f.ctxw.To <= 0 || f.ctxw.To >= f.ctxw.At:
+		return errors.New("need 0 < --compact-to < --compact-at ≤ 1 (e.g. --compact-at 0.8 --compact-to 0.5)")
+	}
+	return nil
+}
+
+// applyContract takes the contract's budget for every limit whose flag was
+// not given: flags on the command line win.
+func (f *runFlags) applyContract(fs *flagSet, c *contract.Contract) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flagDef) { set[fl.Name] = true })
+	b := c.Budget
+	if b.Turns > 0 && !set["max-turns"] {
+		f.budget.MaxTurns = b.Turns
+	}
+	if b.ToolCalls > 0 && !set["max-tool-calls"] {
+		f.budget.MaxToolCalls = b.ToolCalls
+	}
+	if b.Tokens > 0 && !set["max-tokens"] {
+		f.budget.MaxTokens = b.Tokens
+	}
+	if b.SoftDeadline > 0 && !set["soft-deadline"] {
+		f.soft = b.SoftDeadline
+	}
+	if b.Timeout > 0 && !set["timeout"] {
+		f.timeout = b.Timeout
+	}
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "[flags] OBJECTIVE", stderr)
-	var (
-		mf             modelFlags
-		home, inputs   string
-		sandboxKind    string
-		network        bool
-		jsonOut, quiet bool
-		budget         agent.Budget
-		cmdTimeout     time.Duration
-		timeout, soft  time.Duration
-		ctxw           agent.Context
-		attempts       int
-	)
-	mf.register(fs)
-	fs.StringVar(&inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs")
-	fs.StringVar(&home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
-	fs.IntVar(&budget.MaxTurns, "max-turns", 50, "stop after this many model calls (0: no limit)")
-	fs.IntVar(&budget.MaxToolCalls, "max-tool-calls", 200, "stop after this many tool calls (0: no limit)")
-	fs.IntVar(&budget.MaxTokens, "max-tokens", 2_000_000, "stop once this many tokens (prompt + completion, summed over calls) are used (0: no limit)")
-	fs.DurationVar(&timeout, "timeout", 0, "hard wall-clock limit for the whole run, e.g. 15m (0: none)")
-	fs.DurationVar(&soft, "soft-deadline", 0, "wall-clock soft deadline, e.g. 10m: near it the agent is told to wrap up, at it the loop ends and a tool-free call salvages a partial result (0: none)")
-	fs.IntVar(&ctxw.Window, "context-window", 0, "the model's context window in tokens (default: known for common model names, else 32768)")
-	fs.Float64Var(&ctxw.At, "compact-at", 0.8, "compact the context when the prompt reaches this fraction of the window")
-	fs.Float64Var(&ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
-	fs.DurationVar(&cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
-	fs.IntVar(&attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
-	fs.StringVar(&sandboxKind, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
-	fs.BoolVar(&network, "network", false, "let sandboxed commands use the network")
-	fs.BoolVar(&jsonOut, "json", false, "print a JSON summary on stdout")
-	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
-	pos, err := parseInterleaved(fs, args)
+	fs := newFlagSet("run", "[flags] OBJECTIVE   (or --task task.yaml [OBJECTIVE])", stdout, stderr)
+	var f runFlags
+	f.register(fs)
+	pos, err := fs.parse(args)
 	if err != nil {
 		return flagExit(err)
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
-	if objective == "" {
-		fmt.Fprintln(stderr, "apodex run: no objective: pass what the agent should do, e.g. apodex run --inputs ./data \"Sum the value column of /inputs/data.csv\"")
+	var c *contract.Contract
+	if f.task != "" {
+		if c, err = contract.Load(f.task); err != nil {
+			fmt.Fprintf(stderr, "apodex run: the task file is not valid:\n%v\n", err)
+			return exitUsage
+		}
+		f.applyContract(fs, c)
+	} else if objective == "" {
+		fmt.Fprintln(stderr, "apodex run: no objective: pass what the agent should do, e.g. apodex run --inputs ./data \"Sum the value column of /inputs/data.csv\", or --task task.yaml")
 		return exitUsage
 	}
-	if sandboxKind != "bwrap" && sandboxKind != "none" {
-		fmt.Fprintf(stderr, "apodex run: --sandbox %q: use bwrap or none\n", sandboxKind)
+	if err := f.check(); err != nil {
+		fmt.Fprintf(stderr, "apodex run: %v\n", err)
 		return exitUsage
 	}
-	if budget.MaxTurns < 0 || budget.MaxToolCalls < 0 || budget.MaxTokens < 0 || attempts < 1 || timeout < 0 || soft < 0 || cmdTimeout <= 0 || ctxw.Window < 0 {
-		fmt.Fprintln(stderr, "apodex run: budgets, deadlines and --context-window must be ≥ 0, --retries ≥ 1 and --command-timeout > 0")
-		return exitUsage
-	}
-	if ctxw.At <= 0 || ctxw.At > 1 || ctxw.To <= 0 || ctxw.To >= ctxw.At {
-		fmt.Fprintln(stderr, "apodex run: need 0 < --compact-to < --compact-at ≤ 1 (e.g. --compact-at 0.8 --compact-to 0.5)")
-		return exitUsage
-	}
-	model, info, err := mf.build()
+	model, info, err := f.model.build()
 	if err != nil {
 		fmt.Fprintf(stderr, "apodex run: %v\n", err)
 		return exitUsage
 	}
 	cfg := run.Config{
-		Home: homeDir(home), Objective: objective, InputsDir: inputs,
-		Model: model, ModelInfo: info, Budget: budget,
-		Sandbox: sandboxKind, Network: network, CommandTimeout: cmdTimeout,
-		Retry: llm.RetryPolicy{MaxAttempts: attempts}, Context: ctxw, SoftDeadline: soft, Timeout: timeout,
+		Home: homeDir(f.home), Objective: objective, Contract: c, InputsDir: f.inputs,
+		Model: model, ModelInfo: info, Budget: f.budget,
+		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
+		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
 	}
-	if !quiet {
+	if !f.quiet {
 		cfg.Progress = stderr
-		fmt.Fprintf(stderr, "apodex: run with %s model %s\n", info.Provider, info.Name)
 	}
 	s, err := run.Execute(ctx, cfg)
 	var cerr *run.ConfigError
-	if errors.As(err, &cerr) {
+	switch {
+	case errors.As(err, &cerr):
 		fmt.Fprintf(stderr, "apodex run: %v\n", err)
 		return exitUsage
-	}
-	if err != nil && s.RunID == "" {
+	case err != nil && s.RunID == "":
 		fmt.Fprintf(stderr, "apodex run: %v\n", err)
 		return exitFailed
-	}
-	if err != nil {
+	case err != nil:
 		fmt.Fprintf(stderr, "apodex run: %v\n", err)
 	}
-	if jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(s)
+	if f.jsonOut {
+		writeJSON(stdout, s)
 	} else {
 		printSummary(stdout, s)
 	}
 	if s.Status != run.StatusCompleted {
-		if !quiet && !jsonOut && s.Error != "" {
+		if !f.quiet && !f.jsonOut && s.Error != "" {
 			fmt.Fprintf(stderr, "apodex run: ended with %s: %s\n", s.Termination, oneLine(s.Error))
 		}
 		return exitFailed
@@ -118,11 +162,34 @@ func printSummary(w io.Writer, s run.Summary) {
 	if s.Partial != "" {
 		fmt.Fprintf(w, "partial result: %s\n", s.Partial)
 	}
-	if s.Error != "" {
+	if s.Error != "" && len(s.Failures) == 0 {
 		fmt.Fprintf(w, "error: %s\n", oneLine(s.Error))
+	}
+	for _, f := range s.Failures {
+		fmt.Fprintf(w, "FAILED: %s\n", oneLine(f))
 	}
 	fmt.Fprintf(w, "turns %d, tool calls %d, tokens %d (prompt %d, completion %d)\n",
 		s.Turns, s.ToolCalls, s.Usage.TotalTokens, s.Usage.PromptTokens, s.Usage.CompletionTokens)
+	if s.Delivery != nil {
+		fmt.Fprintln(w, "delivery:")
+		for _, e := range s.Delivery.Entries {
+			if e.Status == "delivered" {
+				fmt.Fprintf(w, "  delivered %s  %d bytes  %s\n", e.Path, e.Bytes, e.SHA256)
+			} else {
+				fmt.Fprintf(w, "  FAILED    %s  %s\n", e.Path, e.Reason)
+			}
+		}
+		for _, u := range s.Delivery.Undeclared {
+			fmt.Fprintf(w, "  undeclared (not delivered) %s\n", u)
+		}
+	}
+	for _, v := range s.Verify {
+		mark := "passed"
+		if !v.Passed {
+			mark = "FAILED"
+		}
+		fmt.Fprintf(w, "verify %s: %s %s\n", v.Label(), mark, oneLine(v.Detail))
+	}
 	fmt.Fprintf(w, "record: %s/events.jsonl\n", s.RunDir)
 	if len(s.Files) > 0 {
 		fmt.Fprintf(w, "files (under %s):\n", s.RunDir)

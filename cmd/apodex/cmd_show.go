@@ -11,10 +11,10 @@ import (
 )
 
 func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("runs", "[flags]", stderr)
+	fs := newFlagSet("runs", "[flags]", stdout, stderr)
 	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	jsonOut := fs.Bool("json", false, "print a JSON array")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
 		return flagExit(err)
 	}
@@ -51,10 +51,10 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("show", "[flags] RUN", stderr)
+	fs := newFlagSet("show", "[flags] RUN", stdout, stderr)
 	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	jsonOut := fs.Bool("json", false, "print a JSON object")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
 		return flagExit(err)
 	}

@@ -44,6 +44,7 @@ func commands() []command {
 		{"run", "run an agent on an objective", cmdRun},
 		{"runs", "list runs", cmdRuns},
 		{"show", "summarize one run from its record", cmdShow},
+		{"verify", "rerun a run's task verifier on its final state", cmdVerify},
 	}
 }
 
@@ -80,12 +81,36 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Exit codes: 0 completed, 1 ended without completing, 2 usage or configuration error.")
 }
 
-// parseInterleaved parses flags that may come before or after positional
-// arguments ("apodex run OBJECTIVE --json"). A lone "--" ends flags.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+type flagDef = flag.Flag
+
+// flagSet is a command's flags: --help goes to stdout, errors are one line
+// on stderr.
+type flagSet struct {
+	*flag.FlagSet
+	stdout, stderr io.Writer
+}
+
+func newFlagSet(name, synopsis string, stdout, stderr io.Writer) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet("apodex "+name, flag.ContinueOnError), stdout: stdout, stderr: stderr}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage: apodex %s %s\n\nFlags:\n", name, synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parse parses flags that may come before or after positional arguments
+// ("apodex run OBJECTIVE --json"). A lone "--" ends flags.
+func (fs *flagSet) parse(args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if !errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(fs.stderr, "%s: %v; see `%s --help`\n", fs.Name(), err, fs.Name())
+			}
 			return nil, err
 		}
 		rest := fs.Args()
@@ -100,18 +125,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// newFlagSet returns a FlagSet whose errors and help go to stderr and whose
-// help starts with the command's synopsis.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("apodex "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: apodex %s %s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
 // flagExit maps a flag parse error to an exit code: --help is success.
 func flagExit(err error) int {
 	if errors.Is(err, flag.ErrHelp) {
@@ -120,18 +133,24 @@ func flagExit(err error) int {
 	return exitUsage
 }
 
-// homeDir is --home, else $APODEX_HOME, else ~/.apodex.
+// homeDir is --home, else $APODEX_HOME, else ~/.apodex, made absolute (the
+// sandbox binds run directories by absolute path).
 func homeDir(flagValue string) string {
-	if flagValue != "" {
-		return flagValue
+	h := flagValue
+	if h == "" {
+		h = os.Getenv("APODEX_HOME")
 	}
-	if h := os.Getenv("APODEX_HOME"); h != "" {
-		return h
+	if h == "" {
+		if u, err := os.UserHomeDir(); err == nil {
+			h = filepath.Join(u, ".apodex")
+		} else {
+			h = ".apodex"
+		}
 	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".apodex")
+	if abs, err := filepath.Abs(h); err == nil {
+		return abs
 	}
-	return ".apodex"
+	return h
 }
 
 func oneLine(s string) string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
@@ -22,7 +21,7 @@ type modelFlags struct {
 	noStream bool
 }
 
-func (m *modelFlags) register(fs *flag.FlagSet) {
+func (m *modelFlags) register(fs *flagSet) {
 	fs.StringVar(&m.provider, "provider", "", "model provider: openai (any OpenAI-compatible endpoint), anthropic or scripted;\ndefault: openai when OPENAI_BASE_URL or OPENAI_API_KEY is set, else anthropic when ANTHROPIC_API_KEY is set")
 	fs.StringVar(&m.model, "model", "", "model name (default: $APODEX_MODEL, else gpt-4o-mini for openai, claude-sonnet-4-5 for anthropic)")
 	fs.StringVar(&m.baseURL, "base-url", "", "endpoint base URL, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the hosted API)")

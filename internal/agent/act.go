@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
@@ -21,6 +22,7 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 	}
 	results := make([]tool.Result, len(calls))
 	durations := make([]int64, len(calls))
+	windows := make([]window, len(calls))
 	allowed := len(calls)
 	if max := l.cfg.Budget.MaxToolCalls; max > 0 && l.toolCalls+allowed > max {
 		allowed = max - l.toolCalls
@@ -40,7 +42,9 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
+				windows[i].start = time.Now()
 				results[i], durations[i] = l.invoke(ctx, c)
+				windows[i].end = time.Now()
 			}()
 		}
 	}
@@ -55,11 +59,12 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 	}
 	l.toolCalls += allowed
 
+	attributeDeltas(results, windows)
 	var finish *tool.Finish
 	for i, c := range calls {
 		res := results[i]
 		l.recordResult(c, res, durations[i])
-		l.history = append(l.history, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: res.Output, IsError: res.IsError})
+		l.history = append(l.history, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: res.Output, IsError: res.IsError, Protected: res.Protected})
 		if res.Finish != nil && finish == nil {
 			finish = res.Finish
 		}
@@ -69,6 +74,63 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 		}
 	}
 	return finish
+}
+
+// window is when a call ran, on the real clock (file mtimes are real).
+type window struct{ start, end time.Time }
+
+func (w window) contains(t time.Time) bool { return !t.Before(w.start) && !t.After(w.end) }
+
+// attributeDeltas records each changed path once per turn. A tool's exact
+// deltas win over snapshot-observed ones (bash). When several observed calls
+// saw the same change, it goes to the call with the narrowest run window that
+// contains the file's mtime (the first in call order when none does): calls
+// running side by side all see each other's files, and only timing can tell
+// them apart.
+func attributeDeltas(results []tool.Result, windows []window) {
+	claimed := map[string]bool{}
+	for _, r := range results {
+		if !r.Observed {
+			for _, d := range r.Deltas {
+				claimed[d.Path] = true
+			}
+		}
+	}
+	owner := map[string]int{}
+	for i, r := range results {
+		if !r.Observed {
+			continue
+		}
+		for _, d := range r.Deltas {
+			if claimed[d.Path] {
+				continue
+			}
+			j, seen := owner[d.Path]
+			if !seen || better(windows[i], windows[j], d.MTime) {
+				owner[d.Path] = i
+			}
+		}
+	}
+	for i := range results {
+		if !results[i].Observed {
+			continue
+		}
+		kept := results[i].Deltas[:0:0]
+		for _, d := range results[i].Deltas {
+			if j, ok := owner[d.Path]; ok && j == i {
+				kept = append(kept, d)
+			}
+		}
+		results[i].Deltas = kept
+	}
+}
+
+// better reports whether window a explains a change at t better than b.
+func better(a, b window, t time.Time) bool {
+	if t.IsZero() || !a.contains(t) {
+		return false
+	}
+	return !b.contains(t) || a.end.Sub(a.start) < b.end.Sub(b.start)
 }
 
 // invoke runs one call, turning every kind of misuse into an observation.

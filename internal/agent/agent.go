@@ -77,6 +77,9 @@ type Config struct {
 	Retry    llm.RetryPolicy
 	// Context configures compaction; Window 0 disables it.
 	Context Context
+	// Evicted, if set, stores evicted bodies and the caller has put its
+	// Tool (recall) in Tools; if nil the loop adds its own recall tool.
+	Evicted *Evicted
 	// Deadlines bound the loop in wall-clock time.
 	Deadlines Deadlines
 	// Gate, if set, decides whether finish is accepted; its error is shown

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/apodex/apodex/internal/llm"
@@ -54,7 +55,7 @@ type compactor struct {
 	lastPrompt, lastCompletion, sinceLast int
 	reported                              bool
 	// evicted keeps the full bodies of stubbed observations for recall.
-	evicted map[string]string
+	evicted *Evicted
 	// quietUntil: after a compaction that bought no relief, no new attempt
 	// until the history has grown past this length.
 	quietUntil int
@@ -145,14 +146,14 @@ func (l *loop) evict(tokens, target int, ev *record.Compaction) int {
 			break
 		}
 		m := &l.history[i]
-		if m.Protected || l.compact.evicted[m.ToolCallID] != "" || len(m.Content) < 256 {
+		if _, done := l.compact.evicted.get(m.ToolCallID); m.Protected || done || len(m.Content) < 256 {
 			continue
 		}
 		sum := sha256.Sum256([]byte(args[m.ToolCallID]))
 		stub := fmt.Sprintf("[evicted to save context: %s result, arguments sha256:%s, %d bytes; the full body is in the record; call recall {\"ref\": %q} to see it again]",
 			m.Name, hex.EncodeToString(sum[:6]), len(m.Content), m.ToolCallID)
 		tokens -= messageTokens(m)
-		l.compact.evicted[m.ToolCallID] = m.Content
+		l.compact.evicted.put(m.ToolCallID, m.Content)
 		m.Content = stub
 		tokens += messageTokens(m)
 		ev.Evicted = append(ev.Evicted, m.ToolCallID)
@@ -266,16 +267,39 @@ func renderForSummary(msgs []llm.Message, maxChars int) string {
 	return s
 }
 
+// Evicted keeps the full bodies of evicted observations so the recall tool
+// can give them back. It is safe for concurrent use.
+type Evicted struct {
+	mu     sync.Mutex
+	bodies map[string]string
+}
+
+// NewEvicted returns an empty store.
+func NewEvicted() *Evicted { return &Evicted{bodies: make(map[string]string)} }
+
+func (e *Evicted) put(ref, body string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.bodies[ref] = body
+}
+
+func (e *Evicted) get(ref string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, ok := e.bodies[ref]
+	return b, ok
+}
+
 type recallArgs struct {
 	Ref string `json:"ref" desc:"The id named in an evicted result's stub."`
 }
 
-// recallTool gives back an evicted observation's full body, so compaction
-// loses nothing the model may need.
-func (l *loop) recallTool() tool.Tool {
+// Tool is recall: it shows an evicted observation's full body again, so
+// compaction loses nothing the model may need.
+func (e *Evicted) Tool() tool.Tool {
 	return tool.Define("recall", "Show again the full body of a tool result that was evicted to save context; its stub names the ref.", 4*tool.DefaultObservationLimit,
 		func(_ context.Context, a recallArgs) tool.Result {
-			body, ok := l.compact.evicted[a.Ref]
+			body, ok := e.get(a.Ref)
 			if !ok {
 				return tool.Errorf("no evicted result with ref %q; refs are named in the stubs of evicted results", a.Ref)
 			}

@@ -15,10 +15,14 @@ import (
 // Run drives one agent from its task to a termination.
 func Run(ctx context.Context, cfg Config, task string) Outcome {
 	cfg.defaults()
-	l := &loop{cfg: cfg, tools: cfg.Tools}
+	l := &loop{cfg: cfg, tools: cfg.Tools, callIDs: make(map[string]bool)}
 	if cfg.Context.Window > 0 {
-		l.compact = &compactor{cfg: cfg.Context.WithDefaults(), evicted: make(map[string]string)}
-		l.tools = l.tools.With(l.recallTool())
+		ev := cfg.Evicted
+		if ev == nil {
+			ev = NewEvicted()
+			l.tools = l.tools.With(ev.Tool())
+		}
+		l.compact = &compactor{cfg: cfg.Context.WithDefaults(), evicted: ev}
 	}
 	l.history = append(l.history, llm.Message{Role: llm.RoleSystem, Content: cfg.System})
 	l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: task})
@@ -49,6 +53,7 @@ type loop struct {
 	usage     llm.Usage
 	compact   *compactor // nil: no compaction
 	warned    bool       // the wrap-up notice was given
+	callIDs   map[string]bool
 }
 
 // retrying wraps the model with the retry policy, recording every retry.
@@ -142,9 +147,13 @@ func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error)
 	}
 	resp.Message.Role = llm.RoleAssistant
 	for i := range resp.Message.ToolCalls {
-		if resp.Message.ToolCalls[i].ID == "" {
-			resp.Message.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", l.turns, i)
+		// Ids must be unique in the history: some servers send none, or
+		// restart their numbering every turn.
+		tc := &resp.Message.ToolCalls[i]
+		if tc.ID == "" || l.callIDs[tc.ID] {
+			tc.ID = fmt.Sprintf("call_%d_%d", l.turns, i)
 		}
+		l.callIDs[tc.ID] = true
 	}
 	l.usage = l.usage.Add(resp.Usage)
 	if l.turns == 1 {

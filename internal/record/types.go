@@ -20,6 +20,10 @@ const (
 	TypeObservation   = "observation" // a runtime observation shown to an agent
 	TypeWarning       = "warning"
 	TypeCompaction    = "compaction"
+	TypeContract      = "contract"     // the task contract (u0, objective, deliverables, verify)
+	TypeLease         = "lease"        // publishing lease granted / refused / released
+	TypeDelivery      = "delivery"     // the reconciled manifest at the end of the run
+	TypeVerification  = "verification" // one verifier clause or deliverable check result
 	TypePartialResult = "partial_result"
 	TypeRunFinished   = "run_finished"
 )
@@ -155,6 +159,7 @@ type RunFinished struct {
 	Summary     string      `json:"summary,omitempty"`
 	Partial     string      `json:"partial_result,omitempty"`
 	Error       string      `json:"error,omitempty"`
+	Failures    []string    `json:"failures,omitempty"`
 	Turns       int         `json:"turns"`
 	ToolCalls   int         `json:"tool_calls"`
 	Usage       llm.Usage   `json:"usage"`

@@ -21,7 +21,11 @@ func copyInputs(src, dst string) ([]record.FileEntry, error) {
 	if src == "" {
 		return entries, nil
 	}
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	src, err := filepath.EvalSymlinks(src) // the root may be a link; what is inside is not followed
+	if err != nil {
+		return nil, err
+	}
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,7 @@ type Info struct {
 // StepInfo is one tool call as recorded.
 type StepInfo struct {
 	Seq     int64  `json:"seq"`
+	CallID  string `json:"call_id"`
 	Agent   string `json:"agent"`
 	Turn    int    `json:"turn"`
 	Tool    string `json:"tool"`
@@ -54,11 +55,21 @@ var ErrNotFound = errors.New("run: no such run")
 // Dir returns the directory of run id (or unique id prefix) under home.
 func Dir(home, id string) (string, error) {
 	runs := filepath.Join(home, "runs")
-	if id != "" && id == filepath.Base(id) {
-		if st, err := os.Stat(filepath.Join(runs, id)); err == nil && st.IsDir() {
-			return filepath.Join(runs, id), nil
+	isRun := func(d string) bool {
+		st, err := os.Stat(filepath.Join(d, record.EventsFile))
+		return err == nil && st.Mode().IsRegular()
+	}
+	if id != "" && id == filepath.Base(id) && id != "." && id != ".." {
+		if d := filepath.Join(runs, id); isRun(d) {
+			return d, nil
 		}
-		matches, _ := filepath.Glob(filepath.Join(runs, id+"*"))
+		all, _ := filepath.Glob(filepath.Join(runs, id+"*"))
+		var matches []string
+		for _, m := range all {
+			if isRun(m) {
+				matches = append(matches, m)
+			}
+		}
 		if len(matches) == 1 {
 			return matches[0], nil
 		}
@@ -97,14 +108,14 @@ func Load(dir string) (Info, error) {
 			var tc record.ToolCall
 			if e.Decode(&tc) == nil {
 				info.ToolCalls++
-				info.Steps = append(info.Steps, StepInfo{Seq: e.Seq, Agent: e.Agent, Turn: tc.Turn, Tool: tc.Name, Args: shortArgs(tc.Arguments)})
+				info.Steps = append(info.Steps, StepInfo{Seq: e.Seq, CallID: tc.CallID, Agent: e.Agent, Turn: tc.Turn, Tool: tc.Name, Args: shortArgs(tc.Arguments)})
 			}
 		case record.TypeToolResult:
 			var tr record.ToolResult
 			if e.Decode(&tr) == nil && tr.IsError {
 				info.ToolErrors++
 				for i := len(info.Steps) - 1; i >= 0; i-- {
-					if info.Steps[i].Tool == tr.Name && info.Steps[i].Turn == tr.Turn && !info.Steps[i].IsError {
+					if info.Steps[i].CallID == tr.CallID && info.Steps[i].Agent == e.Agent {
 						info.Steps[i].IsError = true
 						break
 					}
@@ -127,6 +138,7 @@ func Load(dir string) (Info, error) {
 			}
 			t := e.Time
 			info.Finished = &t
+			info.Turns, info.ToolCalls = rf.Turns, rf.ToolCalls // the loop's own count, including calls that got no reply
 			info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files
 		}
 	}

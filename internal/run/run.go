@@ -1,6 +1,7 @@
 // Package run assembles one run: its directory under <home>/runs/<run-id>/,
-// the record, the planes, the sandbox, the tools and the agent, and closes the
-// record with the termination reason.
+// the record, the planes, the publication plane, the sandbox, the tools and
+// the agent; after the agent stops it reconciles the delivery, runs the task
+// verifier and closes the record with the termination reason.
 //
 // Guarantees:
 //   - a run directory holds events.jsonl, blobs/, inputs/ (a copy of the
@@ -9,27 +10,28 @@
 //     run that ends in this process, whatever the termination;
 //   - configuration problems (missing inputs, unwritable home) are reported
 //     as *ConfigError before anything is created;
+//   - status is "completed" only when the agent finished and the final gate
+//     passed: every declared output reconciled and, under a contract, every
+//     deliverable constraint and verification clause held; otherwise the
+//     failures are named and the termination is gate_failed;
 //   - running without isolation happens only when asked (Sandbox "none") and
 //     is recorded as a warning event.
 package run
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/sandbox"
-	"github.com/apodex/apodex/internal/tool"
-	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/verify"
 )
 
 // Version is the runtime's version, recorded in every run.
@@ -44,6 +46,10 @@ func (e *ConfigError) Error() string { return e.Msg }
 type Config struct {
 	Home      string
 	Objective string
+	// Contract, if set, supplies the objective, inputs, deliverables and
+	// verification clauses (R-CONTRACT); Objective and InputsDir, when also
+	// set, override its own.
+	Contract  *contract.Contract
 	InputsDir string // optional; copied read-only into the run
 	Model     llm.Model
 	ModelInfo record.ModelSettings
@@ -60,7 +66,9 @@ type Config struct {
 	Network bool
 	// CommandTimeout is bash's default timeout; 0 means 120 s.
 	CommandTimeout time.Duration
-	Retry          llm.RetryPolicy
+	// ScratchQuota bounds /outputs/scratch in bytes; 0 means 256 MiB.
+	ScratchQuota int64
+	Retry        llm.RetryPolicy
 	// Progress receives one line per step; nil for none.
 	Progress io.Writer
 	Now      func() time.Time
@@ -76,10 +84,14 @@ type Summary struct {
 	Summary     string             `json:"summary,omitempty"`
 	Partial     string             `json:"partial_result,omitempty"`
 	Error       string             `json:"error,omitempty"`
+	Failures    []string           `json:"failures,omitempty"`
 	Usage       llm.Usage          `json:"usage"`
 	Turns       int                `json:"turns"`
 	ToolCalls   int                `json:"tool_calls"`
 	Files       []record.FileEntry `json:"files"`
+	Delivery    *publish.Delivery  `json:"delivery,omitempty"`
+	Checks      []contract.Finding `json:"checks,omitempty"`
+	Verify      []verify.Result    `json:"verification,omitempty"`
 	Sandbox     string             `json:"sandbox"`
 	Warnings    []string           `json:"warnings,omitempty"`
 }
@@ -103,11 +115,27 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Model == nil {
 		return Summary{}, &ConfigError{"no model configured: pass --provider (openai, anthropic or scripted)"}
 	}
-	if err := checkInputs(cfg.InputsDir); err != nil {
+	c := cfg.Contract
+	if c == nil {
+		c = contract.FromObjective(cfg.Objective)
+	} else if cfg.Objective != "" {
+		c.SetObjective(cfg.Objective)
+	}
+	if err := c.RequireObjective(); err != nil {
+		return Summary{}, &ConfigError{err.Error()}
+	}
+	if cfg.InputsDir != "" {
+		c.Inputs = cfg.InputsDir
+	}
+	if err := checkInputs(c.Inputs, cfg.Home); err != nil {
 		return Summary{}, err
 	}
+	home, err := filepath.Abs(cfg.Home)
+	if err != nil {
+		return Summary{}, &ConfigError{fmt.Sprintf("bad home %q: %v", cfg.Home, err)}
+	}
 	id := cfg.NewID()
-	dir := filepath.Join(cfg.Home, "runs", id)
+	dir := filepath.Join(home, "runs", id)
 	fs, err := makeRunDir(dir)
 	if err != nil {
 		return Summary{}, err
@@ -118,28 +146,41 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	start := cfg.Now()
 	s := Summary{RunID: id, RunDir: dir}
-	inputs, err := copyInputs(cfg.InputsDir, fs.Inputs)
+	inputs, err := copyInputs(c.Inputs, fs.Inputs)
 	if err != nil {
 		log.Close()
-		return Summary{}, &ConfigError{fmt.Sprintf("cannot copy inputs from %s: %v", cfg.InputsDir, err)}
+		return Summary{}, &ConfigError{fmt.Sprintf("cannot copy inputs from %s: %v", c.Inputs, err)}
 	}
+	plane, err := publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, Now: cfg.Now})
+	if err != nil {
+		log.Close()
+		return Summary{}, fmt.Errorf("run: publication plane: %w", err)
+	}
+	plane.OnEvent = func(typ string, p any) { log.Append(typ, "", p) }
 
 	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network)
 	s.Sandbox = sbx.Kind
-	tools := tool.NewSet(append(tool.Builtins(tool.Env{FS: fs, Runner: runner, Network: cfg.Network, DefaultTimeout: cfg.CommandTimeout}), tool.FinishTool{})...)
-	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
-		SoftDeadline: cfg.SoftDeadline.String(), Timeout: cfg.Timeout.String()}
 	if cfg.Context.Window <= 0 {
 		cfg.Context.Window = llm.ContextWindow(cfg.ModelInfo.Name)
 	}
 	cfg.Context = cfg.Context.WithDefaults()
+	kit := &toolkit{fs: fs, plane: plane, runner: runner, network: cfg.Network, commandTimeout: cfg.CommandTimeout}
+	evicted := agent.NewEvicted()
+	tools := kit.tools("main", fs).With(evicted.Tool())
+
+	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
+		SoftDeadline: cfg.SoftDeadline.String(), Timeout: cfg.Timeout.String()}
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
-		RunID: id, Objective: cfg.Objective, Model: cfg.ModelInfo, Sandbox: sbx, Budget: budget,
+		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: sbx, Budget: budget,
 		Inputs: inputs, Tools: tools.Names(), Versions: map[string]string{"apodex": Version, "sandbox": sbx.Version},
-		Settings: map[string]any{"context_window": cfg.Context.Window, "compact_at": cfg.Context.At, "compact_to": cfg.Context.To},
+		Settings: map[string]any{"context_window": cfg.Context.Window, "compact_at": cfg.Context.At, "compact_to": cfg.Context.To, "scratch_quota": cfg.ScratchQuota},
 	}); err != nil {
 		log.Close()
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
+	}
+	log.Append(record.TypeContract, "", contractEvent(c))
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "apodex: run %s with %s model %s; record in %s\n", id, cfg.ModelInfo.Provider, cfg.ModelInfo.Name, dir)
 	}
 	if warn != nil {
 		s.Warnings = append(s.Warnings, warn.Message)
@@ -156,95 +197,32 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	var dl agent.Deadlines
 	if cfg.SoftDeadline > 0 {
-		dl = agent.Deadlines{Soft: start.Add(cfg.SoftDeadline), WrapUp: cfg.SoftDeadline / 10}
+		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
+		fin := min(max(cfg.SoftDeadline/10, 5*time.Second), 60*time.Second)
+		dl = agent.Deadlines{Soft: start.Add(cfg.SoftDeadline), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
 	}
 	out := agent.Run(ctx, agent.Config{
 		ID: "main", Model: cfg.Model, Tools: tools, Log: log, FS: fs,
 		System: systemPrompt(tools.Names()), Budget: cfg.Budget, Retry: cfg.Retry,
-		Context: cfg.Context, Deadlines: dl,
+		Context: cfg.Context, Evicted: evicted, Deadlines: dl,
 		OnStep: progress(cfg.Progress), Now: cfg.Now,
-	}, cfg.Objective)
+	}, taskMessage(c))
+	plane.Release("main", string(out.Termination))
 
 	s.Termination = string(out.Termination)
 	s.Summary, s.Partial, s.Usage, s.Turns, s.ToolCalls = out.Summary, out.Partial, out.Usage, out.Turns, out.ToolCalls
-	s.Status = StatusFailed
-	if out.Termination == agent.Completed {
-		s.Status = StatusCompleted
-	}
 	if out.Err != nil {
 		s.Error = out.Err.Error()
 	}
+	conclude(context.WithoutCancel(ctx), &s, c, plane, log, verify.Env{Inputs: fs.Inputs, Workspace: fs.Workspace, Outputs: fs.Outputs, Trace: dir})
 	s.Files = producedFiles(fs)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
-		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files,
+		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, Failures: s.Failures,
 		DurationMS: cfg.Now().Sub(start).Milliseconds(), Time: cfg.Now(),
 	})
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
 	return s, nil
-}
-
-// NewID is a sortable, unique run id: UTC time and 3 random bytes.
-func NewID(now time.Time) string {
-	var b [3]byte
-	rand.Read(b[:])
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
-
-func checkInputs(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return &ConfigError{fmt.Sprintf("inputs directory %s does not exist: pass --inputs an existing directory", dir)}
-	}
-	if !st.IsDir() {
-		return &ConfigError{fmt.Sprintf("inputs %s is not a directory: pass --inputs a directory", dir)}
-	}
-	return nil
-}
-
-func makeRunDir(dir string) (*workspace.FS, error) {
-	fs := &workspace.FS{
-		Inputs:    filepath.Join(dir, "inputs"),
-		Workspace: filepath.Join(dir, "workspace"),
-		Outputs:   filepath.Join(dir, "outputs"),
-	}
-	for _, d := range []string{fs.Inputs, fs.Workspace, fs.Outputs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, &ConfigError{fmt.Sprintf("cannot create the run directory %s: %v; pass --home (or set APODEX_HOME) to a writable directory", dir, err)}
-		}
-	}
-	return fs, nil
-}
-
-func chooseSandbox(kind string, network bool) (sandbox.Runner, record.SandboxSettings, *record.Warning) {
-	set := record.SandboxSettings{Kind: "bwrap", Network: network}
-	if kind == "none" {
-		set.Kind = "none"
-		return sandbox.None{}, set, &record.Warning{Code: "no_sandbox", Message: "--sandbox none: shell commands run WITHOUT isolation, with your user's full access to this machine; this run is not trainable"}
-	}
-	r, err := sandbox.New("bwrap")
-	if err != nil {
-		set.Kind = "unavailable"
-		return nil, set, &record.Warning{Code: "sandbox_unavailable", Message: err.Error() + "; bash calls will be refused"}
-	}
-	set.Version = sandbox.Version()
-	return r, set, nil
-}
-
-func progress(w io.Writer) func(agent.Step) {
-	if w == nil {
-		return nil
-	}
-	return func(s agent.Step) {
-		mark := "ok"
-		if s.IsError {
-			mark = "ERR"
-		}
-		fmt.Fprintf(w, "[%s] turn %d %s %s -> %s %s\n", s.Agent, s.Turn, s.Tool, s.Args, mark, s.Output)
-	}
 }

@@ -1,8 +1,10 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +22,12 @@ func bashTool(env Env) Tool {
 	if env.Network {
 		network = "The network is reachable."
 	}
-	desc := fmt.Sprintf("Run a shell command (/bin/sh -c) in the sandbox, in /workspace. /inputs and /outputs are read-only there; only /workspace and /tmp are writable, and /tmp does not persist. %s Returns the exit code, stdout and stderr. Default timeout %s, at most %s; at the timeout the whole process group is killed.",
-		network, seconds(env.DefaultTimeout), seconds(env.MaxTimeout))
+	planes := "/inputs and /outputs are read-only there; only /workspace and /tmp are writable, and /tmp does not persist."
+	if env.Outputs != nil {
+		planes = "/inputs is read-only there; /workspace, /outputs/scratch/ (shared, within a quota, never delivered) and /tmp are writable, and /tmp does not persist. /outputs is read-only unless you hold the publishing lease (claim_outputs); then changes to your declared paths are kept when the command ends, and anything else under /outputs is not."
+	}
+	desc := fmt.Sprintf("Run a shell command (/bin/sh -c) in the sandbox, in /workspace. %s %s Returns the exit code, stdout and stderr. Default timeout %s, at most %s; at the timeout the whole process group is killed.",
+		planes, network, seconds(env.DefaultTimeout), seconds(env.MaxTimeout))
 	return Define("bash", desc, env.ObservationLimit,
 		func(ctx context.Context, a bashArgs) Result { return bash(ctx, env, a) })
 }
@@ -45,17 +51,36 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		note = fmt.Sprintf("timeout_s %d is above the maximum; used %s\n", a.TimeoutS, seconds(timeout))
 	}
 
-	before, beforeErr := env.FS.Snapshot(workspace.Workspace)
+	mounts := env.FS.Mounts()
+	var view OutputsView
+	if env.Outputs != nil {
+		v, err := env.Outputs(ctx)
+		if err != nil {
+			return Errorf("could not prepare /outputs for the command: %v", err)
+		}
+		view = v
+		mounts = slices.DeleteFunc(mounts, func(m sandbox.Mount) bool { return m.Target == "/outputs" })
+		mounts = append(mounts, v.Mounts...)
+	}
+
+	before, beforeErr := snapshot(env.FS)
 	res, err := env.Runner.Run(ctx, sandbox.Spec{
 		Command:     a.Command,
 		Dir:         "/workspace",
-		Mounts:      env.FS.Mounts(),
+		Mounts:      mounts,
 		Network:     env.Network,
 		Timeout:     timeout,
 		OutputLimit: bashOutputLimit,
 	})
+	var published string // what the /outputs view says it did, e.g. commits
+	if view.After != nil {
+		published = view.After(err != nil || res.TimedOut || res.ExitCode == -1)
+	}
 	if err != nil {
-		return Errorf("could not run the command: %v", err)
+		if published != "" {
+			published = "\n" + published
+		}
+		return Errorf("could not run the command: %v%s", err, published)
 	}
 	meta := map[string]any{
 		"exit_code":    res.ExitCode,
@@ -65,9 +90,12 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		"stderr_bytes": res.StderrBytes,
 	}
 	var deltas []FileDelta
-	after, afterErr := env.FS.Snapshot(workspace.Workspace)
+	after, afterErr := snapshot(env.FS)
 	if beforeErr == nil && afterErr == nil {
-		deltas = workspace.Diff(before, after)
+		for i := range before {
+			deltas = append(deltas, workspace.Diff(before[i], after[i])...)
+		}
+		slices.SortFunc(deltas, func(a, b FileDelta) int { return strings.Compare(a.Path, b.Path) })
 	} else {
 		meta["snapshot_error"] = fmt.Sprint(beforeErr, afterErr)
 	}
@@ -80,7 +108,29 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 	}
 	section(&b, "stdout", res.Stdout, res.StdoutBytes)
 	section(&b, "stderr", res.Stderr, res.StderrBytes)
-	return Result{Output: strings.TrimSuffix(b.String(), "\n"), Deltas: deltas, Meta: meta}
+	if published != "" {
+		b.WriteString(strings.TrimSuffix(published, "\n") + "\n")
+	}
+	if view.Hint != "" && (bytes.Contains(res.Stderr, readOnlyFS) || bytes.Contains(res.Stdout, readOnlyFS)) {
+		b.WriteString("note: " + view.Hint + "\n")
+	}
+	return Result{Output: strings.TrimSuffix(b.String(), "\n"), Deltas: deltas, Observed: true, Meta: meta}
+}
+
+// readOnlyFS is how EROFS reads in a shell's, coreutils' or Python's error.
+var readOnlyFS = []byte("Read-only file system")
+
+// snapshot takes the planes a command can change, in a fixed order.
+func snapshot(fs *workspace.FS) ([]workspace.Snapshot, error) {
+	var out []workspace.Snapshot
+	for _, plane := range []string{workspace.Workspace, workspace.Outputs} {
+		s, err := fs.Snapshot(plane)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // section writes one output stream, saying so when it is empty or was cut

@@ -44,6 +44,9 @@ func TestBashFake(t *testing.T) {
 		{Path: "/workspace/notes.txt", Before: workspace.HashBytes([]byte("first\nsecond\nthird\n")), After: workspace.HashBytes([]byte("changed\n")), Bytes: 8},
 		{Path: "/workspace/out/made.txt", After: workspace.HashBytes([]byte("made\n")), Bytes: 5},
 	}
+	for i := range r.Deltas {
+		r.Deltas[i].MTime = time.Time{}
+	}
 	if len(r.Deltas) != 2 || r.Deltas[0] != want[0] || r.Deltas[1] != want[1] {
 		t.Fatalf("deltas %+v", r.Deltas)
 	}
@@ -124,4 +127,70 @@ func TestBashBwrap(t *testing.T) {
 	}
 	r = call(t, env, "bash", `{"command": "sleep 30", "timeout_s": 1}`)
 	expect(t, r, false, "timed out after 1s, process group killed")
+}
+
+func TestBashOutputsHook(t *testing.T) {
+	env := testEnv(t)
+	fake := &fakeRunner{}
+	env.Runner = fake
+	var kills []bool
+	hookErr := error(nil)
+	env.Outputs = func(context.Context) (OutputsView, error) {
+		return OutputsView{
+			Mounts: []sandbox.Mount{{Source: "/staging", Target: "/outputs", Writable: true}, {Source: "/scratch", Target: "/outputs/scratch", Writable: true}},
+			Hint:   "claim the lease first",
+			After: func(killed bool) string {
+				kills = append(kills, killed)
+				return "--- /outputs ---\nkept /outputs/a"
+			},
+		}, hookErr
+	}
+	fake.run = func(spec sandbox.Spec) (sandbox.Result, error) {
+		// The command changes a file under /outputs (as a commit would).
+		put(t, filepath.Join(env.FS.Outputs, "a"), "a\n")
+		return sandbox.Result{Stderr: []byte("sh: cannot create /outputs/b: Read-only file system\n"), StderrBytes: 52, ExitCode: 2}, nil
+	}
+	r := call(t, env, "bash", `{"command": "echo a > /outputs/a"}`)
+	expect(t, r, false, "exit code: 2", "Read-only file system\n--- /outputs ---\nkept /outputs/a\nnote: claim the lease first")
+	if len(kills) != 1 || kills[0] {
+		t.Fatalf("After calls %v", kills)
+	}
+	var targets []string
+	for _, m := range fake.spec.Mounts {
+		targets = append(targets, m.Target)
+		if m.Target == "/outputs" && m.Source != "/staging" {
+			t.Fatalf("the FS's /outputs mount was kept: %+v", m)
+		}
+	}
+	if strings.Join(targets, ",") != "/inputs,/workspace,/outputs,/outputs/scratch" {
+		t.Fatalf("mounts %v", targets)
+	}
+	if len(r.Deltas) != 1 || r.Deltas[0].Path != "/outputs/a" {
+		t.Fatalf("deltas %+v", r.Deltas)
+	}
+	if !strings.Contains(NewSet(Builtins(env)...).Specs()[0].Description, "claim_outputs") {
+		t.Fatal("bash description does not mention the lease")
+	}
+
+	// No hint without a read-only error; a killed command is told so.
+	fake.run = func(sandbox.Spec) (sandbox.Result, error) {
+		return sandbox.Result{ExitCode: -1, TimedOut: true}, nil
+	}
+	r = call(t, env, "bash", `{"command": "sleep 99", "timeout_s": 1}`)
+	if strings.Contains(r.Output, "claim the lease") || len(kills) != 2 || !kills[1] {
+		t.Fatalf("kills %v output:\n%s", kills, r.Output)
+	}
+	fake.run = func(sandbox.Spec) (sandbox.Result, error) { return sandbox.Result{}, errors.New("fork failed") }
+	expect(t, call(t, env, "bash", `{"command": "true"}`), true, "could not run the command: fork failed\n--- /outputs ---")
+	if len(kills) != 3 || !kills[2] {
+		t.Fatalf("kills %v", kills)
+	}
+
+	// A hook that fails stops the command before it runs.
+	hookErr = errors.New("disk full")
+	fake.spec = sandbox.Spec{}
+	expect(t, call(t, env, "bash", `{"command": "true"}`), true, "could not prepare /outputs for the command: disk full")
+	if fake.spec.Command != "" {
+		t.Fatal("the command ran")
+	}
 }

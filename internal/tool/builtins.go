@@ -3,6 +3,7 @@ package tool
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,23 @@ type Env struct {
 	DefaultTimeout, MaxTimeout time.Duration
 	// ObservationLimit is how many bytes of Output the model reads (0: 16 KiB).
 	ObservationLimit int
+	// Outputs, if set, decides how each bash command sees /outputs (the
+	// publishing lease, SPEC R-SBX-3); nil binds FS.Outputs read-only.
+	Outputs func(ctx context.Context) (OutputsView, error)
+}
+
+// OutputsView is how one bash command sees /outputs.
+type OutputsView struct {
+	// Mounts bind /outputs and anything below it; they replace the FS's
+	// /outputs mount.
+	Mounts []sandbox.Mount
+	// Hint is appended to the observation when the command met a read-only
+	// file system.
+	Hint string
+	// After, if set, runs exactly once when the command has ended; killed
+	// tells that the runner killed it (timeout, cancellation) or it could
+	// not run. Its text is appended to the observation.
+	After func(killed bool) string
 }
 
 func (e Env) withDefaults() Env {
@@ -50,6 +68,10 @@ func (e Env) withDefaults() Env {
 	}
 	return e
 }
+
+// publishing reports whether /outputs is governed by a publishing lease
+// (claim_outputs) rather than read-only.
+func (e Env) publishing() bool { return e.Outputs != nil || e.FS.OutputsWrite != nil }
 
 // Builtins returns read_file, write_file, edit_file, list_files, grep and
 // bash (SPEC §4) acting on env. It panics if env.FS is nil.

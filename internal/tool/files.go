@@ -112,13 +112,17 @@ func readFile(env Env, a readFileArgs) Result {
 }
 
 type writeFileArgs struct {
-	Path    string `json:"path" desc:"The file to create or replace, under /workspace (or a declared /outputs path); a relative path is taken from /workspace."`
+	Path    string `json:"path" desc:"The file to create or replace; a relative path is taken from /workspace."`
 	Content string `json:"content" desc:"The complete new content of the file."`
 }
 
 func writeFileTool(env Env) Tool {
+	planes := "/inputs and /outputs are read-only; write under /workspace."
+	if env.publishing() {
+		planes = "/inputs is read-only; under /outputs you may write only the paths you declared with claim_outputs, and anything under /outputs/scratch/ (shared intermediate space, never delivered)."
+	}
 	return Define("write_file",
-		"Create a file or replace its whole content; parent directories are created. /inputs is read-only, and /outputs paths must first be declared with claim_outputs. To change part of an existing file, use edit_file.",
+		"Create a file or replace its whole content; parent directories are created. "+planes+" To change part of an existing file, use edit_file.",
 		env.ObservationLimit,
 		func(ctx context.Context, a writeFileArgs) Result { return writeFile(env, a) })
 }

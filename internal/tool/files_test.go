@@ -97,7 +97,7 @@ func TestWriteFile(t *testing.T) {
 	}
 	for _, tt := range []struct{ path, frag string }{
 		{"/inputs/data.csv", "/inputs is read-only"},
-		{"/outputs/report.md", "/outputs is read-only: declare the file with claim_outputs first"},
+		{"/outputs/report.md", "/outputs is read-only in this run"},
 		{"in/data.csv", "outside /workspace"},
 		{"../../../etc/x", "climbs out"},
 		{"a/b", "is a directory"},
@@ -151,4 +151,32 @@ func TestEditFile(t *testing.T) {
 	if len(r.Deltas) != 1 || r.Deltas[0] != wantDelta {
 		t.Fatalf("deltas %+v", r.Deltas)
 	}
+}
+
+// Without a publishing plane no text names claim_outputs, which the agent
+// would not have; with one, the file tools and bash explain it.
+func TestClaimOutputsNamedOnlyWhenWired(t *testing.T) {
+	env := testEnv(t)
+	for _, spec := range NewSet(Builtins(env)...).Specs() {
+		if strings.Contains(string(spec.Parameters)+spec.Description, "claim_outputs") {
+			t.Errorf("%s names claim_outputs without a publishing plane", spec.Name)
+		}
+	}
+	for _, r := range []Result{
+		call(t, env, "write_file", `{"path": "/outputs/a", "content": "x"}`),
+		call(t, env, "list_files", `{"path": "/"}`),
+	} {
+		if strings.Contains(r.Output, "claim_outputs") {
+			t.Errorf("output names claim_outputs: %s", r.Output)
+		}
+	}
+	env.FS.OutputsWrite = func(string, int64) error { return nil }
+	set := NewSet(Builtins(env)...)
+	for _, name := range []string{"write_file"} {
+		tl, _ := set.Get(name)
+		if !strings.Contains(tl.Spec().Description, "claim_outputs") {
+			t.Errorf("%s does not explain claim_outputs", name)
+		}
+	}
+	expect(t, call(t, env, "list_files", `{"path": "/"}`), false, "claim_outputs", "/outputs/scratch/")
 }

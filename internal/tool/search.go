@@ -44,7 +44,11 @@ func listFiles(ctx context.Context, env Env, a listFilesArgs) Result {
 		}
 	}
 	if t := strings.TrimSpace(a.Path); strings.HasPrefix(t, "/") && path.Clean(t) == "/" {
-		return Result{Output: "/inputs/     the task's input files (read-only)\n/workspace/  your working area (writable; relative paths start here)\n/outputs/    deliverables (declare paths with claim_outputs before writing)"}
+		outputs := "deliverables (read-only in this run)"
+		if env.publishing() {
+			outputs = "deliverables (declare paths with claim_outputs before writing; /outputs/scratch/ is shared intermediate space)"
+		}
+		return Result{Output: "/inputs/     the task's input files (read-only)\n/workspace/  your working area (writable; relative paths start here)\n/outputs/    " + outputs}
 	}
 	p, err := env.FS.Resolve(a.Path)
 	if err != nil {

@@ -35,6 +35,13 @@ type Result struct {
 	Full []byte
 	// Deltas are the files this call changed.
 	Deltas []FileDelta
+	// Observed marks Deltas found by comparing snapshots around the call
+	// (bash): they may include changes made by calls running alongside it,
+	// so exact deltas of other calls take precedence.
+	Observed bool
+	// Protected asks that the result never be evicted from the context
+	// (subagent reports).
+	Protected bool
 	// Finish is set by the finish tool: the run ends with this summary.
 	Finish *Finish
 	// Meta is extra detail for the record (exit code, duration, ...).

@@ -1,12 +1,17 @@
 package workspace
 
 import (
+	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"strings"
 )
 
 // Open opens a resolved path for reading. It goes through os.Root, so a link
@@ -27,12 +32,18 @@ func (w *FS) OpenRoot(plane string) (*os.Root, error) {
 }
 
 // WriteFile replaces the content of a path from ResolveWrite, creating its
-// parent directories. A new file gets mode 0644; an existing one keeps its
-// mode. It re-checks, on the opened file, that it is a regular file with a
-// single link.
+// parent directories. It asks the OutputsWrite hook again, now with the size.
+// A new file gets mode 0644; an existing one keeps its permission bits. The
+// name must still be a regular file with a single link (or absent); the new
+// content goes to a temporary file that is renamed over it, so the old
+// inode, and any name a link swapped in since would point to, is never
+// written.
 func (w *FS) WriteFile(p Path, data []byte) error {
 	if p.Plane == Inputs || p.Rel == "" {
 		return refuse("cannot write %s: resolve it with ResolveWrite first", p.PlanePath)
+	}
+	if err := w.allowOutputs(p, int64(len(data))); err != nil {
+		return err
 	}
 	root, err := os.OpenRoot(w.Root(p.Plane))
 	if err != nil {
@@ -44,24 +55,50 @@ func (w *FS) WriteFile(p Path, data []byte) error {
 			return fmt.Errorf("cannot create the directories of %s: %w", p.PlanePath, unwrapPathError(err))
 		}
 	}
-	f, err := root.OpenFile(p.Rel, os.O_WRONLY|os.O_CREATE|nonBlock, 0o644)
-	if err != nil {
+	perm := fs.FileMode(0o644)
+	fi, err := root.Lstat(p.Rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("cannot write %s: %w", p.PlanePath, unwrapPathError(err))
+	case !fi.Mode().IsRegular() || linkCount(fi) > 1:
+		return refuse("cannot write %s: it is no longer a regular file with a single link", p.PlanePath)
+	default:
+		perm = fi.Mode().Perm()
+	}
+	if _, err := ReplaceFile(root, p.Rel, bytes.NewReader(data), perm); err != nil {
 		return fmt.Errorf("cannot write %s: %w", p.PlanePath, unwrapPathError(err))
 	}
-	fi, err := f.Stat()
-	if err == nil && (!fi.Mode().IsRegular() || linkCount(fi) > 1) {
-		err = refuse("cannot write %s: it is no longer a regular file with a single link", p.PlanePath)
+	return nil
+}
+
+// ReplaceFile copies src into a new temporary file next to rel (inside
+// root, whose directories must exist) and renames it over rel, whatever rel
+// was: the rename replaces a link itself, never its target. It returns the
+// bytes written; on error nothing is left behind and rel is untouched.
+func ReplaceFile(root *os.Root, rel string, src io.Reader, perm fs.FileMode) (int64, error) {
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+tempMark+hex.EncodeToString(rnd[:]))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return 0, err
 	}
+	n, err := io.Copy(f, src)
 	if err == nil {
-		err = f.Truncate(0)
-	}
-	if err == nil {
-		_, err = f.Write(data)
+		err = f.Chmod(perm) // the umask applied at creation
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err == nil {
+		err = root.Rename(tmp, rel)
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return 0, err
+	}
+	return n, nil
 }
 
 func relName(rel string) string {
@@ -107,3 +144,11 @@ func HashBytes(b []byte) string {
 
 // HashPrefix starts every content hash.
 const HashPrefix = "sha256:"
+
+// tempMark names the runtime's own temporary files (atomic replacement), which
+// snapshots ignore: they exist only while a write is in flight.
+const tempMark = ".apodex-"
+
+func isTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMark)
+}

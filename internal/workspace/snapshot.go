@@ -16,6 +16,9 @@ type Delta struct {
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
 	Bytes  int64  `json:"bytes"`
+	// MTime is the file's modification time after the change (zero for a
+	// deletion); it lets concurrent observers tell who changed it.
+	MTime time.Time `json:"-"`
 }
 
 // Snapshot is the regular files of one plane at one moment, each with its
@@ -79,7 +82,7 @@ func (w *FS) Snapshot(plane string) (Snapshot, error) {
 			}
 			return nil // vanished or unreadable: not part of the snapshot
 		}
-		if !d.Type().IsRegular() {
+		if !d.Type().IsRegular() || isTemp(d.Name()) {
 			return nil
 		}
 		fi, err := d.Info()
@@ -148,9 +151,9 @@ func Diff(before, after Snapshot) []Delta {
 		b, ok := before.files[p]
 		switch {
 		case !ok:
-			out = append(out, Delta{Path: p, After: a.hash, Bytes: a.st.size})
+			out = append(out, Delta{Path: p, After: a.hash, Bytes: a.st.size, MTime: time.Unix(0, a.st.mtime)})
 		case b.hash != a.hash:
-			out = append(out, Delta{Path: p, Before: b.hash, After: a.hash, Bytes: a.st.size})
+			out = append(out, Delta{Path: p, Before: b.hash, After: a.hash, Bytes: a.st.size, MTime: time.Unix(0, a.st.mtime)})
 		}
 	}
 	for p, b := range before.files {

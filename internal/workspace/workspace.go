@@ -9,12 +9,14 @@
 //     (absolute targets are plane paths) but only while they stay in the
 //     plane they started in;
 //   - /inputs is never writable; /outputs is writable only where the
-//     OutputsWrite hook allows it (nil: nowhere); ResolveWrite also refuses a
+//     OutputsWrite hook allows it (nil: nowhere), asked by ResolveWrite and
+//     again by WriteFile with the new size; ResolveWrite also refuses a
 //     final symlink, a directory, a non-regular file and a file with more
 //     than one hard link;
 //   - Open and WriteFile do their I/O through os.Root, so a link swapped in
 //     after Resolve still cannot lead outside the plane's root, and neither
-//     blocks on a FIFO;
+//     blocks on a FIFO; WriteFile replaces a file atomically (temporary file
+//     and rename), so a reader or a killed run never sees it half-written;
 //   - every refusal matches ErrRefused and its text tells the model what to
 //     do instead.
 package workspace
@@ -66,11 +68,19 @@ const maxLinks = 40
 type FS struct {
 	Inputs, Workspace, Outputs string // host directories (absolute)
 	// OutputsWrite decides writes under /outputs, given the plane path of the
-	// file; nil refuses them all.
-	OutputsWrite func(planePath string) error
+	// file (links resolved) and its new size in bytes, or -1 when
+	// ResolveWrite asks before the size is known; nil refuses them all.
+	OutputsWrite func(planePath string, size int64) error
 
 	mu     sync.Mutex
 	hashes map[string]map[string]hashEntry // plane -> rel -> last hash, see snapshot.go
+}
+
+// View returns a new FS over the same host directories whose /outputs
+// writes are decided by outputsWrite: one view per agent, so the gate knows
+// who is writing.
+func (w *FS) View(outputsWrite func(planePath string, size int64) error) *FS {
+	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite}
 }
 
 // Path is a resolved location.
@@ -100,8 +110,8 @@ func (w *FS) Root(plane string) string {
 }
 
 // Mounts are the planes for the sandbox: /inputs and /outputs read-only,
-// /workspace writable. (A publishing lease will later bind declared output
-// paths writable, R-SBX-3.)
+// /workspace writable. Where a publishing plane governs /outputs (R-SBX-3),
+// the bash tool replaces the /outputs mount with the plane's.
 func (w *FS) Mounts() []sandbox.Mount {
 	return []sandbox.Mount{
 		{Source: w.Inputs, Target: "/inputs"},
@@ -156,15 +166,24 @@ func (w *FS) ResolveWrite(p string) (Path, error) {
 	case linkCount(fi) > 1:
 		return Path{}, refuse("cannot write %s: it has %d hard links, and writing it would change the other names too; write a new file instead", out.PlanePath, linkCount(fi))
 	}
-	if plane == Outputs {
-		if w.OutputsWrite == nil {
-			return Path{}, refuse("cannot write %s: /outputs is read-only: declare the file with claim_outputs first", out.PlanePath)
-		}
-		if err := w.OutputsWrite(out.PlanePath); err != nil {
-			return Path{}, &refusedError{msg: err.Error(), err: err}
-		}
+	if err := w.allowOutputs(out, -1); err != nil {
+		return Path{}, err
 	}
 	return out, nil
+}
+
+// allowOutputs asks the OutputsWrite hook about a write under /outputs.
+func (w *FS) allowOutputs(p Path, size int64) error {
+	if p.Plane != Outputs {
+		return nil
+	}
+	if w.OutputsWrite == nil {
+		return refuse("cannot write %s: /outputs is read-only in this run; write your files under /workspace", p.PlanePath)
+	}
+	if err := w.OutputsWrite(p.PlanePath, size); err != nil {
+		return &refusedError{msg: err.Error(), err: err}
+	}
+	return nil
 }
 
 func (w *FS) path(plane, rel string) Path {

@@ -161,7 +161,7 @@ func TestResolveWrite(t *testing.T) {
 		{"/inputs/data.csv", "!/inputs is read-only"},
 		{"/inputs/new.txt", "!/inputs is read-only"},
 		{"/workspace/../inputs/new.txt", "!/inputs is read-only"},
-		{"/outputs/report.md", "!/outputs is read-only: declare the file with claim_outputs first"},
+		{"/outputs/report.md", "!/outputs is read-only in this run; write your files under /workspace"},
 		{"/workspace", "!plane directory"},
 		{"sub", "!is a directory"},
 		{"real/link.txt", "!symbolic link"},
@@ -184,17 +184,36 @@ func TestResolveWrite(t *testing.T) {
 
 func TestOutputsWriteHook(t *testing.T) {
 	fs, _ := testFS(t)
-	fs.OutputsWrite = func(pp string) error {
-		if pp == "/outputs/report.md" {
+	var sizes []int64
+	fs.OutputsWrite = func(pp string, size int64) error {
+		sizes = append(sizes, size)
+		switch {
+		case pp == "/outputs/report.md" && size <= 10:
 			return nil
+		case pp == "/outputs/report.md":
+			return errors.New("too big")
 		}
 		return errors.New(pp + " is not in your manifest")
 	}
-	if _, err := fs.ResolveWrite("/outputs/report.md"); err != nil {
+	p, err := fs.ResolveWrite("/outputs/report.md")
+	if err != nil {
 		t.Fatalf("declared path refused: %v", err)
+	}
+	if err := fs.WriteFile(p, []byte("ok\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.WriteFile(p, []byte("far too big\n")); err == nil || !errors.Is(err, ErrRefused) {
+		t.Fatalf("WriteFile did not ask the hook with the size: %v", err)
+	}
+	if got, _ := os.ReadFile(p.Host); string(got) != "ok\n" || len(sizes) != 3 || sizes[0] != -1 || sizes[1] != 3 || sizes[2] != 12 {
+		t.Fatalf("content %q, hook sizes %v", got, sizes)
 	}
 	if _, err := fs.ResolveWrite("/outputs/other.md"); err == nil || !strings.Contains(err.Error(), "not in your manifest") || !errors.Is(err, ErrRefused) {
 		t.Fatalf("undeclared path: %v", err)
+	}
+	fs.OutputsWrite = nil
+	if err := fs.WriteFile(p, []byte("x")); err == nil {
+		t.Fatal("WriteFile wrote /outputs without a hook")
 	}
 }
 
@@ -284,5 +303,31 @@ func TestHashFile(t *testing.T) {
 	}
 	if _, _, err := HashFile(fs.Workspace); err == nil {
 		t.Fatal("hashed a directory")
+	}
+}
+
+func TestWriteFileFinalLinkSwappedIn(t *testing.T) {
+	fs, outside := testFS(t)
+	p, err := fs.ResolveWrite("w.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, filepath.Join(outside, "secret"), filepath.Join(fs.Workspace, "w.txt"))
+	if err := fs.WriteFile(p, []byte("pwned")); err == nil || !errors.Is(err, ErrRefused) {
+		t.Fatalf("WriteFile wrote through a final link: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "secret")); string(got) != "secret\n" {
+		t.Fatalf("secret changed: %q", got)
+	}
+	// A successful write leaves no temporary file behind.
+	p, _ = fs.ResolveWrite("clean.txt")
+	if err := fs.WriteFile(p, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(fs.Workspace)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".apodex-") {
+			t.Fatalf("temporary file left: %s", e.Name())
+		}
 	}
 }

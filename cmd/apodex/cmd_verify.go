@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/apodex/apodex/internal/run"
+)
+
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("verify", "[flags] RUN", stdout, stderr)
+	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	jsonOut := fs.Bool("json", false, "print a JSON object")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "apodex verify: give one run id (see `apodex runs`)")
+		return exitUsage
+	}
+	dir, err := run.Dir(homeDir(*home), pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "apodex verify: %v\n", err)
+		return exitFailed
+	}
+	rv, err := run.Reverify(ctx, dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "apodex verify: %v\n", err)
+		return exitFailed
+	}
+	if *jsonOut {
+		writeJSON(stdout, rv)
+	} else {
+		if rv.Warning != "" {
+			fmt.Fprintf(stdout, "WARNING: %s\n", rv.Warning)
+		}
+		for _, f := range rv.Checks {
+			fmt.Fprintf(stdout, "check %-14s %-28s %s %s\n", f.Constraint, f.Path, passWord(f.OK), oneLine(f.Detail))
+		}
+		for _, r := range rv.Verify {
+			fmt.Fprintf(stdout, "verify %s: %s %s\n", r.Label(), passWord(r.Passed), oneLine(r.Detail))
+		}
+		fmt.Fprintf(stdout, "run %s: verification %s\n", rv.RunID, passWord(rv.Passed))
+	}
+	if !rv.Passed {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func passWord(ok bool) string {
+	if ok {
+		return "passed"
+	}
+	return "FAILED"
+}

@@ -1,0 +1,95 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/publish"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/verify"
+)
+
+// conclude reconciles the delivery and, under a contract, checks the
+// deliverables and runs the verification clauses in fresh sandboxes. It sets
+// the summary's status: completed only when the agent finished and every
+// check held; an agent that finished but failed a check ends gate_failed.
+func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publish.Plane, log *record.Log, env verify.Env) {
+	d := plane.Reconcile()
+	claimed := len(d.Entries) > 0
+	if claimed || len(c.Deliverables) > 0 {
+		s.Delivery = &d
+		log.Append(record.TypeDelivery, "", d)
+	}
+	var failures []string
+	if claimed && !d.OK {
+		for _, e := range d.Entries {
+			if e.Status != publish.Delivered {
+				failures = append(failures, fmt.Sprintf("delivery: %s %s (%s)", e.Path, e.Reason, e.Detail))
+			}
+		}
+	}
+	if len(c.Deliverables) > 0 {
+		delivered := map[string]bool{}
+		for _, e := range d.Entries {
+			delivered[e.Path] = e.Status == publish.Delivered
+		}
+		for _, dl := range c.Deliverables {
+			if !delivered[dl.Path] {
+				failures = append(failures, fmt.Sprintf("deliverable %s was not delivered (declare it with claim_outputs, then write it)", dl.Path))
+			}
+		}
+		s.Checks = c.CheckDeliverables(env.Outputs, env.Inputs)
+		for _, f := range s.Checks {
+			log.Append(record.TypeVerification, "", map[string]any{"check": f.Constraint, "path": f.Path, "passed": f.OK, "detail": f.Detail})
+			if !f.OK {
+				failures = append(failures, fmt.Sprintf("check %s %s: %s", f.Constraint, f.Path, f.Detail))
+			}
+		}
+	}
+	if len(c.Verify) > 0 {
+		runner, err := sandbox.New("bwrap")
+		if err != nil {
+			failures = append(failures, "verification: cannot run the verifier without a sandbox: "+err.Error())
+		} else {
+			env.Runner = runner
+			s.Verify = verify.RunAll(ctx, env, c.Verify)
+			for _, r := range s.Verify {
+				log.Append(record.TypeVerification, "", r)
+				if !r.Passed {
+					failures = append(failures, fmt.Sprintf("verification %s: %s", r.Label(), r.Detail))
+				}
+			}
+		}
+	}
+	s.Failures = failures
+	s.Status = StatusFailed
+	switch {
+	case s.Termination != string(agent.Completed):
+	case len(failures) > 0:
+		s.Termination = string(agent.GateFailed)
+		if s.Error == "" {
+			s.Error = "the final gate failed: " + strings.Join(failures, "; ")
+		}
+	default:
+		s.Status = StatusCompleted
+	}
+}
+
+// contractEvent is the recorded contract: what the user typed (u0) kept
+// apart from the normalized objective and the acceptance clauses.
+func contractEvent(c *contract.Contract) map[string]any {
+	return map[string]any{"u0": c.U0, "objective": c.Objective, "file": c.File, "hash": c.Hash(), "contract": c}
+}
+
+// taskMessage is the agent's first user message: the objective and, under
+// a contract, the deliverables it must claim and write.
+func taskMessage(c *contract.Contract) string {
+	if len(c.Deliverables) == 0 {
+		return c.Objective
+	}
+	return c.Objective + "\n\n" + c.Describe()
+}

@@ -1,0 +1,102 @@
+package run
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// NewID is a sortable, unique run id: UTC time and 3 random bytes.
+func NewID(now time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// checkInputs refuses a missing inputs directory, and one that contains the
+// home (the copy would copy itself).
+func checkInputs(dir, home string) error {
+	if dir == "" {
+		return nil
+	}
+	if in, err := filepath.Abs(dir); err == nil {
+		if h, err := filepath.Abs(home); err == nil {
+			in, h = realPath(in), realPath(h)
+			if h == in || strings.HasPrefix(h, in+string(filepath.Separator)) {
+				return &ConfigError{fmt.Sprintf("inputs directory %s contains the runs home %s: pass --home outside the inputs", dir, home)}
+			}
+		}
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return &ConfigError{fmt.Sprintf("inputs directory %s does not exist: pass --inputs an existing directory", dir)}
+	}
+	if !st.IsDir() {
+		return &ConfigError{fmt.Sprintf("inputs %s is not a directory: pass --inputs a directory", dir)}
+	}
+	return nil
+}
+
+func makeRunDir(dir string) (*workspace.FS, error) {
+	fs := &workspace.FS{
+		Inputs:    filepath.Join(dir, "inputs"),
+		Workspace: filepath.Join(dir, "workspace"),
+		Outputs:   filepath.Join(dir, "outputs"),
+	}
+	for _, d := range []string{fs.Inputs, fs.Workspace, fs.Outputs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, &ConfigError{fmt.Sprintf("cannot create the run directory %s: %v; pass --home (or set APODEX_HOME) to a writable directory", dir, err)}
+		}
+	}
+	return fs, nil
+}
+
+func chooseSandbox(kind string, network bool) (sandbox.Runner, record.SandboxSettings, *record.Warning) {
+	set := record.SandboxSettings{Kind: "bwrap", Network: network}
+	if kind == "none" {
+		set.Kind = "none"
+		return sandbox.None{}, set, &record.Warning{Code: "no_sandbox", Message: "--sandbox none: shell commands run WITHOUT isolation, with your user's full access to this machine; this run is not trainable"}
+	}
+	r, err := sandbox.New("bwrap")
+	if err != nil {
+		set.Kind = "unavailable"
+		return nil, set, &record.Warning{Code: "sandbox_unavailable", Message: err.Error() + "; bash calls will be refused"}
+	}
+	set.Version = sandbox.Version()
+	return r, set, nil
+}
+
+func progress(w io.Writer) func(agent.Step) {
+	if w == nil {
+		return nil
+	}
+	return func(s agent.Step) {
+		mark := "ok"
+		if s.IsError {
+			mark = "ERR"
+		}
+		fmt.Fprintf(w, "[%s] turn %d %s %s -> %s %s\n", s.Agent, s.Turn, s.Tool, s.Args, mark, s.Output)
+	}
+}
+
+// realPath resolves links in the longest existing prefix of p.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(p)
+	if dir == p || dir == "" {
+		return p
+	}
+	return filepath.Join(realPath(filepath.Clean(dir)), base)
+}

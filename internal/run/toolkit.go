@@ -1,0 +1,29 @@
+package run
+
+import (
+	"time"
+
+	"github.com/apodex/apodex/internal/publish"
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// toolkit builds the tools of one agent: the built-in file and shell tools
+// over the agent's view of the planes, claim_outputs and finish, with the
+// publication plane's gates bound to the agent's id.
+type toolkit struct {
+	fs             *workspace.FS
+	plane          *publish.Plane
+	runner         sandbox.Runner
+	network        bool
+	commandTimeout time.Duration
+}
+
+// tools returns agent id's tools acting on fs, a per-agent copy of the
+// planes whose /outputs writes are gated by the lease.
+func (k *toolkit) tools(id string, fs *workspace.FS) *tool.Set {
+	view := fs.View(func(planePath string, size int64) error { return k.plane.CheckWrite(id, planePath, size) })
+	env := tool.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout, Outputs: k.plane.BashMounts(id)}
+	return tool.NewSet(append(tool.Builtins(env), publish.ClaimTool(k.plane, id), tool.FinishTool{})...)
+}

@@ -1,0 +1,316 @@
+package worktree
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// Kinds of change.
+const (
+	Created  = "created"
+	Modified = "modified"
+	Deleted  = "deleted"
+	Symlink  = "symlink" // a link created or retargeted
+)
+
+// Change is one path the agent changed relative to the baseline.
+type Change struct {
+	Path   string `json:"path"` // slash-separated, relative to the workspace root
+	Kind   string `json:"kind"`
+	Hash   string `json:"hash,omitempty"`   // the agent's content hash (Created, Modified)
+	Target string `json:"target,omitempty"` // the link target (Symlink)
+}
+
+// state is the change's result in the form of a baseline entry.
+func (c Change) state() string {
+	switch c.Kind {
+	case Deleted:
+		return ""
+	case Symlink:
+		return linkPrefix + c.Target
+	}
+	return c.Hash
+}
+
+// Changes lists what the agent changed, sorted by path. For an overlay it
+// reads only the upper directory; for a copy it hashes the whole view.
+func (w *Worktree) Changes() ([]Change, error) {
+	if w.closed {
+		return nil, ErrClosed
+	}
+	if w.Kind == Copy {
+		cur, err := scan(w.Dir, nil)
+		if err != nil {
+			return nil, err
+		}
+		return diff(w.baseline, cur, nil), nil
+	}
+	return w.overlayChanges()
+}
+
+// overlayChanges reads the upper directory: a file or link there is the
+// agent's version; a whiteout deletes the lower path and all below it; an
+// opaque directory, or a file or link where a directory was, hides everything
+// the lower directory had below it.
+func (w *Worktree) overlayChanges() ([]Change, error) {
+	keys := make([]string, 0, len(w.baseline))
+	for p := range w.baseline {
+		keys = append(keys, p)
+	}
+	sort.Strings(keys)
+	deleted := make(map[string]bool)
+	hideBelow := func(rel string) {
+		for i := sort.SearchStrings(keys, rel+"/"); i < len(keys) && strings.HasPrefix(keys[i], rel+"/"); i++ {
+			deleted[keys[i]] = true
+		}
+	}
+	hideSelf := func(rel string) {
+		if _, ok := w.baseline[rel]; ok {
+			deleted[rel] = true
+		}
+	}
+	cur := make(map[string]string)
+	err := filepath.WalkDir(w.upper, func(host string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if host == w.upper {
+			return nil
+		}
+		rel := filepath.ToSlash(host[len(w.upper)+1:])
+		switch t := d.Type(); {
+		case t.IsDir():
+			hideSelf(rel)
+			if isOpaque(host) {
+				hideBelow(rel)
+			}
+		case t.IsRegular():
+			h, _, err := workspace.HashFile(host)
+			if err != nil {
+				return err
+			}
+			cur[rel] = h
+			hideBelow(rel)
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(host)
+			if err != nil {
+				return err
+			}
+			cur[rel] = linkPrefix + target
+			hideBelow(rel)
+		case t&fs.ModeCharDevice != 0:
+			if fi, err := d.Info(); err == nil && isWhiteout(fi) {
+				hideSelf(rel)
+				hideBelow(rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return diff(w.baseline, cur, deleted), nil
+}
+
+// diff compares a baseline with the current files and links. If deleted is
+// nil, a baseline path missing from cur is deleted; otherwise only the paths
+// in deleted are, unless cur has them.
+func diff(base, cur map[string]string, deleted map[string]bool) []Change {
+	var out []Change
+	for p, s := range cur {
+		old, had := base[p]
+		switch {
+		case old == s:
+		case strings.HasPrefix(s, linkPrefix):
+			out = append(out, Change{Path: p, Kind: Symlink, Target: s[len(linkPrefix):]})
+		case had:
+			out = append(out, Change{Path: p, Kind: Modified, Hash: s})
+		default:
+			out = append(out, Change{Path: p, Kind: Created, Hash: s})
+		}
+	}
+	for p := range base {
+		_, still := cur[p]
+		if !still && (deleted == nil || deleted[p]) {
+			out = append(out, Change{Path: p, Kind: Deleted})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// racySlack: a hash taken less than this after the file's last change is not
+// trusted next time, because a rewrite within the same clock tick could leave
+// the stat unchanged.
+const racySlack = 50 * time.Millisecond
+
+type statKey struct {
+	size, mtime, ctime int64
+	ino                uint64
+}
+
+type cached struct {
+	key  statKey
+	hash string
+	at   int64 // ns
+}
+
+// statCache remembers hashes of one directory's files between scans, so a
+// Create on an unchanged workspace costs one lstat per file.
+type statCache struct {
+	mu sync.Mutex
+	m  map[string]cached
+}
+
+var caches sync.Map // absolute dir -> *statCache
+
+func cacheFor(dir string) *statCache {
+	c, _ := caches.LoadOrStore(dir, &statCache{})
+	return c.(*statCache)
+}
+
+// scan records the regular files and symlinks under dir (path → hash or
+// linkPrefix+target). workspace.Snapshot is not used because it skips links,
+// which a merge must see. Files that vanish or cannot be read are left out:
+// a merge then treats them as changed by someone else, which is the safe side.
+func scan(dir string, c *statCache) (map[string]string, error) {
+	var old map[string]cached
+	if c != nil {
+		c.mu.Lock()
+		old = c.m
+		c.mu.Unlock()
+	}
+	seen := make(map[string]cached, len(old))
+	out := make(map[string]string, len(old))
+	err := filepath.WalkDir(dir, func(host string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if host == dir {
+				return err
+			}
+			return nil
+		}
+		if host == dir {
+			return nil
+		}
+		rel := filepath.ToSlash(host[len(dir)+1:])
+		switch t := d.Type(); {
+		case t.IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			k := statKey{fi.Size(), fi.ModTime().UnixNano(), changeTime(fi), inode(fi)}
+			e, ok := old[rel]
+			if !ok || e.key != k || k.ctime >= e.at-int64(racySlack) || k.mtime >= e.at-int64(racySlack) {
+				h, _, err := workspace.HashFile(host)
+				if err != nil {
+					return nil
+				}
+				e = cached{key: k, hash: h, at: time.Now().UnixNano()}
+			}
+			seen[rel], out[rel] = e, e.hash
+		case t&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(host); err == nil {
+				out[rel] = linkPrefix + target
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		c.mu.Lock()
+		c.m = seen
+		c.mu.Unlock()
+	}
+	return out, nil
+}
+
+// copyTree copies the directories, regular files (with mode and mtime) and
+// symlinks of src to dst, which must not exist, and returns the baseline of
+// what it copied. Other files are left out.
+func copyTree(src, dst string) (map[string]string, error) {
+	base := make(map[string]string)
+	type dirMode struct {
+		path string
+		mode fs.FileMode
+	}
+	var dirs []dirMode
+	buf := make([]byte, 64<<10)
+	err := filepath.WalkDir(src, func(host string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, to := "", dst
+		if host != src {
+			rel = filepath.ToSlash(host[len(src)+1:])
+			to = filepath.Join(dst, filepath.FromSlash(rel))
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch t := d.Type(); {
+		case t.IsDir():
+			dirs = append(dirs, dirMode{to, fi.Mode().Perm()})
+			return os.Mkdir(to, 0o700) // writable while we fill it
+		case t.IsRegular():
+			h, err := copyFile(host, to, fi, buf)
+			base[rel] = h
+			return err
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(host)
+			if err != nil {
+				return err
+			}
+			base[rel] = linkPrefix + target
+			return os.Symlink(target, to)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(dirs[i].path, dirs[i].mode); err != nil {
+			return nil, err
+		}
+	}
+	return base, nil
+}
+
+// copyFile copies one regular file and returns the hash of what it copied.
+func copyFile(src, dst string, fi fs.FileInfo, buf []byte) (string, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	_, err = io.CopyBuffer(struct{ io.Writer }{out}, io.TeeReader(in, h), buf) // hide ReadFrom so buf is used
+	if err == nil {
+		err = out.Chmod(fi.Mode().Perm()) // the umask applied at creation
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+	}
+	return workspace.HashPrefix + hex.EncodeToString(h.Sum(nil)), err
+}

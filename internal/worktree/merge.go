@@ -1,0 +1,337 @@
+package worktree
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// MergeReport is what a Merge did. Applied changes are now in shared (some
+// were already there); Conflicts and Refused were left out of it.
+type MergeReport struct {
+	Applied   []Change   `json:"applied,omitempty"`
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+	Refused   []Refusal  `json:"refused,omitempty"`
+}
+
+// Conflict is a change not applied because shared changed the same path since
+// Create (or because applying it failed: see Reason). Hashes are content
+// hashes, "symlink:<target>" for a link, "dir" for a directory and "" for
+// nothing.
+type Conflict struct {
+	Path       string `json:"path"`
+	Reason     string `json:"reason"`
+	TheirsHash string `json:"theirs_hash,omitempty"` // shared now
+	OursHash   string `json:"ours_hash,omitempty"`   // the agent's version
+	Copy       string `json:"copy,omitempty"`        // host path of the agent's version kept for the lead
+}
+
+// Refusal is a change never applied, whatever shared holds.
+type Refusal struct {
+	Path   string `json:"path"`
+	Target string `json:"target,omitempty"`
+	Reason string `json:"reason"`
+}
+
+var locks sync.Map // absolute shared dir -> *sync.Mutex
+
+// Merge applies the agent's changes to shared, deletions first. A path is
+// written only if shared holds its baseline version there; when shared holds
+// something else, the path is a Conflict (unless shared already holds the
+// agent's version). Merges into the same shared directory run one at a time
+// (see lockShared). Applied changes become the new baseline, so merging
+// again applies only what changed since.
+func (w *Worktree) Merge() (MergeReport, error) {
+	var rep MergeReport
+	if w.closed {
+		return rep, ErrClosed
+	}
+	changes, err := w.Changes()
+	if err != nil {
+		return rep, fmt.Errorf("worktree: changes: %w", err)
+	}
+	unlock, err := lockShared(w.shared)
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
+	root, err := os.OpenRoot(w.shared)
+	if err != nil {
+		return rep, fmt.Errorf("worktree: %w", err)
+	}
+	defer root.Close()
+
+	// Deletions first, deepest first, then emptied directories pruned, so a
+	// directory replaced by a file is gone before the file arrives.
+	sort.SliceStable(changes, func(i, j int) bool {
+		di, dj := changes[i].Kind == Deleted, changes[j].Kind == Deleted
+		if di != dj {
+			return di
+		}
+		return di && changes[i].Path > changes[j].Path
+	})
+	var gone []string
+	pruned := false
+	for _, c := range changes {
+		if c.Kind != Deleted && !pruned {
+			w.prune(root, gone)
+			pruned = true
+		}
+		if w.mergeOne(root, c, &rep) && c.Kind == Deleted {
+			gone = append(gone, c.Path)
+		}
+	}
+	if !pruned {
+		w.prune(root, gone)
+	}
+	return rep, nil
+}
+
+// mergeOne applies c or reports why not, and tells whether it applied.
+func (w *Worktree) mergeOne(root *os.Root, c Change, rep *MergeReport) bool {
+	if c.Kind == Symlink {
+		if why := escapes(c.Path, c.Target); why != "" {
+			rep.Refused = append(rep.Refused, Refusal{Path: c.Path, Target: c.Target, Reason: why})
+			return false
+		}
+	}
+	theirs, ours := stateIn(root, c.Path), c.state()
+	if theirs != ours {
+		if theirs != w.baseline[c.Path] {
+			rep.Conflicts = append(rep.Conflicts, w.conflict(c, theirs,
+				"shared changed this path since the worktree was created: compare it with the agent's copy and merge by hand"))
+			return false
+		}
+		if err := w.apply(root, c); err != nil {
+			rep.Conflicts = append(rep.Conflicts, w.conflict(c, theirs, "cannot apply: "+err.Error()))
+			return false
+		}
+	}
+	rep.Applied = append(rep.Applied, c)
+	if c.Kind == Deleted {
+		delete(w.baseline, c.Path)
+	} else {
+		w.baseline[c.Path] = ours
+	}
+	return true
+}
+
+// lockShared serialises merges into shared, and Creates with them: a mutex
+// per directory in this process, flock(2) on the directory across processes.
+func lockShared(shared string) (func(), error) {
+	v, _ := locks.LoadOrStore(shared, &sync.Mutex{})
+	mu := v.(*sync.Mutex)
+	mu.Lock()
+	unlock, err := lockDir(shared)
+	if err != nil {
+		mu.Unlock()
+		return nil, fmt.Errorf("worktree: lock %s: %w", shared, err)
+	}
+	return func() { unlock(); mu.Unlock() }, nil
+}
+
+// escapes says why a link target leaves the workspace ("" if it does not).
+func escapes(rel, target string) string {
+	switch {
+	case target == "":
+		return "empty symlink target"
+	case path.IsAbs(target):
+		return "symlink target is absolute: point inside the workspace with a relative target"
+	}
+	if j := path.Join(path.Dir(rel), target); j == ".." || strings.HasPrefix(j, "../") {
+		return "symlink target climbs out of the workspace"
+	}
+	return ""
+}
+
+// stateIn is what shared holds at rel, in the form of a baseline entry.
+func stateIn(root *os.Root, rel string) string {
+	fi, err := root.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return ""
+	case err != nil:
+		return "error: " + err.Error()
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := root.Readlink(rel)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return linkPrefix + t
+	case fi.IsDir():
+		return "dir"
+	case !fi.Mode().IsRegular():
+		return "special: " + fi.Mode().String()
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "error: no longer a regular file"
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "error: " + err.Error()
+	}
+	return workspace.HashPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// srcRoot is where the agent's versions are read from.
+func (w *Worktree) srcRoot() string {
+	if w.Kind == Overlay {
+		return w.upper
+	}
+	return w.Dir
+}
+
+// openOurs opens the agent's version of a regular file, confined to srcRoot.
+func (w *Worktree) openOurs(rel string) (*os.File, fs.FileMode, error) {
+	f, err := os.OpenInRoot(w.srcRoot(), rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errors.New("no longer a regular file")
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Mode().Perm(), nil
+}
+
+// apply makes shared hold c's result at c.Path.
+func (w *Worktree) apply(root *os.Root, c Change) error {
+	if c.Kind == Deleted {
+		if err := root.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if dir := path.Dir(c.Path); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp := tempName(c.Path)
+	if c.Kind == Symlink {
+		if err := root.Symlink(c.Target, tmp); err != nil {
+			return err
+		}
+	} else if err := w.writeVerified(root, tmp, c); err != nil {
+		return err
+	}
+	if err := root.Rename(tmp, c.Path); err != nil {
+		root.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeVerified copies the agent's file to tmp in shared and fails unless
+// the bytes copied have the hash Changes reported.
+func (w *Worktree) writeVerified(root *os.Root, tmp string, c Change) error {
+	src, perm, err := w.openOurs(c.Path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	_, err = io.Copy(f, io.TeeReader(src, h))
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && workspace.HashPrefix+hex.EncodeToString(h.Sum(nil)) != c.Hash {
+		err = errors.New("the agent's file changed during the merge")
+	}
+	if err != nil {
+		root.Remove(tmp)
+	}
+	return err
+}
+
+func tempName(rel string) string {
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	return path.Join(path.Dir(rel), "."+path.Base(rel)+".apodex-merge-"+hex.EncodeToString(rnd[:]))
+}
+
+// conflict builds the report of c and keeps the agent's version (a file or a
+// link; nothing for a deletion) under <root>/<name>/conflicts/.
+func (w *Worktree) conflict(c Change, theirs, reason string) Conflict {
+	out := Conflict{Path: c.Path, Reason: reason, TheirsHash: theirs, OursHash: c.state()}
+	if c.Kind == Deleted {
+		return out
+	}
+	dst := filepath.Join(w.base, conflictsDir, filepath.FromSlash(c.Path))
+	err := os.MkdirAll(filepath.Dir(dst), 0o755)
+	if err == nil {
+		err = os.RemoveAll(dst)
+	}
+	if err == nil && c.Kind == Symlink {
+		err = os.Symlink(c.Target, dst)
+	} else if err == nil {
+		err = w.keepCopy(c.Path, dst)
+	}
+	if err != nil {
+		out.Reason += fmt.Sprintf(" (the agent's version could not be kept: %v)", err)
+		return out
+	}
+	out.Copy = dst
+	return out
+}
+
+func (w *Worktree) keepCopy(rel, dst string) error {
+	src, perm, err := w.openOurs(rel)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, src)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// prune removes the directories of deleted paths that became empty and are
+// not directories in the agent's view any more.
+func (w *Worktree) prune(root *os.Root, gone []string) {
+	for _, p := range gone {
+		for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+			if fi, err := os.Lstat(filepath.Join(w.Dir, filepath.FromSlash(dir))); err == nil && fi.IsDir() {
+				break
+			}
+			if fi, err := root.Lstat(dir); err != nil || !fi.IsDir() || root.Remove(dir) != nil {
+				break // a link is never removed for its directory
+			}
+		}
+	}
+}
