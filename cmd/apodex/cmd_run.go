@@ -28,6 +28,8 @@ type runFlags struct {
 	ctxw           agent.Context
 	attempts       int
 	scratchQuota   int64
+	mode           string
+	team           run.TeamConfig
 }
 
 func (f *runFlags) register(fs *flagSet) {
@@ -48,6 +50,13 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.Int64Var(&f.scratchQuota, "scratch-quota", 256<<20, "bytes every agent may write under /outputs/scratch")
 	fs.StringVar(&f.sandbox, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
 	fs.BoolVar(&f.network, "network", false, "let sandboxed commands use the network")
+	fs.StringVar(&f.mode, "mode", "react", "react (one agent) or team (a lead that plans on a Task Board and dispatches subagents it designs)")
+	fs.IntVar(&f.team.Concurrency, "concurrency", 8, "team: subagents running at once")
+	fs.StringVar(&f.team.Isolation, "isolation", "per-agent", "team: per-agent (each subagent a private copy-on-write workspace, merged on report) or shared (one workspace, each agent writes only /workspace/<agent-id>/)")
+	fs.BoolVar(&f.team.Plan, "plan", false, "team: start the lead in planning mode (board and read-only tools until finish_planning)")
+	fs.IntVar(&f.team.SubBudget.MaxTurns, "sub-max-turns", 30, "team: model calls per subagent")
+	fs.IntVar(&f.team.SubBudget.MaxToolCalls, "sub-max-tool-calls", 100, "team: tool calls per subagent")
+	fs.DurationVar(&f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print a JSON summary on stdout")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 }
@@ -59,6 +68,14 @@ func (f *runFlags) check() error {
 		return fmt.Errorf("--sandbox %q: use bwrap or none", f.sandbox)
 	case f.budget.MaxTurns < 0 || f.budget.MaxToolCalls < 0 || f.budget.MaxTokens < 0 || f.timeout < 0 || f.soft < 0 || f.ctxw.Window < 0 || f.scratchQuota < 0:
 		return errors.New("budgets, deadlines, --scratch-quota and --context-window must be ≥ 0")
+	case f.mode != run.ModeReact && f.mode != run.ModeTeam:
+		return fmt.Errorf("--mode %q: use react or team", f.mode)
+	case f.team.Isolation != "per-agent" && f.team.Isolation != "shared":
+		return fmt.Errorf("--isolation %q: use per-agent or shared", f.team.Isolation)
+	case f.team.Concurrency < 1 || f.team.SubBudget.MaxTurns < 0 || f.team.SubBudget.MaxToolCalls < 0 || f.team.SubTimeout < 0:
+		return errors.New("--concurrency must be ≥ 1 and the subagent budgets ≥ 0")
+	case f.team.Plan && f.mode != run.ModeTeam:
+		return errors.New("--plan needs --mode team")
 	case f.attempts < 1 || f.cmdTimeout <= 0:
 		return errors.New("--retries must be ≥ 1 and --command-timeout > 0")
 	case f.ctxw.At <= 0 || f.ctxw.At > 1 || f.ctxw.To <= 0 || f.ctxw.To >= f.ctxw.At:
@@ -87,6 +104,9 @@ func (f *runFlags) applyContract(fs *flagSet, c *contract.Contract) {
 	}
 	if b.Timeout > 0 && !set["timeout"] {
 		f.timeout = b.Timeout
+	}
+	if b.Concurrency > 0 && !set["concurrency"] {
+		f.team.Concurrency = b.Concurrency
 	}
 }
 
@@ -124,6 +144,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Model: model, ModelInfo: info, Budget: f.budget,
 		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
+		Mode: f.mode, Team: f.team,
 	}
 	if !f.quiet {
 		cfg.Progress = stderr

@@ -29,24 +29,39 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 	}
 	sem := make(chan struct{}, l.cfg.Parallel)
 	var wg sync.WaitGroup
-	var finishes []int
+	var finishes, serial []int
+	run := func(i int) {
+		windows[i].start = time.Now()
+		results[i], durations[i] = l.invoke(ctx, calls[i])
+		windows[i].end = time.Now()
+	}
 	for i, c := range calls {
+		t, known := l.tools.Get(c.Name)
 		switch {
 		case i >= allowed:
 			results[i] = tool.Errorf("not run: the tool-call budget of %d is used up", l.cfg.Budget.MaxToolCalls)
 		case c.Name == "finish":
 			finishes = append(finishes, i) // after the others, so it sees their effects
+		case known && tool.IsSerial(t):
+			serial = append(serial, i)
 		default:
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				windows[i].start = time.Now()
-				results[i], durations[i] = l.invoke(ctx, c)
-				windows[i].end = time.Now()
+				run(i)
 			}()
 		}
+	}
+	if len(serial) > 0 { // one after another, in call order, alongside the rest
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, i := range serial {
+				run(i)
+			}
+		}()
 	}
 	wg.Wait()
 	for _, i := range finishes {

@@ -16,6 +16,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -85,6 +86,11 @@ type Config struct {
 	// Gate, if set, decides whether finish is accepted; its error is shown
 	// to the agent, which goes on working.
 	Gate func(summary string) error
+	// BeforeCall, if set, runs before every model call and returns messages
+	// to add to the history first (runtime observations such as subagent
+	// reports, user messages). It records its own events, and may block
+	// (a paused run) until ctx ends.
+	BeforeCall func(ctx context.Context) []llm.Message
 	// OnStep, if set, is called after each tool call (progress lines).
 	OnStep func(Step)
 	// MaxContentBlob is the largest changed file whose content is kept as a

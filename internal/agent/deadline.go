@@ -62,7 +62,7 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 	l.append(record.TypeObservation, record.Observation{Kind: "finalize", Text: finalizePrompt})
 	l.turns++
 	l.recordRequest(nil)
-	req := &llm.Request{Messages: l.history, Turn: l.turns - 1, Purpose: llm.PurposeFinalize}
+	req := &llm.Request{Messages: l.history, Turn: l.turns - 1, Purpose: llm.PurposeFinalize, Agent: l.cfg.ID}
 	start := l.cfg.Now()
 	resp, err := model.Generate(fctx, req)
 	pr := record.PartialResult{Source: "model"}

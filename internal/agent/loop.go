@@ -81,6 +81,12 @@ func (l *loop) run(ctx context.Context, model llm.Model) Outcome {
 		if l.checkDeadline() {
 			return Outcome{Termination: SoftDeadline, Err: ErrSoftDeadline}
 		}
+		if l.cfg.BeforeCall != nil {
+			l.history = append(l.history, l.cfg.BeforeCall(ctx)...)
+			if t, err, done := stopped(ctx); done {
+				return Outcome{Termination: t, Err: err}
+			}
+		}
 		l.maybeCompact(ctx, model)
 		resp, err := l.call(ctx, model)
 		if err != nil {
@@ -134,7 +140,7 @@ func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error)
 	l.turns++
 	specs := l.tools.Specs()
 	l.recordRequest(specs)
-	req := &llm.Request{Messages: l.history, Tools: specs, Turn: l.turns - 1}
+	req := &llm.Request{Messages: l.history, Tools: specs, Turn: l.turns - 1, Agent: l.cfg.ID}
 	start := l.cfg.Now()
 	resp, err := model.Generate(ctx, req)
 	if err != nil {

@@ -70,6 +70,9 @@ type Request struct {
 	// Turn is the 0-based index of this call among the agent's turns, set by
 	// the loop so deterministic policies survive compaction of the history.
 	Turn int `json:"turn,omitempty"`
+	// Agent is the id of the agent making the call ("main", "lead", "A1");
+	// runtime metadata, never sent to a provider.
+	Agent string `json:"agent,omitempty"`
 	// Purpose is "" for an agent turn, or PurposeSummary / PurposeFinalize
 	// for the runtime's own calls (compaction, salvage at the deadline).
 	Purpose string `json:"purpose,omitempty"`
@@ -79,6 +82,7 @@ type Request struct {
 const (
 	PurposeSummary  = "summary"
 	PurposeFinalize = "finalize"
+	PurposeVerify   = "verify"
 )
 
 // Usage is token accounting for one call.

@@ -31,6 +31,8 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/team"
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
 )
 
@@ -61,6 +63,10 @@ type Config struct {
 	// is told to wrap up; at it, the loop ends and the work is salvaged; at
 	// the hard timeout everything in flight is killed.
 	SoftDeadline, Timeout time.Duration
+	// Mode is "react" (one agent, the default) or "team" (a lead that
+	// dispatches subagents); Team configures the latter.
+	Mode string
+	Team TeamConfig
 	// Sandbox is "bwrap", "none" or "" (bwrap, refusing bash if unavailable).
 	Sandbox string
 	Network bool
@@ -156,7 +162,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		log.Close()
 		return Summary{}, fmt.Errorf("run: publication plane: %w", err)
 	}
-	plane.OnEvent = func(typ string, p any) { log.Append(typ, "", p) }
+	plane.OnEvent = func(typ string, p any) { appendLifted(log, typ, p) }
 
 	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network)
 	s.Sandbox = sbx.Kind
@@ -165,8 +171,26 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	cfg.Context = cfg.Context.WithDefaults()
 	kit := &toolkit{fs: fs, plane: plane, runner: runner, network: cfg.Network, commandTimeout: cfg.CommandTimeout}
-	evicted := agent.NewEvicted()
-	tools := kit.tools("main", fs).With(evicted.Tool())
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, agent.ErrHardTimeout)
+		defer cancel()
+	}
+	ac := agent.Config{
+		Model: cfg.Model, Log: log, FS: fs, Budget: cfg.Budget, Retry: cfg.Retry,
+		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress), Now: cfg.Now,
+	}
+	var tm *team.Team
+	if cfg.Mode == ModeTeam {
+		tm = newTeam(ctx, cfg, ac, kit, dir)
+		ac.ID, ac.System, ac.Gate, ac.BeforeCall = "lead", team.LeadPrompt, tm.Gate, tm.BeforeCall
+		ac.Tools = tool.NewSet(tm.Guard(append(kit.list("lead", fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
+	} else {
+		ac.ID = "main"
+		ac.Tools = tool.NewSet(append(kit.list("main", fs), ac.Evicted.Tool())...)
+		ac.System = systemPrompt(ac.Tools.Names())
+	}
+	tools := ac.Tools
 
 	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
 		SoftDeadline: cfg.SoftDeadline.String(), Timeout: cfg.Timeout.String()}
@@ -190,24 +214,16 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		}
 	}
 
-	if cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, agent.ErrHardTimeout)
-		defer cancel()
-	}
-	var dl agent.Deadlines
 	if cfg.SoftDeadline > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
 		fin := min(max(cfg.SoftDeadline/10, 5*time.Second), 60*time.Second)
-		dl = agent.Deadlines{Soft: start.Add(cfg.SoftDeadline), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
+		ac.Deadlines = agent.Deadlines{Soft: start.Add(cfg.SoftDeadline), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
 	}
-	out := agent.Run(ctx, agent.Config{
-		ID: "main", Model: cfg.Model, Tools: tools, Log: log, FS: fs,
-		System: systemPrompt(tools.Names()), Budget: cfg.Budget, Retry: cfg.Retry,
-		Context: cfg.Context, Evicted: evicted, Deadlines: dl,
-		OnStep: progress(cfg.Progress), Now: cfg.Now,
-	}, taskMessage(c))
-	plane.Release("main", string(out.Termination))
+	out := agent.Run(ctx, ac, taskMessage(c))
+	if tm != nil {
+		tm.Shutdown(string(out.Termination))
+	}
+	plane.Release(ac.ID, string(out.Termination))
 
 	s.Termination = string(out.Termination)
 	s.Summary, s.Partial, s.Usage, s.Turns, s.ToolCalls = out.Summary, out.Partial, out.Usage, out.Turns, out.ToolCalls

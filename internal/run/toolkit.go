@@ -23,7 +23,11 @@ type toolkit struct {
 // tools returns agent id's tools acting on fs, a per-agent copy of the
 // planes whose /outputs writes are gated by the lease.
 func (k *toolkit) tools(id string, fs *workspace.FS) *tool.Set {
+	return tool.NewSet(k.list(id, fs)...)
+}
+
+func (k *toolkit) list(id string, fs *workspace.FS) []tool.Tool {
 	view := fs.View(func(planePath string, size int64) error { return k.plane.CheckWrite(id, planePath, size) })
 	env := tool.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout, Outputs: k.plane.BashMounts(id)}
-	return tool.NewSet(append(tool.Builtins(env), publish.ClaimTool(k.plane, id), tool.FinishTool{})...)
+	return append(tool.Builtins(env), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{})
 }

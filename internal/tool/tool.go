@@ -65,6 +65,21 @@ type Tool interface {
 	Call(ctx context.Context, args json.RawMessage) Result
 }
 
+// Serial marks a tool whose calls must not run alongside each other: the
+// calls of one turn to serial tools run one after another, in call order
+// (board mutations, dispatch, leases), so their effects are deterministic.
+func Serial(t Tool) Tool { return serial{t} }
+
+type serial struct{ Tool }
+
+func (serial) Serial() bool { return true }
+
+// IsSerial reports whether t was marked with Serial.
+func IsSerial(t Tool) bool {
+	s, ok := t.(interface{ Serial() bool })
+	return ok && s.Serial()
+}
+
 // Set is the tools one agent may call, by name.
 type Set struct {
 	tools map[string]Tool

@@ -71,6 +71,10 @@ type FS struct {
 	// file (links resolved) and its new size in bytes, or -1 when
 	// ResolveWrite asks before the size is known; nil refuses them all.
 	OutputsWrite func(planePath string, size int64) error
+	// Own, when set, is the only part of /workspace this agent may write
+	// (a relative directory, e.g. "A1"): the shared isolation's disjoint
+	// path convention (R-PLANE-2). The rest of /workspace stays readable.
+	Own string
 
 	mu     sync.Mutex
 	hashes map[string]map[string]hashEntry // plane -> rel -> last hash, see snapshot.go
@@ -80,7 +84,7 @@ type FS struct {
 // writes are decided by outputsWrite: one view per agent, so the gate knows
 // who is writing.
 func (w *FS) View(outputsWrite func(planePath string, size int64) error) *FS {
-	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite}
+	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own}
 }
 
 // Path is a resolved location.
@@ -112,7 +116,18 @@ func (w *FS) Root(plane string) string {
 // Mounts are the planes for the sandbox: /inputs and /outputs read-only,
 // /workspace writable. Where a publishing plane governs /outputs (R-SBX-3),
 // the bash tool replaces the /outputs mount with the plane's.
+//
+// With Own set, /workspace is read-only except /workspace/<Own>, which must
+// exist on the host.
 func (w *FS) Mounts() []sandbox.Mount {
+	if w.Own != "" {
+		return []sandbox.Mount{
+			{Source: w.Inputs, Target: "/inputs"},
+			{Source: w.Workspace, Target: "/workspace"},
+			{Source: filepath.Join(w.Workspace, w.Own), Target: "/workspace/" + w.Own, Writable: true},
+			{Source: w.Outputs, Target: "/outputs"},
+		}
+	}
 	return []sandbox.Mount{
 		{Source: w.Inputs, Target: "/inputs"},
 		{Source: w.Workspace, Target: "/workspace", Writable: true},
@@ -168,6 +183,9 @@ func (w *FS) ResolveWrite(p string) (Path, error) {
 	}
 	if err := w.allowOutputs(out, -1); err != nil {
 		return Path{}, err
+	}
+	if out.Plane == Workspace && w.Own != "" && out.Rel != w.Own && !strings.HasPrefix(out.Rel, w.Own+"/") {
+		return Path{}, refuse("cannot write %s: in the shared workspace you may write only under /workspace/%s/ (the others' directories are readable)", out.PlanePath, w.Own)
 	}
 	return out, nil
 }

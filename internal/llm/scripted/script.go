@@ -22,6 +22,12 @@ var ErrEnded = errors.New("scripted: the script ended")
 type (
 	fileSpec struct {
 		Turns []json.RawMessage `json:"turns"`
+		// Agents are per-agent scripts by agent id ("lead", "A1", …);
+		// "*" plays for any agent without its own. Turns alone is the
+		// script of every agent.
+		Agents map[string]struct {
+			Turns []json.RawMessage `json:"turns"`
+		} `json:"agents"`
 	}
 	turnSpec struct {
 		Say   string     `json:"say"`
@@ -87,18 +93,52 @@ func Parse(data []byte) (*Model, error) {
 	if err := decodeStrict(data, &f); err != nil {
 		return nil, fmt.Errorf("scripted: parse script: %w", err)
 	}
-	if len(f.Turns) == 0 {
-		return nil, errors.New(`scripted: the script has no turns; give a "turns" list`)
+	if len(f.Turns) == 0 && len(f.Agents) == 0 {
+		return nil, errors.New(`scripted: the script has no turns; give a "turns" list (or "agents": {"lead": {"turns": [...]}, ...})`)
 	}
-	s := &script{turns: make([]turn, len(f.Turns))}
-	for i, raw := range f.Turns {
+	if len(f.Turns) > 0 && len(f.Agents) > 0 {
+		return nil, errors.New(`scripted: give either "turns" or "agents", not both`)
+	}
+	if len(f.Agents) == 0 {
+		s, err := compileScript(f.Turns, "")
+		if err != nil {
+			return nil, err
+		}
+		return New(s.play), nil
+	}
+	scripts := map[string]*script{}
+	for name, a := range f.Agents {
+		if len(a.Turns) == 0 {
+			return nil, fmt.Errorf("scripted: agent %q has no turns", name)
+		}
+		s, err := compileScript(a.Turns, "agent "+name+": ")
+		if err != nil {
+			return nil, err
+		}
+		scripts[name] = s
+	}
+	return New(func(n int, req *llm.Request) (*llm.Response, error) {
+		s, ok := scripts[req.Agent]
+		if !ok {
+			s, ok = scripts["*"]
+		}
+		if !ok {
+			return nil, fmt.Errorf("scripted: no script for agent %q (and no \"*\" script)", req.Agent)
+		}
+		return s.play(n, req)
+	}), nil
+}
+
+func compileScript(turns []json.RawMessage, where string) (*script, error) {
+	s := &script{turns: make([]turn, len(turns))}
+	for i, raw := range turns {
 		t, err := compileTurn(raw)
 		if err != nil {
-			return nil, fmt.Errorf("scripted: turn %d: %w", i, err)
+			return nil, fmt.Errorf("scripted: %sturn %d: %w", where, i, err)
 		}
 		s.turns[i] = t
 	}
-	return New(s.play), nil
+	return s, nil
 }
 
 func decodeStrict(data []byte, v any) error {

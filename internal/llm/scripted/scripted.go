@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -87,6 +88,8 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 func runtimeReply(req *llm.Request) *llm.Response {
 	var text string
 	switch req.Purpose {
+	case llm.PurposeVerify:
+		text = verdict(req)
 	case llm.PurposeSummary:
 		text = fmt.Sprintf("Summary (scripted): %d earlier messages were condensed.", len(req.Messages))
 	default:
@@ -99,6 +102,31 @@ func runtimeReply(req *llm.Request) *llm.Response {
 	resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text}, FinishReason: "stop", Model: "scripted"}
 	resp.Usage = estimate(req, &resp.Message)
 	return resp
+}
+
+var numbers = regexp.MustCompile(`[0-9][0-9.,]*[0-9]|[0-9]`)
+
+// verdict is the scripted verifier: a claim is supported when every number
+// in it appears in the evidence (or, without numbers, when the evidence
+// contains the claim verbatim), else the evidence is insufficient.
+func verdict(req *llm.Request) string {
+	last := ""
+	if n := len(req.Messages); n > 0 {
+		last = req.Messages[n-1].Content
+	}
+	claim, evidence, _ := strings.Cut(strings.TrimPrefix(last, "Claim:\n"), "\n\nEvidence:\n")
+	nums := numbers.FindAllString(claim, -1)
+	ok := len(nums) > 0
+	for _, n := range nums {
+		ok = ok && strings.Contains(evidence, n)
+	}
+	if len(nums) == 0 {
+		ok = strings.Contains(evidence, strings.TrimSpace(claim))
+	}
+	if ok {
+		return `{"verdict": "supported", "reason": "the evidence states it"}`
+	}
+	return `{"verdict": "insufficient", "location": "evidence", "reason": "the evidence does not state the claim", "repair": "cite the file that states it"}`
 }
 
 // estimate is the deterministic usage: prompt = characters of the request's

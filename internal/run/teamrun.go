@@ -1,0 +1,48 @@
+package run
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/team"
+)
+
+// Modes of a run.
+const (
+	ModeReact = "react"
+	ModeTeam  = "team"
+)
+
+// TeamConfig configures --mode team.
+type TeamConfig struct {
+	// Concurrency bounds running subagents (default 8).
+	Concurrency int
+	// Isolation is team.PerAgent (default) or team.Shared.
+	Isolation string
+	// Plan starts the lead in planning mode.
+	Plan bool
+	// SubBudget and SubTimeout bound each assignment.
+	SubBudget  agent.Budget
+	SubTimeout time.Duration
+}
+
+func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string) *team.Team {
+	tc := cfg.Team
+	return team.New(ctx, team.Config{
+		Model: cfg.Model, Log: ac.Log, FS: kit.fs,
+		Tools:        kit.tools, // recall is added by each subagent's own loop
+		Release:      func(id, reason string) { kit.plane.Release(id, reason) },
+		Isolation:    tc.Isolation,
+		WorktreeRoot: filepath.Join(dir, "worktrees"),
+		Concurrency:  tc.Concurrency,
+		SubBudget:    tc.SubBudget,
+		SubTimeout:   tc.SubTimeout,
+		Retry:        cfg.Retry,
+		Context:      cfg.Context,
+		Plan:         tc.Plan,
+		OnStep:       ac.OnStep,
+		Now:          cfg.Now,
+	})
+}

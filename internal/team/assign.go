@@ -1,0 +1,279 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/worktree"
+)
+
+// Assignment states (R-EXEC-1).
+const (
+	Created   = "created"
+	Queued    = "queued"
+	Running   = "running"
+	Reported  = "reported"
+	Failed    = "failed"
+	Cancelled = "cancelled"
+	Timeout   = "timeout"
+)
+
+// Assignment is one dispatched subagent.
+type Assignment struct {
+	ID           string   `json:"id"`
+	Item         string   `json:"item"`
+	Role         string   `json:"role"`
+	Instructions string   `json:"instructions"`
+	Tools        []string `json:"tools"`
+	State        string   `json:"state"`
+	Reason       string   `json:"reason,omitempty"`
+	Report       *Report  `json:"report,omitempty"`
+
+	cancel context.CancelCauseFunc
+}
+
+// assignmentEvent is the payload of an assignment event.
+type assignmentEvent struct {
+	Assignment   string   `json:"assignment"`
+	Item         string   `json:"item"`
+	Role         string   `json:"role,omitempty"`
+	Instructions string   `json:"instructions,omitempty"`
+	Tools        []string `json:"tools,omitempty"`
+	State        string   `json:"state"`
+	Reason       string   `json:"reason,omitempty"`
+}
+
+// subagentTools are the tools a lead may give a subagent.
+var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall"}
+
+// dispatch validates and queues an assignment; it returns the assignment id.
+func (t *Team) dispatch(item, role, instructions string, tools []string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.planning {
+		return "", errors.New("dispatch is refused in planning mode: finish the plan on the board, then call finish_planning")
+	}
+	if strings.TrimSpace(role) == "" || strings.TrimSpace(instructions) == "" {
+		return "", errors.New("give the subagent a role and instructions written for this item")
+	}
+	it, err := t.board.Get(item)
+	if err != nil {
+		return "", err
+	}
+	if err := t.board.Ready(it.ID); err != nil {
+		return "", err
+	}
+	if len(tools) == 0 {
+		tools = subagentTools
+	}
+	for _, name := range tools {
+		if !slices.Contains(subagentTools, name) {
+			return "", fmt.Errorf("tool %q cannot be given to a subagent; choose among %s", name, strings.Join(subagentTools, ", "))
+		}
+	}
+	id := fmt.Sprintf("A%d", len(t.order)+1)
+	a := &Assignment{ID: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created}
+	t.assignments[id] = a
+	t.order = append(t.order, id)
+	t.dispatched++
+	if _, err := t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) }); err != nil {
+		return "", err
+	}
+	t.record(EventAssignment, "lead", assignmentEvent{Assignment: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created})
+	t.setState(a, Queued, "")
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	a.cancel = cancel
+	task := t.firstMessage(a, it)
+	t.wg.Add(1)
+	go t.execute(ctx, a, task)
+	return id, nil
+}
+
+// setState records a state change; the caller holds t.mu.
+func (t *Team) setState(a *Assignment, state, reason string) {
+	a.State, a.Reason = state, reason
+	t.record(EventAssignment, a.ID, assignmentEvent{Assignment: a.ID, Item: a.Item, State: state, Reason: reason})
+}
+
+// execute runs one assignment to its end.
+func (t *Team) execute(ctx context.Context, a *Assignment, task string) {
+	defer t.wg.Done()
+	defer a.cancel(nil)
+	select {
+	case t.slots <- struct{}{}:
+	case <-ctx.Done():
+		t.end(a, nil, Cancelled, context.Cause(ctx).Error(), "")
+		return
+	}
+	defer func() { <-t.slots }()
+
+	fs, wt, err := t.subFS(a.ID)
+	if err != nil {
+		t.end(a, nil, Failed, "cannot prepare its workspace: "+err.Error(), "")
+		return
+	}
+	t.mu.Lock()
+	t.setState(a, Running, "")
+	t.mu.Unlock()
+
+	rep := &reportBox{}
+	set := t.cfg.Tools(a.ID, fs)
+	var tools []tool.Tool
+	for _, name := range a.Tools {
+		if tl, ok := set.Get(name); ok {
+			tools = append(tools, tl)
+		}
+	}
+	tools = append(tools, newReportTool(rep))
+	if t.cfg.SubTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t.cfg.SubTimeout, errTimeout)
+		defer cancel()
+	}
+	out := agent.Run(ctx, agent.Config{
+		ID: a.ID, Model: t.cfg.Model, Tools: tool.NewSet(tools...), Log: t.cfg.Log, FS: fs,
+		System: subagentPrompt(a.Role, a.Instructions), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
+		Context: t.cfg.Context, OnStep: t.cfg.OnStep, Now: t.cfg.Now,
+	}, task)
+	if t.cfg.Release != nil {
+		t.cfg.Release(a.ID, string(out.Termination))
+	}
+	merge := ""
+	if wt != nil {
+		merge = t.mergeAndClose(a, wt)
+	}
+	switch cause := context.Cause(ctx); {
+	case out.Termination == agent.Completed && rep.get() != nil:
+		t.end(a, rep.get(), Reported, "", merge)
+	case errors.Is(cause, errTimeout):
+		t.end(a, nil, Timeout, fmt.Sprintf("ran past its time budget of %s", t.cfg.SubTimeout), merge)
+	case errors.Is(cause, errCancelled) || errors.Is(cause, ErrLeadDone) || out.Termination == agent.Cancelled:
+		t.end(a, nil, Cancelled, fmt.Sprint(cause), merge)
+	default:
+		reason := string(out.Termination)
+		if out.Err != nil {
+			reason += ": " + out.Err.Error()
+		}
+		t.end(a, nil, Failed, reason, merge)
+	}
+}
+
+var errTimeout = errors.New("team: assignment time budget reached")
+
+// end records the assignment's last state, attaches a report to its item
+// and leaves a notice for the lead.
+func (t *Team) end(a *Assignment, rep *Report, state, reason, merge string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a.Report = rep
+	if rep != nil {
+		t.record(EventReport, a.ID, reportEvent{Assignment: a.ID, Item: a.Item, Report: *rep})
+		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Attach(a.Item, []string{"report:" + a.ID}) })
+	}
+	t.setState(a, state, reason)
+	if it, err := t.board.Get(a.Item); err == nil && slices.Contains(it.Owners, a.ID) {
+		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Unassign(a.Item, a.ID) })
+	}
+	if errors.Is(t.ctx.Err(), context.Canceled) && state == Cancelled {
+		return // the lead is gone: nobody to tell
+	}
+	t.notify(a, rep, state, reason, merge)
+}
+
+// cancelAssignment stops one assignment.
+func (t *Team) cancelAssignment(id string) error {
+	t.mu.Lock()
+	a, ok := t.assignments[strings.ToUpper(strings.TrimSpace(id))]
+	t.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no assignment %q; assignments are named A1, A2, … by dispatch", id)
+	}
+	switch a.State {
+	case Reported, Failed, Cancelled, Timeout:
+		return fmt.Errorf("assignment %s already ended (%s)", a.ID, a.State)
+	}
+	a.cancel(errCancelled)
+	return nil
+}
+
+// firstMessage is a subagent's task: its item, the reports of the items it
+// depends on, and the constraints it works under.
+func (t *Team) firstMessage(a *Assignment, it board.Item) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are %s, assignment %s on board item %s: %s\n\nObjective: %s\n", a.Role, a.ID, it.ID, it.Title, it.Objective)
+	fmt.Fprintf(&b, "\nInstructions from the lead:\n%s\n", a.Instructions)
+	for _, dep := range it.Deps {
+		for _, id := range t.order {
+			d := t.assignments[id]
+			if d.Item == dep && d.Report != nil {
+				fmt.Fprintf(&b, "\nReport of %s on %s (a dependency):\n%s\n", d.ID, dep, d.Report.render())
+			}
+		}
+	}
+	b.WriteString("\nConstraints:\n")
+	switch t.cfg.Isolation {
+	case Shared:
+		fmt.Fprintf(&b, "- the workspace is shared: write only under /workspace/%s/; the other agents' directories are readable.\n", a.ID)
+	default:
+		b.WriteString("- /workspace is your private copy of the shared workspace; your changes are merged into it when you report.\n")
+	}
+	b.WriteString("- /inputs is read-only; /outputs needs claim_outputs (one agent at a time); /outputs/scratch/ is shared and writable.\n")
+	fmt.Fprintf(&b, "- tools: %s.\n", strings.Join(append(slices.Clone(a.Tools), "report"), ", "))
+	b.WriteString("- end with report: a summary, your claims each with evidence refs (files, commands), artifacts you wrote, open questions.\n")
+	return b.String()
+}
+
+// worktreeHandle wraps a per-agent worktree.
+type worktreeHandle struct{ wt *worktree.Worktree }
+
+func openWorktree(shared, root, name string) (*worktreeHandle, error) {
+	wt, err := worktree.Create(shared, root, name)
+	if err != nil {
+		return nil, err
+	}
+	return &worktreeHandle{wt: wt}, nil
+}
+
+func (h *worktreeHandle) dir() string { return h.wt.Dir }
+
+// mergeAndClose merges the agent's changes into the shared workspace,
+// records them (a merge event, and a file_delta per applied change) and says
+// what happened.
+func (t *Team) mergeAndClose(a *Assignment, h *worktreeHandle) string {
+	defer h.wt.Close()
+	rep, err := h.wt.Merge()
+	if err != nil {
+		t.record(EventMerge, a.ID, map[string]any{"assignment": a.ID, "error": err.Error()})
+		return "merge failed: " + err.Error()
+	}
+	t.record(EventMerge, a.ID, map[string]any{"assignment": a.ID, "applied": rep.Applied, "conflicts": rep.Conflicts, "refused": rep.Refused})
+	for _, c := range rep.Applied {
+		d := record.FileDelta{CallID: "merge:" + a.ID, Path: "/workspace/" + c.Path}
+		if c.Kind != worktree.Deleted {
+			d.After = c.Hash
+			if p, err := t.cfg.FS.Resolve(d.Path); err == nil {
+				if _, n, err := workspace.HashFile(p.Host); err == nil {
+					d.Bytes = n
+				}
+			}
+		}
+		t.record(record.TypeFileDelta, a.ID, d)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "merged %d change(s) into the shared workspace", len(rep.Applied))
+	for _, c := range rep.Conflicts {
+		fmt.Fprintf(&b, "; CONFLICT %s: %s (the shared version was kept; this agent's version is set aside in the run directory)", c.Path, c.Reason)
+	}
+	for _, r := range rep.Refused {
+		fmt.Fprintf(&b, "; refused %s: %s", r.Path, r.Reason)
+	}
+	return b.String()
+}

@@ -1,0 +1,101 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/tool"
+)
+
+// Report is how a subagent ends its assignment (R-TEAM-2).
+type Report struct {
+	Summary       string   `json:"summary"`
+	Claims        []Claim  `json:"claims,omitempty"`
+	Artifacts     []string `json:"artifacts,omitempty"`
+	OpenQuestions []string `json:"open_questions,omitempty"`
+}
+
+// Claim is one statement with the evidence that supports it.
+type Claim struct {
+	Text     string   `json:"text"`
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+type reportEvent struct {
+	Assignment string `json:"assignment"`
+	Item       string `json:"item"`
+	Report
+}
+
+func (r *Report) render() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Summary: %s\n", r.Summary)
+	for _, c := range r.Claims {
+		fmt.Fprintf(&b, "- claim: %s", c.Text)
+		if len(c.Evidence) > 0 {
+			fmt.Fprintf(&b, " [evidence: %s]", strings.Join(c.Evidence, ", "))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Artifacts) > 0 {
+		fmt.Fprintf(&b, "Artifacts: %s\n", strings.Join(r.Artifacts, ", "))
+	}
+	for _, q := range r.OpenQuestions {
+		fmt.Fprintf(&b, "- open question: %s\n", q)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// reportBox keeps the report an assignment ended with.
+type reportBox struct {
+	mu  sync.Mutex
+	rep *Report
+}
+
+func (b *reportBox) get() *Report {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rep
+}
+
+type reportTool struct{ box *reportBox }
+
+func newReportTool(box *reportBox) tool.Tool { return reportTool{box} }
+
+func (reportTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name:        "report",
+		Description: "End your assignment with what you found: a summary, your claims each with evidence references (files, commands, evidence ids), the artifacts you wrote, and open questions. The lead decides whether the item is resolved.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"summary":{"type":"string","description":"What you did and found."},` +
+			`"claims":{"type":"array","description":"Statements you stand behind.","items":{"type":"object","properties":{"text":{"type":"string"},"evidence":{"type":"array","items":{"type":"string"},"description":"Refs: file paths, commands, evidence ids."}},"required":["text"]}},` +
+			`"artifacts":{"type":"array","items":{"type":"string"},"description":"Files you wrote."},` +
+			`"open_questions":{"type":"array","items":{"type":"string"}}` +
+			`},"required":["summary"],"additionalProperties":false}`),
+	}
+}
+
+func (r reportTool) Call(_ context.Context, args json.RawMessage) tool.Result {
+	var rep Report
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		return tool.Errorf("report: bad arguments: %v; expected {\"summary\": \"...\", \"claims\": [{\"text\": \"...\", \"evidence\": [\"/workspace/x\"]}], \"artifacts\": [...], \"open_questions\": [...]}", err)
+	}
+	if strings.TrimSpace(rep.Summary) == "" {
+		return tool.Errorf("report: the summary is empty; say what you did and found")
+	}
+	for i, c := range rep.Claims {
+		if strings.TrimSpace(c.Text) == "" {
+			return tool.Errorf("report: claim %d has no text", i+1)
+		}
+	}
+	r.box.mu.Lock()
+	r.box.rep = &rep
+	r.box.mu.Unlock()
+	return tool.Result{Output: "report received; your assignment ends here", Finish: &tool.Finish{Summary: rep.Summary}}
+}

@@ -1,0 +1,223 @@
+// Package team is the Agent Team (SPEC §6–8): a lead that plans on the Task
+// Board, dispatches subagents it designs on demand, waits for their reports
+// and judges what is resolved.
+//
+// Guarantees:
+//   - every board mutation and assignment state change is recorded as a
+//     `board` / `assignment` event, in the order it was applied (one lock
+//     covers a mutation and its recording), so the board is a fold over the
+//     record;
+//   - an assignment moves created → queued → running → reported, or ends
+//     failed, cancelled or timeout with a reason; at most Concurrency run at
+//     once and queued ones start, in dispatch order, as slots free;
+//   - a report never resolves its item: it is attached (a ref) and handed to
+//     the lead, which alone resolves (R-BOARD-5);
+//   - notices to the lead (reports, failures, merge conflicts) are delivered
+//     exactly once: through wait, or before the lead's next model call, as
+//     protected runtime observations that compaction never evicts;
+//   - per-agent isolation gives each subagent a copy-on-write worktree that
+//     is merged into the shared workspace when it ends; conflicts are
+//     reported to the lead, never overwritten; shared isolation confines each
+//     subagent's writes to /workspace/<agent-id>/;
+//   - when the lead stops, every assignment still queued or running is
+//     cancelled (its sandbox processes killed) and waited for.
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// Isolation backends (R-PLANE-2).
+const (
+	PerAgent = "per-agent"
+	Shared   = "shared"
+)
+
+// Record event types of the team.
+const (
+	EventBoard      = "board"
+	EventAssignment = "assignment"
+	EventReport     = "report"
+	EventPlanning   = "planning"
+	EventVerdict    = "verdict"
+	EventMerge      = "merge"
+)
+
+// ErrLeadDone is the cause that stops assignments when the lead ends.
+var ErrLeadDone = errors.New("team: the lead finished")
+
+// errCancelled is the cause of cancel_assignment.
+var errCancelled = errors.New("team: cancelled by the lead")
+
+// Config is a team's settings. Model, Log, FS and Tools are required.
+type Config struct {
+	Model llm.Model
+	Log   *record.Log
+	// FS is the shared planes; subagents get views of it.
+	FS *workspace.FS
+	// Tools builds a subagent's standard tools over its planes.
+	Tools func(agentID string, fs *workspace.FS) *tool.Set
+	// Release ends whatever the agent held (its publishing lease).
+	Release func(agentID, reason string)
+	// Isolation is PerAgent (default) or Shared.
+	Isolation string
+	// WorktreeRoot holds per-agent worktrees (inside the run directory).
+	WorktreeRoot string
+	// Concurrency bounds running assignments (default 8).
+	Concurrency int
+	// SubBudget and SubTimeout bound each assignment.
+	SubBudget  agent.Budget
+	SubTimeout time.Duration
+	Retry      llm.RetryPolicy
+	Context    agent.Context
+	// Plan starts the lead in planning mode (R-PLAN-1).
+	Plan   bool
+	OnStep func(agent.Step)
+	// Wake, if set, wakes a lead blocked in wait (a user message arrived).
+	Wake func(ctx context.Context) <-chan struct{}
+	Now  func() time.Time
+}
+
+// Team is one run's coordination plane: the board and the assignments.
+type Team struct {
+	cfg Config
+
+	mu          sync.Mutex
+	board       *board.Board
+	assignments map[string]*Assignment
+	order       []string
+	notices     []notice
+	changed     chan struct{} // closed and replaced when a notice arrives
+	planning    bool
+	dispatched  int
+	verified    int
+
+	slots chan struct{}
+	wg    sync.WaitGroup
+	ctx   context.Context // parent of every assignment
+	stop  context.CancelCauseFunc
+}
+
+// New makes a team; ctx bounds every assignment.
+func New(ctx context.Context, cfg Config) *Team {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 8
+	}
+	if cfg.Isolation == "" {
+		cfg.Isolation = PerAgent
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SubBudget.MaxTurns == 0 {
+		cfg.SubBudget.MaxTurns = 30
+	}
+	t := &Team{cfg: cfg, board: &board.Board{}, assignments: map[string]*Assignment{},
+		changed: make(chan struct{}), planning: cfg.Plan, slots: make(chan struct{}, cfg.Concurrency)}
+	t.ctx, t.stop = context.WithCancelCause(ctx)
+	if cfg.Plan {
+		t.record(EventPlanning, "lead", map[string]any{"mode": "planning", "state": "started"})
+	}
+	return t
+}
+
+// Shutdown cancels every assignment still queued or running and waits for
+// them to end.
+func (t *Team) Shutdown(reason string) {
+	t.stop(fmt.Errorf("%w: %s", ErrLeadDone, reason))
+	t.wg.Wait()
+}
+
+// Board returns a copy of the board's items, for display.
+func (t *Team) Board() []board.Item {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.board.Items()
+}
+
+// record appends an event; callers that mutate state hold t.mu so the
+// record's order is the order of application.
+func (t *Team) record(typ, agentID string, payload any) {
+	t.cfg.Log.Append(typ, agentID, payload)
+}
+
+// mutate runs a board command and records the event it produced; t.mu is
+// held, so the record's order is the order of application.
+func (t *Team) mutate(by string, op func(*board.Board) (board.Event, error)) (board.Event, error) {
+	e, err := op(t.board)
+	if err != nil {
+		return e, err
+	}
+	t.record(EventBoard, by, e)
+	return e, nil
+}
+
+// Gate is the final-answer gate (R-PLAN-2): finish is refused while any
+// active item is open or in progress and, for a run started in planning
+// mode, until one branch was delegated and one claim independently verified.
+func (t *Team) Gate(string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var missing []string
+	if t.planning {
+		missing = append(missing, "you are still in planning mode: call finish_planning, dispatch the work and verify it")
+	}
+	for _, it := range t.board.Active() {
+		missing = append(missing, fmt.Sprintf("%s %q is %s", it.ID, it.Title, it.State))
+	}
+	if t.cfg.Plan && t.dispatched == 0 {
+		missing = append(missing, "no branch was delegated: dispatch at least one subagent")
+	}
+	if t.cfg.Plan && t.verified == 0 {
+		missing = append(missing, "no claim was independently verified: call verify at least once")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("not done yet: %s. Resolve (with evidence) or cancel every active item, then finish", joinSemi(missing))
+}
+
+// subFS returns the planes a subagent works on, and a cleanup.
+func (t *Team) subFS(id string) (*workspace.FS, *worktreeHandle, error) {
+	shared := t.cfg.FS
+	switch t.cfg.Isolation {
+	case Shared:
+		if err := os.MkdirAll(filepath.Join(shared.Workspace, id), 0o755); err != nil {
+			return nil, nil, err
+		}
+		fs := shared.View(nil)
+		fs.Own = id
+		return fs, nil, nil
+	default:
+		wt, err := openWorktree(shared.Workspace, t.cfg.WorktreeRoot, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		fs := &workspace.FS{Inputs: shared.Inputs, Workspace: wt.dir(), Outputs: shared.Outputs}
+		return fs, wt, nil
+	}
+}
+
+func joinSemi(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += "; "
+		}
+		out += x
+	}
+	return out
+}
