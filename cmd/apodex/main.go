@@ -44,7 +44,14 @@ func commands() []command {
 		{"run", "run an agent on an objective", cmdRun},
 		{"runs", "list runs", cmdRuns},
 		{"show", "summarize one run from its record", cmdShow},
+		{"board", "print a team run's task board and assignments", cmdBoard},
 		{"verify", "rerun a run's task verifier on its final state", cmdVerify},
+		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
+		{"messages", "list a run's messages and their state", cmdMessages},
+		{"status", "a run's progress, from its board and record", cmdStatus},
+		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
+		{"resume", "let a paused run go on", cmdControl("resume")},
+		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
 	}
 }
 

@@ -91,6 +91,9 @@ type Config struct {
 	// reports, user messages). It records its own events, and may block
 	// (a paused run) until ctx ends.
 	BeforeCall func(ctx context.Context) []llm.Message
+	// Adjust, if set, runs before every model call and may change the
+	// budget and the soft deadline (a user's budget or deadline message).
+	Adjust func(b *Budget, d *Deadlines)
 	// OnStep, if set, is called after each tool call (progress lines).
 	OnStep func(Step)
 	// MaxContentBlob is the largest changed file whose content is kept as a

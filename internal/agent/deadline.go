@@ -27,6 +27,37 @@ type Deadlines struct {
 	Finalize time.Duration
 }
 
+// softTimer cancels the loop's context at the soft deadline. The deadline is
+// on the injected clock; the timer runs on real time, and can be moved while
+// the loop runs (a user extends the deadline).
+type softTimer struct {
+	fire  func()
+	timer *time.Timer
+	at    time.Time
+}
+
+func newSoftTimer(fire func()) *softTimer { return &softTimer{fire: fire} }
+
+func (s *softTimer) set(at, now time.Time) {
+	if at.Equal(s.at) {
+		return
+	}
+	s.at = at
+	if s.timer != nil && !s.timer.Stop() {
+		return // already fired: the loop is ending
+	}
+	s.timer = nil
+	if !at.IsZero() {
+		s.timer = time.AfterFunc(at.Sub(now), s.fire)
+	}
+}
+
+func (s *softTimer) stop() {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
 // checkDeadline runs before each model call: it tells the agent to wrap up
 // once, and reports whether the soft deadline has passed.
 func (l *loop) checkDeadline() bool {

@@ -27,13 +27,11 @@ func Run(ctx context.Context, cfg Config, task string) Outcome {
 	l.history = append(l.history, llm.Message{Role: llm.RoleSystem, Content: cfg.System})
 	l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: task})
 	model := l.retrying()
-	loopCtx := ctx
-	if soft := cfg.Deadlines.Soft; !soft.IsZero() {
-		var cancel context.CancelFunc
-		// The deadline is on the injected clock; the context needs real time.
-		loopCtx, cancel = context.WithTimeoutCause(ctx, soft.Sub(cfg.Now()), ErrSoftDeadline)
-		defer cancel()
-	}
+	loopCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	l.soft = newSoftTimer(func() { cancel(ErrSoftDeadline) })
+	defer l.soft.stop()
+	l.soft.set(cfg.Deadlines.Soft, cfg.Now())
 	out := l.run(loopCtx, model)
 	if out.Termination == SoftDeadline && ctx.Err() == nil {
 		out.Partial = l.finalize(ctx, model)
@@ -54,6 +52,7 @@ type loop struct {
 	compact   *compactor // nil: no compaction
 	warned    bool       // the wrap-up notice was given
 	callIDs   map[string]bool
+	soft      *softTimer
 }
 
 // retrying wraps the model with the retry policy, recording every retry.
@@ -70,11 +69,15 @@ func (l *loop) retrying() llm.Model {
 }
 
 func (l *loop) run(ctx context.Context, model llm.Model) Outcome {
-	b := l.cfg.Budget
 	for {
 		if t, err, done := stopped(ctx); done {
 			return Outcome{Termination: t, Err: err}
 		}
+		if l.cfg.Adjust != nil {
+			l.cfg.Adjust(&l.cfg.Budget, &l.cfg.Deadlines)
+			l.soft.set(l.cfg.Deadlines.Soft, l.cfg.Now())
+		}
+		b := l.cfg.Budget
 		if b.MaxTurns > 0 && l.turns >= b.MaxTurns {
 			return Outcome{Termination: BudgetTurns, Err: fmt.Errorf("turn budget of %d reached", b.MaxTurns)}
 		}

@@ -32,7 +32,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -383,4 +386,28 @@ func (c *Contract) Describe() string {
 		fmt.Fprintf(&b, "After you finish, %d verification check(s) run on the final /outputs and /workspace in a separate sandbox; they are not visible to you.\n", n)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// outputsPath finds /outputs/… paths named in a message.
+var outputsPath = regexp.MustCompile(`/outputs/[A-Za-z0-9._/-]+[A-Za-z0-9_-]`)
+
+// Revise returns the contract that follows a user message changing the
+// requested outcome (R-CONTRACT-3): the objective carries the revision as
+// written, /outputs paths the message names become deliverables (non-empty),
+// and every other deliverable and clause carries over. c is not changed.
+func (c *Contract) Revise(text string) *Contract {
+	n := *c
+	n.Deliverables = append([]Deliverable(nil), c.Deliverables...)
+	n.Verify = append([]Clause(nil), c.Verify...)
+	n.Objective = c.Objective + "\n\nRevised by the user: " + NormalizeObjective(text)
+	for _, p := range outputsPath.FindAllString(text, -1) {
+		p = path.Clean(p)
+		if strings.HasPrefix(p, "/outputs/scratch") || p == "/outputs" {
+			continue
+		}
+		if !slices.ContainsFunc(n.Deliverables, func(d Deliverable) bool { return d.Path == p }) {
+			n.Deliverables = append(n.Deliverables, Deliverable{Path: p, NonEmpty: true})
+		}
+	}
+	return &n
 }

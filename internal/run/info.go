@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/verify"
 )
 
 // Info is what the record says about a run, for `runs` and `show`.
@@ -17,6 +19,7 @@ type Info struct {
 	RunID       string                 `json:"run_id"`
 	RunDir      string                 `json:"run_dir"`
 	Objective   string                 `json:"objective"`
+	Mode        string                 `json:"mode,omitempty"` // react or team
 	Status      string                 `json:"status"`
 	Termination string                 `json:"termination_reason,omitempty"`
 	Summary     string                 `json:"summary,omitempty"`
@@ -36,6 +39,43 @@ type Info struct {
 	Warnings    []string               `json:"warnings,omitempty"`
 	Files       []record.FileEntry     `json:"files"`
 	Steps       []StepInfo             `json:"steps"`
+	// Agents is per-agent activity: who was active when, and how much.
+	Agents []AgentActivity `json:"agents"`
+	// Delivery is the reconciled manifest, when the run recorded one.
+	Delivery *publish.Delivery `json:"delivery,omitempty"`
+	// Verification is every deliverable check and verifier clause result.
+	Verification []CheckInfo `json:"verification,omitempty"`
+	// Failures are what the final gate found wrong (run_finished).
+	Failures []string `json:"failures,omitempty"`
+}
+
+// CheckInfo is one recorded verification result: a deliverable check
+// (Kind "deliverable") or a task verifier clause (Kind the clause's kind).
+type CheckInfo struct {
+	Kind   string `json:"kind"`
+	Label  string `json:"label"` // "check non_empty /outputs/sum.txt", "verify[1] (tests)"
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// verificationEvent holds either payload of a verification event: a
+// deliverable finding (check, path) or a verify.Result (index, kind, …).
+type verificationEvent struct {
+	Check  string `json:"check"`
+	Path   string `json:"path"`
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail"`
+	Index  int    `json:"index"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+}
+
+func (v verificationEvent) info() CheckInfo {
+	if v.Check != "" {
+		return CheckInfo{Kind: "deliverable", Label: "check " + v.Check + " " + v.Path, Passed: v.Passed, Detail: v.Detail}
+	}
+	r := verify.Result{Index: v.Index, Name: v.Name, Kind: v.Kind}
+	return CheckInfo{Kind: v.Kind, Label: r.Label(), Passed: v.Passed, Detail: v.Detail}
 }
 
 // StepInfo is one tool call as recorded.
@@ -86,7 +126,8 @@ func Load(dir string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{RunID: filepath.Base(dir), RunDir: dir, Status: StatusRunning, Events: len(c.Events), TornTail: c.TornTail, Files: []record.FileEntry{}}
+	info := Info{RunID: filepath.Base(dir), RunDir: dir, Mode: ModeOf(c.Events), Status: StatusRunning, Events: len(c.Events), TornTail: c.TornTail,
+		Files: []record.FileEntry{}, Agents: Activity(c.Events)}
 	for _, e := range c.Events {
 		switch e.Type {
 		case record.TypeRunStarted:
@@ -131,6 +172,16 @@ func Load(dir string) (Info, error) {
 			if e.Decode(&w) == nil {
 				info.Warnings = append(info.Warnings, w.Message)
 			}
+		case record.TypeDelivery:
+			var d publish.Delivery
+			if e.Decode(&d) == nil {
+				info.Delivery = &d
+			}
+		case record.TypeVerification:
+			var v verificationEvent
+			if e.Decode(&v) == nil {
+				info.Verification = append(info.Verification, v.info())
+			}
 		case record.TypeRunFinished:
 			var rf record.RunFinished
 			if err := e.Decode(&rf); err != nil {
@@ -140,6 +191,7 @@ func Load(dir string) (Info, error) {
 			info.Finished = &t
 			info.Turns, info.ToolCalls = rf.Turns, rf.ToolCalls // the loop's own count, including calls that got no reply
 			info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files
+			info.Failures = rf.Failures
 		}
 	}
 	return info, nil

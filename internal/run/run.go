@@ -28,6 +28,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
@@ -171,22 +172,43 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	cfg.Context = cfg.Context.WithDefaults()
 	kit := &toolkit{fs: fs, plane: plane, runner: runner, network: cfg.Network, commandTimeout: cfg.CommandTimeout}
+	release, err := lockLive(dir)
+	if err != nil {
+		log.Close()
+		return Summary{}, err
+	}
+	defer release()
+	in, err := inbox.Open(dir)
+	if err != nil {
+		log.Close()
+		return Summary{}, fmt.Errorf("run: message inbox: %w", err)
+	}
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	ctl := &control{in: in, log: log, cancel: cancelRun, now: cfg.Now, budget: cfg.Budget, contract: c,
+		hard:   &hardTimer{fire: func() { cancelRun(agent.ErrHardTimeout) }},
+		status: func() string { return statusText(dir) }}
 	if cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, agent.ErrHardTimeout)
-		defer cancel()
+		ctl.hard.set(time.Now().Add(cfg.Timeout))
+	}
+	defer ctl.hard.stop()
+	if cfg.SoftDeadline > 0 {
+		ctl.soft = start.Add(cfg.SoftDeadline)
 	}
 	ac := agent.Config{
 		Model: cfg.Model, Log: log, FS: fs, Budget: cfg.Budget, Retry: cfg.Retry,
 		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress), Now: cfg.Now,
+		Adjust: ctl.adjust,
 	}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
-		tm = newTeam(ctx, cfg, ac, kit, dir)
-		ac.ID, ac.System, ac.Gate, ac.BeforeCall = "lead", team.LeadPrompt, tm.Gate, tm.BeforeCall
+		tm = newTeam(ctx, cfg, ac, kit, dir, ctl)
+		ac.ID, ac.System, ac.Gate = "lead", team.LeadPrompt, tm.Gate
+		ac.BeforeCall = both(ctl.beforeCall("lead"), tm.BeforeCall)
 		ac.Tools = tool.NewSet(tm.Guard(append(kit.list("lead", fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
 	} else {
 		ac.ID = "main"
+		ac.BeforeCall = ctl.beforeCall("main")
 		ac.Tools = tool.NewSet(append(kit.list("main", fs), ac.Evicted.Tool())...)
 		ac.System = systemPrompt(ac.Tools.Names())
 	}
@@ -230,6 +252,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if out.Err != nil {
 		s.Error = out.Err.Error()
 	}
+	c = ctl.current() // a user message may have revised it
 	conclude(context.WithoutCancel(ctx), &s, c, plane, log, verify.Env{Inputs: fs.Inputs, Workspace: fs.Workspace, Outputs: fs.Outputs, Trace: dir})
 	s.Files = producedFiles(fs)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{

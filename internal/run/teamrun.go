@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/team"
 )
 
@@ -28,7 +29,7 @@ type TeamConfig struct {
 	SubTimeout time.Duration
 }
 
-func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string) *team.Team {
+func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *control) *team.Team {
 	tc := cfg.Team
 	return team.New(ctx, team.Config{
 		Model: cfg.Model, Log: ac.Log, FS: kit.fs,
@@ -44,5 +45,17 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 		Plan:         tc.Plan,
 		OnStep:       ac.OnStep,
 		Now:          cfg.Now,
+		Wake:         ctl.in.Notify,
+		SubBeforeCall: func(ctx context.Context) []llm.Message {
+			ctl.hold(ctx) // a paused run pauses its subagents too
+			return nil
+		},
 	})
+}
+
+// both runs two BeforeCall hooks in order.
+func both(a, b func(context.Context) []llm.Message) func(context.Context) []llm.Message {
+	return func(ctx context.Context) []llm.Message {
+		return append(a(ctx), b(ctx)...)
+	}
 }

@@ -141,7 +141,7 @@ func (t *Team) execute(ctx context.Context, a *Assignment, task string) {
 	out := agent.Run(ctx, agent.Config{
 		ID: a.ID, Model: t.cfg.Model, Tools: tool.NewSet(tools...), Log: t.cfg.Log, FS: fs,
 		System: subagentPrompt(a.Role, a.Instructions), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
-		Context: t.cfg.Context, OnStep: t.cfg.OnStep, Now: t.cfg.Now,
+		Context: t.cfg.Context, OnStep: t.cfg.OnStep, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall,
 	}, task)
 	if t.cfg.Release != nil {
 		t.cfg.Release(a.ID, string(out.Termination))

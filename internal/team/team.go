@@ -86,8 +86,12 @@ type Config struct {
 	// Plan starts the lead in planning mode (R-PLAN-1).
 	Plan   bool
 	OnStep func(agent.Step)
-	// Wake, if set, wakes a lead blocked in wait (a user message arrived).
+	// Wake, if set, wakes a lead blocked in wait (a user message arrived);
+	// the channel must stop when ctx ends.
 	Wake func(ctx context.Context) <-chan struct{}
+	// SubBeforeCall, if set, runs before every subagent model call (the
+	// run's pause gate).
+	SubBeforeCall func(ctx context.Context) []llm.Message
 	Now  func() time.Time
 }
 

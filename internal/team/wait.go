@@ -112,7 +112,9 @@ func (t *Team) waitTool() tool.Tool {
 			defer timer.Stop()
 			var wake <-chan struct{}
 			if t.cfg.Wake != nil {
-				wake = t.cfg.Wake(ctx)
+				wctx, cancel := context.WithCancel(ctx) // ends the watcher with this call
+				defer cancel()
+				wake = t.cfg.Wake(wctx)
 			}
 			for {
 				t.mu.Lock()

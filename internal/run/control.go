@@ -1,0 +1,269 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/inbox"
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// Record event types of the message plane (R-MSG). User messages and
+// runtime observations are distinct types (R-CONTRACT-4).
+const (
+	TypeMessage = "message"
+	TypeControl = "control"
+)
+
+// ErrUserCancel is the cause of a run cancelled by `apodex cancel`.
+var ErrUserCancel = errors.New("run: cancelled by the user")
+
+// control is the run's side of the user message queue: before a model call
+// it applies control commands (pause, resume, cancel, budget and deadline
+// changes) to the runtime directly, holds the call while the run is paused,
+// and delivers user messages into the coordinator's history.
+type control struct {
+	in     *inbox.Inbox
+	log    *record.Log
+	cancel context.CancelCauseFunc // ends the whole run
+	now    func() time.Time
+	status func() string // a progress answer from the board and the record
+
+	mu       sync.Mutex
+	paused   bool
+	budget   agent.Budget
+	soft     time.Time
+	hard     *hardTimer
+	contract *contract.Contract
+	version  int
+}
+
+// hardTimer is the run's hard timeout, movable by a budget message.
+type hardTimer struct {
+	mu    sync.Mutex
+	at    time.Time
+	timer *time.Timer
+	fire  func()
+}
+
+func (h *hardTimer) set(at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.timer != nil && !h.timer.Stop() {
+		return // already fired
+	}
+	h.at, h.timer = at, nil
+	if !at.IsZero() {
+		h.timer = time.AfterFunc(time.Until(at), h.fire)
+	}
+}
+
+func (h *hardTimer) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+}
+
+// adjust copies the user's budget and deadline changes into a loop.
+func (c *control) adjust(b *agent.Budget, d *agent.Deadlines) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*b = c.budget
+	if !c.soft.IsZero() && !c.soft.Equal(d.Soft) {
+		d.Soft = c.soft
+	}
+}
+
+// hold applies pending controls and blocks while the run is paused. It is
+// every agent's gate before a model call: a paused run makes no model call
+// and no dispatch; commands already running finish.
+func (c *control) hold(ctx context.Context) {
+	for {
+		c.applyControls()
+		c.mu.Lock()
+		paused := c.paused
+		c.mu.Unlock()
+		if !paused || ctx.Err() != nil {
+			return
+		}
+		c.in.Wait(ctx)
+	}
+}
+
+// beforeCall is the coordinator's hook: the pause gate, then the user
+// messages, in id order, as user messages marked with their class.
+func (c *control) beforeCall(agentID string) func(ctx context.Context) []llm.Message {
+	return func(ctx context.Context) []llm.Message {
+		c.hold(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var out []llm.Message
+		c.in.Deliver(ctx, func(m inbox.Message) (int64, error) {
+			msg, seq, err := c.deliver(agentID, m)
+			if err == nil && msg != nil {
+				out = append(out, *msg)
+			}
+			return seq, err
+		})
+		c.applyControls() // a message may have been a control
+		return out
+	}
+}
+
+// deliver records one user message; it returns the history message for the
+// coordinator, or nil when the runtime answered it itself.
+func (c *control) deliver(agentID string, m inbox.Message) (*llm.Message, int64, error) {
+	ev := map[string]any{"id": m.ID, "text": m.Text, "class": m.Class, "sender": m.Sender, "to": agentID}
+	if m.Original != m.Text {
+		ev["original"] = m.Original
+	}
+	var msg *llm.Message
+	switch kind, args, isControl := inbox.AsControl(m.Text); {
+	case isControl:
+		ev["control"] = kind
+		c.apply(m.ID, kind, args)
+	case m.Class == inbox.ClassProgressQuery && c.status != nil:
+		ev["answer"] = c.status() // answered from the board, without disturbing work
+	default:
+		changes := inbox.ChangesContract(m.Class, m.Text)
+		ev["changes_contract"] = changes
+		msg = &llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("[user message %s · %s]\n%s", m.ID, m.Class, m.Text)}
+		if changes {
+			c.revise(m)
+		}
+	}
+	seq, err := c.log.Append(TypeMessage, "user", ev)
+	if err != nil {
+		return nil, 0, err
+	}
+	return msg, seq, c.log.Sync()
+}
+
+// revise starts a new contract from a message that changes the objective,
+// a deliverable or an acceptance clause (R-CONTRACT-3): the workspace and the
+// board carry over; new /outputs paths the message names become deliverables.
+func (c *control) revise(m inbox.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.version++
+	next := c.contract.Revise(m.Text)
+	c.contract = next
+	ev := contractEvent(next)
+	ev["version"], ev["reason"] = c.version+1, "user message "+m.ID
+	c.log.Append(record.TypeContract, "user", ev)
+}
+
+// applyControls applies the control commands sent since the last look.
+func (c *control) applyControls() {
+	cmds, err := c.in.Controls()
+	if err != nil {
+		return
+	}
+	for _, cmd := range cmds {
+		detail := c.apply(cmd.ID, cmd.Kind, cmd.Args)
+		seq, err := c.log.Append(TypeControl, "user", map[string]any{"id": cmd.ID, "kind": cmd.Kind, "args": cmd.Args, "result": detail})
+		if err == nil {
+			c.log.Sync()
+			c.in.MarkApplied(cmd.ID, seq)
+		}
+	}
+}
+
+// apply acts on one control; it returns what it did.
+func (c *control) apply(id, kind string, args map[string]string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch kind {
+	case inbox.ControlPause:
+		c.paused = true
+		return "paused: no new model calls until resume"
+	case inbox.ControlResume:
+		c.paused = false
+		return "resumed"
+	case inbox.ControlCancel:
+		c.paused = false
+		c.cancel(fmt.Errorf("%w (%s)", ErrUserCancel, id))
+		return "cancelled"
+	case inbox.ControlBudget:
+		return c.applyBudget(args)
+	}
+	return "unknown control " + kind
+}
+
+// applyBudget changes limits; a value with + or - is relative. c.mu is held.
+func (c *control) applyBudget(args map[string]string) string {
+	var done []string
+	num := func(cur int, v string) (int, bool) {
+		n, err := strconv.Atoi(strings.TrimLeft(v, "+-"))
+		if err != nil {
+			return cur, false
+		}
+		switch v[0] {
+		case '+':
+			return cur + n, true
+		case '-':
+			return max(cur-n, 0), true
+		}
+		return n, true
+	}
+	when := func(cur time.Time, v string) (time.Time, bool) {
+		d, err := time.ParseDuration(strings.TrimLeft(v, "+-"))
+		if err != nil {
+			return cur, false
+		}
+		base := cur
+		if base.IsZero() || (v[0] != '+' && v[0] != '-') {
+			base = c.now()
+		}
+		if v[0] == '-' {
+			return base.Add(-d), true
+		}
+		return base.Add(d), true
+	}
+	for k, v := range args {
+		if v == "" {
+			continue
+		}
+		ok := false
+		switch k {
+		case "turns":
+			c.budget.MaxTurns, ok = num(c.budget.MaxTurns, v)
+		case "tool_calls":
+			c.budget.MaxToolCalls, ok = num(c.budget.MaxToolCalls, v)
+		case "tokens":
+			c.budget.MaxTokens, ok = num(c.budget.MaxTokens, v)
+		case "deadline":
+			c.soft, ok = when(c.soft, v)
+		case "timeout":
+			var at time.Time
+			if at, ok = when(c.hard.at, v); ok {
+				c.hard.set(at)
+			}
+		}
+		if ok {
+			done = append(done, k+"="+v)
+		}
+	}
+	if len(done) == 0 {
+		return "no budget setting understood (use turns=, tool_calls=, tokens=, deadline=, timeout=)"
+	}
+	return "budget changed: " + strings.Join(done, " ")
+}
+
+// current is the contract in force.
+func (c *control) current() *contract.Contract {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.contract
+}

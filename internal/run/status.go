@@ -1,0 +1,147 @@
+package run
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/inbox"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// Progress answers "how far along is it?" from the record, the board and
+// the message queue alone: reading them disturbs no agent.
+type Progress struct {
+	RunID       string            `json:"run_id"`
+	Liveness    string            `json:"liveness"`
+	Paused      bool              `json:"paused"`
+	Status      string            `json:"status"`
+	Termination string            `json:"termination_reason,omitempty"`
+	Objective   string            `json:"objective"`
+	Elapsed     string            `json:"elapsed"`
+	Turns       int               `json:"turns"`
+	ToolCalls   int               `json:"tool_calls"`
+	Tokens      int               `json:"tokens"`
+	Board       board.Counts      `json:"board"`
+	Items       []board.Item      `json:"items,omitempty"`
+	Assignments map[string]string `json:"assignments,omitempty"` // id -> state
+	LastStep    string            `json:"last_step,omitempty"`
+	Messages    map[string]int    `json:"messages,omitempty"` // state -> count
+}
+
+// Status reads the progress of the run in dir.
+func Status(dir string) (Progress, error) {
+	info, err := Load(dir)
+	if err != nil {
+		return Progress{}, err
+	}
+	p := Progress{RunID: info.RunID, Liveness: Liveness(dir), Status: info.Status, Termination: info.Termination,
+		Objective: info.Objective, Turns: info.Turns, ToolCalls: info.ToolCalls, Tokens: info.Usage.TotalTokens}
+	end := time.Now()
+	if info.Finished != nil {
+		end = *info.Finished
+	}
+	if !info.Started.IsZero() {
+		p.Elapsed = end.Sub(info.Started).Round(time.Second).String()
+	}
+	if n := len(info.Steps); n > 0 {
+		st := info.Steps[n-1]
+		p.LastStep = fmt.Sprintf("%s turn %d: %s %s", st.Agent, st.Turn, st.Tool, clipText(st.Args, 80))
+	}
+	c, err := record.Read(dir)
+	if err != nil {
+		return p, err
+	}
+	b := &board.Board{}
+	for _, e := range c.Events {
+		switch e.Type {
+		case "board":
+			var be board.Event
+			if e.Decode(&be) == nil {
+				b.Apply(b.Seq()+1, be)
+			}
+		case "assignment":
+			var a struct {
+				Assignment, State string
+			}
+			if e.Decode(&a) == nil {
+				if p.Assignments == nil {
+					p.Assignments = map[string]string{}
+				}
+				p.Assignments[a.Assignment] = a.State
+			}
+		case TypeControl:
+			var ctl struct{ Kind string }
+			if e.Decode(&ctl) == nil {
+				switch ctl.Kind {
+				case inbox.ControlPause:
+					p.Paused = true
+				case inbox.ControlResume, inbox.ControlCancel:
+					p.Paused = false
+				}
+			}
+		}
+	}
+	p.Board, p.Items = b.Counts(), b.Items()
+	if msgs, err := inbox.List(dir); err == nil && len(msgs) > 0 {
+		p.Messages = map[string]int{}
+		for _, m := range msgs {
+			p.Messages[string(m.State)]++
+		}
+	}
+	return p, nil
+}
+
+// statusText is Status in a few lines, the runtime's answer to a progress
+// query.
+func statusText(dir string) string {
+	p, err := Status(dir)
+	if err != nil {
+		return "progress unavailable: " + err.Error()
+	}
+	return p.Text()
+}
+
+// Text renders the progress for people.
+func (p Progress) Text() string {
+	var b strings.Builder
+	state := p.Liveness
+	if p.Paused && p.Liveness == Live {
+		state += ", paused"
+	}
+	fmt.Fprintf(&b, "run %s: %s (%s", p.RunID, p.Status, state)
+	if p.Termination != "" {
+		fmt.Fprintf(&b, ", %s", p.Termination)
+	}
+	fmt.Fprintf(&b, "), elapsed %s\n", p.Elapsed)
+	fmt.Fprintf(&b, "turns %d, tool calls %d, tokens %d\n", p.Turns, p.ToolCalls, p.Tokens)
+	if p.Board.Total() > 0 {
+		fmt.Fprintf(&b, "board: %d items: %d open, %d in progress, %d resolved, %d cancelled\n",
+			p.Board.Total(), p.Board.Open, p.Board.InProgress, p.Board.Resolved, p.Board.Cancelled)
+		for _, it := range p.Items {
+			fmt.Fprintf(&b, "  %s %-11s %s\n", it.ID, it.State, it.Title)
+		}
+	}
+	if len(p.Assignments) > 0 {
+		counts := map[string]int{}
+		for _, st := range p.Assignments {
+			counts[st]++
+		}
+		fmt.Fprintf(&b, "assignments: %v\n", counts)
+	}
+	if p.LastStep != "" {
+		fmt.Fprintf(&b, "last step: %s\n", p.LastStep)
+	}
+	if len(p.Messages) > 0 {
+		fmt.Fprintf(&b, "messages: %v\n", p.Messages)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
