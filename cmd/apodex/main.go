@@ -50,7 +50,7 @@ func commands() []command {
 		{"messages", "list a run's messages and their state", cmdMessages},
 		{"status", "a run's progress, from its board and record", cmdStatus},
 		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
-		{"resume", "let a paused run go on", cmdControl("resume")},
+		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
 	}
 }

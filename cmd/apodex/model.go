@@ -86,3 +86,26 @@ func firstNonEmpty(vals ...string) string {
 	}
 	return ""
 }
+
+// fromRecord rebuilds the model a run was started with, from its record;
+// flags given on the command line override the recorded values. Keys come
+// from the environment, as always.
+func (m *modelFlags) fromRecord(rec record.ModelSettings) (llm.Model, record.ModelSettings, error) {
+	n := *m
+	if n.provider == "" {
+		n.provider = rec.Provider
+	}
+	if n.model == "" && rec.Provider == n.provider && n.provider != "scripted" {
+		n.model = rec.Name
+	}
+	if n.baseURL == "" && rec.Provider == n.provider {
+		n.baseURL = rec.BaseURL
+	}
+	if n.script == "" && n.provider == "scripted" {
+		n.script = rec.Script
+	}
+	if !rec.Stream && rec.Provider == n.provider {
+		n.noStream = true
+	}
+	return n.build()
+}

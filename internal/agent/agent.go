@@ -91,6 +91,9 @@ type Config struct {
 	// reports, user messages). It records its own events, and may block
 	// (a paused run) until ctx ends.
 	BeforeCall func(ctx context.Context) []llm.Message
+	// Restore, if set, continues an agent from a checkpoint instead of
+	// starting from its task: the history and counters of a resumed run.
+	Restore *Restore
 	// Adjust, if set, runs before every model call and may change the
 	// budget and the soft deadline (a user's budget or deadline message).
 	Adjust func(b *Budget, d *Deadlines)
@@ -100,6 +103,14 @@ type Config struct {
 	// blob; default 16 MiB.
 	MaxContentBlob int64
 	Now            func() time.Time
+}
+
+// Restore is where a resumed agent picks up.
+type Restore struct {
+	History   []llm.Message
+	Turns     int
+	ToolCalls int
+	Usage     llm.Usage
 }
 
 // Outcome is how the loop ended.

@@ -24,8 +24,20 @@ func Run(ctx context.Context, cfg Config, task string) Outcome {
 		}
 		l.compact = &compactor{cfg: cfg.Context.WithDefaults(), evicted: ev}
 	}
-	l.history = append(l.history, llm.Message{Role: llm.RoleSystem, Content: cfg.System})
-	l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: task})
+	if r := cfg.Restore; r != nil {
+		// The next request records the whole history (from 0), so the
+		// record rebuilds it whatever happened before the stop.
+		l.history = append([]llm.Message(nil), r.History...)
+		l.turns, l.toolCalls, l.usage = r.Turns, r.ToolCalls, r.Usage
+		for _, m := range l.history {
+			for _, c := range m.ToolCalls {
+				l.callIDs[c.ID] = true
+			}
+		}
+	} else {
+		l.history = append(l.history, llm.Message{Role: llm.RoleSystem, Content: cfg.System})
+		l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: task})
+	}
 	model := l.retrying()
 	loopCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"strconv"
 	"time"
 )
 
@@ -92,32 +92,34 @@ func Parse(r io.Reader) (Contents, error) {
 	}
 }
 
-// encodeLine renders the envelope fields first, then payload fields in key
-// order, so that the same event always has the same bytes.
-func encodeLine(seq int64, t time.Time, typ, agent string, fields map[string]json.RawMessage) ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(128)
-	fmt.Fprintf(&b, `{"seq":%d,"time":`, seq)
-	ts, _ := json.Marshal(t.UTC().Format(time.RFC3339Nano))
-	b.Write(ts)
-	b.WriteString(`,"type":`)
-	tb, _ := json.Marshal(typ)
-	b.Write(tb)
-	b.WriteString(`,"agent":`)
-	ab, _ := json.Marshal(agent)
-	b.Write(ab)
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
+// encodeLine renders the envelope fields first, then the payload's members
+// (body, see payloadBody) as they are.
+func encodeLine(seq int64, t time.Time, typ, agent string, body []byte) []byte {
+	b := make([]byte, 0, 96+len(typ)+len(agent)+len(body))
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"time":"`...)
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano) // digits, letters and punctuation json needs not escape
+	b = append(b, `","type":`...)
+	b = appendString(b, typ)
+	b = append(b, `,"agent":`...)
+	b = appendString(b, agent)
+	if len(body) > 0 {
+		b = append(b, ',')
+		b = append(b, body...)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		kb, _ := json.Marshal(k)
-		b.WriteByte(',')
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(fields[k])
+	return append(b, "}\n"...)
+}
+
+// appendString appends s as json.Marshal renders it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
 	}
-	b.WriteString("}\n")
-	return b.Bytes(), nil
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

@@ -4,19 +4,23 @@
 // Guarantees:
 //   - events.jsonl holds one JSON object per line with "seq" (1, 2, 3, … with
 //     no gap and no duplicate, also across concurrent writers), "time",
-//     "type" and "agent", plus the event's payload fields at the top level;
+//     "type" and "agent", in that order, then the event's payload fields at
+//     the top level in the order the payload marshals them (a struct's field
+//     order, a map's sorted keys), so the same event always has the same
+//     bytes;
 //   - each event reaches the file in a single write, so a killed process
 //     leaves at most one torn last line, which Read reports and skips;
 //   - Sync makes every event and blob written so far durable (fsync); callers
 //     call it at every step boundary, so a crash loses at most the step in
 //     flight;
 //   - a blob is stored once under blobs/<sha256 hex>, written atomically
-//     (temporary file, then rename), and referenced as "sha256:<hex>".
+//     (temporary file, fsync, then rename), and referenced as "sha256:<hex>".
 //
 // The clock is injected so that a replay can reproduce times exactly.
 package record
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -24,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -42,11 +47,11 @@ type Log struct {
 	dir string
 	now func() time.Time
 
-	mu      sync.Mutex
-	f       *os.File
-	seq     int64
-	pending []string // blob paths written since the last Sync
-	closed  bool
+	mu     sync.Mutex
+	f      *os.File
+	seq    int64
+	blobs  bool // blobs/ has entries not yet synced
+	closed bool
 }
 
 // Create opens a new log in dir (creating dir, its events file and blobs/).
@@ -78,7 +83,7 @@ func (l *Log) Seq() int64 {
 // Append writes one event. payload must marshal to a JSON object (or be nil)
 // and must not use the envelope's field names.
 func (l *Log) Append(typ, agent string, payload any) (int64, error) {
-	fields, err := payloadFields(payload)
+	body, err := payloadBody(payload)
 	if err != nil {
 		return 0, err
 	}
@@ -88,10 +93,7 @@ func (l *Log) Append(typ, agent string, payload any) (int64, error) {
 		return 0, errors.New("record: log is closed")
 	}
 	seq := l.seq + 1
-	line, err := encodeLine(seq, l.now(), typ, agent, fields)
-	if err != nil {
-		return 0, err
-	}
+	line := encodeLine(seq, l.now(), typ, agent, body)
 	if _, err := l.f.Write(line); err != nil {
 		return 0, fmt.Errorf("record: append event: %w", err)
 	}
@@ -100,6 +102,8 @@ func (l *Log) Append(typ, agent string, payload any) (int64, error) {
 }
 
 // PutBlob stores data by content and returns its reference "sha256:<hex>".
+// The content is durable when PutBlob returns; its name is after the next
+// Sync.
 func (l *Log) PutBlob(data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	name := hex.EncodeToString(sum[:])
@@ -112,21 +116,22 @@ func (l *Log) PutBlob(data []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("record: store blob: %w", err)
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("record: store blob: %w", err)
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync() // before the rename: the name never points at a torn blob
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("record: store blob: %w", err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("record: store blob: %w", err)
 	}
 	l.mu.Lock()
-	l.pending = append(l.pending, path)
+	l.blobs = true
 	l.mu.Unlock()
 	return ref, nil
 }
@@ -134,16 +139,14 @@ func (l *Log) PutBlob(data []byte) (string, error) {
 // Sync makes everything written so far durable.
 func (l *Log) Sync() error {
 	l.mu.Lock()
-	pending := l.pending
-	l.pending = nil
+	blobs := l.blobs
+	l.blobs = false
 	l.mu.Unlock()
-	for _, p := range pending {
-		if err := syncPath(p); err != nil {
-			return fmt.Errorf("record: sync blob: %w", err)
-		}
-	}
-	if len(pending) > 0 {
+	if blobs {
 		if err := syncPath(filepath.Join(l.dir, BlobsDir)); err != nil {
+			l.mu.Lock()
+			l.blobs = true
+			l.mu.Unlock()
 			return fmt.Errorf("record: sync blobs: %w", err)
 		}
 	}
@@ -193,7 +196,10 @@ func syncPath(p string) error {
 	return f.Sync()
 }
 
-func payloadFields(payload any) (map[string]json.RawMessage, error) {
+// payloadBody marshals payload and returns its members without the braces
+// (`"a":1,"b":2`, empty for none). The payload must be a JSON object (or
+// null) without the envelope's keys.
+func payloadBody(payload any) ([]byte, error) {
 	if payload == nil {
 		return nil, nil
 	}
@@ -201,14 +207,59 @@ func payloadFields(payload any) (map[string]json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("record: encode payload: %w", err)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, fmt.Errorf("record: payload must be a JSON object: %w", err)
+	if string(raw) == "null" {
+		return nil, nil
 	}
-	for _, k := range []string{"seq", "time", "type", "agent"} {
-		if _, ok := fields[k]; ok {
-			return nil, fmt.Errorf("%w: %q", ErrReservedField, k)
+	// json.Marshal returns valid compact JSON, Marshalers' output included.
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("record: payload must be a JSON object, not %.20s", raw)
+	}
+	if k, ok := reservedKey(raw); ok {
+		return nil, fmt.Errorf("%w: %q", ErrReservedField, k)
+	}
+	return raw[1 : len(raw)-1], nil
+}
+
+// reserved are the envelope's keys.
+var reserved = []string{"seq", "time", "type", "agent"}
+
+// reservedKey returns the first top-level key of obj, a compact valid JSON
+// object, that is an envelope key.
+func reservedKey(obj []byte) (string, bool) {
+	depth, key := 0, false
+	for i := 0; i < len(obj); i++ {
+		switch c := obj[i]; c {
+		case '"':
+			j := i + 1
+			for ; obj[j] != '"'; j++ {
+				if obj[j] == '\\' {
+					j++
+				}
+			}
+			if key {
+				if k := unquote(obj[i : j+1]); slices.Contains(reserved, k) {
+					return k, true
+				}
+				key = false
+			}
+			i = j
+		case '{', '[':
+			depth++
+			key = depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			key = depth == 1
 		}
 	}
-	return fields, nil
+	return "", false
+}
+
+func unquote(q []byte) string {
+	if !bytes.ContainsRune(q, '\\') {
+		return string(q[1 : len(q)-1])
+	}
+	var s string
+	json.Unmarshal(q, &s)
+	return s
 }

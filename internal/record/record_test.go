@@ -188,3 +188,44 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestOpenRepairsTornTailAndContinuesSeq(t *testing.T) {
+	for _, tc := range []struct {
+		name, tail string
+		events     int
+	}{
+		{"fragment", `{"seq":3,"ty`, 2},
+		{"whole event without newline", `{"seq":3,"time":"2026-01-01T00:00:00Z","type":"x","agent":""}`, 3},
+		{"clean", "", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, err := Create(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Append("a", "", nil)
+			l.Append("b", "", nil)
+			l.Close()
+			f, _ := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_APPEND, 0)
+			f.WriteString(tc.tail)
+			f.Close()
+			l, repaired, err := Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if repaired != (tc.tail != "") {
+				t.Fatalf("repaired = %v", repaired)
+			}
+			seq, err := l.Append("c", "", nil)
+			if err != nil || seq != int64(tc.events+1) {
+				t.Fatalf("next seq %d (%v), want %d", seq, err, tc.events+1)
+			}
+			l.Close()
+			c, err := Read(dir)
+			if err != nil || c.TornTail || len(c.Events) != tc.events+1 {
+				t.Fatalf("after repair: %d events, torn %v, err %v", len(c.Events), c.TornTail, err)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
@@ -138,7 +139,7 @@ func (c *control) deliver(agentID string, m inbox.Message) (*llm.Message, int64,
 	default:
 		changes := inbox.ChangesContract(m.Class, m.Text)
 		ev["changes_contract"] = changes
-		msg = &llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("[user message %s · %s]\n%s", m.ID, m.Class, m.Text)}
+		msg = &llm.Message{Role: llm.RoleUser, Content: checkpoint.UserMessage(m.ID, string(m.Class), m.Text)}
 		if changes {
 			c.revise(m)
 		}
@@ -266,4 +267,22 @@ func (c *control) current() *contract.Contract {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.contract
+}
+
+// replay re-applies recorded controls (pause state, budget and deadline
+// changes) to a resumed run, without recording them again.
+func (c *control) replay(events []record.Event) {
+	for _, e := range events {
+		if e.Type != TypeControl {
+			continue
+		}
+		var ev struct {
+			ID   string            `json:"id"`
+			Kind string            `json:"kind"`
+			Args map[string]string `json:"args"`
+		}
+		if e.Decode(&ev) == nil && ev.Kind != inbox.ControlCancel {
+			c.apply(ev.ID, ev.Kind, ev.Args)
+		}
+	}
 }

@@ -20,20 +20,17 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/contract"
-	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/team"
-	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
 )
 
@@ -151,117 +148,35 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot create the record in %s: %v", dir, err)}
 	}
-	start := cfg.Now()
-	s := Summary{RunID: id, RunDir: dir}
 	inputs, err := copyInputs(c.Inputs, fs.Inputs)
 	if err != nil {
 		log.Close()
+		os.RemoveAll(dir)
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot copy inputs from %s: %v", c.Inputs, err)}
 	}
-	plane, err := publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, Now: cfg.Now})
-	if err != nil {
-		log.Close()
-		return Summary{}, fmt.Errorf("run: publication plane: %w", err)
-	}
-	plane.OnEvent = func(typ string, p any) { appendLifted(log, typ, p) }
-
-	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network)
-	s.Sandbox = sbx.Kind
 	if cfg.Context.Window <= 0 {
 		cfg.Context.Window = llm.ContextWindow(cfg.ModelInfo.Name)
 	}
 	cfg.Context = cfg.Context.WithDefaults()
-	kit := &toolkit{fs: fs, plane: plane, runner: runner, network: cfg.Network, commandTimeout: cfg.CommandTimeout}
-	release, err := lockLive(dir)
+	ss, err := open(cfg, id, dir, fs, log, c)
 	if err != nil {
 		log.Close()
 		return Summary{}, err
 	}
-	defer release()
-	in, err := inbox.Open(dir)
-	if err != nil {
-		log.Close()
-		return Summary{}, fmt.Errorf("run: message inbox: %w", err)
-	}
-	ctx, cancelRun := context.WithCancelCause(ctx)
-	defer cancelRun(nil)
-	ctl := &control{in: in, log: log, cancel: cancelRun, now: cfg.Now, budget: cfg.Budget, contract: c,
-		hard:   &hardTimer{fire: func() { cancelRun(agent.ErrHardTimeout) }},
-		status: func() string { return statusText(dir) }}
-	if cfg.Timeout > 0 {
-		ctl.hard.set(time.Now().Add(cfg.Timeout))
-	}
-	defer ctl.hard.stop()
-	if cfg.SoftDeadline > 0 {
-		ctl.soft = start.Add(cfg.SoftDeadline)
-	}
-	ac := agent.Config{
-		Model: cfg.Model, Log: log, FS: fs, Budget: cfg.Budget, Retry: cfg.Retry,
-		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress), Now: cfg.Now,
-		Adjust: ctl.adjust,
-	}
-	var tm *team.Team
-	if cfg.Mode == ModeTeam {
-		tm = newTeam(ctx, cfg, ac, kit, dir, ctl)
-		ac.ID, ac.System, ac.Gate = "lead", team.LeadPrompt, tm.Gate
-		ac.BeforeCall = both(ctl.beforeCall("lead"), tm.BeforeCall)
-		ac.Tools = tool.NewSet(tm.Guard(append(kit.list("lead", fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
-	} else {
-		ac.ID = "main"
-		ac.BeforeCall = ctl.beforeCall("main")
-		ac.Tools = tool.NewSet(append(kit.list("main", fs), ac.Evicted.Tool())...)
-		ac.System = systemPrompt(ac.Tools.Names())
-	}
-	tools := ac.Tools
-
+	defer ss.close()
 	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
 		SoftDeadline: cfg.SoftDeadline.String(), Timeout: cfg.Timeout.String()}
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
-		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: sbx, Budget: budget,
-		Inputs: inputs, Tools: tools.Names(), Versions: map[string]string{"apodex": Version, "sandbox": sbx.Version},
-		Settings: map[string]any{"context_window": cfg.Context.Window, "compact_at": cfg.Context.At, "compact_to": cfg.Context.To, "scratch_quota": cfg.ScratchQuota},
+		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
+		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": Version, "sandbox": ss.sbx.Version},
+		Settings: map[string]any{"run": settingsOf(cfg, c)},
 	}); err != nil {
-		log.Close()
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}
 	log.Append(record.TypeContract, "", contractEvent(c))
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "apodex: run %s with %s model %s; record in %s\n", id, cfg.ModelInfo.Provider, cfg.ModelInfo.Name, dir)
 	}
-	if warn != nil {
-		s.Warnings = append(s.Warnings, warn.Message)
-		log.Append(record.TypeWarning, "", warn)
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "WARNING: %s\n", warn.Message)
-		}
-	}
-
-	if cfg.SoftDeadline > 0 {
-		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
-		fin := min(max(cfg.SoftDeadline/10, 5*time.Second), 60*time.Second)
-		ac.Deadlines = agent.Deadlines{Soft: start.Add(cfg.SoftDeadline), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
-	}
-	out := agent.Run(ctx, ac, taskMessage(c))
-	if tm != nil {
-		tm.Shutdown(string(out.Termination))
-	}
-	plane.Release(ac.ID, string(out.Termination))
-
-	s.Termination = string(out.Termination)
-	s.Summary, s.Partial, s.Usage, s.Turns, s.ToolCalls = out.Summary, out.Partial, out.Usage, out.Turns, out.ToolCalls
-	if out.Err != nil {
-		s.Error = out.Err.Error()
-	}
-	c = ctl.current() // a user message may have revised it
-	conclude(context.WithoutCancel(ctx), &s, c, plane, log, verify.Env{Inputs: fs.Inputs, Workspace: fs.Workspace, Outputs: fs.Outputs, Trace: dir})
-	s.Files = producedFiles(fs)
-	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
-		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
-		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, Failures: s.Failures,
-		DurationMS: cfg.Now().Sub(start).Milliseconds(), Time: cfg.Now(),
-	})
-	if err := errors.Join(ferr, log.Close()); err != nil {
-		return s, fmt.Errorf("run: close the record: %w", err)
-	}
-	return s, nil
+	ss.warnSandbox()
+	return ss.run(ctx, nil)
 }

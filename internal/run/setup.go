@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/workspace"
@@ -123,4 +124,25 @@ func appendLifted(log *record.Log, typ string, payload any) {
 	if _, err := log.Append(typ, agent, fields); err != nil {
 		log.Append(record.TypeWarning, "", record.Warning{Code: "record", Message: fmt.Sprintf("could not record a %s event: %v", typ, err)})
 	}
+}
+
+// totals counts the run's turns, tool calls and tokens: the coordinator's
+// own counts, plus, in a team, every subagent's from the record.
+func totals(dir string, out agent.Outcome, team bool) (turns, calls int, usage llm.Usage) {
+	turns, calls, usage = out.Turns, out.ToolCalls, out.Usage
+	if !team {
+		return
+	}
+	info, err := Load(dir)
+	if err != nil {
+		return
+	}
+	for _, a := range info.Agents {
+		if a.Agent != "lead" && a.Agent != "main" {
+			turns += a.Turns
+			calls += a.ToolCalls
+			usage.TotalTokens += a.Tokens
+		}
+	}
+	return
 }

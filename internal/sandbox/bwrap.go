@@ -20,7 +20,8 @@ import (
 // read-only (merged-/usr symlinks are recreated as symlinks). /etc holds only
 // an allow-list of files a shell and common tools read (passwd, group, hosts,
 // resolv.conf, nsswitch.conf, ld.so.*, localtime, alternatives, CA
-// certificates, ...); shadow files, private keys and package-manager
+// certificates, ...), copied once per process into a private directory and
+// bound read-only (etc.go); shadow files, private keys and package-manager
 // credentials are absent. /root, /home, /run, /var, /sys and the host's /tmp
 // are not visible.
 //
@@ -54,7 +55,12 @@ func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
 		}
 		path = p
 	}
-	args, err := bwrapArgs(spec)
+	etc, err := hostEtc.acquire()
+	if err != nil {
+		return Result{}, err
+	}
+	defer hostEtc.release(etc) // the copy must outlive the sandbox
+	args, err := bwrapArgs(spec, etc.dir())
 	if err != nil {
 		return Result{}, err
 	}
@@ -63,8 +69,9 @@ func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
 	return supervise(ctx, cmd, spec)
 }
 
-// bwrapArgs builds bwrap's argv (without argv[0]) for spec.
-func bwrapArgs(spec Spec) ([]string, error) {
+// bwrapArgs builds bwrap's argv (without argv[0]) for spec, binding etc
+// (the private copy of /etc) at /etc.
+func bwrapArgs(spec Spec, etc string) ([]string, error) {
 	env, err := envOf(spec)
 	if err != nil {
 		return nil, err
@@ -87,6 +94,7 @@ func bwrapArgs(spec Spec) ([]string, error) {
 	}
 	args = append(args, "--die-with-parent", "--new-session", "--cap-drop", "ALL")
 	args = append(args, systemArgs()...)
+	args = append(args, "--ro-bind", etc, "/etc")
 	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	for _, m := range mounts {
 		op := "--ro-bind"
@@ -162,7 +170,7 @@ func container(ms []Mount, target string) (Mount, bool) {
 var systemTop = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // etcAllow is what the sandbox sees of /etc (globs allowed). Anything
-// missing on the host is skipped.
+// missing on the host is skipped. See etc.go for how it gets there.
 var etcAllow = []string{
 	"passwd", "group", "hosts", "host.conf", "resolv.conf", "nsswitch.conf",
 	"gai.conf", "services", "protocols", "networks", "rpc",
@@ -176,7 +184,8 @@ var etcAllow = []string{
 	"perl", "python3*", "java-*", "fonts", "xdg",
 }
 
-// systemArgs computes the system binds once; the host layout is static.
+// systemArgs computes the binds of the system directories once; the host
+// layout is static.
 var systemArgs = sync.OnceValue(func() []string {
 	var args []string
 	for _, d := range systemTop {
@@ -189,27 +198,6 @@ var systemArgs = sync.OnceValue(func() []string {
 			}
 		case fi.IsDir():
 			args = append(args, "--ro-bind", d, d)
-		}
-	}
-	// bwrap would create /etc and the like mode 0700; make them look normal.
-	args = append(args, "--perms", "0755", "--dir", "/etc")
-	made := map[string]bool{"/etc": true}
-	for _, pat := range etcAllow {
-		matches, _ := filepath.Glob(filepath.Join("/etc", pat))
-		for _, p := range matches {
-			// Bind through symlinks (resolv.conf often points into /run).
-			if _, err := os.Stat(p); err != nil {
-				continue
-			}
-			var parents []string
-			for d := filepath.Dir(p); !made[d]; d = filepath.Dir(d) {
-				made[d] = true
-				parents = append(parents, d)
-			}
-			for _, d := range slices.Backward(parents) {
-				args = append(args, "--perms", "0755", "--dir", d)
-			}
-			args = append(args, "--ro-bind", p, p)
 		}
 	}
 	return args

@@ -183,7 +183,7 @@ func TestBwrapRejectsBadMounts(t *testing.T) {
 }
 
 func TestBwrapArgs(t *testing.T) {
-	args, err := bwrapArgs(Spec{Command: "echo hi", Dir: "/w"})
+	args, err := bwrapArgs(Spec{Command: "echo hi", Dir: "/w"}, "/copy/etc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestBwrapArgs(t *testing.T) {
 	if tail := args[len(args)-3:]; !slices.Equal(tail, []string{"/bin/sh", "-c", "echo hi"}) {
 		t.Errorf("command %q", tail)
 	}
-	args, _ = bwrapArgs(Spec{Command: "true", Network: true})
+	args, _ = bwrapArgs(Spec{Command: "true", Network: true}, "/copy/etc")
 	if !slices.Contains(args, "--share-net") {
 		t.Error("no --share-net with Network")
 	}

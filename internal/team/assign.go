@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,8 @@ type Assignment struct {
 	Reason       string   `json:"reason,omitempty"`
 	Report       *Report  `json:"report,omitempty"`
 
-	cancel context.CancelCauseFunc
+	cancel   context.CancelCauseFunc
+	worktree string // its worktree's name (the id, or a fresh name after a resume)
 }
 
 // assignmentEvent is the payload of an assignment event.
@@ -93,7 +95,7 @@ func (t *Team) dispatch(item, role, instructions string, tools []string) (string
 	a.cancel = cancel
 	task := t.firstMessage(a, it)
 	t.wg.Add(1)
-	go t.execute(ctx, a, task)
+	go t.executeFrom(ctx, a, t.slots.ticket(), task, nil, nil)
 	return id, nil
 }
 
@@ -103,19 +105,24 @@ func (t *Team) setState(a *Assignment, state, reason string) {
 	t.record(EventAssignment, a.ID, assignmentEvent{Assignment: a.ID, Item: a.Item, State: state, Reason: reason})
 }
 
-// execute runs one assignment to its end.
-func (t *Team) execute(ctx context.Context, a *Assignment, task string) {
+// executeFrom runs one assignment to its end; restore, when set, continues
+// it from a checkpoint, and prepare fills its fresh workspace first.
+func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struct{}, task string, restore *agent.Restore, prepare func(dir string) error) {
 	defer t.wg.Done()
 	defer a.cancel(nil)
 	select {
-	case t.slots <- struct{}{}:
+	case <-ticket:
 	case <-ctx.Done():
+		t.slots.abandon(ticket)
 		t.end(a, nil, Cancelled, context.Cause(ctx).Error(), "")
 		return
 	}
-	defer func() { <-t.slots }()
+	defer t.slots.release()
 
-	fs, wt, err := t.subFS(a.ID)
+	fs, wt, err := t.subFS(a.ID, cmp.Or(a.worktree, a.ID))
+	if err == nil && prepare != nil && wt != nil {
+		err = prepare(wt.dir())
+	}
 	if err != nil {
 		t.end(a, nil, Failed, "cannot prepare its workspace: "+err.Error(), "")
 		return
@@ -142,6 +149,7 @@ func (t *Team) execute(ctx context.Context, a *Assignment, task string) {
 		ID: a.ID, Model: t.cfg.Model, Tools: tool.NewSet(tools...), Log: t.cfg.Log, FS: fs,
 		System: subagentPrompt(a.Role, a.Instructions), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
 		Context: t.cfg.Context, OnStep: t.cfg.OnStep, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall,
+		Restore: restore,
 	}, task)
 	if t.cfg.Release != nil {
 		t.cfg.Release(a.ID, string(out.Termination))

@@ -92,7 +92,7 @@ type Config struct {
 	// SubBeforeCall, if set, runs before every subagent model call (the
 	// run's pause gate).
 	SubBeforeCall func(ctx context.Context) []llm.Message
-	Now  func() time.Time
+	Now           func() time.Time
 }
 
 // Team is one run's coordination plane: the board and the assignments.
@@ -109,7 +109,7 @@ type Team struct {
 	dispatched  int
 	verified    int
 
-	slots chan struct{}
+	slots *slots
 	wg    sync.WaitGroup
 	ctx   context.Context // parent of every assignment
 	stop  context.CancelCauseFunc
@@ -130,7 +130,7 @@ func New(ctx context.Context, cfg Config) *Team {
 		cfg.SubBudget.MaxTurns = 30
 	}
 	t := &Team{cfg: cfg, board: &board.Board{}, assignments: map[string]*Assignment{},
-		changed: make(chan struct{}), planning: cfg.Plan, slots: make(chan struct{}, cfg.Concurrency)}
+		changed: make(chan struct{}), planning: cfg.Plan, slots: newSlots(cfg.Concurrency)}
 	t.ctx, t.stop = context.WithCancelCause(ctx)
 	if cfg.Plan {
 		t.record(EventPlanning, "lead", map[string]any{"mode": "planning", "state": "started"})
@@ -195,7 +195,7 @@ func (t *Team) Gate(string) error {
 }
 
 // subFS returns the planes a subagent works on, and a cleanup.
-func (t *Team) subFS(id string) (*workspace.FS, *worktreeHandle, error) {
+func (t *Team) subFS(id, worktreeName string) (*workspace.FS, *worktreeHandle, error) {
 	shared := t.cfg.FS
 	switch t.cfg.Isolation {
 	case Shared:
@@ -206,7 +206,7 @@ func (t *Team) subFS(id string) (*workspace.FS, *worktreeHandle, error) {
 		fs.Own = id
 		return fs, nil, nil
 	default:
-		wt, err := openWorktree(shared.Workspace, t.cfg.WorktreeRoot, id)
+		wt, err := openWorktree(shared.Workspace, t.cfg.WorktreeRoot, worktreeName)
 		if err != nil {
 			return nil, nil, err
 		}

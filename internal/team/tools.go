@@ -150,6 +150,15 @@ func (t *Team) LeadTools() []tool.Tool {
 	return tools
 }
 
+// LeadToolNames names the lead's coordination tools.
+func LeadToolNames() []string {
+	var names []string
+	for _, tl := range (&Team{}).LeadTools() {
+		names = append(names, tl.Spec().Name)
+	}
+	return names
+}
+
 // boardOp runs a board command under the lock and records its event.
 func (t *Team) boardOp(op func(*board.Board) (board.Event, error), ok func(board.Event) string) tool.Result {
 	t.mu.Lock()

@@ -1,0 +1,212 @@
+// Package checkpoint rebuilds, from a run's record, what each agent had at
+// the last step boundary the record holds: its model-visible history, its
+// counters, and the step that was in flight when the process stopped.
+//
+// Guarantees:
+//   - the history is exactly what the agent's next model request would have
+//     carried: the messages of its last model_request (which holds the whole
+//     history after a compaction), its last reply, then the results of that
+//     reply's tool calls in call order, then the runtime observations and
+//     user messages recorded after it, in record order;
+//   - a tool call with no recorded result is reported as interrupted — it
+//     may or may not have taken effect — and never silently re-run;
+//   - a model call with no recorded reply is simply made again: the history
+//     stops at its request;
+//   - large message bodies come back from their blobs; a missing blob is an
+//     error, not a silent hole.
+package checkpoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// Interrupted is the observation an agent reads for a call cut off by the
+// stop of the process.
+const Interrupted = "error: interrupted: the run stopped (the process was killed or crashed) while this call was running, and has been resumed. The call may or may not have taken effect: check the state (list_files, read_file) before doing it again."
+
+// Agent is one agent's state at the last step boundary.
+type Agent struct {
+	ID        string
+	History   []llm.Message
+	Turns     int
+	ToolCalls int
+	Usage     llm.Usage
+	// Interrupted are the calls of the last reply whose results were never
+	// recorded; their results in History say so.
+	Interrupted []llm.ToolCall
+	// AwaitingModel: the last model call got no reply; it will be made
+	// again.
+	AwaitingModel bool
+	// Finished holds the summary of an accepted finish (or report): the
+	// agent's work ended although its loop's end was not recorded.
+	Finished *string
+}
+
+// stored is a message as the agent loop records it.
+type stored struct {
+	llm.Message
+	ContentRef string `json:"content_ref,omitempty"`
+}
+
+// Agents rebuilds every agent that made a model call, keyed by agent id.
+func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
+	agents := map[string]*Agent{}
+	type pendingResult struct {
+		output  string
+		isError bool
+	}
+	results := map[string]map[string]pendingResult{} // agent -> call id -> result after its last reply
+	lastReply := map[string]*llm.Message{}
+	tail := map[string][]llm.Message{} // observations and user messages after the last reply or request
+	get := func(id string) *Agent {
+		a, ok := agents[id]
+		if !ok {
+			a = &Agent{ID: id}
+			agents[id] = a
+		}
+		return a
+	}
+	for _, e := range events {
+		switch e.Type {
+		case record.TypeModelRequest:
+			var mr record.ModelRequest
+			if err := e.Decode(&mr); err != nil {
+				return nil, err
+			}
+			a := get(e.Agent)
+			if mr.From > len(a.History) {
+				return nil, fmt.Errorf("checkpoint: %s request at seq %d starts at message %d, only %d known", e.Agent, e.Seq, mr.From, len(a.History))
+			}
+			h := a.History[:mr.From:mr.From]
+			for _, raw := range mr.Messages {
+				m, err := decodeMessage(dir, raw)
+				if err != nil {
+					return nil, fmt.Errorf("checkpoint: %s request at seq %d: %w", e.Agent, e.Seq, err)
+				}
+				h = append(h, m)
+			}
+			a.History, a.AwaitingModel = h, true
+			lastReply[e.Agent], tail[e.Agent] = nil, nil
+		case record.TypeModelResponse:
+			var mr struct {
+				Message json.RawMessage `json:"message"`
+				Usage   llm.Usage       `json:"usage"`
+			}
+			if err := e.Decode(&mr); err != nil {
+				return nil, err
+			}
+			m, err := decodeMessage(dir, mr.Message)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint: %s reply at seq %d: %w", e.Agent, e.Seq, err)
+			}
+			a := get(e.Agent)
+			a.Turns++
+			a.Usage = a.Usage.Add(mr.Usage)
+			if a.Turns == 1 {
+				a.Usage.Reported = mr.Usage.Reported
+			}
+			a.History = append(a.History, m)
+			a.AwaitingModel = false
+			lastReply[e.Agent], tail[e.Agent] = &a.History[len(a.History)-1], nil
+			results[e.Agent] = map[string]pendingResult{}
+		case record.TypeToolCall:
+			get(e.Agent).ToolCalls++
+		case record.TypeToolResult:
+			var tr record.ToolResult
+			if err := e.Decode(&tr); err != nil {
+				return nil, err
+			}
+			if r, ok := results[e.Agent]; ok {
+				r[tr.CallID] = pendingResult{tr.Output, tr.IsError}
+			}
+			if (tr.Name == "finish" || tr.Name == "report") && !tr.IsError {
+				var args struct{ Summary string }
+				if reply := lastReply[e.Agent]; reply != nil {
+					for _, c := range reply.ToolCalls {
+						if c.ID == tr.CallID {
+							json.Unmarshal([]byte(c.Arguments), &args)
+						}
+					}
+				}
+				get(e.Agent).Finished = &args.Summary
+			}
+		case record.TypeObservation:
+			var o record.Observation
+			if e.Decode(&o) == nil && o.Kind != "finalize" {
+				m := llm.Message{Role: llm.RoleUser, Content: "[runtime observation] " + o.Text, Protected: o.Kind == "assignments"}
+				tail[e.Agent] = append(tail[e.Agent], m)
+			}
+		case "message":
+			var um struct {
+				ID, Text, Class, To string
+				Control             string `json:"control"`
+				Answer              string `json:"answer"`
+			}
+			if e.Decode(&um) == nil && um.To != "" && um.Control == "" && um.Answer == "" {
+				tail[um.To] = append(tail[um.To], llm.Message{Role: llm.RoleUser, Content: UserMessage(um.ID, um.Class, um.Text)})
+			}
+		}
+	}
+	for id, a := range agents {
+		if reply := lastReply[id]; reply != nil && !a.AwaitingModel {
+			for _, c := range reply.ToolCalls {
+				r, ok := results[id][c.ID]
+				if !ok {
+					a.Interrupted = append(a.Interrupted, c)
+					r = pendingResult{Interrupted, true}
+				}
+				a.History = append(a.History, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: r.output, IsError: r.isError, Protected: c.Name == "wait"})
+			}
+		}
+		a.History = append(a.History, tail[id]...)
+	}
+	return agents, nil
+}
+
+// UserMessage is how a user message reads in an agent's history; the run's
+// delivery and the rebuild share it so a resumed history is the same text.
+func UserMessage(id, class, text string) string {
+	return fmt.Sprintf("[user message %s · %s]\n%s", id, class, text)
+}
+
+func decodeMessage(dir string, raw json.RawMessage) (llm.Message, error) {
+	var s stored
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return llm.Message{}, err
+	}
+	if s.ContentRef != "" {
+		p, err := record.BlobPath(dir, s.ContentRef)
+		if err != nil {
+			return llm.Message{}, err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return llm.Message{}, fmt.Errorf("message body %s: %w", s.ContentRef, err)
+		}
+		s.Message.Content = string(b)
+	}
+	return s.Message, nil
+}
+
+// Stopped summarizes, for the record's resumed event, what was in flight.
+func Stopped(agents map[string]*Agent) map[string][]string {
+	out := map[string][]string{}
+	for id, a := range agents {
+		var calls []string
+		for _, c := range a.Interrupted {
+			calls = append(calls, c.Name+" "+c.ID)
+		}
+		if a.AwaitingModel {
+			calls = append(calls, "model call")
+		}
+		if len(calls) > 0 {
+			out[id] = calls
+		}
+	}
+	return out
+}

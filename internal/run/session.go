@@ -1,0 +1,182 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/checkpoint"
+	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/inbox"
+	"github.com/apodex/apodex/internal/publish"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/team"
+	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// session is one run being executed in this process, started fresh or
+// resumed: the record, the planes and the control plane around its agents.
+type session struct {
+	cfg     Config
+	id, dir string
+	fs      *workspace.FS
+	log     *record.Log
+	plane   *publish.Plane
+	in      *inbox.Inbox
+	kit     *toolkit
+	c       *contract.Contract
+	sbx     record.SandboxSettings
+	warn    *record.Warning
+	release func()
+	start   time.Time // when this process took the run over
+	began   time.Time // when the run first started (run_started)
+}
+
+// open prepares the planes, the publication plane, the sandbox and the
+// message inbox of the run in dir, and takes its live lock.
+func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *contract.Contract) (*session, error) {
+	release, err := lockLive(dir)
+	if err != nil {
+		return nil, err
+	}
+	ss := &session{cfg: cfg, id: id, dir: dir, fs: fs, log: log, c: c, release: release, start: cfg.Now(), began: cfg.Now()}
+	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, Now: cfg.Now})
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("run: publication plane: %w", err)
+	}
+	ss.plane.OnEvent = func(typ string, p any) { appendLifted(log, typ, p) }
+	if ss.in, err = inbox.Open(dir); err != nil {
+		release()
+		return nil, fmt.Errorf("run: message inbox: %w", err)
+	}
+	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network)
+	ss.sbx, ss.warn = sbx, warn
+	ss.kit = &toolkit{fs: fs, plane: ss.plane, runner: runner, network: cfg.Network, commandTimeout: cfg.CommandTimeout}
+	return ss, nil
+}
+
+func (ss *session) close() {
+	ss.release()
+}
+
+// toolNames lists the coordinator's tools, for run_started.
+func (ss *session) toolNames() []string {
+	names := ss.kit.tools("x", ss.fs).With(agent.NewEvicted().Tool()).Names()
+	if ss.cfg.Mode == ModeTeam {
+		names = append(names, team.LeadToolNames()...)
+	}
+	return names
+}
+
+func (ss *session) warnSandbox() {
+	if ss.warn == nil {
+		return
+	}
+	ss.log.Append(record.TypeWarning, "", ss.warn)
+	if ss.cfg.Progress != nil {
+		fmt.Fprintf(ss.cfg.Progress, "WARNING: %s\n", ss.warn.Message)
+	}
+}
+
+// resumed is what a resume hands to run: the rebuilt agents and the record.
+type resumed struct {
+	events []record.Event
+	agents map[string]*checkpoint.Agent
+}
+
+// run drives the coordinator (and, in team mode, its subagents) to the end,
+// then concludes: reconciliation, verification, run_finished.
+func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
+	cfg, log := ss.cfg, ss.log
+	s := Summary{RunID: ss.id, RunDir: ss.dir, Sandbox: ss.sbx.Kind}
+	if ss.warn != nil {
+		s.Warnings = append(s.Warnings, ss.warn.Message)
+	}
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	ctl := &control{in: ss.in, log: log, cancel: cancelRun, now: cfg.Now, budget: cfg.Budget, contract: ss.c,
+		hard:   &hardTimer{fire: func() { cancelRun(agent.ErrHardTimeout) }},
+		status: func() string { return statusText(ss.dir) }}
+	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
+	if cfg.Timeout > 0 {
+		ctl.hard.set(time.Now().Add(cfg.Timeout - elapsed))
+	}
+	defer ctl.hard.stop()
+	if cfg.SoftDeadline > 0 {
+		ctl.soft = ss.start.Add(cfg.SoftDeadline - elapsed)
+	}
+	if rs != nil {
+		ctl.replay(rs.events)
+	}
+	ac := agent.Config{
+		Model: cfg.Model, Log: log, FS: ss.fs, Budget: cfg.Budget, Retry: cfg.Retry,
+		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress), Now: cfg.Now,
+		Adjust: ctl.adjust,
+	}
+	var tm *team.Team
+	if cfg.Mode == ModeTeam {
+		tm = newTeam(ctx, cfg, ac, ss.kit, ss.dir, ctl)
+		ac.ID, ac.System, ac.Gate = "lead", team.LeadPrompt, tm.Gate
+		ac.BeforeCall = both(ctl.beforeCall("lead"), tm.BeforeCall)
+		ac.Tools = tool.NewSet(tm.Guard(append(ss.kit.list("lead", ss.fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
+	} else {
+		ac.ID = "main"
+		ac.BeforeCall = ctl.beforeCall("main")
+		ac.Tools = tool.NewSet(append(ss.kit.list("main", ss.fs), ac.Evicted.Tool())...)
+		ac.System = systemPrompt(ac.Tools.Names())
+	}
+	if cfg.SoftDeadline > 0 {
+		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
+		fin := min(max(cfg.SoftDeadline/10, 5*time.Second), 60*time.Second)
+		ac.Deadlines = agent.Deadlines{Soft: ctl.soft, WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
+	}
+
+	var out agent.Outcome
+	done := false
+	if rs != nil {
+		cp := rs.agents[ac.ID]
+		if tm != nil {
+			if err := tm.Restore(ss.dir, rs.events, rs.agents); err != nil {
+				return s, fmt.Errorf("run: restore the team: %w", err)
+			}
+		}
+		switch {
+		case cp != nil && cp.Finished != nil: // finish was accepted before the stop
+			out, done = agent.Outcome{Termination: agent.Completed, Summary: *cp.Finished, Turns: cp.Turns, ToolCalls: cp.ToolCalls, Usage: cp.Usage}, true
+		case cp != nil && cp.Turns > 0:
+			ac.Restore = &agent.Restore{History: cp.History, Turns: cp.Turns, ToolCalls: cp.ToolCalls, Usage: cp.Usage}
+		}
+	}
+	if !done {
+		out = agent.Run(ctx, ac, taskMessage(ss.c))
+	}
+	if tm != nil {
+		tm.Shutdown(string(out.Termination))
+	}
+	ss.plane.Release(ac.ID, string(out.Termination))
+
+	s.Termination = string(out.Termination)
+	s.Summary, s.Partial = out.Summary, out.Partial
+	if out.Err != nil {
+		s.Error = out.Err.Error()
+	}
+	conclude(context.WithoutCancel(ctx), &s, ctl.current(), ss.plane, log,
+		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir})
+	s.Files = producedFiles(ss.fs)
+	s.Turns, s.ToolCalls, s.Usage = totals(ss.dir, out, tm != nil)
+	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
+		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
+		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, Failures: s.Failures,
+		DurationMS: cfg.Now().Sub(ss.began).Milliseconds(), Time: cfg.Now(),
+	})
+	if err := errors.Join(ferr, log.Close()); err != nil {
+		return s, fmt.Errorf("run: close the record: %w", err)
+	}
+	return s, nil
+}
