@@ -49,9 +49,10 @@ type cancelArgs struct {
 	Assignment string `json:"assignment" desc:"The assignment id (A1, A2, …)."`
 }
 
-// LeadTools are the lead's coordination tools (SPEC §4). Those that change
-// the board or start work are serial: within a turn they apply in call
-// order, so ids and effects do not depend on scheduling.
+// LeadTools are the lead's coordination tools (SPEC §4). All but verify are
+// serial: within a turn they apply in call order (a board_view or a wait
+// after a board_add or a dispatch sees it), so ids and effects do not
+// depend on scheduling.
 func (t *Team) LeadTools() []tool.Tool {
 	tools := []tool.Tool{
 		tool.Define("board_add", "Add an item to the Task Board: a bounded, verifiable sub-objective. Returns its id.", 0,
@@ -141,9 +142,7 @@ func (t *Team) LeadTools() []tool.Tool {
 			}),
 	}
 	for i, tl := range tools {
-		switch tl.Spec().Name {
-		case "wait", "verify", "board_view":
-		default:
+		if tl.Spec().Name != "verify" {
 			tools[i] = tool.Serial(tl)
 		}
 	}
