@@ -27,7 +27,7 @@ import (
 
 // Interrupted is the observation an agent reads for a call cut off by the
 // stop of the process.
-const Interrupted = "error: interrupted: the run stopped (the process was killed or crashed) while this call was running, and has been resumed. The call may or may not have taken effect: check the state (list_files, read_file) before doing it again."
+const Interrupted = llm.InterruptedMarker + " (the process was killed or crashed) while this call was running, and has been resumed. The call may or may not have taken effect: check the state (list_files, read_file) before doing it again."
 
 // Agent is one agent's state at the last step boundary.
 type Agent struct {

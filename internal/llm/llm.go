@@ -78,6 +78,10 @@ type Request struct {
 	Purpose string `json:"purpose,omitempty"`
 }
 
+// InterruptedMarker begins the result of a tool call that was cut off when
+// the run's process stopped; a resumed agent reads it (see checkpoint).
+const InterruptedMarker = "error: interrupted: the run stopped"
+
 // Purposes of runtime calls.
 const (
 	PurposeSummary  = "summary"

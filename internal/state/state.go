@@ -69,6 +69,8 @@ type State struct {
 
 	seq   int64
 	calls map[string]*call // by agent and call id; the latest call wins
+	// writers is each agent's last call that wrote a path (agent, path).
+	writers map[string]*call
 }
 
 // FileState is one file of F.
@@ -144,7 +146,7 @@ type fileRef struct{ path, hash string }
 // New is the state before any event.
 func New() *State {
 	return &State{Files: map[string]FileState{}, Evidence: []Evidence{}, Commands: []Command{}, Artifacts: map[string]Artifact{},
-		Graph: newGraph(), Control: Control{Manifest: []string{}}, calls: map[string]*call{}}
+		Graph: newGraph(), Control: Control{Manifest: []string{}}, calls: map[string]*call{}, writers: map[string]*call{}}
 }
 
 // FromRecord folds events into a state. On error it returns the state up to
@@ -290,6 +292,15 @@ func (s *State) fileDelta(e record.Event) error {
 		p = d.Path
 	}
 	c := s.callOf(e, d.CallID, "")
+	if strings.HasPrefix(d.CallID, "merge:") {
+		// A subagent's private change reaching the shared workspace: the
+		// action that made it is the agent's last write of that path.
+		if w, ok := s.writers[callKey(e.Agent, p)]; ok {
+			c = w
+		}
+	} else {
+		s.writers[callKey(e.Agent, p)] = c
+	}
 	action := s.actionNode(c, e, p, d.Before)
 	if c.cmd >= 0 {
 		s.Commands[c.cmd].Changed = append(s.Commands[c.cmd].Changed, p)

@@ -210,7 +210,7 @@ func (t *Team) subFS(id, worktreeName string) (*workspace.FS, *worktreeHandle, e
 		if err != nil {
 			return nil, nil, err
 		}
-		fs := &workspace.FS{Inputs: shared.Inputs, Workspace: wt.dir(), Outputs: shared.Outputs}
+		fs := &workspace.FS{Inputs: shared.Inputs, Workspace: wt.dir(), Outputs: shared.Outputs, Shared: shared.Workspace}
 		return fs, wt, nil
 	}
 }

@@ -93,7 +93,7 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 	after, afterErr := snapshot(env.FS)
 	if beforeErr == nil && afterErr == nil {
 		for i := range before {
-			deltas = append(deltas, workspace.Diff(before[i], after[i])...)
+			deltas = append(deltas, env.FS.Changes(before[i], after[i])...)
 		}
 		slices.SortFunc(deltas, func(a, b FileDelta) int { return strings.Compare(a.Path, b.Path) })
 	} else {

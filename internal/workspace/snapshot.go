@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -163,4 +164,28 @@ func Diff(before, after Snapshot) []Delta {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// Changes is Diff seen from this FS: in a private worktree view of a shared
+// workspace (Shared set), a file that merely shows the shared directory's
+// current content was changed by someone else (another agent's merge
+// showing through the copy-on-write view), not by this agent, and is left
+// out; so is a deletion of a file the shared directory no longer has.
+func (w *FS) Changes(before, after Snapshot) []Delta {
+	ds := Diff(before, after)
+	if w.Shared == "" || after.plane != Workspace {
+		return ds
+	}
+	kept := ds[:0]
+	for _, d := range ds {
+		rel := strings.TrimPrefix(d.Path, "/workspace/")
+		sum, _, err := HashFile(filepath.Join(w.Shared, filepath.FromSlash(rel)))
+		switch {
+		case d.After != "" && err == nil && sum == d.After:
+		case d.After == "" && err != nil:
+		default:
+			kept = append(kept, d)
+		}
+	}
+	return kept
 }

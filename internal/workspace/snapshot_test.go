@@ -138,3 +138,31 @@ func BenchmarkSnapshotSmall(b *testing.B) {
 		Diff(before, after)
 	}
 }
+
+func TestChangesIgnoresSharedShowingThrough(t *testing.T) {
+	fs, _ := testFS(t)
+	shared := t.TempDir()
+	fs.Shared = shared
+	mine := filepath.Join(fs.Workspace, "mine.txt")
+	theirs := filepath.Join(fs.Workspace, "theirs.txt")
+	before, err := fs.Snapshot(Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(mine, []byte("mine\n"), 0o644)
+	// Another agent's merge shows through the copy-on-write view.
+	os.WriteFile(filepath.Join(shared, "theirs.txt"), []byte("theirs\n"), 0o644)
+	os.WriteFile(theirs, []byte("theirs\n"), 0o644)
+	after, err := fs.Snapshot(Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fs.Changes(before, after)
+	if len(got) != 1 || got[0].Path != "/workspace/mine.txt" {
+		t.Fatalf("changes %+v, want only /workspace/mine.txt", got)
+	}
+	fs.Shared = ""
+	if n := len(fs.Changes(before, after)); n != 2 {
+		t.Fatalf("without Shared, %d changes, want 2", n)
+	}
+}

@@ -71,6 +71,9 @@ type FS struct {
 	// file (links resolved) and its new size in bytes, or -1 when
 	// ResolveWrite asks before the size is known; nil refuses them all.
 	OutputsWrite func(planePath string, size int64) error
+	// Shared, when set, is the host directory of the shared workspace this
+	// FS's /workspace is a private copy-on-write view of (see Changes).
+	Shared string
 	// Own, when set, is the only part of /workspace this agent may write
 	// (a relative directory, e.g. "A1"): the shared isolation's disjoint
 	// path convention (R-PLANE-2). The rest of /workspace stays readable.
@@ -84,7 +87,7 @@ type FS struct {
 // writes are decided by outputsWrite: one view per agent, so the gate knows
 // who is writing.
 func (w *FS) View(outputsWrite func(planePath string, size int64) error) *FS {
-	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own}
+	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared}
 }
 
 // Path is a resolved location.

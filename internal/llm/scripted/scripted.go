@@ -48,6 +48,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		}
 	}
 	turn = max(turn, req.Turn) // the loop's count survives compaction
+	// A turn whose calls were cut off by a crash is played again after the
+	// resume: the policy reacts to the interruption by retrying.
+	turn -= interruptedTurns(req.Messages)
 	if req.Purpose != "" {
 		return runtimeReply(req), nil
 	}
@@ -81,6 +84,27 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		resp.Usage = estimate(req, &resp.Message)
 	}
 	return &resp, nil
+}
+
+// interruptedTurns counts the assistant turns with a call whose result says
+// it was interrupted by a stop of the run.
+func interruptedTurns(msgs []llm.Message) int {
+	n := 0
+	for i, m := range msgs {
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		for _, r := range msgs[i+1:] {
+			if r.Role != llm.RoleTool {
+				break
+			}
+			if strings.HasPrefix(r.Content, llm.InterruptedMarker) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // runtimeReply answers the runtime's own calls (summary, finalization)
