@@ -94,6 +94,11 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "status:      %s\n", info.Status)
 	fmt.Fprintf(stdout, "termination: %s\n", dash(info.Termination))
+	if info.Trainable {
+		fmt.Fprintln(stdout, "trainable:   yes")
+	} else {
+		fmt.Fprintf(stdout, "trainable:   no — %s\n", strings.Join(info.NotTrainable, "; "))
+	}
 	if info.Summary != "" {
 		fmt.Fprintf(stdout, "summary:     %s\n", oneLine(info.Summary))
 	}

@@ -300,7 +300,8 @@ curl -sS -m 5 http://127.0.0.1:`+port+`/escaped-curl && echo CONNECTED`),
 		var deltas []string // one per change is TestParallelFileChangesRecordedOnce's
 		for _, d := range decodeAll[record.FileDelta](t, evs, record.TypeFileDelta) {
 			deltas = append(deltas, d.Path)
-			if d.Before != "" || d.After == "" || d.ContentRef == "" {
+			// The new content is kept: inline when small, else as a blob.
+			if d.Before != "" || d.After == "" || (d.ContentRef == "" && d.Content == "") {
 				t.Errorf("file delta %+v", d)
 			}
 		}

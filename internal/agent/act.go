@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
@@ -27,9 +28,13 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 	if max := l.cfg.Budget.MaxToolCalls; max > 0 && l.toolCalls+allowed > max {
 		allowed = max - l.toolCalls
 	}
+	// Calls run in parallel, except serial ones, which are barriers: a
+	// serial call starts when every earlier call has ended, and later calls
+	// start after it, so "claim, then write" or "add, then view" in one turn
+	// happen in that order. finish runs last, seeing every effect.
 	sem := make(chan struct{}, l.cfg.Parallel)
 	var wg sync.WaitGroup
-	var finishes, serial []int
+	var finishes []int
 	run := func(i int) {
 		windows[i].start = time.Now()
 		results[i], durations[i] = l.invoke(ctx, calls[i])
@@ -41,9 +46,10 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 		case i >= allowed:
 			results[i] = tool.Errorf("not run: the tool-call budget of %d is used up", l.cfg.Budget.MaxToolCalls)
 		case c.Name == "finish":
-			finishes = append(finishes, i) // after the others, so it sees their effects
+			finishes = append(finishes, i)
 		case known && tool.IsSerial(t):
-			serial = append(serial, i)
+			wg.Wait()
+			run(i)
 		default:
 			wg.Add(1)
 			sem <- struct{}{}
@@ -53,15 +59,6 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 				run(i)
 			}()
 		}
-	}
-	if len(serial) > 0 { // one after another, in call order, alongside the rest
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, i := range serial {
-				run(i)
-			}
-		}()
 	}
 	wg.Wait()
 	for _, i := range finishes {
@@ -184,36 +181,44 @@ func (l *loop) recordResult(c llm.ToolCall, res tool.Result, ms int64) {
 	l.append(record.TypeToolResult, ev)
 	for _, d := range res.Deltas {
 		fd := record.FileDelta{CallID: c.ID, Path: d.Path, Before: d.Before, After: d.After, Bytes: d.Bytes}
-		fd.ContentRef = l.keepContent(d.Path, d.Bytes)
+		fd.Content, fd.ContentRef = l.keepContent(d.Path, d.Bytes)
 		l.append(record.TypeFileDelta, fd)
 	}
 }
 
-// keepContent stores a changed file's content as a blob, when small enough.
-func (l *loop) keepContent(path string, size int64) string {
+// inline is the largest body the record keeps in an event rather than in a
+// blob: a blob costs a file creation and two fsyncs per step.
+const inline = 4 << 10
+
+// keepContent keeps a changed file's content when small enough: inline when
+// it is short non-empty UTF-8 text (JSON would not round-trip other bytes),
+// else as a blob.
+func (l *loop) keepContent(path string, size int64) (content, ref string) {
 	if l.cfg.FS == nil || size > l.cfg.MaxContentBlob {
-		return ""
+		return "", ""
 	}
 	p, err := l.cfg.FS.Resolve(path)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	data, err := os.ReadFile(p.Host)
 	if err != nil {
-		return "" // deleted, or not a regular file
+		return "", "" // deleted, or not a regular file
 	}
-	ref, err := l.cfg.Log.PutBlob(data)
+	if len(data) > 0 && len(data) <= inline && utf8.Valid(data) {
+		return string(data), ""
+	}
+	ref, err = l.cfg.Log.PutBlob(data)
 	if err != nil {
 		l.recordErr = err
-		return ""
+		return "", ""
 	}
-	return ref
+	return "", ref
 }
 
 // storeMessage renders a message for the record, moving a large content body
 // to a blob ("content_ref") so the event log stays small.
 func (l *loop) storeMessage(m llm.Message) json.RawMessage {
-	const inline = 4 << 10
 	type stored struct {
 		llm.Message
 		ContentRef string `json:"content_ref,omitempty"`
@@ -242,6 +247,8 @@ func (l *loop) recordRequest(specs []llm.ToolSpec) {
 		ev.Messages = append(ev.Messages, l.storeMessage(m))
 	}
 	if raw, err := json.Marshal(specs); err == nil {
+		// The same set turn after turn: PutBlob knows the blob and returns
+		// at once.
 		ev.ToolsRef, err = l.cfg.Log.PutBlob(raw)
 		if err != nil {
 			l.recordErr = err

@@ -44,7 +44,9 @@ type Agent struct {
 	AwaitingModel bool
 	// Finished holds the summary of an accepted finish (or report): the
 	// agent's work ended although its loop's end was not recorded.
-	Finished *string
+	// FinishArgs are that call's arguments (a report's claims…).
+	Finished   *string
+	FinishArgs string
 }
 
 // stored is a message as the agent loop records it.
@@ -126,14 +128,17 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 			}
 			if (tr.Name == "finish" || tr.Name == "report") && !tr.IsError {
 				var args struct{ Summary string }
+				raw := ""
 				if reply := lastReply[e.Agent]; reply != nil {
 					for _, c := range reply.ToolCalls {
 						if c.ID == tr.CallID {
 							json.Unmarshal([]byte(c.Arguments), &args)
+							raw = c.Arguments
 						}
 					}
 				}
-				get(e.Agent).Finished = &args.Summary
+				a := get(e.Agent)
+				a.Finished, a.FinishArgs = &args.Summary, raw
 			}
 		case record.TypeObservation:
 			var o record.Observation

@@ -50,7 +50,8 @@ type Log struct {
 	mu     sync.Mutex
 	f      *os.File
 	seq    int64
-	blobs  bool // blobs/ has entries not yet synced
+	blobs  bool                       // blobs/ has entries not yet synced
+	known  map[[sha256.Size]byte]bool // blobs stored or seen by this Log
 	closed bool
 }
 
@@ -103,13 +104,20 @@ func (l *Log) Append(typ, agent string, payload any) (int64, error) {
 
 // PutBlob stores data by content and returns its reference "sha256:<hex>".
 // The content is durable when PutBlob returns; its name is after the next
-// Sync.
+// Sync. Storing a blob again (the tool specs, every turn) costs a hash.
 func (l *Log) PutBlob(data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	name := hex.EncodeToString(sum[:])
 	ref := "sha256:" + name
+	l.mu.Lock()
+	known := l.known[sum]
+	l.mu.Unlock()
+	if known {
+		return ref, nil
+	}
 	path := filepath.Join(l.dir, BlobsDir, name)
 	if _, err := os.Stat(path); err == nil {
+		l.remember(sum, false)
 		return ref, nil
 	}
 	tmp, err := os.CreateTemp(filepath.Join(l.dir, BlobsDir), ".tmp-*")
@@ -130,10 +138,18 @@ func (l *Log) PutBlob(data []byte) (string, error) {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("record: store blob: %w", err)
 	}
-	l.mu.Lock()
-	l.blobs = true
-	l.mu.Unlock()
+	l.remember(sum, true)
 	return ref, nil
+}
+
+func (l *Log) remember(sum [sha256.Size]byte, stored bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.known == nil {
+		l.known = make(map[[sha256.Size]byte]bool)
+	}
+	l.known[sum] = true
+	l.blobs = l.blobs || stored
 }
 
 // Sync makes everything written so far durable.

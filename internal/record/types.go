@@ -129,14 +129,17 @@ type ToolResult struct {
 	Meta       map[string]any `json:"meta,omitempty"`
 }
 
-// FileDelta is one file changed by a tool call. ContentRef holds the new
-// content when it was small enough to keep.
+// FileDelta is one file changed by a tool call. When the new content was
+// small enough to keep, it is either in Content itself (short UTF-8 text,
+// which saves creating a blob file per step) or in the blob ContentRef, never
+// both; an empty file has Bytes 0 and a blob.
 type FileDelta struct {
 	CallID     string `json:"call_id"`
 	Path       string `json:"path"`
 	Before     string `json:"before,omitempty"`
 	After      string `json:"after,omitempty"`
 	Bytes      int64  `json:"bytes"`
+	Content    string `json:"content,omitempty"`
 	ContentRef string `json:"content_ref,omitempty"`
 }
 

@@ -39,6 +39,7 @@ type control struct {
 	status func() string // a progress answer from the board and the record
 
 	mu       sync.Mutex
+	changed  chan struct{} // closed on a state change (see signal)
 	paused   bool
 	budget   agent.Budget
 	soft     time.Time
@@ -77,6 +78,7 @@ func (h *hardTimer) stop() {
 
 // adjust copies the user's budget and deadline changes into a loop.
 func (c *control) adjust(b *agent.Budget, d *agent.Deadlines) {
+	c.applyControls() // a change sent during the last turn counts before the budget check
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	*b = c.budget
@@ -92,13 +94,75 @@ func (c *control) hold(ctx context.Context) {
 	for {
 		c.applyControls()
 		c.mu.Lock()
-		paused := c.paused
+		paused, changed := c.paused, c.changedCh()
 		c.mu.Unlock()
 		if !paused || ctx.Err() != nil {
 			return
 		}
-		c.in.Wait(ctx)
+		// Wake on a state change made by anyone (the watcher may be the one
+		// that reads the resume) or on a new inbox line.
+		wctx, cancel := context.WithCancel(ctx)
+		select {
+		case <-changed:
+		case <-c.in.Notify(wctx):
+		case <-ctx.Done():
+		}
+		cancel()
 	}
+}
+
+// changedCh is closed at the next state change; c.mu is held.
+func (c *control) changedCh() chan struct{} {
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return c.changed
+}
+
+// signal wakes everyone waiting for a state change; c.mu is held.
+func (c *control) signal() {
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
+}
+
+// wake is the lead's wait hook: it fires once a message that will reach the
+// lead is pending (not a control, not a progress query the runtime answers),
+// including one that arrived before the wait began.
+func (c *control) wake(ctx context.Context) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	go func() {
+		changes := c.in.Notify(ctx)
+		for {
+			if c.leadMessagePending() {
+				out <- struct{}{}
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-changes:
+				if !ok {
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+func (c *control) leadMessagePending() bool {
+	msgs, err := c.in.Pending()
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if _, _, isControl := inbox.AsControl(m.Text); !isControl && m.Class != inbox.ClassProgressQuery {
+			return true
+		}
+	}
+	return false
 }
 
 // beforeCall is the coordinator's hook: the pause gate, then the user
@@ -185,6 +249,7 @@ func (c *control) applyControls() {
 func (c *control) apply(id, kind string, args map[string]string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.signal()
 	switch kind {
 	case inbox.ControlPause:
 		c.paused = true
@@ -285,4 +350,24 @@ func (c *control) replay(events []record.Event) {
 			c.apply(ev.ID, ev.Kind, ev.Args)
 		}
 	}
+}
+
+// watch applies control commands as they arrive, while agents are busy in
+// model calls or commands: a cancel ends the run at once (in-flight calls
+// and commands are cancelled), a pause takes hold at the next model call.
+// stop ends the watcher and waits for it, so nothing is written after the
+// run closes its record.
+func (c *control) watch(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if c.in.Wait(ctx) != nil {
+				return
+			}
+			c.applyControls()
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -47,6 +47,10 @@ type Info struct {
 	Verification []CheckInfo `json:"verification,omitempty"`
 	// Failures are what the final gate found wrong (run_finished).
 	Failures []string `json:"failures,omitempty"`
+	// Trainable says whether the trajectory can be reproduced and trained
+	// on; NotTrainable says why not (see Trainability).
+	Trainable    bool     `json:"trainable"`
+	NotTrainable []string `json:"not_trainable,omitempty"`
 }
 
 // CheckInfo is one recorded verification result: a deliverable check
@@ -194,6 +198,12 @@ func Load(dir string) (Info, error) {
 			info.Failures = rf.Failures
 		}
 	}
+	if info.Finished != nil {
+		info.NotTrainable = trainability(dir, c)
+	} else { // a live run is not hashed and checked on every look
+		info.NotTrainable = []string{"the record is incomplete: the run has not finished (no run_finished)"}
+	}
+	info.Trainable = len(info.NotTrainable) == 0
 	return info, nil
 }
 

@@ -127,6 +127,8 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	}
 	fs := &workspace.FS{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs")}
 	worktree.Cleanup(filepath.Join(dir, "worktrees"))
+	workspace.RemoveTemps(fs.Workspace) // atomic writes cut off by the stop
+	workspace.RemoveTemps(fs.Outputs)
 	ss, err := open(cfg, filepath.Base(dir), dir, fs, log, c)
 	if err != nil {
 		log.Close()

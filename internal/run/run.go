@@ -15,7 +15,11 @@
 //     deliverable constraint and verification clause held; otherwise the
 //     failures are named and the termination is gate_failed;
 //   - running without isolation happens only when asked (Sandbox "none") and
-//     is recorded as a warning event.
+//     is recorded as a warning event;
+//   - a finished run replays (Replay) in a fresh home with its recorded
+//     model outputs and real tools, and is reported identical or with its
+//     first divergence in the original's seq order; every finished run is
+//     marked trainable or not, with the reasons (Trainability).
 package run
 
 import (
@@ -98,6 +102,10 @@ type Summary struct {
 	Verify      []verify.Result    `json:"verification,omitempty"`
 	Sandbox     string             `json:"sandbox"`
 	Warnings    []string           `json:"warnings,omitempty"`
+	// Trainable and NotTrainable: see Trainability; computed once the
+	// record is closed.
+	Trainable    bool     `json:"trainable"`
+	NotTrainable []string `json:"not_trainable,omitempty"`
 }
 
 // Status of a run as shown to users.

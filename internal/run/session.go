@@ -114,6 +114,8 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if rs != nil {
 		ctl.replay(rs.events)
 	}
+	stopWatch := ctl.watch(ctx)
+	defer stopWatch()
 	ac := agent.Config{
 		Model: cfg.Model, Log: log, FS: ss.fs, Budget: cfg.Budget, Retry: cfg.Retry,
 		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress), Now: cfg.Now,
@@ -159,6 +161,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if tm != nil {
 		tm.Shutdown(string(out.Termination))
 	}
+	stopWatch()
 	ss.plane.Release(ac.ID, string(out.Termination))
 
 	s.Termination = string(out.Termination)
@@ -178,5 +181,6 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
+	s.Trainable, s.NotTrainable = Trainability(ss.dir)
 	return s, nil
 }

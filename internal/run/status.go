@@ -31,7 +31,12 @@ type Progress struct {
 }
 
 // Status reads the progress of the run in dir.
-func Status(dir string) (Progress, error) {
+func Status(dir string) (Progress, error) { return status(dir, true) }
+
+// status reads the progress; messages counts the queue's messages, which
+// takes the inbox lock. The run answers a progress query while Deliver holds
+// that lock, so its answer leaves them out (taking it again would deadlock).
+func status(dir string, messages bool) (Progress, error) {
 	info, err := Load(dir)
 	if err != nil {
 		return Progress{}, err
@@ -84,6 +89,9 @@ func Status(dir string) (Progress, error) {
 		}
 	}
 	p.Board, p.Items = b.Counts(), b.Items()
+	if !messages {
+		return p, nil
+	}
 	if msgs, err := inbox.List(dir); err == nil && len(msgs) > 0 {
 		p.Messages = map[string]int{}
 		for _, m := range msgs {
@@ -94,9 +102,9 @@ func Status(dir string) (Progress, error) {
 }
 
 // statusText is Status in a few lines, the runtime's answer to a progress
-// query.
+// query. It is called under the inbox lock: it must not take it.
 func statusText(dir string) string {
-	p, err := Status(dir)
+	p, err := status(dir, false)
 	if err != nil {
 		return "progress unavailable: " + err.Error()
 	}

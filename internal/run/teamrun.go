@@ -45,7 +45,7 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 		Plan:         tc.Plan,
 		OnStep:       ac.OnStep,
 		Now:          cfg.Now,
-		Wake:         ctl.in.Notify,
+		Wake:         ctl.wake,
 		SubBeforeCall: func(ctx context.Context) []llm.Message {
 			ctl.hold(ctx) // a paused run pauses its subagents too
 			return nil

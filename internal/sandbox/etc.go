@@ -80,11 +80,7 @@ func (c *etcCache) acquire() (*etcCopy, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil || time.Since(c.checked) >= etcRecheck {
-		stamp, err := etcStamp(c.src)
-		if err != nil {
-			return nil, err
-		}
-		if c.cur == nil || stamp != c.cur.stamp {
+		if !c.cur.current(c.src) {
 			fresh, err := c.build()
 			if err != nil {
 				return nil, err
@@ -101,6 +97,18 @@ func (c *etcCache) acquire() (*etcCopy, error) {
 	}
 	c.cur.users++
 	return c.cur, nil
+}
+
+// current reports whether the copy (nil: none yet) still matches the host
+// and is still there (a temporary-file cleaner may have removed it).
+func (e *etcCopy) current(src string) bool {
+	if e == nil {
+		return false
+	}
+	if _, err := os.Stat(e.dir()); err != nil {
+		return false
+	}
+	return etcStamp(src) == e.stamp
 }
 
 func (c *etcCache) release(e *etcCopy) {
@@ -163,9 +171,9 @@ func (e *etcCopy) remove() {
 	}
 }
 
-// sweepEtc removes the copies in base of processes that are gone: ours, and
-// with a lock nobody holds. One without a lock file yet is left alone unless
-// it is old (its process died while making it).
+// sweepEtc removes the copies in base that processes of our user left
+// behind: those whose lock nobody holds. One without a lock file yet is
+// left alone unless it is old (its process died while making it).
 func sweepEtc(base string) {
 	ents, err := os.ReadDir(base)
 	if err != nil {
@@ -200,15 +208,15 @@ func ownedByUs(fi fs.FileInfo) bool {
 }
 
 // etcStamp fingerprints the host entries a copy is made from.
-func etcStamp(src string) ([sha256.Size]byte, error) {
+func etcStamp(src string) [sha256.Size]byte {
 	h := sha256.New()
-	err := walkEtc(src, func(rel, _ string, fi fs.FileInfo) error {
+	walkEtc(src, func(rel, _ string, fi fs.FileInfo) error {
 		stampEntry(h, rel, fi)
 		return nil
 	})
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
-	return sum, err
+	return sum
 }
 
 func stampEntry(w io.Writer, rel string, fi fs.FileInfo) {

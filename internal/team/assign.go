@@ -95,7 +95,7 @@ func (t *Team) dispatch(item, role, instructions string, tools []string) (string
 	a.cancel = cancel
 	task := t.firstMessage(a, it)
 	t.wg.Add(1)
-	go t.executeFrom(ctx, a, t.slots.ticket(), task, nil, nil)
+	go t.executeFrom(ctx, a, t.slots.ticket(), task, nil, nil, nil)
 	return id, nil
 }
 
@@ -106,8 +106,10 @@ func (t *Team) setState(a *Assignment, state, reason string) {
 }
 
 // executeFrom runs one assignment to its end; restore, when set, continues
-// it from a checkpoint, and prepare fills its fresh workspace first.
-func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struct{}, task string, restore *agent.Restore, prepare func(dir string) error) {
+// it from a checkpoint; finished, when set, is the report it had already
+// made (only its merge and end remain); prepare fills its fresh workspace
+// first.
+func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struct{}, task string, restore *agent.Restore, finished *Report, prepare func(dir string) error) {
 	defer t.wg.Done()
 	defer a.cancel(nil)
 	select {
@@ -132,6 +134,18 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	t.mu.Unlock()
 
 	rep := &reportBox{}
+	if finished != nil {
+		rep.rep = finished
+		if t.cfg.Release != nil {
+			t.cfg.Release(a.ID, string(agent.Completed))
+		}
+		merge := ""
+		if wt != nil {
+			merge = t.mergeAndClose(a, wt)
+		}
+		t.end(a, finished, Reported, "", merge)
+		return
+	}
 	set := t.cfg.Tools(a.ID, fs)
 	var tools []tool.Tool
 	for _, name := range a.Tools {

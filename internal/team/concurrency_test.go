@@ -12,23 +12,24 @@ import (
 	"github.com/apodex/apodex/internal/team"
 )
 
-// handshake is a model on which subagent A1's first request is held until
-// A2's first request is in flight. If subagents ran one after another, A2
-// could never start while A1 is held: A1 gives up after the safety timeout
-// and the handshake is recorded as missed (no test deadlocks forever).
+// handshake is a model on which the first subagent's first request is held
+// until the other subagent's first request is in flight. If subagents ran
+// one after another, the second could never start while the first is held:
+// the first gives up after the safety timeout and the handshake is recorded
+// as missed (no test deadlocks forever).
 type handshake struct {
 	model  llm.Model
 	safety time.Duration
 
-	once sync.Once
-	a2   chan struct{} // closed when A2's first request arrives
-	mu   sync.Mutex
-	met  bool
-	done bool
+	second chan struct{} // closed when the second subagent's first request arrives
+	mu     sync.Mutex
+	first  string // the subagent that called first
+	met    bool
+	done   bool
 }
 
 func newHandshake(safety time.Duration) *handshake {
-	hs := &handshake{safety: safety, a2: make(chan struct{})}
+	hs := &handshake{safety: safety, second: make(chan struct{})}
 	lead := func(turn int, req *llm.Request) (*llm.Response, error) {
 		switch {
 		case turn == 0:
@@ -46,15 +47,23 @@ func newHandshake(safety time.Duration) *handshake {
 	}
 	sm := scripted.New(byAgent(map[string]scripted.Policy{"lead": lead, "*": sub}))
 	hs.model = llm.ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-		switch {
-		case req.Agent == "A2" && req.Turn == 0:
-			hs.once.Do(func() { close(hs.a2) })
-		case req.Agent == "A1" && req.Turn == 0:
+		if req.Agent == "lead" || req.Turn != 0 {
+			return sm.Generate(ctx, req)
+		}
+		hs.mu.Lock()
+		first := hs.first == ""
+		if first {
+			hs.first = req.Agent
+		} else {
+			close(hs.second)
+		}
+		hs.mu.Unlock()
+		if first {
 			timer := time.NewTimer(hs.safety)
 			defer timer.Stop()
 			met := false
 			select {
-			case <-hs.a2:
+			case <-hs.second:
 				met = true
 			case <-timer.C:
 			case <-ctx.Done():
@@ -69,15 +78,19 @@ func newHandshake(safety time.Duration) *handshake {
 	return hs
 }
 
-func (hs *handshake) result() (met, done bool) {
+func (hs *handshake) result() (met, done bool, first, second string) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	return hs.met, hs.done
+	second = "A2"
+	if hs.first == "A2" {
+		second = "A1"
+	}
+	return hs.met, hs.done, hs.first, second
 }
 
-// TestSubagentsRunConcurrently proves real concurrency without timing: A1's
-// first model call does not return until A2's first model call is in
-// flight, which only happens if both subagents run at once.
+// TestSubagentsRunConcurrently proves real concurrency without timing: the
+// first subagent's first model call does not return until the other's
+// first model call is in flight, which only happens if both run at once.
 func TestSubagentsRunConcurrently(t *testing.T) {
 	h := newHarness(t)
 	hs := newHandshake(10 * time.Second)
@@ -85,12 +98,13 @@ func TestSubagentsRunConcurrently(t *testing.T) {
 	if out.Termination != agent.Completed {
 		t.Fatalf("termination = %s (%v)", out.Termination, out.Err)
 	}
-	if met, done := hs.result(); !done || !met {
-		t.Fatalf("A2's first request never arrived while A1's was held (held: %v): the subagents did not run concurrently", done)
+	met, done, first, second := hs.result()
+	if !done || !met {
+		t.Fatalf("%s's first request never arrived while %s's was held (held: %v): the subagents did not run concurrently", second, first, done)
 	}
-	// The record shows it too: A2 was running before A1 reported.
-	if r2, e1 := h.stateSeq("A2", team.Running), h.stateSeq("A1", team.Reported); r2 > e1 {
-		t.Errorf("A2 started running (seq %d) after A1 reported (seq %d)", r2, e1)
+	// The record shows it too: the second was running before the first reported.
+	if r2, e1 := h.stateSeq(second, team.Running), h.stateSeq(first, team.Reported); r2 > e1 {
+		t.Errorf("%s started running (seq %d) after %s reported (seq %d)", second, r2, first, e1)
 	}
 	for _, id := range []string{"A1", "A2"} {
 		wantLifecycle(t, h, id, team.Created, team.Queued, team.Running, team.Reported)
@@ -108,12 +122,14 @@ func TestConcurrencyOneSerializes(t *testing.T) {
 	if out.Termination != agent.Completed {
 		t.Fatalf("termination = %s (%v)", out.Termination, out.Err)
 	}
-	if met, done := hs.result(); !done || met {
-		t.Errorf("handshake met=%v held=%v; with one slot A2 must not start while A1 runs", met, done)
+	met, done, first, second := hs.result()
+	if !done || met {
+		t.Errorf("handshake met=%v held=%v; with one slot %s must not start while %s runs", met, done, second, first)
 	}
-	q2, r1, e1, r2 := h.stateSeq("A2", team.Queued), h.stateSeq("A1", team.Running), h.stateSeq("A1", team.Reported), h.stateSeq("A2", team.Running)
+	q2, r1, e1, r2 := h.stateSeq(second, team.Queued), h.stateSeq(first, team.Running), h.stateSeq(first, team.Reported), h.stateSeq(second, team.Running)
 	if !(q2 < e1 && r1 < e1 && e1 < r2) {
-		t.Errorf("record order: A2 queued %d, A1 running %d, A1 reported %d, A2 running %d; want A2 queued while A1 ran, and running only after A1 reported", q2, r1, e1, r2)
+		t.Errorf("record order: %[5]s queued %[1]d, %[6]s running %[2]d, %[6]s reported %[3]d, %[5]s running %[4]d; want %[5]s queued while %[6]s ran, and running only after it reported",
+			q2, r1, e1, r2, second, first)
 	}
 	for _, id := range []string{"A1", "A2"} {
 		wantLifecycle(t, h, id, team.Created, team.Queued, team.Running, team.Reported)

@@ -3,7 +3,6 @@ package team_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -497,9 +496,4 @@ func (f *flags) get(k string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m[k]
-}
-
-func jsonString(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }

@@ -30,12 +30,14 @@ func TestPlanningMode(t *testing.T) {
 				call("board_view", nil),
 				finish("no plan at all")), nil
 		case 1:
-			return calls(add("Answer", "Find the answer in /inputs/notes.txt and write /workspace/answer.txt"), call("board_view", nil)), nil
+			return calls(add("Answer", "Find the answer in /inputs/notes.txt and write /workspace/answer.txt")), nil
 		case 2:
-			return calls(call("finish_planning", nil)), nil
+			return calls(call("board_view", nil)), nil
 		case 3:
-			return calls(finish("planned but nothing done")), nil
+			return calls(call("finish_planning", nil)), nil
 		case 4:
+			return calls(finish("planned but nothing done")), nil
+		case 5:
 			return calls(dispatch("T1", "answer finder", "read_file", "write_file")), nil
 		}
 		switch {

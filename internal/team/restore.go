@@ -104,6 +104,14 @@ func (t *Team) restart(dir string, events []record.Event, a *Assignment, cp *che
 	t.mu.Unlock()
 	var restore *agent.Restore
 	var deltas []record.FileDelta
+	var finished *Report
+	if cp != nil && cp.Finished != nil {
+		// It had reported before the stop: only its merge and its end
+		// remain (a merge cut off halfway is completed: applied files
+		// already match and are skipped).
+		finished = &Report{Summary: *cp.Finished}
+		json.Unmarshal([]byte(cp.FinishArgs), finished)
+	}
 	if cp != nil && cp.Turns > 0 {
 		restore = &agent.Restore{History: cp.History, Turns: cp.Turns, ToolCalls: cp.ToolCalls, Usage: cp.Usage}
 		for _, e := range events {
@@ -114,7 +122,7 @@ func (t *Team) restart(dir string, events []record.Event, a *Assignment, cp *che
 		}
 	}
 	t.wg.Add(1)
-	go t.executeFrom(ctx, a, t.slots.ticket(), task, restore, func(wtDir string) error { return replayDeltas(dir, wtDir, deltas) })
+	go t.executeFrom(ctx, a, t.slots.ticket(), task, restore, finished, func(wtDir string) error { return replayDeltas(dir, wtDir, deltas) })
 }
 
 // replayDeltas puts back, in a fresh worktree, the files an agent had

@@ -111,14 +111,22 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 	if published != "" {
 		b.WriteString(strings.TrimSuffix(published, "\n") + "\n")
 	}
-	if view.Hint != "" && (bytes.Contains(res.Stderr, readOnlyFS) || bytes.Contains(res.Stdout, readOnlyFS)) {
-		b.WriteString("note: " + view.Hint + "\n")
+	if readOnly := bytes.Contains(res.Stderr, readOnlyFS) || bytes.Contains(res.Stdout, readOnlyFS); readOnly {
+		if view.Hint != "" && (bytes.Contains(res.Stderr, outputsDir) || bytes.Contains(res.Stdout, outputsDir)) {
+			b.WriteString("note: " + view.Hint + "\n")
+		}
+		if env.FS.Own != "" {
+			fmt.Fprintf(&b, "note: in the shared workspace you may write only under /workspace/%s/\n", env.FS.Own)
+		}
 	}
 	return Result{Output: strings.TrimSuffix(b.String(), "\n"), Deltas: deltas, Observed: true, Meta: meta}
 }
 
 // readOnlyFS is how EROFS reads in a shell's, coreutils' or Python's error.
-var readOnlyFS = []byte("Read-only file system")
+var (
+	readOnlyFS = []byte("Read-only file system")
+	outputsDir = []byte("/outputs")
+)
 
 // snapshot takes the planes a command can change, in a fixed order.
 func snapshot(fs *workspace.FS) ([]workspace.Snapshot, error) {

@@ -65,9 +65,9 @@ type Tool interface {
 	Call(ctx context.Context, args json.RawMessage) Result
 }
 
-// Serial marks a tool whose calls must not run alongside each other: the
-// calls of one turn to serial tools run one after another, in call order
-// (board mutations, dispatch, leases), so their effects are deterministic.
+// Serial marks a tool whose calls are barriers within a turn: a serial call
+// starts after every earlier call of the turn ended, and later calls start
+// after it (board mutations, dispatch, leases), so effects follow call order.
 func Serial(t Tool) Tool { return serial{t} }
 
 type serial struct{ Tool }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -151,4 +152,19 @@ const tempMark = ".apodex-"
 
 func isTemp(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMark)
+}
+
+// RemoveTemps deletes the runtime's own temporary files under root: the
+// leftovers of atomic writes cut off by a crash. They were never renamed
+// into place, so nothing that counts is lost.
+func RemoveTemps(root string) (removed []string) {
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && isTemp(d.Name()) {
+			if os.Remove(p) == nil {
+				removed = append(removed, p)
+			}
+		}
+		return nil
+	})
+	return removed
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apodex/apodex/internal/run"
+)
+
+// cmdReplay re-executes a finished run with its recorded model outputs and
+// reports whether it did the same (R-REC-2). Exit 0: identical; 1: a
+// divergence (or the run could not be found or replayed); 2: usage.
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("replay", "[flags] RUN", stdout, stderr)
+	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	jsonOut := fs.Bool("json", false, "print the replay report as JSON")
+	keep := fs.Bool("keep", false, "keep the replay's run directory and print where it is")
+	progress := fs.Bool("progress", false, "print the replay's steps on stderr")
+	sbx := fs.String("sandbox", "", "none: accept replaying a run recorded without isolation, unisolated (default: such runs are refused)")
+	wait := fs.Duration("order-wait", 10*time.Second, "how long a turn waits for the recorded order of the agents' effects")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "apodex replay: give one run id (see `apodex runs`)")
+		return exitUsage
+	}
+	if *sbx != "" && *sbx != "none" {
+		fmt.Fprintf(stderr, "apodex replay: --sandbox %q: the only value is none (a replay otherwise uses the run's recorded sandbox)\n", *sbx)
+		return exitUsage
+	}
+	dir, err := run.Dir(homeDir(*home), pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "apodex replay: %v\n", err)
+		return exitFailed
+	}
+	rc := run.ReplayConfig{Keep: *keep, OrderWait: *wait, AllowNoSandbox: *sbx == "none"}
+	if *progress {
+		rc.Progress = stderr
+	}
+	rep, err := run.Replay(ctx, dir, rc)
+	var cerr *run.ConfigError
+	switch {
+	case errors.As(err, &cerr):
+		fmt.Fprintf(stderr, "apodex replay: %v\n", err)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "apodex replay: %v\n", err)
+		return exitFailed
+	}
+	if *jsonOut {
+		writeJSON(stdout, rep)
+	} else {
+		printReplay(stdout, stderr, rep)
+	}
+	if !rep.Identical {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// printReplay prints "identical" alone on stdout, or the first divergence;
+// the counts and notes go to stderr.
+func printReplay(stdout, stderr io.Writer, rep run.ReplayReport) {
+	if d := rep.Divergence; d != nil {
+		where := fmt.Sprintf("seq %d", d.Seq)
+		if d.After {
+			where = fmt.Sprintf("after seq %d", d.Seq)
+		}
+		if d.Agent != "" {
+			where += ", agent " + d.Agent
+		}
+		fmt.Fprintf(stdout, "divergence at %s: %s (%s)\n", where, d.Kind, d.What)
+		fmt.Fprintf(stdout, "  expected: %s\n", oneLine(d.Expected))
+		fmt.Fprintf(stdout, "  got:      %s\n", oneLine(d.Got))
+	} else {
+		fmt.Fprintln(stdout, "identical")
+	}
+	c := rep.Compared
+	fmt.Fprintf(stderr, "replayed run %s (%d events) in %s: compared %d tool calls, %d observations, %d file changes, %d final files\n",
+		rep.RunID, rep.Events, short(time.Duration(rep.DurationMS)*time.Millisecond), c.ToolCalls, c.Observations, c.FileChanges, c.FinalFiles)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	if rep.ReplayDir != "" {
+		fmt.Fprintf(stderr, "replay kept in %s\n", rep.ReplayDir)
+	}
+}

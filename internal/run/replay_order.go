@@ -1,0 +1,424 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/team"
+)
+
+// ordered are the event types whose order across agents a replay keeps:
+// the turns, the tool results and file changes (which carry the effects one
+// agent can see of another), and assignment state changes. Left out: what
+// the replay cannot or need not reproduce (user messages and controls,
+// retries, warnings, wall-clock observations such as wrap-up notices,
+// compaction bookkeeping), what a tool result already orders (board
+// mutations, leases taken, verdicts), and what a subagent does after its
+// last step (lease release, merge and its file changes, report), where the
+// gate holds it: waiting for those could wait for itself.
+var ordered = map[string]bool{
+	record.TypeModelResponse: true, record.TypeToolResult: true, record.TypeFileDelta: true,
+	team.EventAssignment: true,
+}
+
+type orderKey struct{ agent, typ string }
+
+// Finer keys for what decides which notices the lead reads together: its
+// wait results and its notice observations.
+const (
+	keyWait    = record.TypeToolResult + ":wait"
+	keyNotices = record.TypeObservation + ":assignments"
+)
+
+// orderGate holds agents back until the replay's record has caught up with
+// the original's, at three points of an agent's loop:
+//   - before a turn is handed out (await): every ordered event the
+//     original recorded before that turn;
+//   - after the last tool result of a turn (step): the other agents'
+//     ordered events recorded before the agent's next event (its next
+//     request, or the notices it is handed first);
+//   - after a subagent's last tool result (step): the other agents'
+//     assignment changes and the lead's collections of notices recorded
+//     before the subagent's end, which decide which notices the lead reads
+//     together.
+//
+// A hold never waits for something the original recorded after the point
+// it holds, so a replay that does what the record says cannot deadlock; one
+// that does not is let go after the bounded wait. The gate tails the
+// replay's events.jsonl.
+type orderGate struct {
+	wait     time.Duration
+	want     map[orderKey][]int64 // original seqs of each key's events, ascending
+	boundary map[string][]int64   // agent -> per tool result: the seq of its next own event when that ends a turn, else 0
+	ends     map[string]int64     // subagent -> seq of its last assignment event
+	told     map[string]int64     // subagent -> seq where the lead got its notice (a wait result or an observation); past the end if never
+
+	mu     sync.Mutex
+	done   map[string]int // agent -> tool results seen in the replay
+	path   string         // the replay's event log
+	f      *os.File
+	buf    []byte
+	have   map[orderKey]int
+	broken bool // the order could not be kept once: no longer enforced
+}
+
+func newOrderGate(events []record.Event, replayDir string, wait time.Duration) *orderGate {
+	g := &orderGate{wait: wait, want: map[orderKey][]int64{}, have: map[orderKey]int{},
+		boundary: map[string][]int64{}, ends: map[string]int64{}, told: map[string]int64{}, done: map[string]int{},
+		path: filepath.Join(replayDir, record.EventsFile)}
+	open := map[string]int{} // agent -> index of its last tool result, while its next event is unknown
+	for _, e := range events {
+		for _, k := range keysOf(e.Type, e.Agent, e.Raw) {
+			g.want[k] = append(g.want[k], e.Seq)
+		}
+		if i, ok := open[e.Agent]; ok && e.Type != record.TypeFileDelta {
+			if e.Type != record.TypeToolResult { // the turn's results are all in
+				g.boundary[e.Agent][i] = e.Seq
+			}
+			delete(open, e.Agent)
+		}
+		switch e.Type {
+		case record.TypeToolResult:
+			g.boundary[e.Agent] = append(g.boundary[e.Agent], 0)
+			open[e.Agent] = len(g.boundary[e.Agent]) - 1
+		case team.EventAssignment:
+			if e.Agent != "lead" {
+				g.ends[e.Agent] = e.Seq
+			}
+		}
+	}
+	g.notices(events)
+	return g
+}
+
+// notices finds where the lead was told of each subagent's end, and moves
+// the lead's holds between turns before the ends it was not told of then.
+//
+// The lead collects notices at the start of each turn (before its request
+// is recorded; an empty collection leaves no event) and in wait. A notice
+// told later than the lead's next request was issued after that turn's
+// collection, although the request may be recorded after the end: so the
+// subagent's end must wait for that request (see step), and the lead must
+// not wait for that end before its collection.
+func (g *orderGate) notices(events []record.Event) {
+	lastStep := map[string]int64{}
+	for _, e := range events {
+		if e.Type == record.TypeToolResult {
+			lastStep[e.Agent] = e.Seq
+		}
+	}
+	endStart := map[string]int64{} // subagent -> first event of its end: its report, or its last state
+	for _, e := range events {
+		if _, sub := g.ends[e.Agent]; sub && endStart[e.Agent] == 0 && e.Seq > lastStep[e.Agent] &&
+			(e.Type == team.EventReport || e.Type == team.EventAssignment) {
+			endStart[e.Agent] = e.Seq
+		}
+	}
+	never := int64(len(events)) + 1
+	for x, end := range g.ends {
+		g.told[x] = never
+		mark := "Assignment " + x + " ("
+		for _, e := range events {
+			if e.Seq <= end || e.Agent != "lead" {
+				continue
+			}
+			var text string
+			switch e.Type {
+			case record.TypeToolResult:
+				var tr record.ToolResult
+				if e.Decode(&tr) == nil && tr.Name == "wait" {
+					text = tr.Output
+				}
+			case record.TypeObservation:
+				var o record.Observation
+				if e.Decode(&o) == nil && o.Kind == "assignments" {
+					text = o.Text
+				}
+			}
+			if strings.HasPrefix(text, mark) || strings.Contains(text, "\n"+mark) {
+				g.told[x] = e.Seq
+				break
+			}
+		}
+	}
+	for i, n := range g.boundary["lead"] {
+		for x, start := range endStart {
+			if n > 0 && start < n && g.told[x] > n {
+				g.boundary["lead"][i] = min(g.boundary["lead"][i], start)
+			}
+		}
+	}
+}
+
+// keysOf are the keys an event counts under.
+func keysOf(typ, agent string, line []byte) []orderKey {
+	var ks []orderKey
+	head := line[:min(len(line), 512)]
+	if ordered[typ] {
+		if id, _ := field(head, `,"call_id":`); typ != record.TypeFileDelta || !strings.HasPrefix(id, "merge:") {
+			ks = append(ks, orderKey{agent, typ})
+		}
+	}
+	switch typ {
+	case record.TypeModelRequest: // the agent has taken its notices and messages for the turn
+		ks = append(ks, orderKey{agent, typ})
+	case record.TypeToolResult:
+		if name, _ := field(head, `,"name":`); name == "wait" {
+			ks = append(ks, orderKey{agent, keyWait})
+		}
+	case record.TypeObservation:
+		if kind, _ := field(head, `,"kind":`); kind == "assignments" {
+			ks = append(ks, orderKey{agent, keyNotices})
+		}
+	}
+	return ks
+}
+
+// turnKeys are what a turn waits for: every ordered event.
+func turnKeys(k orderKey) bool { return ordered[k.typ] }
+
+// othersKeys are what an agent between turns waits for: the others'
+// ordered events and notice collections.
+func othersKeys(self string) func(orderKey) bool {
+	return func(k orderKey) bool {
+		return k.agent != self && (ordered[k.typ] || k.typ == keyNotices)
+	}
+}
+
+// endKeys are what a subagent's end waits for: the others' assignment
+// changes, and where the lead was in collecting notices (its requests,
+// wait results and notice observations).
+func endKeys(self string) func(orderKey) bool {
+	return func(k orderKey) bool {
+		switch k.typ {
+		case team.EventAssignment:
+			return k.agent != self
+		case keyWait, keyNotices, record.TypeModelRequest:
+			return k.agent == "lead"
+		}
+		return false
+	}
+}
+
+// leadRequests are the lead's requests (each marks a collection of notices).
+func leadRequests(k orderKey) bool { return k.agent == "lead" && k.typ == record.TypeModelRequest }
+
+// step is called after each tool result of agent in the replay (by the
+// agent's own goroutine, before it goes on).
+func (g *orderGate) step(agent string) string {
+	g.mu.Lock()
+	i := g.done[agent]
+	g.done[agent]++
+	var next int64
+	if b := g.boundary[agent]; i < len(b) {
+		next = b[i]
+	}
+	last := i == len(g.boundary[agent])-1
+	end, isSub := g.ends[agent]
+	told := g.told[agent]
+	g.mu.Unlock()
+	if next > 0 {
+		if note := g.hold(context.Background(), next, agent, "the next turn of", othersKeys(agent)); note != "" {
+			return note
+		}
+	}
+	if !last || !isSub {
+		return ""
+	}
+	if note := g.hold(context.Background(), end, agent, "the end of", endKeys(agent)); note != "" {
+		return note
+	}
+	return g.hold(context.Background(), told, agent, "the notice of", leadRequests)
+}
+
+// await blocks until every ordered event recorded before seq in the
+// original is in the replay's record, or the wait runs out; it returns a
+// note when the order could not be kept.
+func (g *orderGate) await(ctx context.Context, seq int64, agent string) string {
+	return g.hold(ctx, seq, agent, "the turn of", turnKeys)
+}
+
+// hold waits until every event under keys recorded before seq in the
+// original is in the replay's record.
+func (g *orderGate) hold(ctx context.Context, seq int64, agent, what string, keys func(orderKey) bool) string {
+	deadline := time.Now().Add(g.wait)
+	pause := 200 * time.Microsecond
+	for {
+		g.mu.Lock()
+		if g.broken {
+			g.mu.Unlock()
+			return ""
+		}
+		g.refresh()
+		lag := g.lagging(seq, keys)
+		if lag == "" {
+			g.mu.Unlock()
+			return ""
+		}
+		if time.Now().After(deadline) {
+			g.broken = true
+			g.mu.Unlock()
+			return fmt.Sprintf("the recorded order could not be kept: %s %s (original seq %d) waited %s for %s; from there on the agents went ahead without waiting", what, agent, seq, g.wait, lag)
+		}
+		g.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}
+
+// lagging names what the replay still lacks of the events before seq, or
+// is ""; g.mu is held.
+func (g *orderGate) lagging(seq int64, keys func(orderKey) bool) string {
+	for k, seqs := range g.want {
+		if !keys(k) {
+			continue
+		}
+		need := sort.Search(len(seqs), func(i int) bool { return seqs[i] >= seq })
+		if g.have[k] < need {
+			return fmt.Sprintf("%s event %d of %s (seq %d)", k.typ, g.have[k]+1, agentName(k.agent), seqs[g.have[k]])
+		}
+	}
+	return ""
+}
+
+// refresh reads the lines appended to the replay's log since the last
+// call; g.mu is held. A line still being written is kept for the next call.
+func (g *orderGate) refresh() {
+	if g.f == nil {
+		f, err := os.Open(g.path)
+		if err != nil {
+			return // not created yet
+		}
+		g.f = f
+	}
+	for {
+		if cap(g.buf)-len(g.buf) < 16<<10 {
+			g.buf = append(make([]byte, 0, max(2*cap(g.buf), 64<<10)), g.buf...)
+		}
+		n, err := g.f.Read(g.buf[len(g.buf):cap(g.buf)])
+		g.buf = g.buf[:len(g.buf)+n]
+		if n == 0 || err != nil {
+			break // io.EOF: caught up
+		}
+	}
+	rest := g.buf
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		if typ, agent, ok := envelope(rest[:i]); ok {
+			for _, k := range keysOf(typ, agent, rest[:i]) {
+				g.have[k]++
+			}
+		}
+		rest = rest[i+1:]
+	}
+	g.buf = g.buf[:copy(g.buf, rest)] // keep a line still being written
+}
+
+func (g *orderGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.f != nil {
+		g.f.Close()
+	}
+}
+
+// envelope reads an event line's type and agent. The record writes the
+// envelope first (seq, time, type, agent), so they are found near the
+// start without decoding the payload; anything else is decoded in full.
+func envelope(line []byte) (typ, agent string, ok bool) {
+	head := line[:min(len(line), 512)]
+	t, okT := field(head, `,"type":`)
+	a, okA := field(head, `,"agent":`)
+	if okT && okA {
+		return t, a, true
+	}
+	var e struct{ Type, Agent string }
+	if json.Unmarshal(line, &e) != nil {
+		return "", "", false
+	}
+	return e.Type, e.Agent, true
+}
+
+// field reads the JSON string after key in b.
+func field(b []byte, key string) (string, bool) {
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return "", false
+	}
+	rest := b[i+len(key):]
+	if len(rest) == 0 || rest[0] != '"' {
+		return "", false
+	}
+	end := 1
+	for end < len(rest) && rest[end] != '"' {
+		if rest[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(rest) {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(rest[:end+1], &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func agentName(a string) string {
+	if a == "" {
+		return "the runtime"
+	}
+	return a
+}
+
+// stepWriter passes the run's progress lines on, and tells the gate of each
+// step ("[agent] turn N tool …", one per tool result, written by the
+// agent's own goroutine after the result is recorded).
+type stepWriter struct {
+	gate  *orderGate
+	next  io.Writer // nil for none
+	notes func(string)
+}
+
+func (w stepWriter) Write(p []byte) (int, error) {
+	if agent, ok := stepAgent(p); ok {
+		if note := w.gate.step(agent); note != "" {
+			w.notes(note)
+		}
+	}
+	if w.next == nil {
+		return len(p), nil
+	}
+	return w.next.Write(p)
+}
+
+// stepAgent reads the agent of a progress step line.
+func stepAgent(p []byte) (string, bool) {
+	if len(p) == 0 || p[0] != '[' {
+		return "", false
+	}
+	i := bytes.Index(p, []byte("] turn "))
+	if i < 0 {
+		return "", false
+	}
+	return string(p[1:i]), true
+}
