@@ -23,8 +23,14 @@ test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
+# Figures reported in the issues: per-step harness overhead, the sandbox,
+# compaction over 300 steps, a 64-subagent team, replay speed, resume time.
 bench:
-	$(GO) test -run XXX -bench . -benchtime 200x ./internal/agent/ ./internal/sandbox/
+	$(GO) test -run XXX -bench '^BenchmarkStep' -benchtime 200x -count 5 ./internal/agent/
+	$(GO) test -run XXX -bench 'BenchmarkBwrapTrue' -count 5 ./internal/sandbox/
+	$(GO) test -run XXX -bench 'Compaction300' -benchtime 1x ./internal/agent/
+	$(GO) test -run XXX -bench 'Team64x20' -benchtime 1x ./internal/team/
+	$(GO) test -run XXX -bench 'Replay|Resume' -benchtime 1x ./internal/run/
 
 clean:
 	rm -rf bin .apodex-demo
