@@ -22,21 +22,12 @@ const watchEvery = 500 * time.Millisecond
 
 func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("board", "[flags] RUN", stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print the board as JSON (with --watch: one object per line per change)")
 	watch := fs.Bool("watch", false, "follow a live run: reprint when the board changes, until the run finishes")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "apodex board: give one run id (see `apodex runs`)")
-		return exitUsage
-	}
-	dir, err := run.Dir(homeDir(*home), pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex board: %v\n", err)
-		return exitFailed
+	dir, code, ok := fs.oneRun(args, home)
+	if !ok {
+		return code
 	}
 	w := boardWatcher{dir: dir, json: *jsonOut}
 	if !*watch {

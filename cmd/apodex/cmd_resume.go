@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
@@ -16,23 +17,14 @@ import (
 // power loss) is continued from its record in this process.
 func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("resume", "[flags] RUN", stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	home := fs.homeFlag()
 	var mf modelFlags
 	mf.register(fs)
 	jsonOut := fs.Bool("json", false, "print a JSON summary on stdout (stopped runs)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "apodex resume: give one run id (see `apodex runs`)")
-		return exitUsage
-	}
-	dir, err := run.Dir(homeDir(*home), pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex resume: %v\n", err)
-		return exitFailed
+	dir, code, ok := fs.oneRun(args, home)
+	if !ok {
+		return code
 	}
 	switch run.Liveness(dir) {
 	case run.Finished:
@@ -44,7 +36,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "apodex resume: %v\n", err)
 			return exitFailed
 		}
-		fmt.Fprintf(stdout, "resume sent to %s\n", pos[0])
+		fmt.Fprintf(stdout, "resume sent to %s\n", filepath.Base(dir))
 		return exitOK
 	}
 	rec, err := run.ReadStarted(dir)

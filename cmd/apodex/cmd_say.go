@@ -33,7 +33,7 @@ func liveRun(cmd, home, id string, stderr io.Writer) (string, bool) {
 
 func cmdSay(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("say", `[flags] RUN "message"   |   --update ID RUN "new text"   |   --withdraw ID RUN   |   --budget turns=60 RUN`, stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	home := fs.homeFlag()
 	update := fs.String("update", "", "replace the text of message ID, if it was not delivered yet")
 	withdraw := fs.String("withdraw", "", "withdraw message ID, if it was not delivered yet")
 	budget := fs.String("budget", "", "change budgets or deadlines: turns=60 tool_calls=+50 tokens=400000 deadline=+10m timeout=30m (+/- relative)")
@@ -111,7 +111,7 @@ func sender() string {
 func cmdControl(kind string) func(context.Context, []string, io.Writer, io.Writer) int {
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fs := newFlagSet(kind, "[flags] RUN", stdout, stderr)
-		home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+		home := fs.homeFlag()
 		pos, err := fs.parse(args)
 		if err != nil {
 			return flagExit(err)
@@ -135,20 +135,11 @@ func cmdControl(kind string) func(context.Context, []string, io.Writer, io.Write
 
 func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("messages", "[flags] RUN", stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print a JSON array")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "apodex messages: give one run id")
-		return exitUsage
-	}
-	dir, err := run.Dir(homeDir(*home), pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex messages: %v\n", err)
-		return exitFailed
+	dir, code, ok := fs.oneRun(args, home)
+	if !ok {
+		return code
 	}
 	msgs, err := inbox.List(dir)
 	if err != nil {
@@ -181,20 +172,11 @@ func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) int
 
 func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("status", "[flags] RUN", stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print a JSON object")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "apodex status: give one run id")
-		return exitUsage
-	}
-	dir, err := run.Dir(homeDir(*home), pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex status: %v\n", err)
-		return exitFailed
+	dir, code, ok := fs.oneRun(args, home)
+	if !ok {
+		return code
 	}
 	p, err := run.Status(dir)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 
 func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("runs", "[flags]", stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print a JSON array")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -59,21 +59,12 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) int {
 
 func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("show", "[flags] RUN", stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print a JSON object")
 	artifacts := fs.Bool("artifacts", false, "print the artifact index: each file the agents produced with its provenance chain")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "apodex show: give one run id (see `apodex runs`)")
-		return exitUsage
-	}
-	dir, err := run.Dir(homeDir(*home), pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex show: %v\n", err)
-		return exitFailed
+	dir, code, ok := fs.oneRun(args, home)
+	if !ok {
+		return code
 	}
 	if *artifacts {
 		return showArtifacts(dir, *jsonOut, stdout, stderr)

@@ -10,20 +10,11 @@ import (
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", "[flags] RUN", stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print a JSON object")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "apodex verify: give one run id (see `apodex runs`)")
-		return exitUsage
-	}
-	dir, err := run.Dir(homeDir(*home), pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex verify: %v\n", err)
-		return exitFailed
+	dir, code, ok := fs.oneRun(args, home)
+	if !ok {
+		return code
 	}
 	rv, err := run.Reverify(ctx, dir)
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/apodex/apodex/internal/run"
 )
 
 func main() {
@@ -131,6 +133,30 @@ func (fs *flagSet) parse(args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// homeFlag registers --home.
+func (fs *flagSet) homeFlag() *string {
+	return fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
+}
+
+// oneRun parses args for a command that takes one run id and finds the run.
+// When ok is false the problem was printed and code is the exit code.
+func (fs *flagSet) oneRun(args []string, home *string) (dir string, code int, ok bool) {
+	pos, err := fs.parse(args)
+	if err != nil {
+		return "", flagExit(err), false
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(fs.stderr, "%s: give one run id (see `apodex runs`)\n", fs.Name())
+		return "", exitUsage, false
+	}
+	dir, err = run.Dir(homeDir(*home), pos[0])
+	if err != nil {
+		fmt.Fprintf(fs.stderr, "%s: %v\n", fs.Name(), err)
+		return "", exitFailed, false
+	}
+	return dir, 0, true
 }
 
 // flagExit maps a flag parse error to an exit code: --help is success.
