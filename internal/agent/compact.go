@@ -141,23 +141,36 @@ func (l *loop) evict(tokens, target int, ev *record.Compaction) int {
 		return tokens
 	}
 	args := l.callArgs()
-	for _, i := range toolIdx[:len(toolIdx)-l.compact.cfg.KeepRecent] {
-		if tokens <= target {
-			break
+	// Oldest first, sparing the newest KeepRecent results; when that is not
+	// enough, the recent ones too — all but the very newest result, which
+	// always stays intact.
+	for _, candidates := range [][]int{toolIdx[:len(toolIdx)-l.compact.cfg.KeepRecent], toolIdx[:len(toolIdx)-1]} {
+		for _, i := range candidates {
+			if tokens <= target {
+				return tokens
+			}
+			tokens = l.stub(i, tokens, args, ev)
 		}
-		m := &l.history[i]
-		if _, done := l.compact.evicted.get(m.ToolCallID); m.Protected || done || len(m.Content) < 256 {
-			continue
-		}
-		sum := sha256.Sum256([]byte(args[m.ToolCallID]))
-		stub := fmt.Sprintf("[evicted to save context: %s result, arguments sha256:%s, %d bytes; the full body is in the record; call recall {\"ref\": %q} to see it again]",
-			m.Name, hex.EncodeToString(sum[:6]), len(m.Content), m.ToolCallID)
-		tokens -= messageTokens(m)
-		l.compact.evicted.put(m.ToolCallID, m.Content)
-		m.Content = stub
-		tokens += messageTokens(m)
-		ev.Evicted = append(ev.Evicted, m.ToolCallID)
 	}
+	return tokens
+}
+
+// stub replaces the body of the tool result at i with a stub, unless it is
+// protected, already a stub or too small to matter; it returns the new
+// token estimate.
+func (l *loop) stub(i, tokens int, args map[string]string, ev *record.Compaction) int {
+	m := &l.history[i]
+	if _, done := l.compact.evicted.get(m.ToolCallID); m.Protected || done || len(m.Content) < 256 {
+		return tokens
+	}
+	sum := sha256.Sum256([]byte(args[m.ToolCallID]))
+	stub := fmt.Sprintf("[evicted to save context: %s result, arguments sha256:%s, %d bytes; the full body is in the record; call recall {\"ref\": %q} to see it again]",
+		m.Name, hex.EncodeToString(sum[:6]), len(m.Content), m.ToolCallID)
+	tokens -= messageTokens(m)
+	l.compact.evicted.put(m.ToolCallID, m.Content)
+	m.Content = stub
+	tokens += messageTokens(m)
+	ev.Evicted = append(ev.Evicted, m.ToolCallID)
 	return tokens
 }
 
@@ -189,7 +202,9 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 	var protected []llm.Message
 	var plain []llm.Message
 	for _, m := range middle {
-		if m.Protected {
+		// An earlier summary is folded into the new one; other protected
+		// messages (subagent reports) are carried over verbatim.
+		if m.Protected && !strings.HasPrefix(m.Content, summaryMarker) {
 			protected = append(protected, m)
 		} else {
 			plain = append(plain, m)
@@ -224,13 +239,23 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 		ev.Stopped = "the summary came back empty"
 		return tokens
 	}
-	sm := llm.Message{Role: llm.RoleUser, Protected: true, Content: "[runtime observation] Summary of earlier work (older messages were condensed to save context):\n" + summary}
+	sm := llm.Message{Role: llm.RoleUser, Protected: true, Content: summaryMarker + summary}
+	ev.Summarized = &record.Summarized{Messages: len(plain), Summary: summary}
+	// Measured like tokens (which may be the provider's count, tool specs
+	// included): what leaves minus what comes in.
+	after := tokens - estimateTokens(plain) + messageTokens(&sm)
+	if after >= tokens {
+		ev.Stopped = fmt.Sprintf("the summary (%d tokens) would not shrink the %d messages it replaces; history kept", messageTokens(&sm), len(plain))
+		return tokens
+	}
 	rest := append([]llm.Message{sm}, protected...)
 	rest = append(rest, l.history[tail:]...)
 	l.history = append(l.history[:head:head], rest...)
-	ev.Summarized = &record.Summarized{Messages: len(plain), Summary: summary}
-	return estimateTokens(l.history)
+	return after
 }
+
+// summaryMarker begins the message that holds a tier-2 summary.
+const summaryMarker = "[runtime observation] Summary of earlier work (older messages were condensed to save context):\n"
 
 // tailStart is the first index of the verbatim tail: about KeepTail
 // messages back, moved earlier so a tool result is never separated from the
