@@ -166,7 +166,7 @@ func (l *loop) invoke(ctx context.Context, c llm.ToolCall) (res tool.Result, ms 
 		return tool.Errorf("the arguments of %s are not valid JSON (%s); send one JSON object matching the tool's schema: %s",
 			c.Name, shorten(c.Arguments, 200), t.Spec().Parameters), 0
 	}
-	return t.Call(ctx, json.RawMessage(args)), 0
+	return t.Call(tool.WithCallID(ctx, c.ID), json.RawMessage(args)), 0
 }
 
 func (l *loop) recordResult(c llm.ToolCall, res tool.Result, ms int64) {
@@ -178,12 +178,15 @@ func (l *loop) recordResult(c llm.ToolCall, res tool.Result, ms int64) {
 		}
 		ev.FullRef, ev.FullBytes = ref, len(res.Full)
 	}
-	l.append(record.TypeToolResult, ev)
+	// The file changes go first: a process killed between them and the
+	// result leaves the call interrupted (and retried) with every change it
+	// made on record, never a result whose changes are missing.
 	for _, d := range res.Deltas {
 		fd := record.FileDelta{CallID: c.ID, Path: d.Path, Before: d.Before, After: d.After, Bytes: d.Bytes}
 		fd.Content, fd.ContentRef = l.keepContent(d.Path, d.Bytes)
 		l.append(record.TypeFileDelta, fd)
 	}
+	l.append(record.TypeToolResult, ev)
 }
 
 // inline is the largest body the record keeps in an event rather than in a

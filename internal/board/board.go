@@ -112,6 +112,9 @@ type Event struct {
 	Owner     string   `json:"owner,omitempty"`    // assign, unassign
 	By        string   `json:"by,omitempty"`       // an agent, "user" or "runtime"
 	Reopened  []string `json:"reopened,omitempty"` // descendants reopened along with ID
+	// CallID is the tool call that caused the event, when one did (the
+	// runtime's record of effects; the fold ignores it).
+	CallID string `json:"call_id,omitempty"`
 }
 
 // Board is the task board. The zero value is an empty board.

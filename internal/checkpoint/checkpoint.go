@@ -73,8 +73,13 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 		}
 		return a
 	}
+	effects := map[string]string{} // agent and call id -> what the call did, from the effects it recorded
 	for _, e := range events {
 		switch e.Type {
+		case "board", "assignment":
+			if call, text := effectOf(e); call != "" && text != "" {
+				effects[e.Agent+"\x00"+call] = text // call ids are unique per agent only
+			}
 		case record.TypeModelRequest:
 			var mr record.ModelRequest
 			if err := e.Decode(&mr); err != nil {
@@ -162,8 +167,14 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 			for _, c := range reply.ToolCalls {
 				r, ok := results[id][c.ID]
 				if !ok {
-					a.Interrupted = append(a.Interrupted, c)
-					r = pendingResult{Interrupted, true}
+					if text, done := effects[id+"\x00"+c.ID]; done {
+						// Its effect is on record: the call completed, only
+						// its result was lost; retrying would do it twice.
+						r = pendingResult{text + " (completed before the run stopped; its full result was not recorded)", false}
+					} else {
+						a.Interrupted = append(a.Interrupted, c)
+						r = pendingResult{Interrupted, true}
+					}
 				}
 				a.History = append(a.History, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: r.output, IsError: r.isError, Protected: c.Name == "wait"})
 			}
@@ -214,4 +225,35 @@ func Stopped(agents map[string]*Agent) map[string][]string {
 		}
 	}
 	return out
+}
+
+// effectOf reads the call that caused a coordination event, and what the
+// call's result said, as far as the event tells.
+func effectOf(e record.Event) (call, text string) {
+	var ev struct {
+		Op, ID, State, Item, Assignment string
+		CallID                          string `json:"call_id"`
+		Reopened                        []string
+	}
+	if e.Decode(&ev) != nil || ev.CallID == "" {
+		return "", ""
+	}
+	switch {
+	case e.Type == "assignment" && ev.State == "created":
+		return ev.CallID, fmt.Sprintf("dispatched %s on %s; call wait to collect its report", ev.Assignment, ev.Item)
+	case e.Type == "board":
+		switch ev.Op {
+		case "add":
+			return ev.CallID, "added " + ev.ID
+		case "update":
+			return ev.CallID, "updated " + ev.ID
+		case "resolve":
+			return ev.CallID, "resolved " + ev.ID
+		case "cancel":
+			return ev.CallID, "cancelled " + ev.ID
+		case "reopen":
+			return ev.CallID, "reopened " + ev.ID
+		}
+	}
+	return "", ""
 }

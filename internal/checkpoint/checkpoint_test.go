@@ -173,3 +173,21 @@ func TestAgentsAreSeparate(t *testing.T) {
 		t.Fatalf("lead's last message %+v", last)
 	}
 }
+
+func TestRecordedEffectCompletesTheCallOfItsOwnAgentOnly(t *testing.T) {
+	w := newWriter(t)
+	w.request("lead", 1, 0, sys(), task())
+	w.response("lead", 1, llm.Message{ToolCalls: []llm.ToolCall{{ID: "call_0_0", Name: "board_add", Arguments: `{}`}}})
+	w.add("board", "lead", map[string]any{"op": "add", "id": "T1", "call_id": "call_0_0"})
+	// A subagent's call with the same id is not completed by the lead's effect.
+	w.request("A1", 1, 0, sys(), task())
+	w.response("A1", 1, llm.Message{ToolCalls: []llm.ToolCall{{ID: "call_0_0", Name: "write_file", Arguments: `{}`}}})
+	as := w.agents()
+	lead, sub := as["lead"], as["A1"]
+	if len(lead.Interrupted) != 0 || !strings.HasPrefix(lead.History[len(lead.History)-1].Content, "added T1") {
+		t.Fatalf("lead: interrupted %v, last %q", lead.Interrupted, lead.History[len(lead.History)-1].Content)
+	}
+	if len(sub.Interrupted) != 1 {
+		t.Fatalf("A1's call was taken as completed by the lead's effect: %+v", sub.History[len(sub.History)-1])
+	}
+}

@@ -210,7 +210,7 @@ func TestOpenRepairsTornTailAndContinuesSeq(t *testing.T) {
 			f, _ := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_APPEND, 0)
 			f.WriteString(tc.tail)
 			f.Close()
-			l, repaired, err := Open(dir, nil)
+			l, _, repaired, err := Open(dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,5 +227,29 @@ func TestOpenRepairsTornTailAndContinuesSeq(t *testing.T) {
 				t.Fatalf("after repair: %d events, torn %v, err %v", len(c.Events), c.TornTail, err)
 			}
 		})
+	}
+}
+
+func TestFirstAndLast(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Create(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3000; i++ {
+		l.Append("x", "a", map[string]string{"pad": strings.Repeat("p", 100)})
+	}
+	l.Append("end", "", nil)
+	l.Close()
+	f, _ := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"seq":3002,"ty`)
+	f.Close()
+	first, err := First(dir)
+	if err != nil || first.Seq != 1 {
+		t.Fatalf("first %+v %v", first, err)
+	}
+	last, err := Last(dir)
+	if err != nil || last.Seq != 3001 || last.Type != "end" {
+		t.Fatalf("last %+v %v", last, err)
 	}
 }

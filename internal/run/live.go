@@ -57,9 +57,6 @@ func Liveness(dir string) string {
 
 // finished reports whether the record ends with run_finished.
 func finished(dir string) bool {
-	c, err := record.Read(dir)
-	if err != nil || len(c.Events) == 0 {
-		return false
-	}
-	return c.Events[len(c.Events)-1].Type == record.TypeRunFinished
+	e, err := record.Last(dir)
+	return err == nil && e.Type == record.TypeRunFinished
 }

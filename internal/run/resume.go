@@ -51,18 +51,18 @@ type Recorded struct {
 
 // ReadStarted reads a run's run_started event.
 func ReadStarted(dir string) (Recorded, error) {
-	c, err := record.Read(dir)
+	first, err := record.First(dir)
 	if err != nil {
 		return Recorded{}, err
 	}
-	if len(c.Events) == 0 || c.Events[0].Type != record.TypeRunStarted {
+	if first.Type != record.TypeRunStarted {
 		return Recorded{}, errors.New("run: the record does not start with run_started")
 	}
 	var r Recorded
-	if err := c.Events[0].Decode(&r.Started); err != nil {
+	if err := first.Decode(&r.Started); err != nil {
 		return r, err
 	}
-	r.At = c.Events[0].Time
+	r.At = first.Time
 	if raw, err := json.Marshal(r.Started.Settings["run"]); err == nil {
 		json.Unmarshal(raw, &r.Settings)
 	}
@@ -94,13 +94,8 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	case Live:
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is live in another process; send it messages with apodex say, or pause/resume it", filepath.Base(dir))}
 	}
-	log, repaired, err := record.Open(dir, cfg.Now)
+	log, contents, repaired, err := record.Open(dir, cfg.Now)
 	if err != nil {
-		return Summary{}, err
-	}
-	contents, err := record.Read(dir)
-	if err != nil {
-		log.Close()
 		return Summary{}, err
 	}
 	rec, err := ReadStarted(dir)

@@ -51,13 +51,14 @@ type assignmentEvent struct {
 	Tools        []string `json:"tools,omitempty"`
 	State        string   `json:"state"`
 	Reason       string   `json:"reason,omitempty"`
+	CallID       string   `json:"call_id,omitempty"` // the dispatch call that created it
 }
 
 // subagentTools are the tools a lead may give a subagent.
 var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall"}
 
 // dispatch validates and queues an assignment; it returns the assignment id.
-func (t *Team) dispatch(item, role, instructions string, tools []string) (string, error) {
+func (t *Team) dispatch(callID, item, role, instructions string, tools []string) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.planning {
@@ -86,10 +87,10 @@ func (t *Team) dispatch(item, role, instructions string, tools []string) (string
 	t.assignments[id] = a
 	t.order = append(t.order, id)
 	t.dispatched++
-	if _, err := t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) }); err != nil {
+	if _, err := t.mutateFor(callID, "runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) }); err != nil {
 		return "", err
 	}
-	t.record(EventAssignment, "lead", assignmentEvent{Assignment: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created})
+	t.record(EventAssignment, "lead", assignmentEvent{Assignment: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created, CallID: callID})
 	t.setState(a, Queued, "")
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	a.cancel = cancel

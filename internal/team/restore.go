@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
@@ -78,6 +79,16 @@ func (t *Team) Restore(dir string, events []record.Event, agents map[string]*che
 	}
 	for _, id := range t.order {
 		a := t.assignments[id]
+		if _, done := ended[id]; done {
+			// The stop may have come between its end and its release.
+			it, err := t.board.Get(a.Item)
+			if err == nil && a.Report != nil && !slices.Contains(it.Refs, "report:"+id) {
+				t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Attach(a.Item, []string{"report:" + id}) })
+			}
+			if err == nil && slices.Contains(it.Owners, id) {
+				t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Unassign(a.Item, id) })
+			}
+		}
 		if seq, done := ended[id]; done {
 			if seq > leadSeen { // the lead never heard of it
 				t.notify(a, a.Report, a.State, a.Reason, "")

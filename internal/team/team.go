@@ -161,11 +161,19 @@ func (t *Team) record(typ, agentID string, payload any) {
 // mutate runs a board command and records the event it produced; t.mu is
 // held, so the record's order is the order of application.
 func (t *Team) mutate(by string, op func(*board.Board) (board.Event, error)) (board.Event, error) {
+	return t.mutateFor("", by, op)
+}
+
+// mutateFor is mutate for a tool call: the event names the call, so a
+// resumed run knows the call took effect even if its result was lost.
+func (t *Team) mutateFor(callID, by string, op func(*board.Board) (board.Event, error)) (board.Event, error) {
 	e, err := op(t.board)
 	if err != nil {
 		return e, err
 	}
-	t.record(EventBoard, by, e)
+	rec := e
+	rec.CallID = callID
+	t.record(EventBoard, by, rec)
 	return e, nil
 }
 

@@ -56,12 +56,12 @@ type cancelArgs struct {
 func (t *Team) LeadTools() []tool.Tool {
 	tools := []tool.Tool{
 		tool.Define("board_add", "Add an item to the Task Board: a bounded, verifiable sub-objective. Returns its id.", 0,
-			func(_ context.Context, a addArgs) tool.Result {
-				return t.boardOp(func(b *board.Board) (board.Event, error) { return b.Add("lead", a.Title, a.Objective, a.Deps, a.Group) },
+			func(ctx context.Context, a addArgs) tool.Result {
+				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) { return b.Add("lead", a.Title, a.Objective, a.Deps, a.Group) },
 					func(e board.Event) string { return fmt.Sprintf("added %s", e.ID) })
 			}),
 		tool.Define("board_update", "Revise an open item's title, objective or dependencies.", 0,
-			func(_ context.Context, a updateArgs) tool.Result {
+			func(ctx context.Context, a updateArgs) tool.Result {
 				var title, obj *string
 				var deps *[]string
 				if a.Title != "" {
@@ -73,12 +73,12 @@ func (t *Team) LeadTools() []tool.Tool {
 				if a.Deps != nil {
 					deps = &a.Deps
 				}
-				return t.boardOp(func(b *board.Board) (board.Event, error) { return b.Update("lead", a.ID, title, obj, deps) },
+				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) { return b.Update("lead", a.ID, title, obj, deps) },
 					func(e board.Event) string { return fmt.Sprintf("updated %s", e.ID) })
 			}),
 		tool.Define("board_resolve", "Mark an item resolved: your judgement that its result came back and was checked. Give the evidence.", 0,
-			func(_ context.Context, a resolveArgs) tool.Result {
-				return t.boardOp(func(b *board.Board) (board.Event, error) { return b.Resolve("lead", a.ID, a.Note, a.Refs) },
+			func(ctx context.Context, a resolveArgs) tool.Result {
+				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) { return b.Resolve("lead", a.ID, a.Note, a.Refs) },
 					func(e board.Event) string {
 						msg := fmt.Sprintf("resolved %s", e.ID)
 						if un := t.board.Unlocked(e.ID); len(un) > 0 {
@@ -88,13 +88,13 @@ func (t *Team) LeadTools() []tool.Tool {
 					})
 			}),
 		tool.Define("board_cancel", "Cancel an item that is no longer needed.", 0,
-			func(_ context.Context, a reasonArgs) tool.Result {
-				return t.boardOp(func(b *board.Board) (board.Event, error) { return b.Cancel("lead", a.ID, a.Reason) },
+			func(ctx context.Context, a reasonArgs) tool.Result {
+				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) { return b.Cancel("lead", a.ID, a.Reason) },
 					func(e board.Event) string { return fmt.Sprintf("cancelled %s", e.ID) })
 			}),
 		tool.Define("board_reopen", "Reopen an item whose premise turned out wrong; only the items that depend on it are reopened with it.", 0,
-			func(_ context.Context, a reasonArgs) tool.Result {
-				return t.boardOp(func(b *board.Board) (board.Event, error) { return b.Reopen("lead", a.ID, a.Reason) },
+			func(ctx context.Context, a reasonArgs) tool.Result {
+				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) { return b.Reopen("lead", a.ID, a.Reason) },
 					func(e board.Event) string {
 						if len(e.Reopened) == 0 {
 							return fmt.Sprintf("reopened %s (no dependent item was affected)", e.ID)
@@ -110,8 +110,8 @@ func (t *Team) LeadTools() []tool.Tool {
 			return tool.Result{Output: b.String()}
 		}),
 		tool.Define("dispatch", "Start a subagent you design (role, instructions, tools) on a board item whose dependencies are resolved. Returns the assignment id; its report comes back through wait.", 0,
-			func(_ context.Context, a dispatchArgs) tool.Result {
-				id, err := t.dispatch(a.Item, a.Role, a.Instructions, a.Tools)
+			func(ctx context.Context, a dispatchArgs) tool.Result {
+				id, err := t.dispatch(tool.CallID(ctx), a.Item, a.Role, a.Instructions, a.Tools)
 				if err != nil {
 					return tool.Errorf("dispatch refused: %v", err)
 				}
@@ -159,10 +159,10 @@ func LeadToolNames() []string {
 }
 
 // boardOp runs a board command under the lock and records its event.
-func (t *Team) boardOp(op func(*board.Board) (board.Event, error), ok func(board.Event) string) tool.Result {
+func (t *Team) boardOp(ctx context.Context, op func(*board.Board) (board.Event, error), ok func(board.Event) string) tool.Result {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, err := t.mutate("lead", op)
+	e, err := t.mutateFor(tool.CallID(ctx), "lead", op)
 	if err != nil {
 		return tool.Errorf("%v", err)
 	}

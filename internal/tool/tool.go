@@ -130,3 +130,17 @@ func (s *Set) Specs() []llm.ToolSpec {
 	}
 	return specs
 }
+
+type callIDKey struct{}
+
+// WithCallID tells a tool which call it is serving, so effects it records
+// (board mutations, dispatches) can name the call that caused them.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// CallID is the id of the call a tool is serving, or "".
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}

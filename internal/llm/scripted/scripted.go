@@ -54,7 +54,15 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	if req.Purpose != "" {
 		return runtimeReply(req), nil
 	}
-	got, err := m.policy(turn, req)
+	view := req
+	if last, ok := interruptedTail(req.Messages); ok {
+		// Replaying a turn cut off by a crash: the policy sees the history
+		// as it was when it first played the turn.
+		v := *req
+		v.Messages = req.Messages[:last]
+		view = &v
+	}
+	got, err := m.policy(turn, view)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +70,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, fmt.Errorf("scripted: turn %d: the policy returned no response", turn)
 	}
 	resp := *got
-	resp.Message.ToolCalls = append([]llm.ToolCall(nil), got.Message.ToolCalls...)
+	resp.Message.ToolCalls = retryOnly(req.Messages, append([]llm.ToolCall(nil), got.Message.ToolCalls...))
 	if resp.Message.Role == "" {
 		resp.Message.Role = llm.RoleAssistant
 	}
@@ -84,6 +92,55 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		resp.Usage = estimate(req, &resp.Message)
 	}
 	return &resp, nil
+}
+
+// interruptedTail reports whether the last assistant turn has a call that
+// was interrupted by a crash, and where that turn starts.
+func interruptedTail(msgs []llm.Message) (int, bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != llm.RoleAssistant {
+			continue
+		}
+		for _, r := range msgs[i+1:] {
+			if r.Role == llm.RoleTool && strings.HasPrefix(r.Content, llm.InterruptedMarker) {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
+// retryOnly, when this turn replays one whose calls were cut off by a
+// crash, keeps only the calls that were interrupted: the others completed
+// before the stop, and doing them again would do them twice.
+func retryOnly(msgs []llm.Message, calls []llm.ToolCall) []llm.ToolCall {
+	last := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 || len(msgs[last].ToolCalls) != len(calls) {
+		return calls
+	}
+	interrupted := map[string]bool{}
+	for _, r := range msgs[last+1:] {
+		if r.Role == llm.RoleTool && strings.HasPrefix(r.Content, llm.InterruptedMarker) {
+			interrupted[r.ToolCallID] = true
+		}
+	}
+	if len(interrupted) == 0 {
+		return calls
+	}
+	var keep []llm.ToolCall
+	for i, c := range msgs[last].ToolCalls {
+		if interrupted[c.ID] {
+			keep = append(keep, calls[i])
+		}
+	}
+	return keep
 }
 
 // interruptedTurns counts the assistant turns with a call whose result says
