@@ -83,14 +83,18 @@ func (t *Team) dispatch(callID, item, role, instructions string, tools []string)
 		}
 	}
 	id := fmt.Sprintf("A%d", len(t.order)+1)
+	if it.State != board.Open && it.State != board.InProgress {
+		return "", fmt.Errorf("%s is %s; reopen it first", it.ID, it.State)
+	}
 	a := &Assignment{ID: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created}
 	t.assignments[id] = a
 	t.order = append(t.order, id)
 	t.dispatched++
-	if _, err := t.mutateFor(callID, "runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) }); err != nil {
-		return "", err
-	}
+	// The assignment is recorded first: a stop right after it leaves a known
+	// assignment (Restore puts it on the board and starts it), never an owner
+	// on the board that no assignment explains.
 	t.record(EventAssignment, "lead", assignmentEvent{Assignment: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created, CallID: callID})
+	t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) })
 	t.setState(a, Queued, "")
 	ctx, cancel := context.WithCancelCause(t.ctx)
 	a.cancel = cancel

@@ -77,6 +77,22 @@ func (t *Team) Restore(dir string, events []record.Event, agents map[string]*che
 			}
 		}
 	}
+	// Owners the record left on the board that no live assignment explains
+	// go; live assignments missing from their item's owners are put back.
+	for _, it := range t.board.Items() {
+		for _, owner := range it.Owners {
+			if _, known := t.assignments[owner]; !known {
+				t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Unassign(it.ID, owner) })
+			}
+		}
+	}
+	for _, id := range t.order {
+		if a := t.assignments[id]; ended[id] == 0 {
+			if it, err := t.board.Get(a.Item); err == nil && !slices.Contains(it.Owners, id) {
+				t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Assign(a.Item, id) })
+			}
+		}
+	}
 	for _, id := range t.order {
 		a := t.assignments[id]
 		if _, done := ended[id]; done {
