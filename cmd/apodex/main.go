@@ -1,4 +1,4 @@
-// Command apodex is the Apodex agent runtime's CLI: it runs an agent against a
+// Package main is apodex, the Apodex agent runtime's CLI: it runs an agent against a
 // model endpoint and a workspace, and reads the records runs leave behind.
 //
 // Exit codes: 0 the run completed; 1 it ended without completing (or a
