@@ -153,7 +153,7 @@ func Load(dir string) (Info, error) {
 			var tc record.ToolCall
 			if e.Decode(&tc) == nil {
 				info.ToolCalls++
-				info.Steps = append(info.Steps, StepInfo{Seq: e.Seq, CallID: tc.CallID, Agent: e.Agent, Turn: tc.Turn, Tool: tc.Name, Args: shortArgs(tc.Arguments)})
+				info.Steps = append(info.Steps, StepInfo{Seq: e.Seq, CallID: tc.CallID, Agent: e.Agent, Turn: tc.Turn, Tool: tc.Name, Args: clipText(tc.Arguments, 100)})
 			}
 		case record.TypeToolResult:
 			var tr record.ToolResult
@@ -231,11 +231,4 @@ func List(home string) ([]Info, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].RunID > out[j].RunID })
 	return out, nil
-}
-
-func shortArgs(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "…"
-	}
-	return s
 }

@@ -180,12 +180,8 @@ func replayDeltas(runDir, wtDir string, deltas []record.FileDelta) error {
 }
 
 func deltaContent(runDir string, d record.FileDelta) ([]byte, error) {
-	var inline struct {
-		Content *string `json:"content"`
-	}
-	raw, _ := json.Marshal(d)
-	if json.Unmarshal(raw, &inline) == nil && inline.Content != nil {
-		return []byte(*inline.Content), nil
+	if d.Content != "" { // small text is kept in the event itself
+		return []byte(d.Content), nil
 	}
 	if d.ContentRef == "" {
 		return nil, fmt.Errorf("its content was not kept (too large)")
