@@ -5,7 +5,9 @@
 //   - One Generate is one HTTP request; nothing is retried here (wrap the
 //     client with llm.WithRetry). A non-2xx answer is an *llm.APIError, an
 //     unreachable endpoint an *llm.ConnError, and an ended context an error
-//     wrapping ctx.Err(). The API key never appears in an error.
+//     wrapping ctx.Err(). The API key never appears in an error. The caller
+//     on ctx (llm.WithCaller) is sent as the X-Apodex-Run, X-Apodex-Agent and
+//     X-Apodex-Role headers.
 //   - Streamed and non-streamed calls yield the same llm.Response. A stream
 //     that ends before message_stop fails with llm.ErrTruncated; an "error"
 //     event mid-stream is an *llm.APIError carrying the status Anthropic uses
@@ -122,6 +124,7 @@ func (c *Client) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 	if c.cfg.Stream {
 		hreq.Header.Set("accept", "text/event-stream")
 	}
+	llm.SetCallerHeaders(ctx, hreq.Header)
 
 	resp, err := c.http.Do(hreq)
 	if err != nil {

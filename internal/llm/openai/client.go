@@ -12,6 +12,8 @@
 //     *llm.ConnError; a stream that stops before its end wraps llm.ErrTruncated;
 //     a reply with no choice wraps llm.ErrEmpty; an unparsable one wraps
 //     llm.ErrMalformed. When ctx ends, the error wraps ctx.Err() instead.
+//   - The caller on ctx (llm.WithCaller) is sent as the X-Apodex-Run,
+//     X-Apodex-Agent and X-Apodex-Role headers.
 //   - The API key is sent only in the Authorization header and is scrubbed from
 //     any server text placed in an error.
 package openai
@@ -122,6 +124,7 @@ func (c *Client) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 	if c.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
+	llm.SetCallerHeaders(ctx, hreq.Header)
 
 	resp, err := c.http.Do(hreq)
 	if err != nil {

@@ -73,7 +73,7 @@ func TestRequestBody(t *testing.T) {
 	wantMessages := `[
 		{"role":"system","content":"be brief"},
 		{"role":"user","content":"list files"},
-		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{\"dir\":\".\"}"}}]},
+		{"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{\"dir\":\".\"}"}}]},
 		{"role":"tool","content":"a.go\nb.go","tool_call_id":"call_1"},
 		{"role":"assistant","content":"two files"}]`
 	wantTools := `[

@@ -29,8 +29,9 @@ type streamOptions struct {
 
 type wireMessage struct {
 	Role string `json:"role"`
-	// Content is a pointer so an assistant turn that only calls tools sends null.
-	Content    *string        `json:"content"`
+	// Content is always sent, "" included: an empty assistant content goes
+	// back as "" (some servers reject null, and "" is what they sent).
+	Content    string         `json:"content"`
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	Name       string         `json:"name,omitempty"`
@@ -94,12 +95,9 @@ func buildRequest(req *llm.Request, model string, stream bool) wireRequest {
 
 func buildMessage(m llm.Message) wireMessage {
 	content := m.Content
-	w := wireMessage{Role: string(m.Role), Content: &content}
+	w := wireMessage{Role: string(m.Role), Content: content}
 	switch m.Role {
 	case llm.RoleAssistant:
-		if content == "" && len(m.ToolCalls) > 0 {
-			w.Content = nil
-		}
 		for _, tc := range m.ToolCalls {
 			args := tc.Arguments
 			switch {
