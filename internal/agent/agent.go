@@ -12,7 +12,13 @@
 //     retry, tool call, result and file delta is in the record before the loop
 //     moves on, and the record is synced at every step boundary;
 //   - runtime observations (nudges, budget notices) are recorded as
-//     observation events, never as user messages.
+//     observation events, never as user messages;
+//   - a reply without tool calls is nudged once; the next consecutive one
+//     is taken as finish with its text as the summary (subject to the gate,
+//     recorded as text_finish) unless Config.RequireFinish is set;
+//   - every model call carries the caller (run, agent id, role) on its
+//     context, and every reply, the runtime's summary and salvage calls
+//     included, is a model_response event with its usage.
 package agent
 
 import (
@@ -86,6 +92,16 @@ type Config struct {
 	// Gate, if set, decides whether finish is accepted; its error is shown
 	// to the agent, which goes on working.
 	Gate func(summary string) error
+	// Role is the agent's caller role on the wire (llm.CallerSingle when
+	// empty); the loop's summary and salvage calls use their own roles.
+	Role string
+	// FinishTool names the tool that ends the agent ("finish" when empty;
+	// a subagent's is "report"), for the nudge after a tool-free reply.
+	FinishTool string
+	// RequireFinish keeps nudging after tool-free replies; without it the
+	// second consecutive tool-free reply is taken as finish with its text
+	// as the summary (subject to Gate).
+	RequireFinish bool
 	// BeforeCall, if set, runs before every model call and returns messages
 	// to add to the history first (runtime observations such as subagent
 	// reports, user messages). It records its own events, and may block
@@ -137,5 +153,11 @@ func (c *Config) defaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Role == "" {
+		c.Role = llm.CallerSingle
+	}
+	if c.FinishTool == "" {
+		c.FinishTool = "finish"
 	}
 }

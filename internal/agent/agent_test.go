@@ -244,6 +244,7 @@ func TestCancellationAndHardTimeout(t *testing.T) {
 func TestTextReplyGetsRuntimeObservationNotUserMessage(t *testing.T) {
 	cfg, dir := newConfig(t, turns())
 	cfg.Budget = Budget{MaxTurns: 2}
+	cfg.RequireFinish = true
 	out := Run(context.Background(), cfg, "task")
 	if out.Termination != BudgetTurns {
 		t.Fatalf("got %s", out.Termination)

@@ -223,7 +223,8 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 		if summary != "" {
 			prompt = "Summary so far:\n" + summary + "\n\nLater history:\n" + chunk
 		}
-		resp, err := model.Generate(ctx, &llm.Request{Purpose: llm.PurposeSummary, Turn: l.turns, Messages: []llm.Message{
+		began := l.cfg.Now()
+		resp, err := model.Generate(llm.WithCaller(ctx, llm.Caller{Role: llm.CallerSummarizer}), &llm.Request{Purpose: llm.PurposeSummary, Turn: l.turns, Agent: l.cfg.ID, Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: summaryPrompt},
 			{Role: llm.RoleUser, Content: prompt},
 		}})
@@ -232,6 +233,9 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 			return tokens
 		}
 		l.usage = l.usage.Add(resp.Usage)
+		resp.Message.Role = llm.RoleAssistant
+		l.append(record.TypeModelResponse, record.ModelResponse{Turn: l.turns, Purpose: record.PurposeSummary, Message: l.storeMessage(resp.Message),
+			Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: l.cfg.Now().Sub(began).Milliseconds()})
 		summary = strings.TrimSpace(resp.Message.Content)
 		start = end
 	}

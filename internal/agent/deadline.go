@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,7 +60,10 @@ func (s *softTimer) stop() {
 }
 
 // checkDeadline runs before each model call: it tells the agent to wrap up
-// once, and reports whether the soft deadline has passed.
+// once, and reports whether the soft deadline has passed. The notice goes
+// out at the later of WrapUp and about two median steps before the
+// deadline, so that at least one model call carries it even when one step
+// is longer than WrapUp.
 func (l *loop) checkDeadline() bool {
 	d := l.cfg.Deadlines
 	if d.Soft.IsZero() {
@@ -69,12 +73,26 @@ func (l *loop) checkDeadline() bool {
 	if !now.Before(d.Soft) {
 		return true
 	}
-	if !l.warned && d.WrapUp > 0 && !now.Before(d.Soft.Add(-d.WrapUp)) {
+	if !l.warned && d.WrapUp > 0 && !now.Before(d.Soft.Add(-max(d.WrapUp, 2*l.medianStep()))) {
 		l.warned = true
 		left := d.Soft.Sub(now).Round(time.Second)
 		l.observe("wrap_up", fmt.Sprintf("The soft deadline is in %s. Wrap up now: finish the step you are on, make sure your results are written to files, and call finish with a summary. Commands and retries are cut off at the deadline.", left))
 	}
 	return false
+}
+
+// medianStep is the median time between the starts of this process's
+// consecutive model calls (a model call and its tools); 0 before two calls.
+func (l *loop) medianStep() time.Duration {
+	if len(l.starts) < 2 {
+		return 0
+	}
+	steps := make([]time.Duration, 0, len(l.starts)-1)
+	for i := 1; i < len(l.starts); i++ {
+		steps = append(steps, l.starts[i].Sub(l.starts[i-1]))
+	}
+	slices.Sort(steps)
+	return steps[len(steps)/2]
 }
 
 const finalizePrompt = "[runtime observation] The soft deadline has passed; no more tools can run. In plain text, without calling tools, give the partial result: what was completed (with the files that hold it), what is verified, and what remains undone."
@@ -87,7 +105,7 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	fctx, cancel := context.WithTimeout(ctx, timeout)
+	fctx, cancel := context.WithTimeout(llm.WithCaller(ctx, llm.Caller{Role: llm.CallerSalvage}), timeout)
 	defer cancel()
 	l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: finalizePrompt})
 	l.append(record.TypeObservation, record.Observation{Kind: "finalize", Text: finalizePrompt})
@@ -102,7 +120,7 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 		l.usage = l.usage.Add(resp.Usage)
 		l.history = append(l.history, resp.Message)
 		l.recorded = len(l.history)
-		l.append(record.TypeModelResponse, record.ModelResponse{Turn: l.turns, Message: l.storeMessage(resp.Message), Usage: resp.Usage,
+		l.append(record.TypeModelResponse, record.ModelResponse{Turn: l.turns, Purpose: record.PurposeFinalize, Message: l.storeMessage(resp.Message), Usage: resp.Usage,
 			FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: l.cfg.Now().Sub(start).Milliseconds()})
 		pr.Text = strings.TrimSpace(resp.Message.Content)
 	} else {

@@ -15,6 +15,7 @@ import (
 // Run drives one agent from its task to a termination.
 func Run(ctx context.Context, cfg Config, task string) Outcome {
 	cfg.defaults()
+	ctx = llm.WithCaller(ctx, llm.Caller{Agent: cfg.ID, Role: cfg.Role})
 	l := &loop{cfg: cfg, tools: cfg.Tools, callIDs: make(map[string]bool)}
 	if cfg.Context.Window > 0 {
 		ev := cfg.Evicted
@@ -63,6 +64,8 @@ type loop struct {
 	usage     llm.Usage
 	compact   *compactor // nil: no compaction
 	warned    bool       // the wrap-up notice was given
+	nudged    bool       // the last reply was tool-free and was nudged
+	starts    []time.Time
 	callIDs   map[string]bool
 	soft      *softTimer
 }
@@ -120,6 +123,12 @@ func (l *loop) run(ctx context.Context, model llm.Model) Outcome {
 		if finish != nil {
 			return Outcome{Termination: Completed, Summary: finish.Summary}
 		}
+		if len(resp.Message.ToolCalls) > 0 {
+			l.nudged = false
+		} else if summary, ok := l.toolFree(resp.Message.Content); ok {
+			l.sync()
+			return Outcome{Termination: Completed, Summary: summary}
+		}
 		if t, err, done := stopped(ctx); done {
 			return Outcome{Termination: t, Err: err}
 		}
@@ -129,10 +138,38 @@ func (l *loop) run(ctx context.Context, model llm.Model) Outcome {
 		if b.MaxTokens > 0 && l.usage.TotalTokens >= b.MaxTokens {
 			return Outcome{Termination: BudgetTokens, Err: fmt.Errorf("token budget of %d reached (%d used)", b.MaxTokens, l.usage.TotalTokens)}
 		}
-		if len(resp.Message.ToolCalls) == 0 {
-			l.observe("no_tool_call", "You answered without calling a tool. Work is done through tools; when the objective is complete, call finish with a summary.")
-		}
 	}
+}
+
+// toolFree handles a reply without tool calls: the first is nudged; the
+// next consecutive one, unless finish is required, is offered to the gate as
+// the finish summary. It reports whether the agent is done.
+func (l *loop) toolFree(content string) (string, bool) {
+	text := strings.TrimSpace(content)
+	if l.nudged && !l.cfg.RequireFinish && text != "" {
+		ev := record.TextFinish{Turn: l.turns, Summary: text, Accepted: true}
+		var refused error
+		if l.cfg.Gate != nil {
+			refused = l.cfg.Gate(text)
+		}
+		if refused != nil {
+			ev.Accepted, ev.Refused = false, refused.Error()
+		}
+		l.append(record.TypeTextFinish, ev)
+		if refused == nil {
+			return text, true
+		}
+		l.observe("finish_refused", fmt.Sprintf("Your answer was taken as your final summary, but finishing is refused: %v", refused))
+		return "", false
+	}
+	l.nudged = true
+	f := l.cfg.FinishTool
+	if l.cfg.RequireFinish {
+		l.observe("no_tool_call", fmt.Sprintf("You answered without calling a tool. Work is done through tools; only a %s call ends your work: when the objective is complete, call %s with a summary.", f, f))
+	} else {
+		l.observe("no_tool_call", fmt.Sprintf("You answered without calling a tool. Work is done through tools; when the objective is complete, call %s with a summary. If you answer again without calling a tool, that answer is taken as your final summary and your work ends.", f))
+	}
+	return "", false
 }
 
 // stopped reports whether ctx has ended, and as which termination.
@@ -157,6 +194,7 @@ func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error)
 	l.recordRequest(specs)
 	req := &llm.Request{Messages: l.history, Tools: specs, Turn: l.turns - 1, Agent: l.cfg.ID}
 	start := l.cfg.Now()
+	l.starts = append(l.starts, start)
 	resp, err := model.Generate(ctx, req)
 	if err != nil {
 		return nil, err

@@ -84,9 +84,11 @@ type ModelRequest struct {
 	ToolsRef string            `json:"tools_ref,omitempty"`
 }
 
-// ModelResponse is one assistant turn and its usage.
+// ModelResponse is one model call's reply and its usage: an assistant turn,
+// or (Purpose set, see events_loop.go) a runtime call made for the agent.
 type ModelResponse struct {
 	Turn         int             `json:"turn"`
+	Purpose      string          `json:"purpose,omitempty"`
 	Message      json.RawMessage `json:"message"`
 	Usage        llm.Usage       `json:"usage"`
 	FinishReason string          `json:"finish_reason,omitempty"`
