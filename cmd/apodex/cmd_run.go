@@ -30,6 +30,7 @@ type runFlags struct {
 	scratchQuota   int64
 	mode           string
 	team           run.TeamConfig
+	requireFinish  bool
 }
 
 func (f *runFlags) register(fs *flagSet) {
@@ -57,6 +58,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.IntVar(&f.team.SubBudget.MaxTurns, "sub-max-turns", 30, "team: model calls per subagent")
 	fs.IntVar(&f.team.SubBudget.MaxToolCalls, "sub-max-tool-calls", 100, "team: tool calls per subagent")
 	fs.DurationVar(&f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
+	fs.BoolVar(&f.requireFinish, "require-finish", false, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print a JSON summary on stdout")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 }
@@ -144,7 +146,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Model: model, ModelInfo: info, Budget: f.budget,
 		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
-		Mode: f.mode, Team: f.team,
+		Mode: f.mode, Team: f.team, RequireFinish: f.requireFinish,
 	}
 	if !f.quiet {
 		cfg.Progress = stderr

@@ -103,9 +103,18 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 			var mr struct {
 				Message json.RawMessage `json:"message"`
 				Usage   llm.Usage       `json:"usage"`
+				Purpose string          `json:"purpose"`
 			}
 			if err := e.Decode(&mr); err != nil {
 				return nil, err
+			}
+			switch mr.Purpose {
+			case record.PurposeVerify: // not an agent's conversation
+				continue
+			case record.PurposeSummary: // counted, never part of the history
+				a := get(e.Agent)
+				a.Usage = a.Usage.Add(mr.Usage)
+				continue
 			}
 			m, err := decodeMessage(dir, mr.Message)
 			if err != nil {

@@ -152,7 +152,9 @@ func Activity(events []record.Event) []AgentActivity {
 		case record.TypeModelResponse:
 			var mr record.ModelResponse
 			if e.Decode(&mr) == nil {
-				a.Turns++
+				if mr.Purpose != record.PurposeSummary {
+					a.Turns++
+				}
 				a.Tokens += mr.Usage.TotalTokens
 			}
 		case record.TypeModelError:

@@ -132,6 +132,7 @@ func Load(dir string) (Info, error) {
 	}
 	info := Info{RunID: filepath.Base(dir), RunDir: dir, Mode: ModeOf(c.Events), Status: StatusRunning, Events: len(c.Events), TornTail: c.TornTail,
 		Files: []record.FileEntry{}, Agents: Activity(c.Events)}
+	replies := 0 // model_response events, runtime calls included
 	for _, e := range c.Events {
 		switch e.Type {
 		case record.TypeRunStarted:
@@ -144,10 +145,13 @@ func Load(dir string) (Info, error) {
 			var mr record.ModelResponse
 			if e.Decode(&mr) == nil {
 				info.Usage = info.Usage.Add(mr.Usage)
-				if info.Turns == 0 {
+				if replies == 0 {
 					info.Usage.Reported = mr.Usage.Reported
 				}
-				info.Turns++
+				replies++
+				if mr.Purpose != record.PurposeSummary && mr.Purpose != record.PurposeVerify {
+					info.Turns++
+				}
 			}
 		case record.TypeToolCall:
 			var tc record.ToolCall

@@ -95,6 +95,9 @@ func newReplayModel(dir string, events []record.Event, st Settings, gate *orderG
 			if err := e.Decode(&mr); err != nil {
 				return nil, err
 			}
+			if mr.Purpose == record.PurposeSummary || mr.Purpose == record.PurposeVerify {
+				continue // answered from the compaction and verdict events
+			}
 			msg, err := m.message(mr.Message)
 			if err != nil {
 				return nil, fmt.Errorf("run: replay: reply at seq %d: %w", e.Seq, err)

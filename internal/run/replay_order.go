@@ -164,7 +164,7 @@ func (g *orderGate) notices(events []record.Event) {
 func keysOf(typ, agent string, line []byte) []orderKey {
 	var ks []orderKey
 	head := line[:min(len(line), 512)]
-	if ordered[typ] {
+	if ordered[typ] && !runtimeCall(typ, head) {
 		if id, _ := field(head, `,"call_id":`); typ != record.TypeFileDelta || !strings.HasPrefix(id, "merge:") {
 			ks = append(ks, orderKey{agent, typ})
 		}
@@ -182,6 +182,16 @@ func keysOf(typ, agent string, line []byte) []orderKey {
 		}
 	}
 	return ks
+}
+
+// runtimeCall reports a summary or verifier reply: not a turn, and absent
+// from records of earlier versions, so it orders nothing.
+func runtimeCall(typ string, head []byte) bool {
+	if typ != record.TypeModelResponse {
+		return false
+	}
+	p, _ := field(head, `,"purpose":`)
+	return p == record.PurposeSummary || p == record.PurposeVerify
 }
 
 // turnKeys are what a turn waits for: every ordered event.

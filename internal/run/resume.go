@@ -33,13 +33,14 @@ type Settings struct {
 	MaxAttempts    int           `json:"max_attempts"`
 	TaskFile       string        `json:"task_file,omitempty"`
 	U0             string        `json:"u0,omitempty"`
+	RequireFinish  bool          `json:"require_finish,omitempty"`
 }
 
 func settingsOf(cfg Config, c *contract.Contract) Settings {
 	return Settings{Mode: cfg.Mode, Team: cfg.Team, Budget: cfg.Budget, Context: cfg.Context,
 		SoftDeadline: cfg.SoftDeadline, Timeout: cfg.Timeout, Sandbox: cfg.Sandbox, Network: cfg.Network,
 		CommandTimeout: cfg.CommandTimeout, ScratchQuota: cfg.ScratchQuota, MaxAttempts: cfg.Retry.MaxAttempts,
-		TaskFile: c.File, U0: c.U0}
+		TaskFile: c.File, U0: c.U0, RequireFinish: cfg.RequireFinish}
 }
 
 // Recorded is what the record says a run was started with.
@@ -107,6 +108,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = st.Mode, st.Team, st.Budget, st.Context
 	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = st.SoftDeadline, st.Timeout, st.Sandbox, st.Network
 	cfg.CommandTimeout, cfg.ScratchQuota, cfg.Retry.MaxAttempts = st.CommandTimeout, st.ScratchQuota, max(st.MaxAttempts, 1)
+	cfg.RequireFinish = st.RequireFinish
 	if cfg.ModelInfo.Provider == "" {
 		cfg.ModelInfo = rec.Started.Model
 	}

@@ -68,7 +68,10 @@ type Config struct {
 	// Mode is "react" (one agent, the default) or "team" (a lead that
 	// dispatches subagents); Team configures the latter.
 	Mode string
-	Team TeamConfig
+	// RequireFinish keeps nudging agents that answer without a tool call;
+	// by default a second consecutive tool-free reply is taken as finish.
+	RequireFinish bool
+	Team          TeamConfig
 	// Sandbox is "bwrap", "none" or "" (bwrap, refusing bash if unavailable).
 	Sandbox string
 	Network bool

@@ -11,6 +11,7 @@ import (
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/inbox"
+	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/team"
@@ -98,6 +99,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if ss.warn != nil {
 		s.Warnings = append(s.Warnings, ss.warn.Message)
 	}
+	ctx = llm.WithCaller(ctx, llm.Caller{Run: ss.id}) // every model call names its run
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	ctl := &control{in: ss.in, log: log, cancel: cancelRun, now: cfg.Now, budget: cfg.Budget, contract: ss.c,
@@ -119,16 +121,16 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ac := agent.Config{
 		Model: cfg.Model, Log: log, FS: ss.fs, Budget: cfg.Budget, Retry: cfg.Retry,
 		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress), Now: cfg.Now,
-		Adjust: ctl.adjust,
+		Adjust: ctl.adjust, RequireFinish: cfg.RequireFinish,
 	}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
 		tm = newTeam(ctx, cfg, ac, ss.kit, ss.dir, ctl)
-		ac.ID, ac.System, ac.Gate = "lead", team.LeadPrompt, tm.Gate
+		ac.ID, ac.Role, ac.System, ac.Gate = "lead", llm.CallerLead, team.LeadPrompt, tm.Gate
 		ac.BeforeCall = both(ctl.beforeCall("lead"), tm.BeforeCall)
 		ac.Tools = tool.NewSet(tm.Guard(append(ss.kit.list("lead", ss.fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
 	} else {
-		ac.ID = "main"
+		ac.ID, ac.Role = "main", llm.CallerSingle
 		ac.BeforeCall = ctl.beforeCall("main")
 		ac.Tools = tool.NewSet(append(ss.kit.list("main", ss.fs), ac.Evicted.Tool())...)
 		ac.System = systemPrompt(ac.Tools.Names())

@@ -127,21 +127,24 @@ func appendLifted(log *record.Log, typ string, payload any) {
 }
 
 // totals counts the run's turns, tool calls and tokens: the coordinator's
-// own counts, plus, in a team, every subagent's from the record.
+// own turns and calls, plus, in a team, every subagent's from the record.
+// Usage is the sum of every model_response in the record — every agent,
+// the verifier, summaries and salvage — prompt and completion included, so
+// prompt + completion = total.
 func totals(dir string, out agent.Outcome, team bool) (turns, calls int, usage llm.Usage) {
 	turns, calls, usage = out.Turns, out.ToolCalls, out.Usage
-	if !team {
-		return
-	}
 	info, err := Load(dir)
 	if err != nil {
 		return
 	}
+	usage = info.Usage
+	if !team {
+		return
+	}
 	for _, a := range info.Agents {
-		if a.Agent != "lead" && a.Agent != "main" {
+		if a.Agent != "lead" && a.Agent != "main" && a.Agent != "verifier" {
 			turns += a.Turns
 			calls += a.ToolCalls
-			usage.TotalTokens += a.Tokens
 		}
 	}
 	return

@@ -50,6 +50,7 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 			ctl.hold(ctx) // a paused run pauses its subagents too
 			return nil
 		},
+		RequireFinish: cfg.RequireFinish,
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
@@ -165,7 +166,8 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 		defer cancel()
 	}
 	out := agent.Run(ctx, agent.Config{
-		ID: a.ID, Model: t.cfg.Model, Tools: tool.NewSet(tools...), Log: t.cfg.Log, FS: fs,
+		ID: a.ID, Role: llm.CallerSubagent, FinishTool: "report", RequireFinish: t.cfg.RequireFinish,
+		Model: t.cfg.Model, Tools: tool.NewSet(tools...), Log: t.cfg.Log, FS: fs,
 		System: subagentPrompt(a.Role, a.Instructions), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
 		Context: t.cfg.Context, OnStep: t.cfg.OnStep, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall,
 		Restore: restore,
@@ -176,6 +178,10 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	merge := ""
 	if wt != nil {
 		merge = t.mergeAndClose(a, wt)
+	}
+	if out.Termination == agent.Completed && rep.get() == nil && out.Summary != "" {
+		// A tool-free answer taken as finish: its text is the report.
+		rep.rep = &Report{Summary: out.Summary}
 	}
 	switch cause := context.Cause(ctx); {
 	case out.Termination == agent.Completed && rep.get() != nil:

@@ -84,8 +84,11 @@ type Config struct {
 	Retry      llm.RetryPolicy
 	Context    agent.Context
 	// Plan starts the lead in planning mode (R-PLAN-1).
-	Plan   bool
-	OnStep func(agent.Step)
+	Plan bool
+	// RequireFinish makes subagents end only by calling report (no
+	// tool-free answer is taken as their report).
+	RequireFinish bool
+	OnStep        func(agent.Step)
 	// Wake, if set, wakes a lead blocked in wait (a user message arrived);
 	// the channel must stop when ctx ends.
 	Wake func(ctx context.Context) <-chan struct{}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 )
 
@@ -46,7 +47,7 @@ func (t *Team) verifyTool() tool.Tool {
 			v := t.verify(ctx, a)
 			t.mu.Lock()
 			t.verified++
-			t.record(EventVerdict, "verifier", v)
+			t.record(EventVerdict, VerifierID, v)
 			t.mu.Unlock()
 			out := fmt.Sprintf("verdict: %s", v.Verdict)
 			if v.Location != "" {
@@ -72,12 +73,16 @@ func (t *Team) verify(ctx context.Context, a verifyArgs) Verdict {
 	if a.Constraint != "" {
 		prompt += "\nDelivery constraint:\n" + a.Constraint
 	}
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	cctx, cancel := context.WithTimeout(llm.WithCaller(ctx, llm.Caller{Agent: VerifierID, Role: llm.CallerVerifier}), 2*time.Minute)
 	defer cancel()
-	resp, err := llm.WithRetry(t.cfg.Model, t.cfg.Retry).Generate(cctx, &llm.Request{Purpose: llm.PurposeVerify, Messages: []llm.Message{
+	start := t.cfg.Now()
+	resp, err := llm.WithRetry(t.cfg.Model, t.cfg.Retry).Generate(cctx, &llm.Request{Purpose: llm.PurposeVerify, Agent: VerifierID, Messages: []llm.Message{
 		{Role: llm.RoleSystem, Content: verifierPrompt},
 		{Role: llm.RoleUser, Content: prompt},
 	}})
+	if err == nil {
+		t.recordReply(resp, start)
+	}
 	if err != nil {
 		v.Reason = "the verifier could not answer: " + err.Error()
 		return v
@@ -98,6 +103,22 @@ func (t *Team) verify(ctx context.Context, a verifyArgs) Verdict {
 	}
 	v.Reason = fmt.Sprintf("the verifier gave an unknown verdict %q", got.Verdict)
 	return v
+}
+
+// VerifierID is the agent id of the verifier's calls and verdicts.
+const VerifierID = "verifier"
+
+// recordReply records the verifier's reply as a model_response of the
+// verifier, so its usage is in the run's totals.
+func (t *Team) recordReply(resp *llm.Response, start time.Time) {
+	m := resp.Message
+	m.Role, m.ToolCalls = llm.RoleAssistant, nil
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	t.record(record.TypeModelResponse, VerifierID, record.ModelResponse{Purpose: record.PurposeVerify, Message: raw, Usage: resp.Usage,
+		FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: t.cfg.Now().Sub(start).Milliseconds()})
 }
 
 // evidenceText reads a file ref from the shared planes, or takes the ref as
