@@ -154,6 +154,12 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 				a := get(e.Agent)
 				a.Finished, a.FinishArgs = &args.Summary, raw
 			}
+		case record.TypeTextFinish: // a tool-free answer taken as finish
+			var tf record.TextFinish
+			if e.Decode(&tf) == nil && tf.Accepted {
+				a := get(e.Agent)
+				a.Finished = &tf.Summary
+			}
 		case record.TypeObservation:
 			var o record.Observation
 			if e.Decode(&o) == nil && o.Kind != "finalize" {

@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -168,4 +169,34 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 			t.Errorf("saw %v, want agent turns and one salvage call", seen)
 		}
 	})
+}
+
+// A model that never calls a tool and answers in text ends the run after
+// one nudge, completed, with its answer as the summary.
+func TestTextOnlyModelCompletes(t *testing.T) {
+	srv := llmtest.NewOpenAI(t, func(n int, _ llmtest.Request) llmtest.Turn {
+		return llmtest.Turn{Content: fmt.Sprintf("The answer is 42 (reply %d).", n)}
+	})
+	cfg := config(t, "text-run", nil)
+	cfg.Model = openai.New(openai.Config{BaseURL: srv.URL, Model: "m", Stream: true})
+	cfg.Sandbox = "none"
+	s, err := run.Execute(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Requests()); s.Status != run.StatusCompleted || n > 3 {
+		t.Fatalf("ended %s (%s) after %d requests: %s", s.Status, s.Termination, n, s.Error)
+	}
+	if s.Summary != "The answer is 42 (reply 1)." {
+		t.Errorf("summary %q", s.Summary)
+	}
+	finishes := 0
+	for _, e := range readEvents(t, s.RunDir) {
+		if e.Type == record.TypeTextFinish && decode[record.TextFinish](t, e).Accepted {
+			finishes++
+		}
+	}
+	if finishes != 1 {
+		t.Errorf("%d accepted text_finish events, want 1", finishes)
+	}
 }
