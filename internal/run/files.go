@@ -1,13 +1,11 @@
 package run
 
 import (
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/workspace"
@@ -90,18 +88,4 @@ func producedFiles(ws *workspace.FS) []record.FileEntry {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files
-}
-
-func systemPrompt(tools []string) string {
-	var b strings.Builder
-	b.WriteString("You are Apodex, an agent that completes work by acting on files and running commands, not by describing what you would do.\n\n")
-	b.WriteString("Paths you can use:\n")
-	b.WriteString("- /inputs: the task's input files, read-only.\n")
-	b.WriteString("- /workspace: your working area, writable. Relative paths are resolved here. Put your results here.\n")
-	b.WriteString("- /outputs: the delivery area, read-only for you in this run.\n\n")
-	b.WriteString("bash runs /bin/sh in an isolated sandbox with these same paths, no network and a private /tmp.\n")
-	b.WriteString("Tool errors are observations: read them, fix the call and continue.\n")
-	b.WriteString("When the objective is done, call finish with a summary of what you produced and where.\n\n")
-	fmt.Fprintf(&b, "Tools: %s.\n", strings.Join(tools, ", "))
-	return b.String()
 }

@@ -70,7 +70,7 @@ func (ss *session) close() {
 func (ss *session) toolNames() []string {
 	names := ss.kit.tools("x", ss.fs).With(agent.NewEvicted().Tool()).Names()
 	if ss.cfg.Mode == ModeTeam {
-		names = append(names, team.LeadToolNames()...)
+		names = append(names, team.LeadToolNames(ss.cfg.Team.Plan)...)
 	}
 	return names
 }
@@ -126,14 +126,15 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
 		tm = newTeam(ctx, cfg, ac, ss.kit, ss.dir, ctl)
-		ac.ID, ac.Role, ac.System, ac.Gate = "lead", llm.CallerLead, team.LeadPrompt, tm.Gate
+		ac.ID, ac.Role, ac.Gate = "lead", llm.CallerLead, tm.Gate
 		ac.BeforeCall = both(ctl.beforeCall("lead"), tm.BeforeCall)
 		ac.Tools = tool.NewSet(tm.Guard(append(ss.kit.list("lead", ss.fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
+		ac.System = tm.LeadSystem(ac.Tools.Names())
 	} else {
 		ac.ID, ac.Role = "main", llm.CallerSingle
 		ac.BeforeCall = ctl.beforeCall("main")
 		ac.Tools = tool.NewSet(append(ss.kit.list("main", ss.fs), ac.Evicted.Tool())...)
-		ac.System = systemPrompt(ac.Tools.Names())
+		ac.System = agent.SystemPrompt(ac.Tools.Names())
 	}
 	if cfg.SoftDeadline > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.

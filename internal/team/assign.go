@@ -152,14 +152,22 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 		t.end(a, finished, Reported, "", merge)
 		return
 	}
-	set := t.cfg.Tools(a.ID, fs)
+	std := t.cfg.Tools(a.ID, fs)
 	var tools []tool.Tool
 	for _, name := range a.Tools {
-		if tl, ok := set.Get(name); ok {
+		if tl, ok := std.Get(name); ok {
 			tools = append(tools, tl)
 		}
 	}
 	tools = append(tools, newReportTool(rep))
+	var evicted *agent.Evicted
+	if t.cfg.Context.Window > 0 {
+		// With compaction on, recall is given here (not by the loop) so the
+		// prompt lists exactly the tools the subagent has.
+		evicted = agent.NewEvicted()
+		tools = append(tools, evicted.Tool())
+	}
+	set := tool.NewSet(tools...)
 	if t.cfg.SubTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, t.cfg.SubTimeout, errTimeout)
@@ -167,8 +175,8 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	}
 	out := agent.Run(ctx, agent.Config{
 		ID: a.ID, Role: llm.CallerSubagent, FinishTool: "report", RequireFinish: t.cfg.RequireFinish,
-		Model: t.cfg.Model, Tools: tool.NewSet(tools...), Log: t.cfg.Log, FS: fs,
-		System: subagentPrompt(a.Role, a.Instructions), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
+		Model: t.cfg.Model, Tools: set, Evicted: evicted, Log: t.cfg.Log, FS: fs,
+		System: t.subagentPrompt(a.Role, set.Names()), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
 		Context: t.cfg.Context, OnStep: t.cfg.OnStep, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall,
 		Restore: restore,
 	}, task)
@@ -251,16 +259,10 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 			}
 		}
 	}
-	b.WriteString("\nConstraints:\n")
-	switch t.cfg.Isolation {
-	case Shared:
-		fmt.Fprintf(&b, "- the workspace is shared: write only under /workspace/%s/; the other agents' directories are readable.\n", a.ID)
-	default:
-		b.WriteString("- /workspace is your private copy of the shared workspace; your changes are merged into it when you report.\n")
+	if t.cfg.Isolation == Shared {
+		fmt.Fprintf(&b, "\nThe workspace is shared: write only under /workspace/%s/; the other agents' directories are readable.\n", a.ID)
 	}
-	b.WriteString("- /inputs is read-only; /outputs needs claim_outputs (one agent at a time); /outputs/scratch/ is shared and writable.\n")
-	fmt.Fprintf(&b, "- tools: %s.\n", strings.Join(append(slices.Clone(a.Tools), "report"), ", "))
-	b.WriteString("- end with report: a summary, your claims each with evidence refs (files, commands), artifacts you wrote, open questions.\n")
+	b.WriteString("\nEnd with report: a summary, your claims each with evidence refs (files, commands), the artifacts you wrote, open questions.\n")
 	return b.String()
 }
 

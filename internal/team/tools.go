@@ -14,7 +14,7 @@ import (
 type addArgs struct {
 	Title     string   `json:"title" desc:"Short name of the item."`
 	Objective string   `json:"objective" desc:"The bounded, verifiable result this item must produce."`
-	Deps      []string `json:"deps,omitempty" desc:"Items that must be resolved first (ids like T1)."`
+	Deps      []string `json:"deps,omitempty" desc:"Items that must be resolved first: ids like T1, or the exact title of an item added earlier (in this reply too)."`
 	Group     string   `json:"group,omitempty" desc:"Optional grouping label."`
 }
 
@@ -55,9 +55,9 @@ type cancelArgs struct {
 // depend on scheduling.
 func (t *Team) LeadTools() []tool.Tool {
 	tools := []tool.Tool{
-		tool.Define("board_add", "Add an item to the Task Board: a bounded, verifiable sub-objective. Returns its id.", 0,
+		tool.Define("board_add", "Add an item to the Task Board: a bounded, verifiable sub-objective. Returns its id. Ids are T1, T2, … in the order items are added, and the board_add calls of one reply are applied in call order, so a later one may depend on an earlier one of the same reply (by its id, or by its exact title).", 0,
 			func(ctx context.Context, a addArgs) tool.Result {
-				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) { return b.Add("lead", a.Title, a.Objective, a.Deps, a.Group) },
+				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) { return b.Add("lead", a.Title, a.Objective, byTitle(b, a.Deps), a.Group) },
 					func(e board.Event) string { return fmt.Sprintf("added %s", e.ID) })
 			}),
 		tool.Define("board_update", "Revise an open item's title, objective or dependencies.", 0,
@@ -126,7 +126,12 @@ func (t *Team) LeadTools() []tool.Tool {
 				return tool.Result{Output: fmt.Sprintf("cancelling %s; wait returns when it has stopped", strings.ToUpper(a.Assignment))}
 			}),
 		t.verifyTool(),
-		tool.Define("finish_planning", "Leave planning mode: dispatch, writes, shell and finish become available.", 0,
+	}
+	if !t.cfg.Plan {
+		return serialAll(tools)
+	}
+	// Offered only while planning: outside planning mode it does not exist.
+	tools = append(tools, tool.OfferedWhen(tool.Define("finish_planning", "Leave planning mode: dispatch, writes, shell and finish become available.", 0,
 			func(context.Context, noArgs) tool.Result {
 				t.mu.Lock()
 				defer t.mu.Unlock()
@@ -139,8 +144,12 @@ func (t *Team) LeadTools() []tool.Tool {
 				t.planning = false
 				t.record(EventPlanning, "lead", map[string]any{"mode": "planning", "state": "finished"})
 				return tool.Result{Output: "planning finished: dispatch the ready items"}
-			}),
-	}
+			}), t.inPlanning))
+	return serialAll(tools)
+}
+
+// serialAll marks every tool but verify serial.
+func serialAll(tools []tool.Tool) []tool.Tool {
 	for i, tl := range tools {
 		if tl.Spec().Name != "verify" {
 			tools[i] = tool.Serial(tl)
@@ -149,10 +158,35 @@ func (t *Team) LeadTools() []tool.Tool {
 	return tools
 }
 
-// LeadToolNames names the lead's coordination tools.
-func LeadToolNames() []string {
+func (t *Team) inPlanning() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.planning
+}
+
+// byTitle replaces deps that name an item by its exact title with its id,
+// so that items added in one reply can depend on each other by title.
+func byTitle(b *board.Board, deps []string) []string {
+	out := slices.Clone(deps)
+	for i, d := range out {
+		if _, err := b.Get(d); err == nil {
+			continue
+		}
+		for _, it := range b.Items() {
+			if it.Title == strings.TrimSpace(d) {
+				out[i] = it.ID
+				break
+			}
+		}
+	}
+	return out
+}
+
+// LeadToolNames names the lead's coordination tools in a run started in
+// planning mode (plan) or not.
+func LeadToolNames(plan bool) []string {
 	var names []string
-	for _, tl := range (&Team{}).LeadTools() {
+	for _, tl := range (&Team{cfg: Config{Plan: plan}}).LeadTools() {
 		names = append(names, tl.Spec().Name)
 	}
 	return names
@@ -194,7 +228,9 @@ func (t *Team) Guard(tools []tool.Tool) []tool.Tool {
 			out[i] = tl
 			continue
 		}
-		out[i] = guarded{Tool: tl, t: t}
+		// Offered once planning is over; a call made in planning mode is
+		// refused with the reason.
+		out[i] = tool.OfferedWhen(guarded{Tool: tl, t: t}, func() bool { return !t.inPlanning() })
 		if tool.IsSerial(tl) {
 			out[i] = tool.Serial(out[i])
 		}

@@ -74,6 +74,30 @@ type serial struct{ Tool }
 
 func (serial) Serial() bool { return true }
 
+// Offered forwards to the wrapped tool: a serial tool is offered when it is.
+func (s serial) Offered() bool { return IsOffered(s.Tool) }
+
+// OfferedWhen makes t offered to the model only while cond holds (a tool of
+// one mode: finish_planning while planning, writes after it). A call made
+// anyway still reaches t, which refuses it with the reason.
+func OfferedWhen(t Tool, cond func() bool) Tool { return offered{t, cond} }
+
+type offered struct {
+	Tool
+	cond func() bool
+}
+
+func (o offered) Offered() bool { return o.cond() && IsOffered(o.Tool) }
+
+func (o offered) Serial() bool { return IsSerial(o.Tool) }
+
+// IsOffered reports whether t is offered to the model now (true unless it
+// was wrapped with OfferedWhen and its condition does not hold).
+func IsOffered(t Tool) bool {
+	o, ok := t.(interface{ Offered() bool })
+	return !ok || o.Offered()
+}
+
 // IsSerial reports whether t was marked with Serial.
 func IsSerial(t Tool) bool {
 	s, ok := t.(interface{ Serial() bool })
@@ -122,11 +146,14 @@ func (s *Set) Names() []string {
 	return names
 }
 
-// Specs lists tool specs in name order, for the model request.
+// Specs lists the specs of the tools offered now, in name order, for the
+// model request.
 func (s *Set) Specs() []llm.ToolSpec {
 	specs := make([]llm.ToolSpec, 0, len(s.tools))
 	for _, n := range s.Names() {
-		specs = append(specs, s.tools[n].Spec())
+		if t := s.tools[n]; IsOffered(t) {
+			specs = append(specs, t.Spec())
+		}
 	}
 	return specs
 }
