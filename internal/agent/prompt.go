@@ -17,8 +17,8 @@ const outputsNote = "- /outputs: the delivery area. To write files there, first 
 // concurrencyNote says how the calls of one reply run.
 const concurrencyNote = "The tool calls of one reply run concurrently, and their results come back in call order; finish runs after the others. A call that needs another's result or effect (running a script you write in the same reply, reading a file a command creates) belongs in your next reply."
 
-// PlaneNotes describes /inputs, /workspace and /outputs; claim says whether
-// the agent can claim outputs (else /outputs is read-only for it).
+// PlaneNotes describes /inputs, the given /workspace line and /outputs,
+// which is read-only for an agent without claim_outputs.
 func PlaneNotes(tools []string, workspace string) string {
 	var b strings.Builder
 	b.WriteString("Paths you can use:\n")
@@ -27,7 +27,7 @@ func PlaneNotes(tools []string, workspace string) string {
 	if slices.Contains(tools, "claim_outputs") {
 		b.WriteString(outputsNote + "\n")
 	} else {
-		b.WriteString("- /outputs: the delivery area; read-only for you (you have no claim_outputs).\n")
+		b.WriteString("- /outputs: the delivery area; read-only for you.\n")
 	}
 	return b.String()
 }

@@ -57,7 +57,9 @@ func (t *Team) LeadTools() []tool.Tool {
 	tools := []tool.Tool{
 		tool.Define("board_add", "Add an item to the Task Board: a bounded, verifiable sub-objective. Returns its id. Ids are T1, T2, … in the order items are added, and the board_add calls of one reply are applied in call order, so a later one may depend on an earlier one of the same reply (by its id, or by its exact title).", 0,
 			func(ctx context.Context, a addArgs) tool.Result {
-				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) { return b.Add("lead", a.Title, a.Objective, byTitle(b, a.Deps), a.Group) },
+				return t.boardOp(ctx, func(b *board.Board) (board.Event, error) {
+					return b.Add("lead", a.Title, a.Objective, byTitle(b, a.Deps), a.Group)
+				},
 					func(e board.Event) string { return fmt.Sprintf("added %s", e.ID) })
 			}),
 		tool.Define("board_update", "Revise an open item's title, objective or dependencies.", 0,
@@ -132,19 +134,19 @@ func (t *Team) LeadTools() []tool.Tool {
 	}
 	// Offered only while planning: outside planning mode it does not exist.
 	tools = append(tools, tool.OfferedWhen(tool.Define("finish_planning", "Leave planning mode: dispatch, writes, shell and finish become available.", 0,
-			func(context.Context, noArgs) tool.Result {
-				t.mu.Lock()
-				defer t.mu.Unlock()
-				if !t.planning {
-					return tool.Result{Output: "not in planning mode; nothing to do"}
-				}
-				if t.board.Len() == 0 {
-					return tool.Errorf("the board is empty: add the plan's items with board_add before leaving planning mode")
-				}
-				t.planning = false
-				t.record(EventPlanning, "lead", map[string]any{"mode": "planning", "state": "finished"})
-				return tool.Result{Output: "planning finished: dispatch the ready items"}
-			}), t.inPlanning))
+		func(context.Context, noArgs) tool.Result {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if !t.planning {
+				return tool.Result{Output: "not in planning mode; nothing to do"}
+			}
+			if t.board.Len() == 0 {
+				return tool.Errorf("the board is empty: add the plan's items with board_add before leaving planning mode")
+			}
+			t.planning = false
+			t.record(EventPlanning, "lead", map[string]any{"mode": "planning", "state": "finished"})
+			return tool.Result{Output: "planning finished: dispatch the ready items"}
+		}), t.inPlanning))
 	return serialAll(tools)
 }
 
