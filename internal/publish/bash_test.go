@@ -173,3 +173,24 @@ func jsonString(s string) (string, error) {
 	b.WriteByte('"')
 	return b.String(), nil
 }
+
+// The footer names the state of every declared path, a file rewritten with
+// its own bytes included.
+func TestBashFooterListsEveryDeclaredPath(t *testing.T) {
+	runner := bwrap(t)
+	f := newFixture(t, 0, nil)
+	decl := []string{"/outputs/a.md", "/outputs/b.md", "/outputs/c.md"}
+	if _, err := f.plane.Claim("main", decl); err != nil {
+		t.Fatal(err)
+	}
+	r := bash(t, f, "main", runner, "echo same > /outputs/a.md; echo b > /outputs/b.md")
+	expect(t, r, false, "kept /outputs/a.md (5 bytes)", "kept /outputs/b.md (2 bytes)", "not written yet: /outputs/c.md")
+	r = bash(t, f, "main", runner, "sleep 0.01; echo same > /outputs/a.md")
+	expect(t, r, false, "--- /outputs ---",
+		"unchanged /outputs/a.md (5 bytes): rewritten with identical bytes",
+		"unchanged /outputs/b.md (2 bytes)",
+		"not written yet: /outputs/c.md")
+	if read(t, f.host("a.md")) != "same\n" {
+		t.Fatal("a.md changed")
+	}
+}

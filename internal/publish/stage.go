@@ -157,7 +157,12 @@ func copyFile(sr, dr *os.Root, name string, fi fs.FileInfo, perm fs.FileMode) er
 		return err
 	}
 	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
+	if err = errors.Join(err, out.Close()); err != nil {
+		return err
+	}
+	// The copy keeps the modification time, so a command that rewrites a
+	// file with the same bytes can be told from one that left it alone.
+	return dr.Chtimes(name, fi.ModTime(), fi.ModTime())
 }
 
 // commit applies the staging copy to the real outputs and removes it. It
@@ -171,7 +176,7 @@ func (p *Plane) commit(st *staging, killed bool) string {
 	}
 	defer sr.Close()
 	after := walkStates(sr)
-	changed := slices.ContainsFunc(st.declared, func(pp string) bool { return !look(sr, rel(pp)).same(st.was(pp)) })
+	changed := slices.ContainsFunc(st.declared, func(pp string) bool { return !look(sr, rel(pp)).same(st.was(pp)) || rewritten(look(sr, rel(pp)), st.was(pp)) })
 	var undeclared, unapplied []string
 	for _, r := range unionKeys(st.before, after) {
 		b, inBefore := st.before[r]
@@ -204,9 +209,11 @@ func (p *Plane) commit(st *staging, killed bool) string {
 	}
 	defer or.Close()
 	for _, pp := range st.declared {
-		if line := commitPath(sr, or, pp, st.was(pp)); line != "" {
-			lines = append(lines, line)
+		line := commitPath(sr, or, pp, st.was(pp))
+		if line == "" {
+			line = unchangedLine(look(sr, rel(pp)), st.was(pp), pp)
 		}
+		lines = append(lines, line)
 	}
 	if len(undeclared) > 0 {
 		lines = append(lines, fmt.Sprintf("not delivered: %s %s not in the manifest [%s] and %s not kept; claim with claim_outputs first, then write again",
@@ -272,6 +279,25 @@ func commitPath(sr, or *os.Root, pp string, before state) string {
 		return fmt.Sprintf("kept %s (%d bytes), but it changed while being copied", pp, n)
 	}
 	return fmt.Sprintf("kept %s (%d bytes)", pp, n)
+}
+
+// rewritten reports a declared file written again with the bytes it had.
+func rewritten(a, before state) bool {
+	return a.kind == kindFile && a.same(before) && a.fi != nil && before.fi != nil && !a.fi.ModTime().Equal(before.fi.ModTime())
+}
+
+// unchangedLine is the footer line of a declared path the command left as
+// it was, so the footer names the state of every declared path.
+func unchangedLine(a, before state, pp string) string {
+	switch {
+	case rewritten(a, before):
+		return fmt.Sprintf("unchanged %s (%d bytes): rewritten with identical bytes; it is delivered as it is", pp, a.size)
+	case a.kind == kindFile:
+		return fmt.Sprintf("unchanged %s (%d bytes)", pp, a.size)
+	case a.kind == kindAbsent:
+		return fmt.Sprintf("not written yet: %s", pp)
+	}
+	return fmt.Sprintf("unchanged %s: %s %s", pp, a.where, a.what())
 }
 
 // walkStates describes every entry but directories under the root of a
