@@ -176,7 +176,9 @@ func (p *Plane) commit(st *staging, killed bool) string {
 	}
 	defer sr.Close()
 	after := walkStates(sr)
-	changed := slices.ContainsFunc(st.declared, func(pp string) bool { return !look(sr, rel(pp)).same(st.was(pp)) || rewritten(look(sr, rel(pp)), st.was(pp)) })
+	changed := slices.ContainsFunc(st.declared, func(pp string) bool {
+		return !look(sr, rel(pp)).same(st.was(pp)) || rewritten(look(sr, rel(pp)), st.was(pp))
+	})
 	var undeclared, unapplied []string
 	for _, r := range unionKeys(st.before, after) {
 		b, inBefore := st.before[r]

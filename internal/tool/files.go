@@ -140,10 +140,7 @@ func writeFile(env Env, a writeFileArgs) Result {
 		return Errorf("%v", err)
 	}
 	after := workspace.HashBytes([]byte(a.Content))
-	lines := strings.Count(a.Content, "\n")
-	if a.Content != "" && !strings.HasSuffix(a.Content, "\n") {
-		lines++
-	}
+	lines := lineCount(a.Content)
 	verb := "replaced"
 	switch {
 	case before == "":
@@ -214,7 +211,7 @@ func editFile(env Env, a editFileArgs) Result {
 	}
 	return Result{
 		Output: fmt.Sprintf("edited %s at line %d: replaced %s with %s", p.PlanePath, line,
-			plural(strings.Count(a.OldText, "\n")+1, "line", "lines"), plural(strings.Count(a.NewText, "\n")+1, "line", "lines")),
+			plural(lineCount(a.OldText), "line", "lines"), plural(lineCount(a.NewText), "line", "lines")),
 		Deltas: []FileDelta{{Path: p.PlanePath, Before: workspace.HashBytes(data), After: workspace.HashBytes([]byte(updated)), Bytes: int64(len(updated))}},
 	}
 }
@@ -254,4 +251,14 @@ func occurrenceLines(content, old string, max int) string {
 		from += i + len(old)
 	}
 	return strings.Join(lines, ", ")
+}
+
+// lineCount is how many lines s holds: a final newline ends the last line
+// rather than starting another ("a\n" is one line, "" none).
+func lineCount(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
 }

@@ -147,6 +147,11 @@ func TestEditFile(t *testing.T) {
 	if got, _ := os.ReadFile(host); string(got) != want {
 		t.Fatalf("file is %q", got)
 	}
+	// old_text ending in a newline counts its lines, not one more.
+	r2 := call(t, env, "edit_file", `{"path": "code.py", "old_text": "    x = 2\n", "new_text": "    x = 2\n    y = 3\n"}`)
+	expect(t, r2, false, "replaced 1 line with 2 lines")
+	r2 = call(t, env, "edit_file", `{"path": "code.py", "old_text": "    y = 3\n", "new_text": ""}`)
+	expect(t, r2, false, "replaced 1 line with 0 lines")
 	wantDelta := FileDelta{Path: "/workspace/code.py", Before: workspace.HashBytes([]byte(orig)), After: workspace.HashBytes([]byte(want)), Bytes: int64(len(want))}
 	if len(r.Deltas) != 1 || r.Deltas[0] != wantDelta {
 		t.Fatalf("deltas %+v", r.Deltas)
