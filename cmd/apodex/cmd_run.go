@@ -31,6 +31,7 @@ type runFlags struct {
 	mode           string
 	team           run.TeamConfig
 	requireFinish  bool
+	mergeIgnore    string
 }
 
 func (f *runFlags) register(fs *flagSet) {
@@ -58,6 +59,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.IntVar(&f.team.SubBudget.MaxTurns, "sub-max-turns", 30, "team: model calls per subagent")
 	fs.IntVar(&f.team.SubBudget.MaxToolCalls, "sub-max-tool-calls", 100, "team: tool calls per subagent")
 	fs.DurationVar(&f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
+	fs.StringVar(&f.mergeIgnore, "merge-ignore", "__pycache__,*.pyc,.pytest_cache", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
 	fs.BoolVar(&f.requireFinish, "require-finish", false, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print a JSON summary on stdout")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
@@ -148,6 +150,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
 		Mode: f.mode, Team: f.team, RequireFinish: f.requireFinish,
 	}
+	cfg.Team.MergeIgnore = ignoreList(f.mergeIgnore)
 	if !f.quiet {
 		cfg.Progress = stderr
 	}
@@ -223,3 +226,18 @@ func printSummary(w io.Writer, s run.Summary) {
 }
 
 func version() string { return run.Version }
+
+// ignoreList parses --merge-ignore: "none" (or "") is an empty, non-nil
+// list, so nothing is left out.
+func ignoreList(s string) []string {
+	out := []string{}
+	if strings.TrimSpace(s) == "none" {
+		return out
+	}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

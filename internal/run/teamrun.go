@@ -27,6 +27,9 @@ type TeamConfig struct {
 	// SubBudget and SubTimeout bound each assignment.
 	SubBudget  agent.Budget
 	SubTimeout time.Duration
+	// MergeIgnore are the patterns a per-agent merge leaves out (nil: the
+	// defaults, __pycache__, *.pyc, .pytest_cache).
+	MergeIgnore []string `json:"merge_ignore,omitempty"`
 }
 
 func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *control) *team.Team {
@@ -51,6 +54,7 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 			return nil
 		},
 		RequireFinish: cfg.RequireFinish,
+		MergeIgnore:   tc.MergeIgnore,
 	})
 }
 

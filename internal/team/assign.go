@@ -269,10 +269,13 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 // worktreeHandle wraps a per-agent worktree.
 type worktreeHandle struct{ wt *worktree.Worktree }
 
-func openWorktree(shared, root, name string) (*worktreeHandle, error) {
+func openWorktree(shared, root, name string, ignore []string) (*worktreeHandle, error) {
 	wt, err := worktree.Create(shared, root, name)
 	if err != nil {
 		return nil, err
+	}
+	if ignore != nil {
+		wt.Ignore = ignore
 	}
 	return &worktreeHandle{wt: wt}, nil
 }
@@ -289,7 +292,7 @@ func (t *Team) mergeAndClose(a *Assignment, h *worktreeHandle) string {
 		t.record(EventMerge, a.ID, map[string]any{"assignment": a.ID, "error": err.Error()})
 		return "merge failed: " + err.Error()
 	}
-	t.record(EventMerge, a.ID, map[string]any{"assignment": a.ID, "applied": rep.Applied, "conflicts": rep.Conflicts, "refused": rep.Refused})
+	t.record(EventMerge, a.ID, map[string]any{"assignment": a.ID, "applied": rep.Applied, "conflicts": rep.Conflicts, "refused": rep.Refused, "ignored": rep.Ignored})
 	for _, c := range rep.Applied {
 		d := record.FileDelta{CallID: "merge:" + a.ID, Path: "/workspace/" + c.Path}
 		if c.Kind != worktree.Deleted {
@@ -304,6 +307,9 @@ func (t *Team) mergeAndClose(a *Assignment, h *worktreeHandle) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "merged %d change(s) into the shared workspace", len(rep.Applied))
+	if n := len(rep.Ignored); n > 0 {
+		fmt.Fprintf(&b, "; left out %d ignored path(s) (%s)", n, strings.Join(rep.Ignored[:min(n, 5)], ", "))
+	}
 	for _, c := range rep.Conflicts {
 		fmt.Fprintf(&b, "; CONFLICT %s: %s (the shared version was kept; this agent's version is set aside in the run directory)", c.Path, c.Reason)
 	}

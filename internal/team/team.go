@@ -76,6 +76,9 @@ type Config struct {
 	Isolation string
 	// WorktreeRoot holds per-agent worktrees (inside the run directory).
 	WorktreeRoot string
+	// MergeIgnore are the patterns of changes a per-agent merge leaves out
+	// (worktree.Ignore); nil means worktree.DefaultIgnore.
+	MergeIgnore []string
 	// Concurrency bounds running assignments (default 8).
 	Concurrency int
 	// SubBudget and SubTimeout bound each assignment.
@@ -217,7 +220,7 @@ func (t *Team) subFS(id, worktreeName string) (*workspace.FS, *worktreeHandle, e
 		fs.Own = id
 		return fs, nil, nil
 	default:
-		wt, err := openWorktree(shared.Workspace, t.cfg.WorktreeRoot, worktreeName)
+		wt, err := openWorktree(shared.Workspace, t.cfg.WorktreeRoot, worktreeName, t.cfg.MergeIgnore)
 		if err != nil {
 			return nil, nil, err
 		}

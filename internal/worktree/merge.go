@@ -25,6 +25,8 @@ type MergeReport struct {
 	Applied   []Change   `json:"applied,omitempty"`
 	Conflicts []Conflict `json:"conflicts,omitempty"`
 	Refused   []Refusal  `json:"refused,omitempty"`
+	// Ignored are changed paths left out by Worktree.Ignore.
+	Ignored []string `json:"ignored,omitempty"`
 }
 
 // Conflict is a change not applied because shared changed the same path since
@@ -63,6 +65,7 @@ func (w *Worktree) Merge() (MergeReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("worktree: changes: %w", err)
 	}
+	changes, rep.Ignored = w.Ignore.filter(changes)
 	unlock, err := lockShared(w.shared)
 	if err != nil {
 		return rep, err

@@ -62,6 +62,8 @@ type Worktree struct {
 	Dir      string // the merged view: the agent's /workspace host directory
 	Kind     string // Overlay or Copy
 	Fallback string // why the overlay was not used ("" for Overlay or CreateCopy)
+	// Ignore lists the changes Merge leaves out; Create sets DefaultIgnore.
+	Ignore Ignore
 
 	shared string // absolute shared directory
 	base   string // <root>/<name>
@@ -135,7 +137,7 @@ func prepare(shared, root, name string) (*Worktree, error) {
 	if err := os.Mkdir(base, 0o755); err != nil {
 		return nil, fmt.Errorf("worktree: %s: %w", name, err)
 	}
-	return &Worktree{shared: shared, base: base, Dir: filepath.Join(base, mergedDir)}, nil
+	return &Worktree{shared: shared, base: base, Dir: filepath.Join(base, mergedDir), Ignore: append(Ignore(nil), DefaultIgnore...)}, nil
 }
 
 // within reports whether p is dir or lies under it.
