@@ -159,7 +159,7 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 			tools = append(tools, tl)
 		}
 	}
-	tools = append(tools, newReportTool(rep))
+	tools = append(tools, newReportTool(rep, fs))
 	var evicted *agent.Evicted
 	if t.cfg.Context.Window > 0 {
 		// With compaction on, recall is given here (not by the loop) so the

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/workspace"
 )
 
 // Report is how a subagent ends its assignment (R-TEAM-2).
@@ -62,9 +64,12 @@ func (b *reportBox) get() *Report {
 	return b.rep
 }
 
-type reportTool struct{ box *reportBox }
+type reportTool struct {
+	box *reportBox
+	fs  *workspace.FS // the subagent's planes, where its artifacts must exist
+}
 
-func newReportTool(box *reportBox) tool.Tool { return reportTool{box} }
+func newReportTool(box *reportBox, fs *workspace.FS) tool.Tool { return reportTool{box, fs} }
 
 func (reportTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
@@ -73,10 +78,30 @@ func (reportTool) Spec() llm.ToolSpec {
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"summary":{"type":"string","description":"What you did and found."},` +
 			`"claims":{"type":"array","description":"Statements you stand behind.","items":{"type":"object","properties":{"text":{"type":"string"},"evidence":{"type":"array","items":{"type":"string"},"description":"Refs: file paths, commands, evidence ids."}},"required":["text"]}},` +
-			`"artifacts":{"type":"array","items":{"type":"string"},"description":"Files you wrote."},` +
+			`"artifacts":{"type":"array","items":{"type":"string"},"description":"Files you wrote, by path (/workspace/x, /outputs/y); each must exist, or the report is refused."},` +
 			`"open_questions":{"type":"array","items":{"type":"string"}}` +
 			`},"required":["summary"],"additionalProperties":false}`),
 	}
+}
+
+// missing lists the artifacts that are not files or directories on the
+// subagent's planes (or not paths there at all).
+func (r reportTool) missing(artifacts []string) []string {
+	if r.fs == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range artifacts {
+		p, err := r.fs.Resolve(strings.TrimSpace(a))
+		if err != nil {
+			out = append(out, a)
+			continue
+		}
+		if _, err := os.Lstat(p.Host); err != nil {
+			out = append(out, p.PlanePath)
+		}
+	}
+	return out
 }
 
 func (r reportTool) Call(_ context.Context, args json.RawMessage) tool.Result {
@@ -93,6 +118,9 @@ func (r reportTool) Call(_ context.Context, args json.RawMessage) tool.Result {
 		if strings.TrimSpace(c.Text) == "" {
 			return tool.Errorf("report: claim %d has no text", i+1)
 		}
+	}
+	if missing := r.missing(rep.Artifacts); len(missing) > 0 {
+		return tool.Errorf("report refused: no such artifact: %s; write it first, or leave it out of artifacts (artifacts are the files you wrote, by path like /workspace/x)", strings.Join(missing, ", "))
 	}
 	r.box.mu.Lock()
 	r.box.rep = &rep

@@ -164,3 +164,35 @@ func TestBoardAddsOfOneReplyDependOnEachOther(t *testing.T) {
 		}
 	}
 }
+
+// A report naming an artifact that does not exist is refused, naming it;
+// the subagent goes on and reports again.
+func TestReportRefusesMissingArtifacts(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var refusal string
+	lead := steps(
+		calls(add("One", "write it"), dispatch("T1", "writer", "write_file")),
+		calls(wait("A1")),
+		calls(resolve("T1", "report:A1")),
+		calls(finish("done")))
+	sub := func(turn int, req *llm.Request) (*llm.Response, error) {
+		switch turn {
+		case 0:
+			return calls(writeFile("/workspace/real.txt", "x\n")), nil
+		case 1:
+			return calls(report("wrote two files", "/workspace/real.txt", "/workspace/ghost.txt", "/etc/passwd")), nil
+		}
+		mu.Lock()
+		refusal = req.Messages[len(req.Messages)-1].Content
+		mu.Unlock()
+		return calls(report("wrote one file", "/workspace/real.txt")), nil
+	}
+	out := h.run(scripted.New(byAgent(map[string]scripted.Policy{"lead": lead, "A1": sub})), nil)
+	if out.Termination != agent.Completed {
+		t.Fatalf("%s (%v)", out.Termination, out.Err)
+	}
+	if !strings.Contains(refusal, "report refused: no such artifact: /workspace/ghost.txt, /etc/passwd") || strings.Contains(refusal, "real.txt") {
+		t.Errorf("refusal: %q", refusal)
+	}
+}
