@@ -115,15 +115,17 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 	start := l.cfg.Now()
 	resp, err := model.Generate(fctx, req)
 	pr := record.PartialResult{Source: "model"}
-	if err == nil && strings.TrimSpace(resp.Message.Content) != "" {
-		resp.Message.ToolCalls = nil // tool-free: any call is ignored
+	if err == nil {
+		// Recorded even when empty: its usage counts.
+		resp.Message.Role, resp.Message.ToolCalls = llm.RoleAssistant, nil // tool-free: any call is ignored
 		l.usage = l.usage.Add(resp.Usage)
 		l.history = append(l.history, resp.Message)
 		l.recorded = len(l.history)
 		l.append(record.TypeModelResponse, record.ModelResponse{Turn: l.turns, Purpose: record.PurposeFinalize, Message: l.storeMessage(resp.Message), Usage: resp.Usage,
 			FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: l.cfg.Now().Sub(start).Milliseconds()})
 		pr.Text = strings.TrimSpace(resp.Message.Content)
-	} else {
+	}
+	if pr.Text == "" {
 		if err == nil {
 			err = errors.New("empty reply")
 		}

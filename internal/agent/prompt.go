@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/apodex/apodex/internal/tool"
@@ -14,17 +13,24 @@ import (
 // outputsNote is the one sentence on /outputs and the lease.
 const outputsNote = "- /outputs: the delivery area. To write files there, first call claim_outputs with their exact paths: it declares them as deliverables and takes the run's publishing lease (one agent holds it at a time); only the claimed paths become writable, for the file tools and bash alike. /outputs/scratch/ is shared scratch space anyone may write without a claim; it is never delivered."
 
-// concurrencyNote says how the calls of one reply run.
-const concurrencyNote = "The tool calls of one reply run concurrently, and their results come back in call order; finish runs after the others. A call that needs another's result or effect (running a script you write in the same reply, reading a file a command creates) belongs in your next reply."
+// concurrencyNote says how the calls of one reply run; ordered names the
+// tools among them that apply in call order (tool.Serial).
+func concurrencyNote(ordered []string) string {
+	s := "The tool calls of one reply run concurrently, and their results come back in call order"
+	if len(ordered) > 0 {
+		s += "; " + strings.Join(ordered, ", ") + " calls are applied in call order, each after the calls before it"
+	}
+	return s + "; finish runs after the others. A call that needs another's result or effect (running a script you write in the same reply, reading a file a command creates) belongs in your next reply."
+}
 
 // PlaneNotes describes /inputs, the given /workspace line and /outputs,
 // which is read-only for an agent without claim_outputs.
-func PlaneNotes(tools []string, workspace string) string {
+func PlaneNotes(tools *tool.Set, workspace string) string {
 	var b strings.Builder
 	b.WriteString("Paths you can use:\n")
 	b.WriteString("- /inputs: the task's input files, read-only.\n")
 	b.WriteString(workspace + "\n")
-	if slices.Contains(tools, "claim_outputs") {
+	if _, ok := tools.Get("claim_outputs"); ok {
 		b.WriteString(outputsNote + "\n")
 	} else {
 		b.WriteString("- /outputs: the delivery area; read-only for you.\n")
@@ -34,20 +40,25 @@ func PlaneNotes(tools []string, workspace string) string {
 
 // ToolNotes says how calls run, what the sandbox offers (when bash is
 // among the tools) and lists the tools, in name order.
-func ToolNotes(tools []string) string {
+func ToolNotes(tools *tool.Set) string {
 	var b strings.Builder
-	b.WriteString(concurrencyNote + "\n")
-	if slices.Contains(tools, "bash") {
+	var serial []string
+	for _, n := range tools.Names() {
+		if t, _ := tools.Get(n); tool.IsSerial(t) {
+			serial = append(serial, n)
+		}
+	}
+	b.WriteString(concurrencyNote(serial) + "\n")
+	if _, ok := tools.Get("bash"); ok {
 		b.WriteString("bash runs /bin/sh in an isolated sandbox with these same paths, no network and a private /tmp. " + tool.SandboxOffer() + "\n")
 	}
 	b.WriteString("Tool errors are observations: read them, fix the call and continue.\n")
-	names := slices.Sorted(slices.Values(tools))
-	b.WriteString("Your tools: " + strings.Join(names, ", ") + ".\n")
+	b.WriteString("Your tools: " + strings.Join(tools.Names(), ", ") + ".\n")
 	return b.String()
 }
 
 // SystemPrompt is a single agent's system prompt for the tools it has.
-func SystemPrompt(tools []string) string {
+func SystemPrompt(tools *tool.Set) string {
 	var b strings.Builder
 	b.WriteString("You are Apodex, an agent that completes work by acting on files and running commands, not by describing what you would do.\n\n")
 	b.WriteString(PlaneNotes(tools, "- /workspace: your working area, writable. Relative paths are resolved here. Put your results here."))

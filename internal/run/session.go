@@ -129,12 +129,12 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		ac.ID, ac.Role, ac.Gate = "lead", llm.CallerLead, tm.Gate
 		ac.BeforeCall = both(ctl.beforeCall("lead"), tm.BeforeCall)
 		ac.Tools = tool.NewSet(tm.Guard(append(ss.kit.list("lead", ss.fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
-		ac.System = tm.LeadSystem(ac.Tools.Names())
+		ac.System = tm.LeadSystem(ac.Tools)
 	} else {
 		ac.ID, ac.Role = "main", llm.CallerSingle
 		ac.BeforeCall = ctl.beforeCall("main")
 		ac.Tools = tool.NewSet(append(ss.kit.list("main", ss.fs), ac.Evicted.Tool())...)
-		ac.System = agent.SystemPrompt(ac.Tools.Names())
+		ac.System = agent.SystemPrompt(ac.Tools)
 	}
 	if cfg.SoftDeadline > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.

@@ -176,7 +176,7 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	out := agent.Run(ctx, agent.Config{
 		ID: a.ID, Role: llm.CallerSubagent, FinishTool: "report", RequireFinish: t.cfg.RequireFinish,
 		Model: t.cfg.Model, Tools: set, Evicted: evicted, Log: t.cfg.Log, FS: fs,
-		System: t.subagentPrompt(a.Role, set.Names()), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
+		System: t.subagentPrompt(a.Role, set), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
 		Context: t.cfg.Context, OnStep: t.cfg.OnStep, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall,
 		Restore: restore,
 	}, task)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/tool"
 )
 
 // The prompts live in prompts/*.md so they can be read and revised as text.
@@ -22,7 +23,7 @@ var (
 // LeadSystem is the lead's system prompt for the tools it is given: its
 // job, planning mode only when the run starts in it, the planes, how calls
 // run and the tool list.
-func (t *Team) LeadSystem(tools []string) string {
+func (t *Team) LeadSystem(tools *tool.Set) string {
 	var b strings.Builder
 	b.WriteString(LeadPrompt + "\n")
 	if t.cfg.Plan {
@@ -36,7 +37,7 @@ func (t *Team) LeadSystem(tools []string) string {
 // subagentPrompt is a subagent's system prompt: its role, the planes as it
 // sees them and the tools it is actually given. Its instructions are in
 // its task message only.
-func (t *Team) subagentPrompt(role string, tools []string) string {
+func (t *Team) subagentPrompt(role string, tools *tool.Set) string {
 	var b strings.Builder
 	b.WriteString(strings.NewReplacer("{{role}}", role).Replace(subagentTemplate) + "\n")
 	ws := "- /workspace: your private copy of the shared workspace, writable; your changes are merged into the shared one when you report. Relative paths are resolved here."

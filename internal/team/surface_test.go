@@ -12,6 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/team"
+	"github.com/apodex/apodex/internal/tool"
 )
 
 func specNames(req *llm.Request) []string {
@@ -83,8 +84,12 @@ func TestToolsFollowTheMode(t *testing.T) {
 func TestLeadSystemPrompt(t *testing.T) {
 	for _, plan := range []bool{false, true} {
 		tm := team.New(context.Background(), team.Config{Plan: plan, Log: newHarness(t).log})
-		names := []string{"bash", "claim_outputs", "recall", "board_add"}
-		sys := tm.LeadSystem(names)
+		names := []string{"bash", "board_add", "claim_outputs", "recall"}
+		var ts []tool.Tool
+		for _, n := range names {
+			ts = append(ts, tool.Serial(tool.Define(n, "", 0, func(context.Context, struct{}) tool.Result { return tool.Result{} })))
+		}
+		sys := tm.LeadSystem(tool.NewSet(ts...))
 		if strings.Contains(sys, "finish_planning") != plan {
 			t.Errorf("plan=%v, prompt:\n%s", plan, sys)
 		}
@@ -96,7 +101,7 @@ func TestLeadSystemPrompt(t *testing.T) {
 		if strings.Contains(sys, "read-only for you") {
 			t.Errorf("the lead prompt calls /outputs read-only although it has claim_outputs")
 		}
-		if got := listedTools(t, sys); !slices.Equal(got, slices.Sorted(slices.Values(names))) {
+		if got := listedTools(t, sys); !slices.Equal(got, names) {
 			t.Errorf("listed %v, given %v", got, names)
 		}
 	}
