@@ -50,7 +50,7 @@ func ToolNotes(tools *tool.Set) string {
 	}
 	b.WriteString(concurrencyNote(serial) + "\n")
 	if _, ok := tools.Get("bash"); ok {
-		b.WriteString("bash runs /bin/sh in an isolated sandbox with these same paths, no network and a private /tmp. " + tool.SandboxOffer() + "\n")
+		b.WriteString("bash runs /bin/sh in a sandbox with these same paths and a private /tmp. " + tool.SandboxOffer() + "\n")
 	}
 	b.WriteString("Tool errors are observations: read them, fix the call and continue.\n")
 	b.WriteString("Your tools: " + strings.Join(tools.Names(), ", ") + ".\n")
