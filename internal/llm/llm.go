@@ -7,6 +7,9 @@
 //     the provider sent them (possibly malformed JSON; callers validate).
 //   - Usage is what the provider reported; Usage.Reported is false when the
 //     provider reported nothing, so callers can tell an estimate from a fact.
+//   - The Caller on a call's context (WithCaller: run, agent, role) is sent
+//     by the HTTP clients as the X-Apodex-Run, X-Apodex-Agent and
+//     X-Apodex-Role headers; fields not set are not sent.
 //   - Errors that are worth retrying (429, 5xx, connection failures, truncated
 //     streams) satisfy IsRetryable; all others do not. WithRetry retries them
 //     without ever sleeping past the context's deadline.

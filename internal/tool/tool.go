@@ -7,7 +7,10 @@
 //     back as a Result with IsError set and a message that says how to recover;
 //   - Result.Output is what the model reads, already cut to the output limit
 //     with the cut stated; Result.Full keeps the whole body for the record;
-//   - every file a tool changes is reported as a FileDelta (hash before/after).
+//   - every file a tool changes is reported as a FileDelta (hash before/after);
+//   - a Set offers the model only the tools offered now (OfferedWhen), so a
+//     tool of another mode is not in the request; SandboxOffer names what
+//     bash finds on the host's system directories, probed once.
 package tool
 
 import (

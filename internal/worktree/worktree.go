@@ -20,7 +20,9 @@
 //     this process and flock(2) on the directory across processes), so
 //     worktrees may merge concurrently;
 //   - Close and Cleanup unmount before they remove anything, and never remove
-//     a directory that is, or contains, a mount point.
+//     a directory that is, or contains, a mount point;
+//   - changes matching Worktree.Ignore (by default __pycache__, *.pyc,
+//     .pytest_cache) are never merged; MergeReport.Ignored lists them.
 //
 // Two kinds: "overlay" mounts overlayfs (lowerdir = shared); "copy" is a full
 // copy, used when the mount fails (not root, no overlayfs, an upper dir on a
