@@ -31,7 +31,8 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 	// Calls run in parallel, except serial ones, which are barriers: a
 	// serial call starts when every earlier call has ended, and later calls
 	// start after it, so "claim, then write" or "add, then view" in one turn
-	// happen in that order. finish runs last, seeing every effect.
+	// happen in that order. finish (or the agent's FinishTool, a subagent's
+	// report) runs last, seeing every effect.
 	sem := make(chan struct{}, l.cfg.Parallel)
 	var wg sync.WaitGroup
 	var finishes []int
@@ -45,7 +46,7 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 		switch {
 		case i >= allowed:
 			results[i] = tool.Errorf("not run: the tool-call budget of %d is used up", l.cfg.Budget.MaxToolCalls)
-		case c.Name == "finish":
+		case c.Name == "finish" || c.Name == l.cfg.FinishTool:
 			finishes = append(finishes, i)
 		case known && tool.IsSerial(t):
 			wg.Wait()

@@ -3,7 +3,7 @@
 //
 // Guarantees:
 //   - the tool calls of one turn run in parallel (bounded by Config.Parallel,
-//     finish last) and their results enter the history in call order;
+//     finish or Config.FinishTool last) and their results enter the history in call order;
 //   - nothing the model does wrong ends the run: unknown tools, malformed
 //     arguments, failing commands, refused writes and tool panics all come back
 //     as observations; only budgets, cancellation, finish and an unrecoverable

@@ -15,12 +15,15 @@ const outputsNote = "- /outputs: the delivery area. To write files there, first 
 
 // concurrencyNote says how the calls of one reply run; ordered names the
 // tools among them that apply in call order (tool.Serial).
-func concurrencyNote(ordered []string) string {
+func concurrencyNote(ordered []string, finish string) string {
 	s := "The tool calls of one reply run concurrently, and their results come back in call order"
 	if len(ordered) > 0 {
 		s += "; " + strings.Join(ordered, ", ") + " calls are applied in call order, each after the calls before it"
 	}
-	return s + "; finish runs after the others. A call that needs another's result or effect (running a script you write in the same reply, reading a file a command creates) belongs in your next reply."
+	if finish != "" {
+		s += "; " + finish + " runs after the others"
+	}
+	return s + ". A call that needs another's result or effect (running a script you write in the same reply, reading a file a command creates) belongs in your next reply."
 }
 
 // PlaneNotes describes /inputs, the given /workspace line and /outputs,
@@ -33,7 +36,7 @@ func PlaneNotes(tools *tool.Set, workspace string) string {
 	if _, ok := tools.Get("claim_outputs"); ok {
 		b.WriteString(outputsNote + "\n")
 	} else {
-		b.WriteString("- /outputs: the delivery area; read-only for you.\n")
+		b.WriteString("- /outputs: the delivery area; read-only for you, but /outputs/scratch/ is shared scratch space you may write (never delivered).\n")
 	}
 	return b.String()
 }
@@ -48,7 +51,13 @@ func ToolNotes(tools *tool.Set) string {
 			serial = append(serial, n)
 		}
 	}
-	b.WriteString(concurrencyNote(serial) + "\n")
+	finish := ""
+	for _, n := range []string{"finish", "report"} {
+		if _, ok := tools.Get(n); ok {
+			finish = n
+		}
+	}
+	b.WriteString(concurrencyNote(serial, finish) + "\n")
 	if _, ok := tools.Get("bash"); ok {
 		b.WriteString("bash runs /bin/sh in a sandbox with these same paths and a private /tmp. " + tool.SandboxOffer() + "\n")
 	}

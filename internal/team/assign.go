@@ -262,7 +262,6 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 	if t.cfg.Isolation == Shared {
 		fmt.Fprintf(&b, "\nThe workspace is shared: write only under /workspace/%s/; the other agents' directories are readable.\n", a.ID)
 	}
-	b.WriteString("\nEnd with report: a summary, your claims each with evidence refs (files, commands), the artifacts you wrote, open questions.\n")
 	return b.String()
 }
 

@@ -201,3 +201,22 @@ func TestReportRefusesMissingArtifacts(t *testing.T) {
 		t.Errorf("refusal: %q", refusal)
 	}
 }
+
+// report runs after the other calls of its reply, so it may name the file a
+// write of the same reply creates.
+func TestReportAfterWriteInOneReply(t *testing.T) {
+	h := newHarness(t)
+	lead := steps(
+		calls(add("One", "write it"), dispatch("T1", "writer", "write_file")),
+		calls(wait("A1")),
+		calls(resolve("T1", "report:A1")),
+		calls(finish("done")))
+	sub := steps(calls(report("wrote it", "/workspace/made.txt"), writeFile("/workspace/made.txt", "x\n")))
+	out := h.run(scripted.New(byAgent(map[string]scripted.Policy{"lead": lead, "A1": sub})), nil)
+	if out.Termination != agent.Completed {
+		t.Fatalf("%s (%v)", out.Termination, out.Err)
+	}
+	if st, _ := h.lastState("A1"); st != team.Reported {
+		t.Errorf("A1 ended %s", st)
+	}
+}
