@@ -80,13 +80,11 @@ func (t *Team) verify(ctx context.Context, a verifyArgs) Verdict {
 		{Role: llm.RoleSystem, Content: verifierPrompt},
 		{Role: llm.RoleUser, Content: prompt},
 	}})
-	if err == nil {
-		t.recordReply(resp, start)
-	}
 	if err != nil {
 		v.Reason = "the verifier could not answer: " + err.Error()
 		return v
 	}
+	t.recordReply(resp, start)
 	text := strings.TrimSpace(resp.Message.Content)
 	if i, j := strings.Index(text, "{"), strings.LastIndex(text, "}"); i >= 0 && j > i {
 		text = text[i : j+1]
