@@ -158,7 +158,7 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 			tools = append(tools, tl)
 		}
 	}
-	tools = append(tools, newReportTool(rep))
+	tools = append(tools, newReportTool(rep, t.claimRefs(fs)))
 	if t.cfg.SubTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, t.cfg.SubTimeout, errTimeout)

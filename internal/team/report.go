@@ -62,9 +62,14 @@ func (b *reportBox) get() *Report {
 	return b.rep
 }
 
-type reportTool struct{ box *reportBox }
+type reportTool struct {
+	box   *reportBox
+	check func(*Report) error // claims must cite (cite.go)
+}
 
-func newReportTool(box *reportBox) tool.Tool { return reportTool{box} }
+func newReportTool(box *reportBox, check func(*Report) error) tool.Tool {
+	return reportTool{box, check}
+}
 
 func (reportTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
@@ -93,6 +98,9 @@ func (r reportTool) Call(_ context.Context, args json.RawMessage) tool.Result {
 		if strings.TrimSpace(c.Text) == "" {
 			return tool.Errorf("report: claim %d has no text", i+1)
 		}
+	}
+	if err := r.check(&rep); err != nil {
+		return tool.Errorf("report: %v", err)
 	}
 	r.box.mu.Lock()
 	r.box.rep = &rep
