@@ -100,7 +100,7 @@ func indexMapping() mapping.IndexMapping {
 	pathF.Store = true
 	exact := bleve.NewTextFieldMapping()
 	exact.Analyzer = keyword.Name
-	exact.Store = false
+	exact.Store = true
 	num := bleve.NewNumericFieldMapping()
 	num.Index = false
 	num.Store = true

@@ -41,7 +41,7 @@ const (
 	MaxFileBytes = 16 << 20
 	sniffLen     = 8000
 	// formatVersion changes the hash when the index layout changes.
-	formatVersion = "apodex-corpus-1"
+	formatVersion = "apodex-corpus-2"
 )
 
 // Kinds of documents indexed, by extension.

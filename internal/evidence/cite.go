@@ -20,7 +20,7 @@ type Citation struct {
 var markerPattern = regexp.MustCompile(`\[(E[0-9]+(?:\s*[,;]\s*E[0-9]+)*)\]`)
 
 // quotePattern is a span in straight or curly double quotes.
-var quotePattern = regexp.MustCompile(`"([^"\n]{1,1000})"|“([^”\n]{1,1000})”`)
+var quotePattern = regexp.MustCompile(`"([^"]{1,1000})"|“([^”]{1,1000})”`)
 
 // Citations finds every citation marker in text, by paragraph: a marker's
 // sentence runs from the end of the previous sentence (". ", "! ", "? "
@@ -73,10 +73,10 @@ func paragraph(p string, firstLine int, lineAt []int) []Citation {
 	for _, m := range marks {
 		s := sentenceOf(bounds, m[0])
 		from, to := bounds[s], bounds[s+1]
-		// A marker after the full stop opens a sentence of markers only:
-		// it cites the sentence before.
-		if s > 0 && strings.TrimSpace(markerPattern.ReplaceAllString(p[from:to], "")) == "" {
-			from = bounds[s-1]
+		// A marker after the full stop ("… here." [E5]) cites the
+		// sentence before.
+		if s > 0 && strings.TrimSpace(markerPattern.ReplaceAllString(p[from:m[0]], "")) == "" {
+			from, to = bounds[s-1], from
 		}
 		c := Citation{Line: firstLine + lineOf(lineAt, m[0]) + 1, Sentence: strings.TrimSpace(p[from:to])}
 		for _, id := range strings.FieldsFunc(p[m[2]:m[3]], func(r rune) bool { return r == ',' || r == ';' || unicode.IsSpace(r) }) {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/apodex/apodex/internal/record"
@@ -26,7 +27,7 @@ const maxScanned = 8 << 20
 func Uses(events []record.Event, outputs string) map[string][]Use {
 	out := map[string][]Use{}
 	add := func(ref string, u Use) {
-		if ref = strings.TrimSpace(ref); IsID(ref) {
+		if ref = strings.TrimSpace(ref); IsID(ref) && !slices.Contains(out[ref], u) {
 			out[ref] = append(out[ref], u)
 		}
 	}

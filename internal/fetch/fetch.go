@@ -49,6 +49,9 @@ type Guard struct {
 	AllowPrivate bool
 	MaxBytes     int64         // 0: DefaultMaxBytes
 	Timeout      time.Duration // 0: DefaultTimeout
+	// refuse, if set, replaces Private (tests: a loopback server that is
+	// allowed, and a loopback address that is not).
+	refuse func(netip.Addr) bool
 }
 
 // Page is a fetched page.
@@ -183,11 +186,14 @@ func (g Guard) control(network, address string, _ syscall.RawConn) error {
 }
 
 func (g Guard) checkAddr(a netip.Addr) error {
-	if g.AllowPrivate {
+	a = a.Unmap()
+	refuse := Private
+	if g.refuse != nil {
+		refuse = g.refuse
+	} else if g.AllowPrivate {
 		return nil
 	}
-	a = a.Unmap()
-	if Private(a) {
+	if refuse(a) {
 		return fmt.Errorf("%w: %s is a private, loopback or otherwise non-public address; pass --fetch-private to allow it", ErrRefused, a)
 	}
 	return nil
