@@ -219,3 +219,91 @@ func TestSearchAnswerExample(t *testing.T) {
 		t.Errorf("replay of the example: %d\n%s", code, out)
 	}
 }
+
+// TestEvidenceSurvivesResume kills the example after its fetch (the record
+// cut there) and resumes it: Q comes back from the record, so the answer's
+// citation of the fetched id still aligns, and new ids continue after it.
+func TestEvidenceSurvivesResume(t *testing.T) {
+	home := t.TempDir()
+	code, out, errOut := cli(t, "run", "--home", home, "--provider", "scripted", "--sandbox", "none",
+		"--script", "../../examples/search-answer/script.json", "--task", "../../examples/search-answer/task.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	runDir := onlyRun(t, home)
+	before := events(t, runDir)
+	var cut int64
+	for _, e := range before {
+		var tr record.ToolResult
+		if e.Type == record.TypeToolResult && e.Decode(&tr) == nil && tr.Name == "fetch" {
+			cut = e.Seq
+		}
+	}
+	path := filepath.Join(runDir, record.EventsFile)
+	data, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(path, []byte(strings.Join(lines[:cut], "")), 0o644)
+	os.RemoveAll(filepath.Join(runDir, "outputs"))
+	os.MkdirAll(filepath.Join(runDir, "outputs"), 0o755)
+
+	code, out, errOut = cli(t, "resume", "--home", home, "--json", filepath.Base(runDir))
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+	}
+	s := decodeSummary(t, out)
+	if s.Status != "completed" || len(s.Verify) != 1 || !s.Verify[0].Passed {
+		t.Fatalf("resumed run: %+v", s)
+	}
+	after := decodeAll[record.Evidence](t, events(t, runDir), record.TypeEvidence)
+	if len(after) != 5 || after[4].ID != "E5" || after[4].Kind != record.EvidenceFetch {
+		t.Fatalf("evidence after resume: %+v", after)
+	}
+}
+
+// TestTeamReportMustCite: a subagent's report citing E999 is refused with
+// the valid kinds; citing the id its search returned, it is accepted.
+func TestTeamReportMustCite(t *testing.T) {
+	corpus, home := needleCorpus(t), t.TempDir()
+	roles := map[string]string{"researcher": "A1"}
+	var refused, hit string
+	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		id, turn := teamAgentOf(req, roles), teamTurn(req)
+		if id == "A1" {
+			switch turn {
+			case 0:
+				return calls(call("search", map[string]any{"query": "harbour light relit"}))
+			case 1:
+				if m := hitRE.FindStringSubmatch(lastTool(req)); m != nil {
+					hit = m[1]
+				}
+				return calls(call("report", map[string]any{"summary": "found it", "claims": []map[string]any{{"text": "relit in 1946", "evidence": []string{"E999"}}}}))
+			case 2:
+				refused = lastTool(req)
+				return calls(call("report", map[string]any{"summary": "found it", "claims": []map[string]any{{"text": "relit in 1946", "evidence": []string{hit}}}}))
+			}
+			return calls(finish("lost"))
+		}
+		switch {
+		case turn == 0:
+			return calls(call("board_add", map[string]any{"title": "Find", "objective": "Find when the light was relit"}))
+		case turn == 1:
+			return calls(call("dispatch", map[string]any{"item": "T1", "role": "researcher", "tools": []string{"search", "fetch"}, "instructions": "Search, then report with evidence ids."}))
+		case !teamSeen(req, "Assignment A1 ("):
+			return calls(call("wait", map[string]any{"timeout_s": 30}))
+		case teamCalled(req, "board_resolve") == 0:
+			return calls(call("board_resolve", map[string]any{"id": "T1", "note": "relit in 1946", "refs": []string{"report:A1"}}))
+		}
+		return calls(finish("relit in 1946"))
+	})
+	code, out, errOut := cli(t, append(openaiArgs(home, srv), "--mode", "team", "--corpus", corpus, "--sandbox", "none", "--json", "When was the harbour light relit?")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(refused, "claim 1 cites E999, which is not an evidence id of this run") || !strings.Contains(refused, "a ref is an evidence id") {
+		t.Fatalf("the report citing E999 was not refused with the valid kinds:\n%s", refused)
+	}
+	code, out, _ = cli(t, "evidence", "--home", home, filepath.Base(onlyRun(t, home)))
+	if code != 0 || !strings.Contains(out, hit+" ") || !strings.Contains(out, "cited in report A1 claim 1") {
+		t.Fatalf("evidence listing:\n%s", out)
+	}
+}

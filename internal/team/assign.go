@@ -55,7 +55,7 @@ type assignmentEvent struct {
 }
 
 // subagentTools are the tools a lead may give a subagent.
-var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall"}
+var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall", "search", "fetch"}
 
 // dispatch validates and queues an assignment; it returns the assignment id.
 func (t *Team) dispatch(callID, item, role, instructions string, tools []string) (string, error) {
