@@ -307,3 +307,23 @@ func TestTeamReportMustCite(t *testing.T) {
 		t.Fatalf("evidence listing:\n%s", out)
 	}
 }
+
+func TestCorpusConfigErrors(t *testing.T) {
+	home := t.TempDir()
+	inputs := t.TempDir()
+	os.Mkdir(filepath.Join(inputs, "corpus"), 0o755)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--corpus", filepath.Join(home, "nope")}, "is not a directory"},
+		{[]string{"--corpus", filepath.Dir(home)}, "contains the runs home"},
+		{[]string{"--corpus", t.TempDir(), "--inputs", inputs}, "already have a corpus/ directory"},
+	} {
+		args := append([]string{"run", "--home", home, "--provider", "scripted", "--script", "../../examples/search-answer/script.json"}, c.args...)
+		code, _, errOut := cli(t, append(args, "answer")...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+}

@@ -69,6 +69,14 @@ func copyCorpus(cfg *Config, c *contract.Contract, fs *workspace.FS) ([]record.F
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return nil, &ConfigError{fmt.Sprintf("corpus %s is not a directory: pass --corpus (or the task's corpus key) a directory of documents", src)}
 	}
+	if in, err := filepath.Abs(src); err == nil {
+		if h, err := filepath.Abs(cfg.Home); err == nil {
+			in, h = realPath(in), realPath(h)
+			if h == in || strings.HasPrefix(h, in+string(filepath.Separator)) {
+				return nil, &ConfigError{fmt.Sprintf("corpus %s contains the runs home %s: pass --home outside the corpus", src, cfg.Home)}
+			}
+		}
+	}
 	dst := filepath.Join(fs.Inputs, corpusName)
 	if _, err := os.Lstat(dst); err == nil {
 		return nil, &ConfigError{fmt.Sprintf("the inputs already have a %s/ directory, where the corpus %s would go: rename it in the inputs", corpusName, src)}
