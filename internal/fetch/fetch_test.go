@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -57,7 +58,10 @@ func server(t *testing.T) *httptest.Server {
 		}
 	})
 	mux.HandleFunc("/to-loopback", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "http://127.0.0.2:9/secret", http.StatusFound)
+		http.Redirect(w, r, "http://127.0.0.1:9/secret", http.StatusFound)
+	})
+	mux.HandleFunc("/to-localhost", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://localhost:9/secret", http.StatusFound)
 	})
 	mux.HandleFunc("/to-file", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
@@ -65,14 +69,23 @@ func server(t *testing.T) *httptest.Server {
 	mux.HandleFunc("/to-page", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/page", http.StatusFound)
 	})
-	s := httptest.NewServer(mux)
+	// The server listens on 127.0.0.2, so that a redirect to 127.0.0.1 can
+	// be told apart from the server itself.
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("cannot listen on 127.0.0.2: %v", err)
+	}
+	s := httptest.NewUnstartedServer(mux)
+	s.Listener.Close()
+	s.Listener = l
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }
 
-// onlyServer allows 127.0.0.1 (the test server) and refuses every other
-// non-public address, as a public server would be treated.
-func onlyServer(a netip.Addr) bool { return a != netip.MustParseAddr("127.0.0.1") && Private(a) }
+// onlyServer allows 127.0.0.2 (the test server, standing in for a public
+// one) and refuses every other non-public address.
+func onlyServer(a netip.Addr) bool { return a != netip.MustParseAddr("127.0.0.2") && Private(a) }
 
 func TestLoopbackRefusedUnlessAllowed(t *testing.T) {
 	s := server(t)
@@ -100,8 +113,11 @@ func TestLoopbackRefusedUnlessAllowed(t *testing.T) {
 func TestRedirects(t *testing.T) {
 	s := server(t)
 	g := Guard{refuse: onlyServer}
-	if _, err := g.Get(context.Background(), s.URL+"/to-loopback"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "127.0.0.2") {
-		t.Fatalf("redirect to 127.0.0.2: err %v, want refused naming it", err)
+	if _, err := g.Get(context.Background(), s.URL+"/to-loopback"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("redirect to 127.0.0.1: err %v, want refused naming it", err)
+	}
+	if _, err := g.Get(context.Background(), s.URL+"/to-localhost"); !errors.Is(err, ErrRefused) {
+		t.Fatalf("redirect to localhost: err %v, want refused", err)
 	}
 	if _, err := g.Get(context.Background(), s.URL+"/to-file"); err == nil || !strings.Contains(err.Error(), "not http(s)") {
 		t.Fatalf("redirect to file://: err %v", err)

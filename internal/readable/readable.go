@@ -5,13 +5,11 @@
 // Guarantees:
 //   - Text never fails on bad HTML: when no article is found it falls back
 //     to the page's visible text, and the result is valid UTF-8 with runs
-//     of blank lines folded to one and lines trimmed;
-//   - the input is read at most up to the limit the caller passes.
+//     of blank lines folded to one and lines trimmed.
 package readable
 
 import (
 	"bytes"
-	"io"
 	"net/url"
 	"strings"
 
@@ -91,13 +89,4 @@ func tidy(s string) string {
 		out = append(out, line)
 	}
 	return strings.TrimSpace(strings.Join(out, "\n"))
-}
-
-// Limit reads at most n bytes of r; more is reported by truncated.
-func Limit(r io.Reader, n int64) (data []byte, truncated bool, err error) {
-	data, err = io.ReadAll(io.LimitReader(r, n+1))
-	if int64(len(data)) > n {
-		return data[:n], true, err
-	}
-	return data, false, err
 }
