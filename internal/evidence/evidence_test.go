@@ -120,3 +120,26 @@ func TestProducers(t *testing.T) {
 }
 
 func clipT(s string) string { return s[:min(len(s), 30)] }
+
+func TestRegistryConcurrentAgents(t *testing.T) {
+	log := newLog(t)
+	q := New(log, nil)
+	done := make(chan struct{})
+	for a := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 100 {
+				q.Add("agent", Item{Kind: record.EvidenceFile, Source: "/inputs/f", Span: record.Span{From: a*1000 + i, To: a*1000 + i}}, "x")
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	log.Sync()
+	c, _ := record.Read(log.Dir())
+	items, err := Fold(c.Events) // ids in record order are E1, E2, … with no gap
+	if err != nil || len(items) != 800 || q.Len() != 800 {
+		t.Fatalf("%d folded, %d in Q: %v", len(items), q.Len(), err)
+	}
+}
