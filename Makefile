@@ -4,7 +4,7 @@ BIN     := bin/apodex
 DEMO    := examples/csv-sum
 HOME_DEMO ?= $(CURDIR)/.apodex-demo
 
-.PHONY: all build demo test test-short bench fuzz vet clean
+.PHONY: all build demo demo-search test test-short bench fuzz vet clean
 
 all: build
 
@@ -19,6 +19,11 @@ demo: build
 	./$(BIN) run --provider scripted --script $(DEMO)/script.json --task $(DEMO)/task.yaml \
 	  --home $(HOME_DEMO) --sandbox $$sandbox
 
+# Search a corpus, quote it and cite the evidence ids; source alignment checks it.
+demo-search: build
+	./$(BIN) run --provider scripted --script examples/search-answer/script.json \
+	  --task examples/search-answer/task.yaml --home $(HOME_DEMO)
+
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
@@ -31,6 +36,7 @@ bench:
 	$(GO) test -run XXX -bench 'Compaction300' -benchtime 1x ./internal/agent/
 	$(GO) test -run XXX -bench 'Team64x20' -benchtime 1x ./internal/team/
 	$(GO) test -run XXX -bench 'Replay|Resume' -benchtime 1x ./internal/run/
+	$(GO) test -run XXX -bench 'Corpus10k' -benchtime 1x ./internal/corpus/
 
 clean:
 	rm -rf bin .apodex-demo

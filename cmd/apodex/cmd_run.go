@@ -21,6 +21,8 @@ type runFlags struct {
 	task           string
 	sandbox        string
 	network        bool
+	corpus         string
+	fetchPrivate   bool
 	jsonOut, quiet bool
 	budget         agent.Budget
 	cmdTimeout     time.Duration
@@ -51,7 +53,9 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.IntVar(&f.attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
 	fs.Int64Var(&f.scratchQuota, "scratch-quota", 256<<20, "bytes every agent may write under /outputs/scratch")
 	fs.StringVar(&f.sandbox, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
-	fs.BoolVar(&f.network, "network", false, "let sandboxed commands use the network")
+	fs.BoolVar(&f.network, "network", false, "let sandboxed commands use the network, and fetch reach http(s) URLs")
+	fs.StringVar(&f.corpus, "corpus", "", "directory of documents the agent searches (search, fetch) and reads at /inputs/corpus (overrides the task file's corpus)")
+	fs.BoolVar(&f.fetchPrivate, "fetch-private", false, "with --network: let fetch reach private and loopback addresses")
 	fs.StringVar(&f.mode, "mode", "react", "react (one agent) or team (a lead that plans on a Task Board and dispatches subagents it designs)")
 	fs.IntVar(&f.team.Concurrency, "concurrency", 8, "team: subagents running at once")
 	fs.StringVar(&f.team.Isolation, "isolation", "per-agent", "team: per-agent (each subagent a private copy-on-write workspace, merged on report) or shared (one workspace, each agent writes only /workspace/<agent-id>/)")
@@ -149,6 +153,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
 		Mode: f.mode, Team: f.team, RequireFinish: f.requireFinish,
+		Evidence: run.EvidenceConfig{Corpus: f.corpus, FetchPrivate: f.fetchPrivate},
 	}
 	cfg.Team.MergeIgnore = ignoreList(f.mergeIgnore)
 	if !f.quiet {

@@ -48,6 +48,7 @@ func commands() []command {
 		{"show", "summarize one run from its record", cmdShow},
 		{"board", "print a team run's task board and assignments", cmdBoard},
 		{"verify", "rerun a run's task verifier on its final state", cmdVerify},
+		{"evidence", "list a run's evidence ids (Q): kind, source, span, and where each was cited", cmdEvidence},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
 		{"messages", "list a run's messages and their state", cmdMessages},

@@ -23,6 +23,9 @@ func (p *parser) clauses(n *yaml.Node, c *Contract) {
 
 func (p *parser) clause(e *yaml.Node, i int, c *Contract) (Clause, bool) {
 	where := fmt.Sprintf("verify[%d]", i)
+	if kindOf(e) == KindSourceAlignment {
+		return p.alignClause(e, i, c)
+	}
 	m, ok := p.fields(e, where, "kind", "name", "command", "files", "compare", "tolerance", "timeout")
 	if !ok {
 		return Clause{}, false
@@ -36,7 +39,7 @@ func (p *parser) clause(e *yaml.Node, i int, c *Contract) (Clause, bool) {
 		cl.Kind = s
 	} else {
 		if good {
-			p.fail(v, "%s.kind: unknown kind %q; supported: tests, recompute", where, s)
+			p.fail(v, "%s.kind: unknown kind %q; supported: tests, recompute, source_alignment", where, s)
 		}
 		ok = false
 	}

@@ -47,6 +47,9 @@ import (
 const (
 	KindTests     = "tests"     // passes iff the command exits 0
 	KindRecompute = "recompute" // passes iff the command's stdout equals a deliverable
+	// KindSourceAlignment passes iff every [E12] citation in its files
+	// cites known evidence and every quote it carries is in that evidence.
+	KindSourceAlignment = "source_alignment"
 )
 
 // maxTaskFile bounds the size of a task file.
@@ -73,6 +76,9 @@ type Contract struct {
 	// none. InputsSpec is the value as written in the file.
 	Inputs     string
 	InputsSpec string
+	// Corpus is the host directory of documents searched at
+	// /inputs/corpus (R-SEARCH-1); CorpusSpec is the value as written.
+	Corpus, CorpusSpec string
 
 	Budget       Budget
 	Deliverables []Deliverable
@@ -126,6 +132,10 @@ type Clause struct {
 	// Timeout overrides the verifier's default per-clause timeout.
 	Timeout time.Duration
 	Line    int
+	// Outputs are the deliverables a source_alignment clause checks, and
+	// MinCitations how many citations they must carry at least.
+	Outputs      []string
+	MinCitations int
 
 	filesDigest string
 }
@@ -246,6 +256,7 @@ type (
 		FileObjective string            `json:"file_objective,omitempty"`
 		Objective     string            `json:"objective"`
 		Inputs        string            `json:"inputs,omitempty"`
+		Corpus        string            `json:"corpus,omitempty"`
 		Budget        wireBudget        `json:"budget"`
 		Deliverables  []wireDeliverable `json:"deliverables"`
 		Verify        []wireClause      `json:"verify"`
@@ -278,6 +289,8 @@ type (
 		Compare     string   `json:"compare,omitempty"`
 		Tolerance   *float64 `json:"tolerance,omitempty"`
 		Timeout     string   `json:"timeout,omitempty"`
+		Outputs     []string `json:"outputs,omitempty"`
+		MinCites    int      `json:"min_citations,omitempty"`
 	}
 )
 
@@ -287,7 +300,7 @@ type (
 func (c *Contract) MarshalJSON() ([]byte, error) {
 	w := wireContract{
 		U0: c.U0, FileObjective: c.FileObjective, Objective: c.Objective,
-		Inputs: c.InputsSpec,
+		Inputs: c.InputsSpec, Corpus: c.CorpusSpec,
 		Budget: wireBudget{
 			Turns: c.Budget.Turns, ToolCalls: c.Budget.ToolCalls, Tokens: c.Budget.Tokens,
 			SoftDeadline: durString(c.Budget.SoftDeadline), Timeout: durString(c.Budget.Timeout),
@@ -312,7 +325,7 @@ func (c *Contract) MarshalJSON() ([]byte, error) {
 		w.Verify = append(w.Verify, wireClause{
 			Kind: v.Kind, Name: v.Name, Command: v.Command, Files: v.FilesSpec,
 			FilesSHA256: v.filesDigest, Compare: v.Compare, Tolerance: v.Tolerance,
-			Timeout: durString(v.Timeout),
+			Timeout: durString(v.Timeout), Outputs: v.Outputs, MinCites: v.MinCitations,
 		})
 	}
 	var b bytes.Buffer

@@ -70,7 +70,7 @@ func decode(name string, data []byte) (*yaml.Node, error) {
 }
 
 func (p *parser) contract(root *yaml.Node, c *Contract) {
-	m, ok := p.fields(root, "", "objective", "inputs", "budget", "deliverables", "verify")
+	m, ok := p.fields(root, "", "objective", "inputs", "corpus", "budget", "deliverables", "verify")
 	if !ok {
 		return
 	}
@@ -81,6 +81,9 @@ func (p *parser) contract(root *yaml.Node, c *Contract) {
 	}
 	if n := m["inputs"]; n != nil {
 		p.inputs(n, c)
+	}
+	if n := m["corpus"]; n != nil {
+		p.corpus(n, c)
 	}
 	if n := m["budget"]; n != nil {
 		p.budget(n, &c.Budget)

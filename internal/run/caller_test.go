@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,7 @@ func teamPolicy() func(n int, req llmtest.Request) llmtest.Turn {
 		case "verifier":
 			return llmtest.Turn{Content: `{"verdict":"supported","reason":"the evidence says 42"}`}
 		case "subagent":
-			return calls(tc("report", `{"summary":"the sum is 42","claims":[{"text":"the sum is 42","evidence":["42"]}]}`))
+			return calls(tc("report", `{"summary":"the sum is 42","claims":[{"text":"the sum is 42","evidence":["/inputs/data.csv"]}]}`))
 		}
 		lead++
 		var t llmtest.Turn
@@ -70,7 +71,7 @@ func teamPolicy() func(n int, req llmtest.Request) llmtest.Turn {
 		case 2:
 			t = calls(tc("wait", `{}`))
 		case 3:
-			t = calls(tc("verify", `{"claim":"the sum is 42","evidence":["A1 reported 42"]}`))
+			t = calls(tc("verify", `{"claim":"the sum is 42","evidence":["/inputs/data.csv"]}`))
 		case 4, 5, 6, 7:
 			t = calls(tc("board_view", `{}`))
 		default:
@@ -109,6 +110,8 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 	t.Run("team", func(t *testing.T) {
 		srv := llmtest.NewOpenAI(t, teamPolicy())
 		cfg := config(t, "team-run", nil)
+		cfg.InputsDir = t.TempDir()
+		put(t, filepath.Join(cfg.InputsDir, "data.csv"), "n\n40\n2\n")
 		cfg.Model = openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
 		cfg.Mode, cfg.Sandbox = run.ModeTeam, "none"
 		cfg.Context = agent.Context{Window: 2000}

@@ -150,6 +150,8 @@ func replayConfig(rec Recorded, home, dir string, model llm.Model) Config {
 		CommandTimeout: st.CommandTimeout, ScratchQuota: st.ScratchQuota, RequireFinish: st.RequireFinish,
 	}
 	cfg.Retry.MaxAttempts = max(st.MaxAttempts, 1)
+	cfg.Evidence = recordedEvidence(rec)
+	cfg.Evidence.Recorded = dir // fetched pages come from the record, not the network
 	return cfg
 }
 

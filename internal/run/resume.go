@@ -112,6 +112,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	if cfg.ModelInfo.Provider == "" {
 		cfg.ModelInfo = rec.Started.Model
 	}
+	cfg.Evidence = recordedEvidence(rec)
 	c, err := recordedContract(st, rec.Started.Objective)
 	if err != nil {
 		log.Close()

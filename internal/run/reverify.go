@@ -64,10 +64,10 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 	}
 	if len(task.Verify) > 0 {
 		runner, err := sandbox.New("bwrap")
-		if err != nil {
+		if err != nil && verify.NeedsSandbox(task.Verify) {
 			return rv, err
 		}
-		env.Runner = runner
+		env.Runner, env.Evidence = runner, recordedQ(dir)
 		rv.Verify = verify.RunAll(ctx, env, task.Verify)
 		for _, r := range rv.Verify {
 			rv.Passed = rv.Passed && r.Passed

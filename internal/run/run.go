@@ -75,6 +75,8 @@ type Config struct {
 	// Sandbox is "bwrap", "none" or "" (bwrap, refusing bash if unavailable).
 	Sandbox string
 	Network bool
+	// Evidence configures the corpus and fetch (R-SEARCH).
+	Evidence EvidenceConfig
 	// CommandTimeout is bash's default timeout; 0 means 120 s.
 	CommandTimeout time.Duration
 	// ScratchQuota bounds /outputs/scratch in bytes; 0 means 256 MiB.
@@ -165,6 +167,13 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		os.RemoveAll(dir)
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot copy inputs from %s: %v", c.Inputs, err)}
 	}
+	more, err := copyCorpus(&cfg, c, fs)
+	if err != nil {
+		log.Close()
+		os.RemoveAll(dir)
+		return Summary{}, err
+	}
+	inputs = append(inputs, more...)
 	if cfg.Context.Window <= 0 {
 		cfg.Context.Window = llm.ContextWindow(cfg.ModelInfo.Name)
 	}
@@ -180,7 +189,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
 		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": Version, "sandbox": ss.sbx.Version},
-		Settings: map[string]any{"run": settingsOf(cfg, c)},
+		Settings: map[string]any{"run": settingsOf(cfg, c), "evidence": cfg.Evidence.settings()},
 	}); err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}

@@ -30,6 +30,7 @@ type session struct {
 	plane   *publish.Plane
 	in      *inbox.Inbox
 	kit     *toolkit
+	ev      *evidencePlane
 	c       *contract.Contract
 	sbx     record.SandboxSettings
 	warn    *record.Warning
@@ -58,11 +59,16 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 	}
 	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network)
 	ss.sbx, ss.warn = sbx, warn
-	ss.kit = &toolkit{fs: fs, plane: ss.plane, runner: runner, network: cfg.Network, commandTimeout: cfg.CommandTimeout}
+	if ss.ev, err = openEvidence(cfg, dir, fs, log); err != nil {
+		release()
+		return nil, err
+	}
+	ss.kit = &toolkit{fs: fs, plane: ss.plane, runner: runner, network: cfg.Network, commandTimeout: cfg.CommandTimeout, ev: ss.ev}
 	return ss, nil
 }
 
 func (ss *session) close() {
+	ss.ev.close()
 	ss.release()
 }
 
@@ -116,6 +122,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if rs != nil {
 		ctl.replay(rs.events)
 	}
+	ss.ev.noteIndex(log)
 	stopWatch := ctl.watch(ctx)
 	defer stopWatch()
 	ac := agent.Config{
@@ -159,7 +166,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		}
 	}
 	if !done {
-		out = agent.Run(ctx, ac, taskMessage(ss.c))
+		out = agent.Run(ctx, ac, taskMessage(ss.c)+ss.ev.taskNote(ss.c))
 	}
 	if tm != nil {
 		tm.Shutdown(string(out.Termination))
@@ -173,7 +180,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		s.Error = out.Err.Error()
 	}
 	conclude(context.WithoutCancel(ctx), &s, ctl.current(), ss.plane, log,
-		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir})
+		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q})
 	s.Files = producedFiles(ss.fs)
 	s.Turns, s.ToolCalls, s.Usage = totals(ss.dir, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{

@@ -35,7 +35,7 @@ type TeamConfig struct {
 func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *control) *team.Team {
 	tc := cfg.Team
 	return team.New(ctx, team.Config{
-		Model: cfg.Model, Log: ac.Log, FS: kit.fs,
+		Model: cfg.Model, Log: ac.Log, FS: kit.fs, Evidence: kit.ev.registry(),
 		Tools:        kit.tools, // recall is added by each subagent's own loop
 		Release:      func(id, reason string) { kit.plane.Release(id, reason) },
 		Isolation:    tc.Isolation,

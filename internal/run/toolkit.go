@@ -18,6 +18,7 @@ type toolkit struct {
 	runner         sandbox.Runner
 	network        bool
 	commandTimeout time.Duration
+	ev             *evidencePlane // nil: no evidence plane (tests)
 }
 
 // tools returns agent id's tools acting on fs, a per-agent copy of the
@@ -29,5 +30,9 @@ func (k *toolkit) tools(id string, fs *workspace.FS) *tool.Set {
 func (k *toolkit) list(id string, fs *workspace.FS) []tool.Tool {
 	view := fs.View(func(planePath string, size int64) error { return k.plane.CheckWrite(id, planePath, size) })
 	env := tool.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout, Outputs: k.plane.BashMounts(id)}
-	return append(tool.Builtins(env), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{})
+	var evTools []tool.Tool
+	if k.ev != nil {
+		env.Evidence, evTools = k.ev.forAgent(id)
+	}
+	return append(append(tool.Builtins(env), evTools...), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{})
 }

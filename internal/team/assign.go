@@ -56,7 +56,7 @@ type assignmentEvent struct {
 }
 
 // subagentTools are the tools a lead may give a subagent.
-var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall"}
+var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall", "search", "fetch"}
 
 // dispatch validates and queues an assignment; it returns the assignment id.
 func (t *Team) dispatch(callID, item, role, instructions string, tools []string) (string, error) {
@@ -159,7 +159,7 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 			tools = append(tools, tl)
 		}
 	}
-	tools = append(tools, newReportTool(rep, fs))
+	tools = append(tools, newReportTool(rep, fs, t.claimRefs(fs)))
 	var evicted *agent.Evicted
 	if t.cfg.Context.Window > 0 {
 		// With compaction on, recall is given here (not by the loop) so the

@@ -65,11 +65,14 @@ func (b *reportBox) get() *Report {
 }
 
 type reportTool struct {
-	box *reportBox
-	fs  *workspace.FS // the subagent's planes, where its artifacts must exist
+	box   *reportBox
+	fs    *workspace.FS       // the subagent's planes, where its artifacts must exist
+	check func(*Report) error // claims must cite (cite.go)
 }
 
-func newReportTool(box *reportBox, fs *workspace.FS) tool.Tool { return reportTool{box, fs} }
+func newReportTool(box *reportBox, fs *workspace.FS, check func(*Report) error) tool.Tool {
+	return reportTool{box, fs, check}
+}
 
 func (reportTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
@@ -121,6 +124,11 @@ func (r reportTool) Call(_ context.Context, args json.RawMessage) tool.Result {
 	}
 	if missing := r.missing(rep.Artifacts); len(missing) > 0 {
 		return tool.Errorf("report refused: no such artifact: %s; write it first, or leave it out of artifacts (artifacts are the files you wrote, by path like /workspace/x)", strings.Join(missing, ", "))
+	}
+	if r.check != nil {
+		if err := r.check(&rep); err != nil {
+			return tool.Errorf("report: %v", err)
+		}
 	}
 	r.box.mu.Lock()
 	r.box.rep = &rep

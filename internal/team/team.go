@@ -34,6 +34,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
@@ -68,6 +69,8 @@ type Config struct {
 	Log   *record.Log
 	// FS is the shared planes; subagents get views of it.
 	FS *workspace.FS
+	// Evidence is the run's Q: claims and verify refs cite its ids.
+	Evidence *evidence.Registry
 	// Tools builds a subagent's standard tools over its planes.
 	Tools func(agentID string, fs *workspace.FS) *tool.Set
 	// Release ends whatever the agent held (its publishing lease).

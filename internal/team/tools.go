@@ -42,7 +42,7 @@ type dispatchArgs struct {
 	Item         string   `json:"item" desc:"The board item to work on; its dependencies must be resolved."`
 	Role         string   `json:"role" desc:"The specialist you are creating for this item, e.g. 'CSV analyst'."`
 	Instructions string   `json:"instructions" desc:"What the subagent must do and deliver, written for this item."`
-	Tools        []string `json:"tools,omitempty" desc:"Tools it may use (default: read_file, write_file, edit_file, list_files, grep, bash, claim_outputs, recall)."`
+	Tools        []string `json:"tools,omitempty" desc:"Tools it may use (default: read_file, write_file, edit_file, list_files, grep, bash, claim_outputs, recall, search, fetch)."`
 }
 
 type cancelArgs struct {

@@ -32,7 +32,7 @@ type Verdict struct {
 
 type verifyArgs struct {
 	Claim      string   `json:"claim" desc:"One claim to check, stated exactly."`
-	Evidence   []string `json:"evidence" desc:"Refs that support it: file paths (/workspace/x, /outputs/y, /inputs/z) or quoted text."`
+	Evidence   []string `json:"evidence" desc:"Refs that support it: evidence ids (E3), file paths (/workspace/x, /outputs/y, /inputs/z), or bash#<call id>."`
 	Constraint string   `json:"constraint,omitempty" desc:"The delivery constraint it must meet, if any."`
 }
 
@@ -43,6 +43,9 @@ func (t *Team) verifyTool() tool.Tool {
 		func(ctx context.Context, a verifyArgs) tool.Result {
 			if strings.TrimSpace(a.Claim) == "" || len(a.Evidence) == 0 {
 				return tool.Errorf("verify needs one claim and at least one evidence ref")
+			}
+			if err := t.checkRefs(t.cfg.FS, "verify", a.Evidence); err != nil {
+				return tool.Errorf("%v", err)
 			}
 			v := t.verify(ctx, a)
 			t.mu.Lock()
@@ -67,7 +70,7 @@ func (t *Team) verify(ctx context.Context, a verifyArgs) Verdict {
 	v := Verdict{Claim: a.Claim, Verdict: Insufficient}
 	var ev strings.Builder
 	for _, ref := range a.Evidence {
-		fmt.Fprintf(&ev, "### %s\n%s\n\n", ref, t.evidenceText(ref))
+		fmt.Fprintf(&ev, "### %s\n%s\n\n", ref, t.expandRef(ref))
 	}
 	prompt := fmt.Sprintf("Claim:\n%s\n\nEvidence:\n%s", a.Claim, clipBytes(ev.String(), maxEvidenceBytes))
 	if a.Constraint != "" {

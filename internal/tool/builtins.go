@@ -37,6 +37,9 @@ type Env struct {
 	// Outputs, if set, decides how each bash command sees /outputs (the
 	// publishing lease, SPEC R-SBX-3); nil binds FS.Outputs read-only.
 	Outputs func(ctx context.Context) (OutputsView, error)
+	// Evidence, if set, registers what read_file and grep show of inputs
+	// (and of command-produced files) as evidence, with its id in the footer.
+	Evidence EvidenceHook
 }
 
 // OutputsView is how one bash command sees /outputs.

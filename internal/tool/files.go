@@ -28,10 +28,13 @@ func readFileTool(env Env) Tool {
 	return Define("read_file",
 		"Read a text file as numbered lines (line number, tab, text). Shows up to 2000 lines from offset; the last line says how many lines the file has and which offset to read next. Very long lines are cut. Paths "+pathDesc,
 		env.ObservationLimit,
-		func(ctx context.Context, a readFileArgs) Result { return readFile(env, a) })
+		func(ctx context.Context, a readFileArgs) Result {
+			var shown shownSpans
+			return shown.footer(ctx, env, readFile(env, a, &shown))
+		})
 }
 
-func readFile(env Env, a readFileArgs) Result {
+func readFile(env Env, a readFileArgs, ev *shownSpans) Result {
 	if a.Offset < 0 || a.Limit < 0 {
 		return Errorf("offset and limit must be positive (offset is the 1-based first line)")
 	}
@@ -64,7 +67,7 @@ func readFile(env Env, a readFileArgs) Result {
 	// Stop showing lines a little before the observation limit, so the
 	// footer is never cut away.
 	budget := env.ObservationLimit - 256
-	var b strings.Builder
+	var b, shown strings.Builder
 	total, last, longCut, full := 0, 0, 0, false
 	for {
 		line, n, err := readLine(br, maxLineLen)
@@ -89,6 +92,10 @@ func readFile(env Env, a readFileArgs) Result {
 			continue
 		}
 		b.WriteString(entry)
+		if last > 0 {
+			shown.WriteByte('\n')
+		}
+		shown.WriteString(strings.ToValidUTF8(string(line), "\uFFFD"))
 		last = total
 	}
 	switch {
@@ -108,6 +115,7 @@ func readFile(env Env, a readFileArgs) Result {
 		fmt.Fprintf(&b, "; %s cut at %d bytes", plural(longCut, "long line", "long lines"), maxLineLen)
 	}
 	b.WriteString("]")
+	ev.add(p.PlanePath, offset, last, shown.String())
 	return Result{Output: b.String()}
 }
 

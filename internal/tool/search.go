@@ -180,10 +180,13 @@ func grepTool(env Env) Tool {
 	return Define("grep",
 		"Search file contents for a regular expression (Go RE2 syntax) and print each matching line as path:line: text. Searches one file or a directory tree (by default /inputs, /workspace and /outputs); binary files, .git and node_modules are skipped. Stops at 500 matches.",
 		env.ObservationLimit,
-		func(ctx context.Context, a grepArgs) Result { return grep(ctx, env, a) })
+		func(ctx context.Context, a grepArgs) Result {
+			var shown shownSpans
+			return shown.footer(ctx, env, grep(ctx, env, a, &shown))
+		})
 }
 
-func grep(ctx context.Context, env Env, a grepArgs) Result {
+func grep(ctx context.Context, env Env, a grepArgs, ev *shownSpans) Result {
 	re, err := regexp.Compile(a.Pattern)
 	if err != nil {
 		return Errorf("bad regular expression %q: %v (Go RE2 syntax; escape ( [ . * with a backslash to match them literally)", a.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
@@ -205,7 +208,7 @@ func grep(ctx context.Context, env Env, a grepArgs) Result {
 			targets = append(targets, p)
 		}
 	}
-	g := grepper{env: env, re: re}
+	g := grepper{env: env, re: re, ev: ev}
 	for _, t := range targets {
 		if err := g.search(ctx, t, a.Path != ""); err != nil {
 			return fileError(t, err)
@@ -243,6 +246,7 @@ type grepper struct {
 	hits          []string
 	files, binary int
 	full          bool
+	ev            *shownSpans // the matching lines of each file, as evidence
 }
 
 // search walks one target; a missing target is an error only if named.
@@ -295,6 +299,9 @@ func (g *grepper) file(p workspace.Path) {
 	}
 	planePath := "/" + p.Plane + "/" + p.Rel
 	matched := false
+	var first, last int
+	var lines []string
+	defer func() { g.ev.addLines(planePath, first, last, lines) }()
 	for n := 1; ; n++ {
 		line, _, err := readLine(br, maxGrepLine)
 		if err != nil {
@@ -309,6 +316,10 @@ func (g *grepper) file(p workspace.Path) {
 			g.files++
 		}
 		g.hits = append(g.hits, fmt.Sprintf("%s:%d: %s", planePath, n, hitText(line, loc)))
+		if first == 0 {
+			first = n
+		}
+		last, lines = n, append(lines, strings.ToValidUTF8(string(line), "\uFFFD"))
 		if len(g.hits) == maxGrepHits {
 			g.full = true
 			return

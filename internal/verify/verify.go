@@ -17,7 +17,10 @@
 //   - Run never returns an error and never panics on a bad state: anything
 //     that stops a clause from running is a failed Result saying why.
 //
-// Clauses of other kinds (source alignment, rubric, human review) are not
+// A source_alignment clause runs no command and needs no sandbox: it reads
+// its deliverables on the host, as regular files inside the outputs
+// directory only, and checks their [E12] citations against Env.Evidence
+// (align.go). Clauses of other kinds (rubric, human review) are not
 // implemented yet; Run fails them as unsupported.
 package verify
 
@@ -34,6 +37,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/sandbox"
 )
 
@@ -59,6 +63,9 @@ type Env struct {
 	// Timeout bounds each clause that sets none itself; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// Evidence is the run's Q, which source_alignment checks citations
+	// against; nil: every citation cites an unknown id.
+	Evidence evidence.Texts
 }
 
 // Result is the verdict of one clause.
@@ -93,6 +100,8 @@ func RunAll(ctx context.Context, env Env, clauses []contract.Clause) []Result {
 func Run(ctx context.Context, env Env, c contract.Clause) Result {
 	r := Result{Index: c.Index, Name: c.Name, Kind: c.Kind, Command: c.Command, ExitCode: -1}
 	switch {
+	case c.Kind == contract.KindSourceAlignment:
+		return align(env, c, r)
 	case c.Kind != contract.KindTests && c.Kind != contract.KindRecompute:
 		r.Detail = fmt.Sprintf("clause kind %q is not supported by this verifier", c.Kind)
 		return r

@@ -1,0 +1,200 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/corpus"
+	"github.com/apodex/apodex/internal/evidence"
+	"github.com/apodex/apodex/internal/fetch"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// EvidenceConfig configures a run's evidence plane (R-SEARCH): its corpus
+// and what fetch may reach.
+type EvidenceConfig struct {
+	// Corpus is a host directory of documents, copied read-only to
+	// /inputs/corpus and indexed; it overrides the contract's corpus key.
+	Corpus string
+	// InInputs says the run's inputs already hold the corpus (a resumed or
+	// replayed run).
+	InInputs bool
+	// FetchPrivate lets fetch reach private and loopback addresses (with
+	// Network).
+	FetchPrivate bool
+	// Recorded, in a replay, is the original run's directory: fetches of
+	// URLs are served from its evidence, never from the network.
+	Recorded string
+}
+
+// evidenceSettings is what run_started records of the evidence plane.
+type evidenceSettings struct {
+	Corpus       bool `json:"corpus"`
+	FetchPrivate bool `json:"fetch_private"`
+}
+
+func (e EvidenceConfig) settings() evidenceSettings {
+	return evidenceSettings{Corpus: e.Corpus != "" || e.InInputs, FetchPrivate: e.FetchPrivate}
+}
+
+// recordedEvidence is the evidence configuration a resume continues with.
+func recordedEvidence(rec Recorded) EvidenceConfig {
+	var st evidenceSettings
+	if raw, err := json.Marshal(rec.Started.Settings["evidence"]); err == nil {
+		json.Unmarshal(raw, &st)
+	}
+	return EvidenceConfig{InInputs: st.Corpus, FetchPrivate: st.FetchPrivate}
+}
+
+// corpusName is the corpus's directory under /inputs.
+const corpusName = "corpus"
+
+// copyCorpus copies the corpus (the flag's, else the contract's) to
+// inputs/corpus and returns its entries for run_started.
+func copyCorpus(cfg *Config, c *contract.Contract, fs *workspace.FS) ([]record.FileEntry, error) {
+	if cfg.Evidence.Corpus == "" {
+		cfg.Evidence.Corpus = c.Corpus
+	}
+	src := cfg.Evidence.Corpus
+	if src == "" {
+		return nil, nil
+	}
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return nil, &ConfigError{fmt.Sprintf("corpus %s is not a directory: pass --corpus (or the task's corpus key) a directory of documents", src)}
+	}
+	if in, err := filepath.Abs(src); err == nil {
+		if h, err := filepath.Abs(cfg.Home); err == nil {
+			in, h = realPath(in), realPath(h)
+			if h == in || strings.HasPrefix(h, in+string(filepath.Separator)) {
+				return nil, &ConfigError{fmt.Sprintf("corpus %s contains the runs home %s: pass --home outside the corpus", src, cfg.Home)}
+			}
+		}
+	}
+	dst := filepath.Join(fs.Inputs, corpusName)
+	if _, err := os.Lstat(dst); err == nil {
+		return nil, &ConfigError{fmt.Sprintf("the inputs already have a %s/ directory, where the corpus %s would go: rename it in the inputs", corpusName, src)}
+	}
+	entries, err := copyInputs(src, dst)
+	if err != nil {
+		return nil, &ConfigError{fmt.Sprintf("cannot copy the corpus from %s: %v", src, err)}
+	}
+	for i := range entries {
+		entries[i].Path = "/inputs/" + corpusName + entries[i].Path[len("/inputs"):]
+	}
+	return entries, nil
+}
+
+// evidencePlane is a run's Q, its corpus index and what fetch may reach.
+type evidencePlane struct {
+	q         *evidence.Registry
+	idx       *corpus.Index // nil: no corpus
+	corpusDir string
+	producers *evidence.Producers
+	network   bool
+	guard     fetch.Guard
+	recorded  *evidence.Registry // a replay's source of URL pages
+}
+
+// openEvidence opens Q (restored from the record when the run has one),
+// and the corpus index, built or reused from <home>/index.
+func openEvidence(cfg Config, dir string, fs *workspace.FS, log *record.Log) (*evidencePlane, error) {
+	p := &evidencePlane{q: evidence.New(log, cfg.Now), producers: evidence.NewProducers(dir), network: cfg.Network,
+		guard: fetch.Guard{AllowPrivate: cfg.Evidence.FetchPrivate}}
+	if log.Seq() > 0 {
+		c, err := record.Read(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.q.Restore(c.Events); err != nil {
+			return nil, fmt.Errorf("run: restore the evidence: %w", err)
+		}
+	}
+	if cfg.Evidence.Recorded != "" {
+		r, err := evidence.FromRecord(cfg.Evidence.Recorded)
+		if err != nil {
+			return nil, fmt.Errorf("run: the recorded evidence: %w", err)
+		}
+		p.recorded = r
+	}
+	if cfg.Evidence.Corpus == "" && !cfg.Evidence.InInputs {
+		return p, nil
+	}
+	p.corpusDir = filepath.Join(fs.Inputs, corpusName)
+	home := cfg.Home
+	if home == "" {
+		home = filepath.Dir(filepath.Dir(dir)) // <home>/runs/<id>
+	}
+	idx, err := corpus.Open(context.Background(), p.corpusDir, filepath.Join(home, "index"))
+	if err != nil {
+		return nil, &ConfigError{fmt.Sprintf("cannot index the corpus: %v", err)}
+	}
+	p.idx = idx
+	return p, nil
+}
+
+// noteIndex records how the corpus index was obtained.
+func (p *evidencePlane) noteIndex(log *record.Log) {
+	if p.idx == nil {
+		return
+	}
+	in := p.idx.Info
+	log.Append(record.TypeCorpusIndex, "", record.CorpusIndex{Hash: in.Hash, State: in.State, Docs: in.Docs, Passages: in.Passages,
+		Skipped: in.Skipped, BuildMS: in.Elapsed.Milliseconds(), IndexPath: in.Path})
+}
+
+// forAgent is agent id's evidence hook and its search and fetch tools.
+func (p *evidencePlane) forAgent(id string) (tool.EvidenceHook, []tool.Tool) {
+	e := &tool.EvidenceEnv{Q: p.q, Agent: id, Corpus: p.idx, CorpusDir: p.corpusDir, Network: p.network, Guard: p.guard,
+		Recorded: p.recorded, Producers: p.producers}
+	return e, tool.EvidenceTools(e)
+}
+
+func (p *evidencePlane) close() {
+	if p != nil && p.idx != nil {
+		p.idx.Close()
+	}
+}
+
+// recordedQ is the evidence of a finished run, for its verifier; nil when
+// the record cannot be read (every citation then fails as unknown).
+func recordedQ(dir string) evidence.Texts {
+	q, err := evidence.FromRecord(dir)
+	if err != nil {
+		return nil
+	}
+	return q
+}
+
+// registry is Q, or nil without an evidence plane.
+func (p *evidencePlane) registry() *evidence.Registry {
+	if p == nil {
+		return nil
+	}
+	return p.q
+}
+
+// taskNote tells the agent about the corpus and how citations are checked;
+// "" when there is neither.
+func (p *evidencePlane) taskNote(c *contract.Contract) string {
+	var b strings.Builder
+	if p != nil && p.idx != nil {
+		fmt.Fprintf(&b, "\n\nA corpus of %d documents is at /inputs/corpus: find passages with search, read a document with fetch. Every passage, page and input you read gets an evidence id (E1, E2, …); cite what supports a sentence with a marker like [E3] at its end, and put any words you quote from it in double quotes, exactly as the evidence has them.", p.idx.Info.Docs)
+	}
+	for _, cl := range c.Verify {
+		if cl.Kind == contract.KindSourceAlignment {
+			fmt.Fprintf(&b, "\n\nSource alignment is checked in %s: every [E<n>] marker must name an evidence id you were given, and every \"quoted\" span in the sentence that carries it must appear in that evidence", strings.Join(cl.Outputs, ", "))
+			if cl.MinCitations > 0 {
+				fmt.Fprintf(&b, "; at least %d citation(s) are required", cl.MinCitations)
+			}
+			b.WriteString(".")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,135 @@
+package team
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apodex/apodex/internal/evidence"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/workspace"
+)
+
+// validRefs is what a refused ref is told.
+const validRefs = "a ref is an evidence id a search, fetch, read_file or grep returned (E3), a file path that exists (/workspace/x.csv, /outputs/report.md, /inputs/a.txt), or a command ref bash#<call id> of a bash call you made"
+
+// commandPrefix starts a command ref.
+const commandPrefix = "bash#"
+
+// checkRefs refuses every ref that is not an evidence id of Q, an existing
+// file of fs, or a bash call on the record; what names the refs in the
+// message ("claim 2").
+func (t *Team) checkRefs(fs *workspace.FS, what string, refs []string) error {
+	var calls map[string]bool
+	for _, raw := range refs {
+		ref := strings.TrimSpace(raw)
+		switch {
+		case evidence.IsID(ref):
+			if t.cfg.Evidence == nil {
+				return fmt.Errorf("%s cites %s, but this run holds no evidence ids; %s", what, ref, validRefs)
+			}
+			if _, ok := t.cfg.Evidence.Get(ref); !ok {
+				return fmt.Errorf("%s cites %s, which is not an evidence id of this run (Q holds E1 to E%d); %s", what, ref, t.cfg.Evidence.Len(), validRefs)
+			}
+		case strings.HasPrefix(ref, commandPrefix):
+			if calls == nil {
+				calls = t.bashCalls()
+			}
+			if !calls[strings.TrimPrefix(ref, commandPrefix)] {
+				return fmt.Errorf("%s cites %s, which is no bash call on the record; %s", what, ref, validRefs)
+			}
+		case strings.HasPrefix(ref, "/"):
+			if !fileExists(fs, ref) {
+				return fmt.Errorf("%s cites %s, which is not an existing file; %s", what, ref, validRefs)
+			}
+		default:
+			return fmt.Errorf("%s cites %q, which is not a ref; %s", what, clipBytes(raw, 80), validRefs)
+		}
+	}
+	return nil
+}
+
+func fileExists(fs *workspace.FS, ref string) bool {
+	if fs == nil {
+		return false
+	}
+	p, err := fs.Resolve(ref)
+	if err != nil {
+		return false
+	}
+	f, err := fs.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	return err == nil && st.Mode().IsRegular()
+}
+
+// bashCalls is the set of bash call ids on the record.
+func (t *Team) bashCalls() map[string]bool {
+	out := map[string]bool{}
+	if t.cfg.Log == nil {
+		return out
+	}
+	c, err := record.Read(t.cfg.Log.Dir())
+	if err != nil {
+		return out
+	}
+	for _, e := range c.Events {
+		var tc record.ToolCall
+		if e.Type == record.TypeToolCall && e.Decode(&tc) == nil && tc.Name == "bash" {
+			out[tc.CallID] = true
+		}
+	}
+	return out
+}
+
+// claimRefs checks every claim's evidence of a report.
+func (t *Team) claimRefs(fs *workspace.FS) func(rep *Report) error {
+	return func(rep *Report) error {
+		for i, c := range rep.Claims {
+			if err := t.checkRefs(fs, fmt.Sprintf("claim %d", i+1), c.Evidence); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// expandRef is the text the verifier sees for a ref: an evidence id's
+// exact text with its source, a command's arguments and output, a file's
+// content.
+func (t *Team) expandRef(ref string) string {
+	switch {
+	case evidence.IsID(ref) && t.cfg.Evidence != nil:
+		it, ok := t.cfg.Evidence.Get(ref)
+		text, err := t.cfg.Evidence.Text(ref)
+		if !ok || err != nil {
+			return "(unknown evidence id)"
+		}
+		return fmt.Sprintf("(evidence %s: %s lines %d-%d, %s)\n%s", it.ID, it.Source, it.Span.From, it.Span.To, it.Kind, text)
+	case strings.HasPrefix(ref, commandPrefix) && t.cfg.Log != nil:
+		return t.commandText(strings.TrimPrefix(ref, commandPrefix))
+	}
+	return t.evidenceText(ref)
+}
+
+// commandText is a recorded bash call's arguments and what it showed.
+func (t *Team) commandText(id string) string {
+	c, err := record.Read(t.cfg.Log.Dir())
+	if err != nil {
+		return "(cannot read the record: " + err.Error() + ")"
+	}
+	var b strings.Builder
+	for _, e := range c.Events {
+		var tc record.ToolCall
+		var tr record.ToolResult
+		switch {
+		case e.Type == record.TypeToolCall && e.Decode(&tc) == nil && tc.CallID == id:
+			fmt.Fprintf(&b, "command: %s\n", tc.Arguments)
+		case e.Type == record.TypeToolResult && e.Decode(&tr) == nil && tr.CallID == id:
+			fmt.Fprintf(&b, "output:\n%s\n", tr.Output)
+		}
+	}
+	return b.String()
+}

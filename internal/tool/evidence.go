@@ -1,0 +1,132 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apodex/apodex/internal/corpus"
+	"github.com/apodex/apodex/internal/evidence"
+	"github.com/apodex/apodex/internal/fetch"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// EvidenceHook registers what read_file and grep showed as evidence (SPEC
+// R-SEARCH-2); Env.Evidence nil registers nothing.
+type EvidenceHook interface {
+	// File registers lines from..to of a plane file, with the exact text
+	// shown, and returns the footer that names its id, or "" when the file
+	// is not evidence (the agent's own writes).
+	File(ctx context.Context, planePath string, from, to int, text string) string
+}
+
+// EvidenceEnv is what search and fetch act on, for one agent.
+type EvidenceEnv struct {
+	Q     *evidence.Registry
+	Agent string
+	// Corpus is the run's index (nil: no corpus); CorpusDir is the host
+	// directory seen at /inputs/corpus.
+	Corpus    *corpus.Index
+	CorpusDir string
+	// Network lets fetch reach http(s) URLs through Guard. Recorded, in a
+	// replay, is the original run's Q: URLs are served from it only, never
+	// from the network.
+	Network  bool
+	Guard    fetch.Guard
+	Recorded *evidence.Registry
+	// Producers tells which /workspace files commands produced; nil: none
+	// are evidence.
+	Producers        *evidence.Producers
+	ObservationLimit int
+	// pages keeps fetched URL texts for paging within this process.
+	pages *pageCache
+}
+
+// CorpusPlane is where the corpus is seen.
+const CorpusPlane = "/inputs/corpus"
+
+var _ EvidenceHook = (*EvidenceEnv)(nil)
+
+// File registers a read of an input, or of a /workspace file a command
+// produced.
+func (e *EvidenceEnv) File(ctx context.Context, planePath string, from, to int, text string) string {
+	switch {
+	case e == nil || e.Q == nil:
+		return ""
+	case strings.HasPrefix(planePath, "/inputs/"):
+	case strings.HasPrefix(planePath, "/workspace/") && e.Producers != nil && e.Producers.ByCommand(planePath):
+	default:
+		return ""
+	}
+	it, _, err := e.Q.Add(e.Agent, evidence.Item{Kind: record.EvidenceFile, Source: planePath, Span: span(from, to), CallID: CallID(ctx)}, text)
+	if err != nil {
+		return "[evidence not registered: " + err.Error() + "]"
+	}
+	return evidence.Footer(it)
+}
+
+// EvidenceTools returns search (when there is a corpus) and fetch.
+func EvidenceTools(e *EvidenceEnv) []Tool {
+	if e.ObservationLimit <= 0 {
+		e.ObservationLimit = DefaultObservationLimit
+	}
+	if e.pages == nil {
+		e.pages = &pageCache{m: map[string]string{}}
+	}
+	var out []Tool
+	if e.Corpus != nil {
+		out = append(out, searchTool(e))
+	}
+	return append(out, fetchTool(e))
+}
+
+// maxEvidenceFiles bounds how many files one grep registers.
+const maxEvidenceFiles = 20
+
+// shownSpans collects what read_file or grep showed, file by file.
+type shownSpans struct {
+	spans []shownSpan
+}
+
+type shownSpan struct {
+	path     string
+	from, to int
+	text     string
+}
+
+func (s *shownSpans) add(planePath string, from, to int, text string) {
+	if s != nil && from > 0 && to >= from {
+		s.spans = append(s.spans, shownSpan{planePath, from, to, text})
+	}
+}
+
+// addLines adds the matching lines of one file (grep): the text is those
+// lines, exactly, one per line.
+func (s *shownSpans) addLines(planePath string, from, to int, lines []string) {
+	if len(lines) > 0 {
+		s.add(planePath, from, to, strings.Join(lines, "\n"))
+	}
+}
+
+// footer registers the spans with env.Evidence and appends their footers.
+func (s *shownSpans) footer(ctx context.Context, env Env, r Result) Result {
+	if env.Evidence == nil || r.IsError || len(s.spans) == 0 {
+		return r
+	}
+	var notes []string
+	n := 0
+	for _, sp := range s.spans {
+		if n == maxEvidenceFiles {
+			notes = append(notes, fmt.Sprintf("[evidence: only the first %d files registered; grep a narrower path to register the rest]", maxEvidenceFiles))
+			break
+		}
+		if f := env.Evidence.File(ctx, sp.path, sp.from, sp.to, sp.text); f != "" {
+			notes = append(notes, f)
+			n++
+		}
+	}
+	if len(notes) > 0 {
+		r.Output += "\n" + strings.Join(notes, "\n")
+	}
+	return r
+}
