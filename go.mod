@@ -3,6 +3,7 @@ module github.com/apodex/apodex
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.yaml.in/yaml/v3 v3.0.6
 )

@@ -20,21 +20,20 @@ import (
 // watchEvery is how often --watch looks at the record.
 const watchEvery = 500 * time.Millisecond
 
-func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("board", "[flags] RUN", stdout, stderr)
 	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print the board as JSON (with --watch: one object per line per change)")
 	watch := fs.Bool("watch", false, "follow a live run: reprint when the board changes, until the run finishes")
-	dir, code, ok := fs.oneRun(args, home)
-	if !ok {
-		return code
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
 	}
 	w := boardWatcher{dir: dir, json: *jsonOut}
 	if !*watch {
 		v, err := w.read()
 		if err != nil {
-			fmt.Fprintf(stderr, "apodex board: %v\n", err)
-			return exitFailed
+			return err
 		}
 		if *jsonOut {
 			writeJSON(stdout, v)
@@ -42,9 +41,9 @@ func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			head, body := v.text()
 			io.WriteString(stdout, head+body)
 		}
-		return exitOK
+		return nil
 	}
-	return w.follow(ctx, stdout, stderr)
+	return w.follow(ctx, stdout)
 }
 
 // boardView is the board of one run as its record says at Seq.
@@ -137,22 +136,21 @@ func (v boardView) text() (head, body string) {
 
 // follow prints the board, then again each time it changes, until the run
 // finishes (or, in react mode, at once) or ctx ends.
-func (w *boardWatcher) follow(ctx context.Context, stdout, stderr io.Writer) int {
+func (w *boardWatcher) follow(ctx context.Context, stdout io.Writer) error {
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
 	clear := isTerminal(stdout) && !w.json
 	for {
 		done, err := w.poll(stdout, clear)
 		if err != nil {
-			fmt.Fprintf(stderr, "apodex board: %v\n", err)
-			return exitFailed
+			return err
 		}
 		if done {
-			return exitOK
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return exitOK
+			return nil
 		case <-tick.C:
 		}
 	}

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -136,15 +137,33 @@ func (p Progress) Text() string {
 		for _, st := range p.Assignments {
 			counts[st]++
 		}
-		fmt.Fprintf(&b, "assignments: %v\n", counts)
+		fmt.Fprintf(&b, "assignments: %d: %s\n", len(p.Assignments), countList(counts))
 	}
 	if p.LastStep != "" {
 		fmt.Fprintf(&b, "last step: %s\n", p.LastStep)
 	}
 	if len(p.Messages) > 0 {
-		fmt.Fprintf(&b, "messages: %v\n", p.Messages)
+		n := 0
+		for _, c := range p.Messages {
+			n += c
+		}
+		fmt.Fprintf(&b, "messages: %d: %s\n", n, countList(p.Messages))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// countList renders counts for people: "2 running, 1 reported", by name.
+func countList(counts map[string]int) string {
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func clipText(s string, n int) string {
