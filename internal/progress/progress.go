@@ -36,7 +36,7 @@ type Printer struct {
 	opt    Options
 	start  time.Time
 	tokens int
-	at     time.Time // the event being printed
+	at     time.Time         // the event being printed
 	calls  map[string]string // call id -> short arguments
 }
 

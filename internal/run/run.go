@@ -84,7 +84,7 @@ type Config struct {
 	// none. The CLI's --log-level writes it into the run directory.
 	Logger *slog.Logger
 	Now    func() time.Time
-	NewID    func() string
+	NewID  func() string
 }
 
 // Summary is what a finished run reports (the --json object).

@@ -359,7 +359,9 @@ func Entries(e record.Event, opt Options) []Entry {
 			Reason   string `json:"reason"`
 		}
 		e.Decode(&p)
-		return one(func(x *Entry) { x.Kind, x.Detail = KindResumed, fmt.Sprintf("after event %d: %s", p.AfterSeq, p.Reason) })
+		return one(func(x *Entry) {
+			x.Kind, x.Detail = KindResumed, fmt.Sprintf("after event %d: %s", p.AfterSeq, p.Reason)
+		})
 	case record.TypeRunFinished:
 		var p record.RunFinished
 		e.Decode(&p)
