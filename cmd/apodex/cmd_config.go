@@ -51,10 +51,9 @@ func applyConfig(fs *flagSet, home, profile string) (config.Resolved, error) {
 // where each came from.
 func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("config", "show [flags]   (the effective settings of `apodex run` with these flags, and the source of each)", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("a JSON array of {key, value, source}")
 	var f runFlags
 	f.register(fs) // the run's own flags and defaults, so `config show --model x` shows what `run --model x` gets
+	home, jsonOut := &f.home, &f.out.json // --json: a JSON array of {key, value, source}
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err

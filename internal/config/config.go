@@ -226,7 +226,7 @@ func Resolve(in Input) (Resolved, error) {
 			}
 		}
 	}
-	if _, ok := r.Values["provider"]; !ok {
+	if _, ok := r.Values["provider"]; !ok && provider == "" {
 		switch {
 		case getenv("OPENAI_BASE_URL") != "":
 			set("provider", "openai", "env OPENAI_BASE_URL (implies openai)")
