@@ -52,7 +52,7 @@ func applyConfig(fs *flagSet, home, profile string) (config.Resolved, error) {
 func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("config", "show [flags]   (the effective settings of `apodex run` with these flags, and the source of each)", stdout, stderr)
 	var f runFlags
-	f.register(fs) // the run's own flags and defaults, so `config show --model x` shows what `run --model x` gets
+	f.register(fs)                        // the run's own flags and defaults, so `config show --model x` shows what `run --model x` gets
 	home, jsonOut := &f.home, &f.out.json // --json: a JSON array of {key, value, source}
 	pos, err := fs.parse(args)
 	if err != nil {

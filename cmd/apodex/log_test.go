@@ -106,8 +106,12 @@ func TestLogFollowLiveRun(t *testing.T) {
 	})
 	var out, errOut syncBuffer
 	logDone := make(chan int)
-	go func() { logDone <- Run(context.Background(), []string{"log", "--home", home, "--follow", filepath.Base(dir)}, &out, &errOut) }()
-	waitFor(t, func() bool { return strings.Contains(out.String(), "list_files") && strings.Contains(out.String(), "ok") })
+	go func() {
+		logDone <- Run(context.Background(), []string{"log", "--home", home, "--follow", filepath.Base(dir)}, &out, &errOut)
+	}()
+	waitFor(t, func() bool {
+		return strings.Contains(out.String(), "list_files") && strings.Contains(out.String(), "ok")
+	})
 	if s := out.String(); !strings.Contains(s, "Looking around first.") || strings.Contains(s, "All done now.") || strings.Contains(s, "finished") {
 		t.Fatalf("before the second turn:\n%s", s)
 	}
@@ -140,7 +144,9 @@ func TestLogFollowStoppedRun(t *testing.T) {
 	copyRunWithoutEnd(t, filepath.Join(home, "runs", id), dead)
 	done := make(chan int)
 	var out, errOut syncBuffer
-	go func() { done <- Run(context.Background(), []string{"log", "--home", home, "--follow", "latest"}, &out, &errOut) }()
+	go func() {
+		done <- Run(context.Background(), []string{"log", "--home", home, "--follow", "latest"}, &out, &errOut)
+	}()
 	select {
 	case code := <-done:
 		if code != 1 || !strings.Contains(errOut.String(), "apodex resume") || !strings.Contains(out.String(), "assistant") {
