@@ -96,20 +96,21 @@ const budgetWait = 10 * time.Second
 // sayBudget sends one budget control from KEY=VALUE words (the one word
 // without '=' is the run id) and prints the budgets the run then has.
 func sayBudget(ctx context.Context, home string, words []string, stdout, stderr io.Writer) error {
-	var id string
-	var pairs []string
+	var ids, pairs []string
 	for _, w := range words {
 		if strings.Contains(w, "=") {
 			pairs = append(pairs, w)
-		} else if id == "" {
-			id = w
 		} else {
-			return usagef("--budget: %q is neither KEY=VALUE nor the run id (%s); use e.g. apodex say --budget turns=+10 deadline=+5m RUN", w, id)
+			ids = append(ids, w)
 		}
 	}
-	if id == "" {
+	switch {
+	case len(ids) == 0:
 		return usagef("--budget: give the run id, e.g. apodex say --budget turns=+10 deadline=+5m RUN")
+	case len(ids) > 1:
+		return usagef("--budget takes KEY=VALUE pairs and one run id, not %q; e.g. apodex say --budget turns=+10 deadline=+5m RUN", strings.Join(ids, `" and "`))
 	}
+	id := ids[0]
 	b, ok := inbox.ParseBudget(strings.Join(pairs, " "))
 	if !ok || len(b) != len(pairs) {
 		return usagef("--budget %q: use KEY=VALUE pairs with turns, tool_calls, tokens, deadline or timeout (e.g. turns=+10 deadline=+5m)", strings.Join(pairs, " "))

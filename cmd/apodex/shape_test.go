@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/apodex/apodex/internal/inbox"
 )
 
 // `apodex help CMD` prints exactly what `apodex CMD --help` prints, for
@@ -192,4 +194,32 @@ func TestCompletion(t *testing.T) {
 // regexpLine reports whether some line of s matches re.
 func regexpLine(s, re string) bool {
 	return regexp.MustCompile(`(?m)` + re).MatchString(s)
+}
+
+// The README's `say --budget turns=+10 deadline=+5m RUN` sends one control
+// with both settings; a word that is neither is a usage error.
+func TestSayBudgetSeveralPairs(t *testing.T) {
+	home, id := csvDemo(t)
+	dead := filepath.Join(home, "runs", "29991231-235959-dead00")
+	copyRunWithoutEnd(t, filepath.Join(home, "runs", id), dead)
+	code, out, errOut := cli(t, "say", "--home", home, "--budget", "turns=+10", "deadline=+5m", "29991231-235959-dead00")
+	if code != 0 || !strings.Contains(out, "turns=+10 deadline=+5m") || !strings.Contains(errOut, "when it resumes") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	in, err := inbox.Open(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds, err := in.Controls()
+	if err != nil || len(cmds) != 1 || cmds[0].Args["turns"] != "+10" || cmds[0].Args["deadline"] != "+5m" {
+		t.Errorf("controls %+v %v", cmds, err)
+	}
+	code, _, errOut = cli(t, "say", "--home", home, "--budget", "turns=+10", "soon", "29991231-235959-dead00")
+	if code != 2 || !strings.Contains(errOut, `"soon"`) {
+		t.Errorf("a stray word: exit %d %s", code, errOut)
+	}
+	code, _, errOut = cli(t, "say", "--home", home, "--budget", "turns=+10", "colour=blue", "29991231-235959-dead00")
+	if code != 2 || !strings.Contains(errOut, "turns, tool_calls, tokens, deadline or timeout") {
+		t.Errorf("an unknown key: exit %d %s", code, errOut)
+	}
 }
