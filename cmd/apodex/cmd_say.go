@@ -108,7 +108,7 @@ func sayBudget(ctx context.Context, home string, words []string, stdout, stderr 
 	case len(ids) == 0:
 		return usagef("--budget: give the run id, e.g. apodex say --budget turns=+10 deadline=+5m RUN")
 	case len(ids) > 1:
-		return usagef("--budget takes KEY=VALUE pairs and one run id, not %q; e.g. apodex say --budget turns=+10 deadline=+5m RUN", strings.Join(ids, `" and "`))
+		return usagef("--budget takes KEY=VALUE pairs and one run id, not %s; e.g. apodex say --budget turns=+10 deadline=+5m RUN", quoteAll(ids))
 	}
 	id := ids[0]
 	b, ok := inbox.ParseBudget(strings.Join(pairs, " "))
@@ -212,4 +212,13 @@ func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	tw.Flush()
 	return nil
+}
+
+// quoteAll renders words as "a", "b".
+func quoteAll(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = fmt.Sprintf("%q", w)
+	}
+	return strings.Join(q, ", ")
 }
