@@ -66,7 +66,7 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "model:       %s %s %s\n", info.Model.Provider, info.Model.Name, info.Model.BaseURL)
-	fmt.Fprintf(stdout, "sandbox:     %s (network %v)\n", info.Sandbox.Kind, info.Sandbox.Network)
+	fmt.Fprintf(stdout, "sandbox:     %s (network %s)\n", info.Sandbox.Kind, onOff(info.Sandbox.Network))
 	reported := "reported"
 	if !info.Usage.Reported {
 		reported = "estimated or partly unreported"
@@ -252,4 +252,11 @@ func short(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
