@@ -31,6 +31,7 @@ bench:
 	$(GO) test -run XXX -bench 'Compaction300' -benchtime 1x ./internal/agent/
 	$(GO) test -run XXX -bench 'Team64x20' -benchtime 1x ./internal/team/
 	$(GO) test -run XXX -bench 'Replay|Resume' -benchtime 1x ./internal/run/
+	$(GO) test -run XXX -bench 'Follow' -benchtime 200x ./internal/record/
 
 clean:
 	rm -rf bin .apodex-demo

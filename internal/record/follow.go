@@ -16,7 +16,7 @@ import (
 // often, so a live run is followed within milliseconds and an idle one
 // costs a stat every followMaxWait.
 const (
-	followMinWait = 5 * time.Millisecond
+	followMinWait = time.Millisecond
 	followMaxWait = 200 * time.Millisecond
 	followChunk   = 1 << 20 // bytes read at once
 )

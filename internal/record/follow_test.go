@@ -221,3 +221,55 @@ func TestFollowLongLine(t *testing.T) {
 		t.Fatalf("got %d events", len(got))
 	}
 }
+
+// BenchmarkFollowLatency measures how long an appended event takes to
+// reach a follower (the poll's first look comes followMinWait after the
+// last event).
+func BenchmarkFollowLatency(b *testing.B) {
+	dir := b.TempDir()
+	l, err := Create(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	got := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for _, err := range Follow(ctx, dir, 0) {
+			if err != nil {
+				return
+			}
+			got <- struct{}{}
+		}
+	}()
+	b.ResetTimer()
+	for range b.N {
+		l.Append("x", "main", nil)
+		<-got
+	}
+}
+
+// BenchmarkFollowBacklog measures reading a record already written: 10,000
+// events per op.
+func BenchmarkFollowBacklog(b *testing.B) {
+	dir := b.TempDir()
+	l, _ := Create(dir, nil)
+	for i := range 10_000 {
+		l.Append("tool_result", "main", map[string]any{"n": i, "output": strings.Repeat("o", 200)})
+	}
+	l.Append(TypeRunFinished, "", nil)
+	l.Close()
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		for _, err := range Follow(context.Background(), dir, 0) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != 10_001 {
+			b.Fatalf("%d events", n)
+		}
+	}
+}
