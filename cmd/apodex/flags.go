@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -188,6 +190,9 @@ var sizeUnits = []struct {
 	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1}, {"", 1},
 }
 
+// sizeNumber is the number part of a size: digits, maybe a fraction.
+var sizeNumber = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
 // parseSize reads a byte count with an optional unit (binary: KiB, MiB,
 // GiB, and k, m, g as their short forms; decimal: kB, MB, GB).
 func parseSize(s string) (int64, error) {
@@ -197,8 +202,12 @@ func parseSize(s string) (int64, error) {
 		if !ok {
 			continue
 		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-		if err != nil || f < 0 {
+		num = strings.TrimSpace(num)
+		if !sizeNumber.MatchString(num) {
+			break
+		}
+		f, err := strconv.ParseFloat(num, 64)
+		if err != nil || f*float64(u.mult) >= math.MaxInt64 {
 			break
 		}
 		return int64(f * float64(u.mult)), nil

@@ -67,7 +67,7 @@ func TestUnits(t *testing.T) {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "MiB", "-1k", "12 parsecs"} {
+	for _, bad := range []string{"", "MiB", "-1k", "12 parsecs", "nan", "inf", "1e3", "99999999999TiB"} {
 		if _, err := parseSize(bad); err == nil {
 			t.Errorf("parseSize(%q) accepted", bad)
 		}
@@ -222,4 +222,23 @@ func TestSayBudgetSeveralPairs(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "turns, tool_calls, tokens, deadline or timeout") {
 		t.Errorf("an unknown key: exit %d %s", code, errOut)
 	}
+}
+
+// Sizes and durations come from the command line and config files.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"256MiB", "1GiB", "512k", "1e3", "-1", "MiB", "0.5g"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseSize(s)
+		if err == nil && n < 0 {
+			t.Errorf("parseSize(%q) = %d", s, n)
+		}
+		if err != nil && !strings.Contains(err.Error(), "256MiB") {
+			t.Errorf("parseSize(%q): %v does not name the form", s, err)
+		}
+		if _, err := parseDuration(s); err != nil && !strings.Contains(err.Error(), "5m") {
+			t.Errorf("parseDuration(%q): %v does not name the form", s, err)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -110,4 +111,32 @@ func TestBadFiles(t *testing.T) {
 	if err != nil || len(f.Defaults) != 0 {
 		t.Errorf("missing file: %+v %v", f, err)
 	}
+}
+
+// Config files are outside input: Load never panics, and what it accepts
+// holds only known keys.
+func FuzzLoad(f *testing.F) {
+	for _, s := range []string{"model = \"x\"\n", "[profiles.a]\nmax_turns = 3\n", "profile = \"a\"\n[profiles.a]\n", "= =", "[[x]]\n"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, text string) {
+		p := write(t, dir, text)
+		file, err := Load(p)
+		if err != nil {
+			return
+		}
+		for k := range file.Defaults {
+			if !slices.Contains(Keys, k) {
+				t.Errorf("accepted unknown key %q", k)
+			}
+		}
+		for _, vals := range file.Profiles {
+			for k := range vals {
+				if !slices.Contains(Keys, k) {
+					t.Errorf("accepted unknown profile key %q", k)
+				}
+			}
+		}
+	})
 }
