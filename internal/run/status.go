@@ -59,6 +59,9 @@ func status(dir string, messages bool) (Progress, error) {
 	if err != nil {
 		return p, err
 	}
+	if n := len(c.Events); p.Liveness == Stopped && n > 0 && !info.Started.IsZero() {
+		p.Elapsed = c.Events[n-1].Time.Sub(info.Started).Round(time.Second).String() // it stopped running then
+	}
 	b := &board.Board{}
 	for _, e := range c.Events {
 		switch e.Type {
@@ -115,15 +118,20 @@ func statusText(dir string) string {
 // Text renders the progress for people.
 func (p Progress) Text() string {
 	var b strings.Builder
-	state := p.Liveness
-	if p.Paused && p.Liveness == Live {
-		state += ", paused"
+	switch {
+	case p.Liveness == Stopped:
+		fmt.Fprintf(&b, "run %s: stopped (its process ended without finishing; `apodex resume %s` continues it), ran %s\n", p.RunID, p.RunID, p.Elapsed)
+	default:
+		state := p.Liveness
+		if p.Paused && p.Liveness == Live {
+			state += ", paused"
+		}
+		fmt.Fprintf(&b, "run %s: %s (%s", p.RunID, p.Status, state)
+		if p.Termination != "" {
+			fmt.Fprintf(&b, ", %s", p.Termination)
+		}
+		fmt.Fprintf(&b, "), elapsed %s\n", p.Elapsed)
 	}
-	fmt.Fprintf(&b, "run %s: %s (%s", p.RunID, p.Status, state)
-	if p.Termination != "" {
-		fmt.Fprintf(&b, ", %s", p.Termination)
-	}
-	fmt.Fprintf(&b, "), elapsed %s\n", p.Elapsed)
 	fmt.Fprintf(&b, "turns %d, tool calls %d, tokens %d\n", p.Turns, p.ToolCalls, p.Tokens)
 	if p.Board.Total() > 0 {
 		fmt.Fprintf(&b, "board: %d items: %d open, %d in progress, %d resolved, %d cancelled\n",
