@@ -116,7 +116,9 @@ func (o *outputFlags) startProgress(ctx context.Context, dir string, after int64
 	if o.quiet {
 		return func(bool) {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// Not ended by Ctrl-C: the run records how it ended, and that is worth
+	// printing; stop ends the follower.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	var err error
 	opt := progress.Options{Verbose: o.verbose, Style: transcript.Style{Color: progress.Colour(w)}}
