@@ -146,7 +146,8 @@ func (p *Printer) Event(e record.Event) {
 // the record says) and the tokens so far.
 func (p *Printer) line(format string, args ...any) {
 	head := "[" + elapsed(p.start, p.at) + " " + tokens(p.tokens) + "]"
-	fmt.Fprintf(p.w, "%s %s\n", p.opt.Style.Paint(transcript.Dim, head), fmt.Sprintf(format, args...))
+	msg := strings.TrimLeft(fmt.Sprintf(format, args...), " ") // no agent: no gap
+	fmt.Fprintf(p.w, "%s %s\n", p.opt.Style.Paint(transcript.Dim, head), msg)
 }
 
 func elapsed(start, now time.Time) string {
