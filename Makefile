@@ -37,6 +37,7 @@ bench:
 	$(GO) test -run XXX -bench 'Team64x20' -benchtime 1x ./internal/team/
 	$(GO) test -run XXX -bench 'Replay|Resume' -benchtime 1x ./internal/run/
 	$(GO) test -run XXX -bench 'Corpus10k' -benchtime 1x ./internal/corpus/
+	$(GO) test -run XXX -bench 'Follow' -benchtime 200x ./internal/record/
 
 clean:
 	rm -rf bin .apodex-demo

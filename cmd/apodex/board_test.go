@@ -85,7 +85,7 @@ func TestBoardAndShowText(t *testing.T) {
 			[]string{`^this run has no task board \(it ran in react mode\)\n$`}, "", nil},
 		{"board --watch of a react run", []string{"board", "--watch", "--home", csvHome, csvID}, 0,
 			[]string{`^this run has no task board \(it ran in react mode\)\n$`}, "", nil},
-		{"board of an unknown run", []string{"board", "--home", teamHome, "20990101-000000-abcdef"}, 1, nil, "no such run", nil},
+		{"board of an unknown run", []string{"board", "--home", teamHome, "20990101-000000-abcdef"}, 2, nil, "no such run", nil},
 		{"board without a run", []string{"board", "--home", teamHome}, 2, nil, "give one run id", nil},
 		{"show --artifacts", []string{"show", "--artifacts", "--home", csvHome, csvID}, 0, []string{
 			`(?m)^\s+8 B\s+[0-9a-f]{12}\s+main\s+/outputs/sum\.txt ← bash#\d+ ← /inputs/data\.csv$`,

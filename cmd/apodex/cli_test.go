@@ -47,8 +47,8 @@ func TestRunsAndShowErrors(t *testing.T) {
 		t.Errorf("runs --json on an empty home: exit %d %q", code, out)
 	}
 	code, _, errOut := cli(t, "show", "--home", home, "20990101-000000-abcdef")
-	if code != 1 {
-		t.Errorf("show of a missing run: exit %d, want 1", code)
+	if code != 2 {
+		t.Errorf("show of a missing run: exit %d, want 2 (a usage error)", code)
 	}
 	oneLineMessage(t, errOut, "20990101-000000-abcdef", "apodex runs")
 	code, _, errOut = cli(t, "show", "--home", home)
@@ -56,7 +56,7 @@ func TestRunsAndShowErrors(t *testing.T) {
 		t.Errorf("show without a run: exit %d\n%s", code, errOut)
 	}
 	code, _, errOut = cli(t, "show", "--home", home, "../../etc")
-	if code != 1 {
+	if code != 2 {
 		t.Errorf("show ../../etc: exit %d\n%s", code, errOut)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -20,21 +21,20 @@ import (
 // watchEvery is how often --watch looks at the record.
 const watchEvery = 500 * time.Millisecond
 
-func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("board", "[flags] RUN", stdout, stderr)
 	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print the board as JSON (with --watch: one object per line per change)")
 	watch := fs.Bool("watch", false, "follow a live run: reprint when the board changes, until the run finishes")
-	dir, code, ok := fs.oneRun(args, home)
-	if !ok {
-		return code
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
 	}
 	w := boardWatcher{dir: dir, json: *jsonOut}
 	if !*watch {
 		v, err := w.read()
 		if err != nil {
-			fmt.Fprintf(stderr, "apodex board: %v\n", err)
-			return exitFailed
+			return err
 		}
 		if *jsonOut {
 			writeJSON(stdout, v)
@@ -42,9 +42,9 @@ func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			head, body := v.text()
 			io.WriteString(stdout, head+body)
 		}
-		return exitOK
+		return nil
 	}
-	return w.follow(ctx, stdout, stderr)
+	return w.follow(ctx, stdout)
 }
 
 // boardView is the board of one run as its record says at Seq.
@@ -63,12 +63,12 @@ type boardView struct {
 	found bool // the record has board events
 }
 
-// boardWatcher reads a run's board from its record, again only when the
-// record grew.
+// boardWatcher reads a run's board from its record; --watch follows the
+// record (record.Follow) and folds what it has read, never re-reading the file.
 type boardWatcher struct {
 	dir  string
 	json bool
-	size int64
+	seen int    // events folded by the last print
 	last string // what was printed last
 }
 
@@ -77,7 +77,13 @@ func (w *boardWatcher) read() (boardView, error) {
 	if err != nil {
 		return boardView{}, err
 	}
-	v := boardView{RunID: filepath.Base(w.dir), Mode: run.ModeOf(c.Events), Assignments: run.Assignments(c.Events)}
+	return w.view(c.Events)
+}
+
+// view is the board as the events say.
+func (w *boardWatcher) view(events []record.Event) (v boardView, err error) {
+	c := record.Contents{Events: events}
+	v = boardView{RunID: filepath.Base(w.dir), Mode: run.ModeOf(c.Events), Assignments: run.Assignments(c.Events)}
 	if n := len(c.Events); n > 0 {
 		v.Seq = c.Events[n-1].Seq
 		if last := c.Events[n-1]; last.Type == record.TypeRunFinished {
@@ -137,42 +143,69 @@ func (v boardView) text() (head, body string) {
 
 // follow prints the board, then again each time it changes, until the run
 // finishes (or, in react mode, at once) or ctx ends.
-func (w *boardWatcher) follow(ctx context.Context, stdout, stderr io.Writer) int {
+func (w *boardWatcher) follow(ctx context.Context, stdout io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		events []record.Event
+		ferr   error
+	)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for e, err := range record.Follow(ctx, w.dir, 0) {
+			mu.Lock()
+			if err != nil {
+				ferr = err
+			} else {
+				events = append(events, e)
+			}
+			mu.Unlock()
+		}
+	}()
+	snapshot := func() ([]record.Event, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return events[:len(events):len(events)], ferr
+	}
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
 	clear := isTerminal(stdout) && !w.json
 	for {
-		done, err := w.poll(stdout, clear)
-		if err != nil {
-			fmt.Fprintf(stderr, "apodex board: %v\n", err)
-			return exitFailed
-		}
-		if done {
-			return exitOK
-		}
+		var end bool
 		select {
 		case <-ctx.Done():
-			return exitOK
+			return nil
+		case <-ended:
+			end = true
 		case <-tick.C:
+		}
+		evs, err := snapshot()
+		if err != nil {
+			return err
+		}
+		done, err := w.poll(evs, stdout, clear)
+		if err != nil {
+			return err
+		}
+		if done || end {
+			return nil
 		}
 	}
 }
 
-// poll rereads the record if it grew and prints the board if it changed;
-// done means there is nothing more to follow.
-func (w *boardWatcher) poll(stdout io.Writer, clear bool) (done bool, err error) {
-	st, err := os.Stat(filepath.Join(w.dir, record.EventsFile))
-	if err != nil {
-		return false, err
-	}
-	if st.Size() == w.size && w.last != "" {
+// poll prints the board if the events changed what is shown; done means
+// there is nothing more to follow.
+func (w *boardWatcher) poll(events []record.Event, stdout io.Writer, clear bool) (done bool, err error) {
+	if len(events) == w.seen && w.last != "" {
 		return false, nil
 	}
-	v, err := w.read()
+	v, err := w.view(events)
 	if err != nil {
 		return false, err
 	}
-	w.size = st.Size()
+	w.seen = len(events)
 	// The seq moves with every event; print only when what is shown changed.
 	var out, key string
 	if w.json {

@@ -31,28 +31,25 @@ type evidenceList struct {
 	Evidence []evidenceEntry     `json:"evidence"`
 }
 
-func cmdEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("evidence", "[flags] RUN", stdout, stderr)
 	home := fs.homeFlag()
-	jsonOut := fs.Bool("json", false, "print a JSON object (with each id's exact text)")
-	dir, code, ok := fs.oneRun(args, home)
-	if !ok {
-		return code
+	jsonOut := fs.jsonFlag("a JSON object (with each id's exact text)")
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
 	}
 	c, err := record.Read(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex evidence: %v\n", err)
-		return exitFailed
+		return err
 	}
 	items, err := evidence.Fold(c.Events)
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex evidence: %v\n", err)
-		return exitFailed
+		return err
 	}
 	q, err := evidence.FromRecord(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex evidence: %v\n", err)
-		return exitFailed
+		return err
 	}
 	agents := map[string]string{}
 	list := evidenceList{RunID: filepath.Base(dir), Evidence: []evidenceEntry{}}
@@ -84,7 +81,7 @@ func cmdEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if *jsonOut {
 		writeJSON(stdout, list)
-		return exitOK
+		return nil
 	}
 	if list.Corpus != nil {
 		fmt.Fprintf(stdout, "corpus index %s (%s): %d documents, %d passages, %d files not indexed\n",
@@ -92,7 +89,7 @@ func cmdEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if len(list.Evidence) == 0 {
 		fmt.Fprintf(stdout, "run %s holds no evidence (no search, fetch, or read of an input)\n", list.RunID)
-		return exitOK
+		return nil
 	}
 	for _, en := range list.Evidence {
 		cited := "not cited"
@@ -105,5 +102,5 @@ func cmdEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		fmt.Fprintf(stdout, "%-5s %-6s %s lines %d-%d  [%s]\n", en.ID, en.Kind, en.Source, en.Span.From, en.Span.To, cited)
 	}
-	return exitOK
+	return nil
 }

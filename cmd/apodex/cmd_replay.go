@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -13,44 +12,36 @@ import (
 // cmdReplay re-executes a finished run with its recorded model outputs and
 // reports whether it did the same (R-REC-2). Exit 0: identical; 1: a
 // divergence (or the run could not be found or replayed); 2: usage.
-func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", "[flags] RUN", stdout, stderr)
-	home := fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
-	jsonOut := fs.Bool("json", false, "print the replay report as JSON")
+	home := fs.homeFlag()
+	jsonOut := fs.jsonFlag("the replay report as JSON")
 	keep := fs.Bool("keep", false, "keep the replay's run directory and print where it is")
 	progress := fs.Bool("progress", false, "print the replay's steps on stderr")
 	sbx := fs.String("sandbox", "", "none: accept replaying a run recorded without isolation, unisolated (default: such runs are refused)")
-	wait := fs.Duration("order-wait", 10*time.Second, "how long a turn waits for the recorded order of the agents' effects")
+	var wait time.Duration
+	durationFlag(fs, &wait, "order-wait", 10*time.Second, "how long a turn waits for the recorded order of the agents' effects")
 	pos, err := fs.parse(args)
 	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "apodex replay: give one run id (see `apodex runs`)")
-		return exitUsage
+		return err
 	}
 	if *sbx != "" && *sbx != "none" {
-		fmt.Fprintf(stderr, "apodex replay: --sandbox %q: the only value is none (a replay otherwise uses the run's recorded sandbox)\n", *sbx)
-		return exitUsage
+		return usagef("--sandbox %q: the only value is none (a replay otherwise uses the run's recorded sandbox)", *sbx)
 	}
-	dir, err := run.Dir(homeDir(*home), pos[0])
+	if len(pos) != 1 {
+		return usagef("give one run id (see `apodex runs`; `latest` is the newest)")
+	}
+	dir, err := findRun(*home, pos[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex replay: %v\n", err)
-		return exitFailed
+		return err
 	}
-	rc := run.ReplayConfig{Keep: *keep, OrderWait: *wait, AllowNoSandbox: *sbx == "none"}
+	rc := run.ReplayConfig{Keep: *keep, OrderWait: wait, AllowNoSandbox: *sbx == "none"}
 	if *progress {
 		rc.Progress = stderr
 	}
 	rep, err := run.Replay(ctx, dir, rc)
-	var cerr *run.ConfigError
-	switch {
-	case errors.As(err, &cerr):
-		fmt.Fprintf(stderr, "apodex replay: %v\n", err)
-		return exitUsage
-	case err != nil:
-		fmt.Fprintf(stderr, "apodex replay: %v\n", err)
-		return exitFailed
+	if err != nil {
+		return err
 	}
 	if *jsonOut {
 		writeJSON(stdout, rep)
@@ -58,9 +49,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		printReplay(stdout, stderr, rep)
 	}
 	if !rep.Identical {
-		return exitFailed
+		return exitError(exitFailed)
 	}
-	return exitOK
+	return nil
 }
 
 // printReplay prints "identical" alone on stdout, or the first divergence;

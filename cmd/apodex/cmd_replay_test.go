@@ -80,7 +80,7 @@ func TestReplayUsage(t *testing.T) {
 		hint string
 	}{
 		{[]string{"replay", "--home", home}, exitUsage, "give one run id"},
-		{[]string{"replay", "--home", home, "nope"}, exitFailed, "apodex runs"},
+		{[]string{"replay", "--home", home, "nope"}, exitUsage, "apodex runs"},
 		{[]string{"replay", "--home", home, "--sandbox", "bwrap", "x"}, exitUsage, "--sandbox"},
 	}
 	for _, c := range cases {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,42 +17,45 @@ import (
 
 // runFlags are apodex run's flags.
 type runFlags struct {
-	model          modelFlags
-	home, inputs   string
-	task           string
-	sandbox        string
-	network        bool
-	corpus         string
-	fetchPrivate   bool
-	jsonOut, quiet bool
-	budget         agent.Budget
-	cmdTimeout     time.Duration
-	timeout, soft  time.Duration
-	ctxw           agent.Context
-	attempts       int
-	scratchQuota   int64
-	mode           string
-	team           run.TeamConfig
-	requireFinish  bool
-	mergeIgnore    string
+	model         modelFlags
+	out           outputFlags
+	home, inputs  string
+	task          string
+	override      bool
+	sandbox       string
+	network       bool
+	corpus        string
+	fetchPrivate  bool
+	budget        agent.Budget
+	cmdTimeout    time.Duration
+	timeout, soft time.Duration
+	ctxw          agent.Context
+	attempts      int
+	scratchQuota  int64
+	mode          string
+	team          run.TeamConfig
+	requireFinish bool
+	mergeIgnore   string
 }
 
 func (f *runFlags) register(fs *flagSet) {
 	f.model.register(fs)
+	f.out.register(fs)
 	fs.StringVar(&f.task, "task", "", "task contract file (task.yaml): objective, inputs, budget, deliverables, verification")
+	fs.BoolVar(&f.override, "objective-override", false, "with --task, let an OBJECTIVE argument replace the task file's objective")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	fs.IntVar(&f.budget.MaxTurns, "max-turns", 50, "stop after this many model calls (0: no limit)")
 	fs.IntVar(&f.budget.MaxToolCalls, "max-tool-calls", 200, "stop after this many tool calls (0: no limit)")
 	fs.IntVar(&f.budget.MaxTokens, "max-tokens", 2_000_000, "stop once this many tokens (prompt + completion, summed over calls) are used (0: no limit)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "hard wall-clock limit for the whole run, e.g. 15m (0: none)")
-	fs.DurationVar(&f.soft, "soft-deadline", 0, "wall-clock soft deadline, e.g. 10m: near it the agent is told to wrap up, at it the loop ends and a tool-free call salvages a partial result (0: none)")
+	durationFlag(fs, &f.timeout, "timeout", 0, "hard wall-clock limit for the whole run, e.g. 15m (0: none)")
+	durationFlag(fs, &f.soft, "soft-deadline", 0, "wall-clock soft deadline, e.g. 10m: near it the agent is told to wrap up, at it the loop ends and a tool-free call salvages a partial result (0: none)")
 	fs.IntVar(&f.ctxw.Window, "context-window", 0, "the model's context window in tokens (default: known for common model names, else 32768)")
 	fs.Float64Var(&f.ctxw.At, "compact-at", 0.8, "compact the context when the prompt reaches this fraction of the window")
 	fs.Float64Var(&f.ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
-	fs.DurationVar(&f.cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
+	durationFlag(fs, &f.cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
 	fs.IntVar(&f.attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
-	fs.Int64Var(&f.scratchQuota, "scratch-quota", 256<<20, "bytes every agent may write under /outputs/scratch")
+	sizeFlag(fs, &f.scratchQuota, "scratch-quota", 256<<20, "how much every agent may write under /outputs/scratch, e.g. 256MiB or 1GiB")
 	fs.StringVar(&f.sandbox, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
 	fs.BoolVar(&f.network, "network", false, "let sandboxed commands use the network, and fetch reach http(s) URLs")
 	fs.StringVar(&f.corpus, "corpus", "", "directory of documents the agent searches (search, fetch) and reads at /inputs/corpus (overrides the task file's corpus)")
@@ -62,11 +66,9 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.BoolVar(&f.team.Plan, "plan", false, "team: start the lead in planning mode (board and read-only tools until finish_planning)")
 	fs.IntVar(&f.team.SubBudget.MaxTurns, "sub-max-turns", 30, "team: model calls per subagent")
 	fs.IntVar(&f.team.SubBudget.MaxToolCalls, "sub-max-tool-calls", 100, "team: tool calls per subagent")
-	fs.DurationVar(&f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
+	durationFlag(fs, &f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.StringVar(&f.mergeIgnore, "merge-ignore", "__pycache__,*.pyc,.pytest_cache", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
 	fs.BoolVar(&f.requireFinish, "require-finish", false, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
-	fs.BoolVar(&f.jsonOut, "json", false, "print a JSON summary on stdout")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 }
 
 // check validates the flags' values; the message says what to do.
@@ -89,14 +91,12 @@ func (f *runFlags) check() error {
 	case f.ctxw.At <= 0 || f.ctxw.At > 1 || f.ctxw.To <= 0 || f.ctxw.To >= f.ctxw.At:
 		return errors.New("need 0 < --compact-to < --compact-at ≤ 1 (e.g. --compact-at 0.8 --compact-to 0.5)")
 	}
-	return nil
+	return f.out.check()
 }
 
 // applyContract takes the contract's budget for every limit whose flag was
 // not given: flags on the command line win.
-func (f *runFlags) applyContract(fs *flagSet, c *contract.Contract) {
-	set := map[string]bool{}
-	fs.Visit(func(fl *flagDef) { set[fl.Name] = true })
+func (f *runFlags) applyContract(set map[string]bool, c *contract.Contract) {
 	b := c.Budget
 	if b.Turns > 0 && !set["max-turns"] {
 		f.budget.MaxTurns = b.Turns
@@ -118,71 +118,86 @@ func (f *runFlags) applyContract(fs *flagSet, c *contract.Contract) {
 	}
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "[flags] OBJECTIVE   (or --task task.yaml [OBJECTIVE])", stdout, stderr)
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", "[flags] OBJECTIVE   (or --task task.yaml)", stdout, stderr)
 	var f runFlags
 	f.register(fs)
 	pos, err := fs.parse(args)
 	if err != nil {
-		return flagExit(err)
+		return err
+	}
+	given := fs.given() // before the config fills the rest: a task file's budget beats the config's defaults
+	if _, err := applyConfig(fs, f.home, f.model.profile); err != nil {
+		return err
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
 	var c *contract.Contract
-	if f.task != "" {
+	switch {
+	case f.task != "":
 		if c, err = contract.Load(f.task); err != nil {
-			fmt.Fprintf(stderr, "apodex run: the task file is not valid:\n%v\n", err)
-			return exitUsage
+			return usagef("the task file is not valid:\n%v", err)
 		}
-		f.applyContract(fs, c)
-	} else if objective == "" {
-		fmt.Fprintln(stderr, "apodex run: no objective: pass what the agent should do, e.g. apodex run --inputs ./data \"Sum the value column of /inputs/data.csv\", or --task task.yaml")
-		return exitUsage
+		if objective != "" && !f.override {
+			return usagef("--task %s has its own objective; drop the OBJECTIVE argument, or pass --objective-override to replace it", f.task)
+		}
+		f.applyContract(given, c)
+	case f.override:
+		return usagef("--objective-override needs --task")
+	case objective == "":
+		return usagef("no objective: pass what the agent should do, e.g. apodex run --inputs ./data \"Sum the value column of /inputs/data.csv\", or --task task.yaml")
 	}
 	if err := f.check(); err != nil {
-		fmt.Fprintf(stderr, "apodex run: %v\n", err)
-		return exitUsage
+		return usagef("%v", err)
 	}
 	model, info, err := f.model.build()
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex run: %v\n", err)
-		return exitUsage
+		return err
+	}
+	home := homeDir(f.home)
+	id := run.NewID(time.Now())
+	dir := filepath.Join(home, "runs", id)
+	logger, closeLog := f.out.logger(dir)
+	defer closeLog()
+	if logger != nil {
+		model = loggedModel(model, logger)
 	}
 	cfg := run.Config{
-		Home: homeDir(f.home), Objective: objective, Contract: c, InputsDir: f.inputs,
+		Home: home, Objective: objective, Contract: c, InputsDir: f.inputs,
 		Model: model, ModelInfo: info, Budget: f.budget,
 		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
-		Mode: f.mode, Team: f.team, RequireFinish: f.requireFinish,
-		Evidence: run.EvidenceConfig{Corpus: f.corpus, FetchPrivate: f.fetchPrivate},
+		Mode: f.mode, Team: f.team, Logger: logger, NewID: func() string { return id },
+		RequireFinish: f.requireFinish,
+		Evidence:      run.EvidenceConfig{Corpus: f.corpus, FetchPrivate: f.fetchPrivate},
 	}
 	cfg.Team.MergeIgnore = ignoreList(f.mergeIgnore)
-	if !f.quiet {
-		cfg.Progress = stderr
-	}
+	stop := f.out.startProgress(ctx, dir, 0, stderr)
 	s, err := run.Execute(ctx, cfg)
-	var cerr *run.ConfigError
+	stop(s.RunID != "")
+	return f.out.finish(s, err, stdout, stderr)
+}
+
+// finish prints a run's outcome (the summary, or JSON) and turns it into
+// the command's error: nil only when the run completed.
+func (o *outputFlags) finish(s run.Summary, err error, stdout, stderr io.Writer) error {
 	switch {
-	case errors.As(err, &cerr):
-		fmt.Fprintf(stderr, "apodex run: %v\n", err)
-		return exitUsage
 	case err != nil && s.RunID == "":
-		fmt.Fprintf(stderr, "apodex run: %v\n", err)
-		return exitFailed
+		return err
 	case err != nil:
-		fmt.Fprintf(stderr, "apodex run: %v\n", err)
+		fmt.Fprintf(stderr, "apodex: %v\n", err)
 	}
-	if f.jsonOut {
+	if o.json {
 		writeJSON(stdout, s)
 	} else {
 		printSummary(stdout, s)
 	}
 	if s.Status != run.StatusCompleted {
-		if !f.quiet && !f.jsonOut && s.Error != "" {
-			fmt.Fprintf(stderr, "apodex run: ended with %s: %s\n", s.Termination, oneLine(s.Error))
+		if !o.quiet && !o.json && s.Error != "" {
+			fmt.Fprintf(stderr, "apodex: ended with %s: %s\n", s.Termination, oneLine(s.Error))
 		}
-		return exitFailed
+		return exitError(exitFailed)
 	}
-	return exitOK
+	return nil
 }
 
 func printSummary(w io.Writer, s run.Summary) {
@@ -229,8 +244,6 @@ func printSummary(w io.Writer, s run.Summary) {
 		}
 	}
 }
-
-func version() string { return run.Version }
 
 // ignoreList parses --merge-ignore: "none" (or "") is an empty, non-nil
 // list, so nothing is left out.

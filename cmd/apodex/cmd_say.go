@@ -5,67 +5,69 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/apodex/apodex/internal/inbox"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 )
 
 // liveRun finds a run that can still take messages: it exists and has not
 // finished. A stopped (crashed) run keeps messages for its resume.
-func liveRun(cmd, home, id string, stderr io.Writer) (string, bool) {
-	dir, err := run.Dir(homeDir(home), id)
+func liveRun(home, id string, stderr io.Writer) (dir string, live bool, err error) {
+	dir, err = findRun(home, id)
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex %s: %v\n", cmd, err)
-		return "", false
+		return "", false, err
 	}
 	switch run.Liveness(dir) {
 	case run.Finished:
 		info, _ := run.Load(dir)
-		fmt.Fprintf(stderr, "apodex %s: run %s has finished (%s, %s); it takes no more messages\n", cmd, info.RunID, info.Status, info.Termination)
-		return "", false
+		return "", false, fmt.Errorf("run %s has finished (%s, %s); it takes no more messages", info.RunID, info.Status, info.Termination)
 	case run.Stopped:
-		fmt.Fprintf(stderr, "apodex %s: run %s is not running (it stopped without finishing); this is kept and takes effect when it resumes (apodex resume %s)\n", cmd, id, id)
+		fmt.Fprintf(stderr, "apodex: run %s is not running (it stopped without finishing); this is kept and takes effect when it resumes (apodex resume %s)\n", filepath.Base(dir), id)
+		return dir, false, nil
 	}
-	return dir, true
+	return dir, true, nil
 }
 
-func cmdSay(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("say", `[flags] RUN "message"   |   --update ID RUN "new text"   |   --withdraw ID RUN   |   --budget turns=60 RUN`, stdout, stderr)
+func cmdSay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("say", `[flags] RUN "message"   |   --update ID RUN "new text"   |   --withdraw ID RUN   |   --budget KEY=VALUE [KEY=VALUE…] RUN`, stdout, stderr)
 	home := fs.homeFlag()
 	update := fs.String("update", "", "replace the text of message ID, if it was not delivered yet")
 	withdraw := fs.String("withdraw", "", "withdraw message ID, if it was not delivered yet")
-	budget := fs.String("budget", "", "change budgets or deadlines: turns=60 tool_calls=+50 tokens=400000 deadline=+10m timeout=30m (+/- relative)")
+	budget := fs.String("budget", "", "change budgets or deadlines, one or more KEY=VALUE: turns=60 tool_calls=+50 tokens=400000 deadline=+10m timeout=30m (+/- relative);\ne.g. apodex say --budget turns=+10 deadline=+5m RUN")
 	pos, err := fs.parse(args)
 	if err != nil {
-		return flagExit(err)
+		return err
 	}
-	if len(pos) == 0 {
-		fmt.Fprintln(stderr, "apodex say: give the run id (see `apodex runs`)")
-		return exitUsage
-	}
-	text := strings.TrimSpace(strings.Join(pos[1:], " "))
 	modes := 0
 	for _, set := range []bool{*update != "", *withdraw != "", *budget != ""} {
 		if set {
 			modes++
 		}
 	}
-	switch {
-	case modes > 1:
-		fmt.Fprintln(stderr, "apodex say: use one of --update, --withdraw and --budget at a time")
-		return exitUsage
-	case *withdraw != "" && text != "":
-		fmt.Fprintln(stderr, "apodex say: --withdraw takes no text")
-		return exitUsage
-	case (*withdraw == "" && *budget == "") && text == "":
-		fmt.Fprintln(stderr, `apodex say: no message: apodex say RUN "text"`)
-		return exitUsage
+	if modes > 1 {
+		return usagef("use one of --update, --withdraw and --budget at a time")
 	}
-	dir, ok := liveRun("say", *home, pos[0], stderr)
-	if !ok {
-		return exitFailed
+	if *budget != "" {
+		return sayBudget(ctx, *home, append([]string{*budget}, pos...), stdout, stderr)
+	}
+	if len(pos) == 0 {
+		return usagef("give the run id (see `apodex runs`)")
+	}
+	text := strings.TrimSpace(strings.Join(pos[1:], " "))
+	switch {
+	case *withdraw != "" && text != "":
+		return usagef("--withdraw takes no text")
+	case *withdraw == "" && text == "":
+		return usagef(`no message: apodex say RUN "text"`)
+	}
+	dir, _, err := liveRun(*home, pos[0], stderr)
+	if err != nil {
+		return err
 	}
 	switch {
 	case *update != "":
@@ -78,13 +80,6 @@ func cmdSay(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			fmt.Fprintln(stdout, strings.ToUpper(*withdraw))
 		}
-	case *budget != "":
-		b, ok := inbox.ParseBudget(*budget)
-		if !ok {
-			fmt.Fprintf(stderr, "apodex say: --budget %q: use key=value pairs with turns, tool_calls, tokens, deadline or timeout\n", *budget)
-			return exitUsage
-		}
-		err = inbox.Control(dir, inbox.ControlBudget, b)
 	default:
 		var id string
 		id, err = inbox.Send(dir, sender(), text)
@@ -92,11 +87,63 @@ func cmdSay(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, id)
 		}
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex say: %v\n", err)
-		return exitFailed
+	return err
+}
+
+// budgetWait is how long say --budget waits for a live run to apply the change.
+const budgetWait = 10 * time.Second
+
+// sayBudget sends one budget control from KEY=VALUE words (the one word
+// without '=' is the run id) and prints the budgets the run then has.
+func sayBudget(ctx context.Context, home string, words []string, stdout, stderr io.Writer) error {
+	var ids, pairs []string
+	for _, w := range words {
+		if strings.Contains(w, "=") {
+			pairs = append(pairs, w)
+		} else {
+			ids = append(ids, w)
+		}
 	}
-	return exitOK
+	switch {
+	case len(ids) == 0:
+		return usagef("--budget: give the run id, e.g. apodex say --budget turns=+10 deadline=+5m RUN")
+	case len(ids) > 1:
+		return usagef("--budget takes KEY=VALUE pairs and one run id, not %s; e.g. apodex say --budget turns=+10 deadline=+5m RUN", quoteAll(ids))
+	}
+	id := ids[0]
+	b, ok := inbox.ParseBudget(strings.Join(pairs, " "))
+	if !ok || len(b) != len(pairs) {
+		return usagef("--budget %q: use KEY=VALUE pairs with turns, tool_calls, tokens, deadline or timeout (e.g. turns=+10 deadline=+5m)", strings.Join(pairs, " "))
+	}
+	dir, live, err := liveRun(home, id, stderr)
+	if err != nil {
+		return err
+	}
+	var after int64
+	if last, err := record.Last(dir); err == nil {
+		after = last.Seq
+	}
+	if err := inbox.Control(dir, inbox.ControlBudget, b); err != nil {
+		return err
+	}
+	if !live {
+		fmt.Fprintf(stdout, "budget change queued for %s: %s\n", filepath.Base(dir), strings.Join(pairs, " "))
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, budgetWait)
+	defer cancel()
+	for e, err := range record.Follow(ctx, dir, after) {
+		if err != nil {
+			return err
+		}
+		var c struct{ Kind, Result string }
+		if e.Type == run.TypeControl && e.Decode(&c) == nil && c.Kind == inbox.ControlBudget {
+			fmt.Fprintf(stdout, "budget of %s: %s\n", filepath.Base(dir), oneLine(c.Result))
+			return nil
+		}
+	}
+	fmt.Fprintf(stdout, "budget change sent to %s (%s); the run applies it before its next model call\n", filepath.Base(dir), strings.Join(pairs, " "))
+	return nil
 }
 
 func sender() string {
@@ -108,54 +155,51 @@ func sender() string {
 
 // cmdControl is pause, resume and cancel: they act on the runtime directly,
 // whatever the model does.
-func cmdControl(kind string) func(context.Context, []string, io.Writer, io.Writer) int {
-	return func(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdControl(kind string) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fs := newFlagSet(kind, "[flags] RUN", stdout, stderr)
 		home := fs.homeFlag()
 		pos, err := fs.parse(args)
 		if err != nil {
-			return flagExit(err)
+			return err
 		}
 		if len(pos) != 1 {
-			fmt.Fprintf(stderr, "apodex %s: give one run id\n", kind)
-			return exitUsage
+			return usagef("give one run id (see `apodex runs`)")
 		}
-		dir, ok := liveRun(kind, *home, pos[0], stderr)
-		if !ok {
-			return exitFailed
+		dir, _, err := liveRun(*home, pos[0], stderr)
+		if err != nil {
+			return err
 		}
 		if err := inbox.Control(dir, kind, nil); err != nil {
-			fmt.Fprintf(stderr, "apodex %s: %v\n", kind, err)
-			return exitFailed
+			return err
 		}
-		fmt.Fprintf(stdout, "%s sent to %s\n", kind, pos[0])
-		return exitOK
+		fmt.Fprintf(stdout, "%s sent to %s\n", kind, filepath.Base(dir))
+		return nil
 	}
 }
 
-func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("messages", "[flags] RUN", stdout, stderr)
 	home := fs.homeFlag()
-	jsonOut := fs.Bool("json", false, "print a JSON array")
-	dir, code, ok := fs.oneRun(args, home)
-	if !ok {
-		return code
+	jsonOut := fs.jsonFlag("a JSON array")
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
 	}
 	msgs, err := inbox.List(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex messages: %v\n", err)
-		return exitFailed
+		return err
 	}
 	if *jsonOut {
 		if msgs == nil {
 			msgs = []inbox.Message{}
 		}
 		writeJSON(stdout, msgs)
-		return exitOK
+		return nil
 	}
 	if len(msgs) == 0 {
 		fmt.Fprintln(stdout, "no messages")
-		return exitOK
+		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tSEQ\tCLASS\tTEXT")
@@ -167,26 +211,14 @@ func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.State, seq, m.Class, clip(oneLine(m.Text), 70))
 	}
 	tw.Flush()
-	return exitOK
+	return nil
 }
 
-func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.Bool("json", false, "print a JSON object")
-	dir, code, ok := fs.oneRun(args, home)
-	if !ok {
-		return code
+// quoteAll renders words as "a", "b".
+func quoteAll(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = fmt.Sprintf("%q", w)
 	}
-	p, err := run.Status(dir)
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex status: %v\n", err)
-		return exitFailed
-	}
-	if *jsonOut {
-		writeJSON(stdout, p)
-	} else {
-		fmt.Fprintln(stdout, p.Text())
-	}
-	return exitOK
+	return strings.Join(q, ", ")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -17,66 +16,25 @@ import (
 	"github.com/apodex/apodex/internal/state"
 )
 
-func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("runs", "[flags]", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.Bool("json", false, "print a JSON array")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "apodex runs: unexpected argument %q; to see one run use `apodex show RUN`\n", pos[0])
-		return exitUsage
-	}
-	infos, err := run.List(homeDir(*home))
-	if err != nil {
-		fmt.Fprintf(stderr, "apodex runs: %v\n", err)
-		return exitFailed
-	}
-	if *jsonOut {
-		if infos == nil {
-			infos = []run.Info{}
-		}
-		for i := range infos {
-			infos[i].Steps = nil
-		}
-		writeJSON(stdout, infos)
-		return exitOK
-	}
-	if len(infos) == 0 {
-		fmt.Fprintf(stdout, "no runs under %s\n", homeDir(*home))
-		return exitOK
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTATUS\tTERMINATION\tTURNS\tTOOLS\tOBJECTIVE")
-	for _, i := range infos {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.RunID, i.Status, dash(i.Termination), i.Turns, i.ToolCalls, clip(oneLine(i.Objective), 60))
-	}
-	tw.Flush()
-	return exitOK
-}
-
-func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("show", "[flags] RUN", stdout, stderr)
 	home := fs.homeFlag()
-	jsonOut := fs.Bool("json", false, "print a JSON object")
+	jsonOut := fs.jsonFlag("a JSON object")
 	artifacts := fs.Bool("artifacts", false, "print the artifact index: each file the agents produced with its provenance chain")
-	dir, code, ok := fs.oneRun(args, home)
-	if !ok {
-		return code
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
 	}
 	if *artifacts {
 		return showArtifacts(dir, *jsonOut, stdout, stderr)
 	}
-	info, err := run.Load(dir)
+	info, err := loadInfo(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex show: %v\n", err)
-		return exitFailed
+		return err
 	}
 	if *jsonOut {
 		writeJSON(stdout, info)
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(stdout, "run:         %s\n", info.RunID)
 	fmt.Fprintf(stdout, "objective:   %s\n", oneLine(info.Objective))
@@ -108,7 +66,7 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "model:       %s %s %s\n", info.Model.Provider, info.Model.Name, info.Model.BaseURL)
-	fmt.Fprintf(stdout, "sandbox:     %s (network %v)\n", info.Sandbox.Kind, info.Sandbox.Network)
+	fmt.Fprintf(stdout, "sandbox:     %s (network %s)\n", info.Sandbox.Kind, onOff(info.Sandbox.Network))
 	reported := "reported"
 	if !info.Usage.Reported {
 		reported = "estimated or partly unreported"
@@ -134,13 +92,7 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, f := range info.Files {
 		fmt.Fprintf(stdout, "  %s  %d bytes  %s\n", f.Path, f.Bytes, f.SHA256)
 	}
-	return exitOK
-}
-
-func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
+	return nil
 }
 
 func dash(s string) string {
@@ -244,11 +196,10 @@ type artifactEntry struct {
 
 // showArtifacts prints the artifact index I with provenance, and with
 // --json also the control state K (lease, manifest, delivery).
-func showArtifacts(dir string, jsonOut bool, stdout, stderr io.Writer) int {
+func showArtifacts(dir string, jsonOut bool, stdout, stderr io.Writer) error {
 	c, err := record.Read(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex show: %v\n", err)
-		return exitFailed
+		return err
 	}
 	st, err := state.FromRecord(c.Events)
 	if err != nil {
@@ -275,12 +226,11 @@ func showArtifacts(dir string, jsonOut bool, stdout, stderr io.Writer) int {
 			out.Missing = []string{}
 		}
 		writeJSON(stdout, out)
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(stdout, "run %s: %d artifacts\n", filepath.Base(dir), len(st.Artifacts))
 	if err := st.RenderArtifacts(stdout); err != nil {
-		fmt.Fprintf(stderr, "apodex show: %v\n", err)
-		return exitFailed
+		return err
 	}
 	k := st.Control
 	if len(k.Manifest) > 0 {
@@ -293,7 +243,7 @@ func showArtifacts(dir string, jsonOut bool, stdout, stderr io.Writer) int {
 	if missing := st.Missing(nil); len(missing) > 0 {
 		fmt.Fprintf(stdout, "missing: %s\n", strings.Join(missing, ", "))
 	}
-	return exitOK
+	return nil
 }
 
 // short rounds a duration for a table: ms under a second, else tenths.
@@ -302,4 +252,11 @@ func short(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

@@ -8,18 +8,17 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("verify", "[flags] RUN", stdout, stderr)
 	home := fs.homeFlag()
-	jsonOut := fs.Bool("json", false, "print a JSON object")
-	dir, code, ok := fs.oneRun(args, home)
-	if !ok {
-		return code
+	jsonOut := fs.jsonFlag("a JSON object")
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
 	}
 	rv, err := run.Reverify(ctx, dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "apodex verify: %v\n", err)
-		return exitFailed
+		return err
 	}
 	if *jsonOut {
 		writeJSON(stdout, rv)
@@ -36,9 +35,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stdout, "run %s: verification %s\n", rv.RunID, passWord(rv.Passed))
 	}
 	if !rv.Passed {
-		return exitFailed
+		return exitError(exitFailed)
 	}
-	return exitOK
+	return nil
 }
 
 func passWord(ok bool) string {

@@ -105,7 +105,7 @@ curl -sS -m 5 http://127.0.0.1:`+port+`/escaped-curl && echo CONNECTED`),
 		if want := []string{"/workspace/a.txt", "/workspace/b.txt"}; !slices.Equal(paths, want) {
 			t.Errorf("files %v, want %v", paths, want)
 		}
-		if n := strings.Count(stderr, "[main] turn "); n != 18 {
+		if n := strings.Count(stderr, " → "); n != 18 {
 			t.Errorf("%d progress lines on stderr, want one per tool call (18):\n%s", n, stderr)
 		}
 	})

@@ -1054,8 +1054,9 @@ func ivLastWaitResult(evs []record.Event) string {
 	return out
 }
 
-// Messages to a run that does not exist or has finished are refused with
-// exit 1 and a one-line reason; nothing is queued.
+// Messages to a run that does not exist are a usage error (exit 2), to one
+// that has finished refused with exit 1; each with a one-line reason, and
+// nothing is queued.
 func TestSayToMissingOrFinishedRun(t *testing.T) {
 	home := t.TempDir()
 	for _, args := range [][]string{
@@ -1063,7 +1064,7 @@ func TestSayToMissingOrFinishedRun(t *testing.T) {
 		{"pause", "nosuchrun"}, {"resume", "nosuchrun"}, {"cancel", "nosuchrun"}, {"messages", "nosuchrun"}, {"status", "nosuchrun"},
 	} {
 		code, out, errOut := cli(t, append([]string{args[0], "--home", home}, args[1:]...)...)
-		if code != 1 || out != "" {
+		if code != 2 || out != "" {
 			t.Errorf("%v: exit %d, stdout %q", args, code, out)
 		}
 		oneLineMessage(t, errOut, "no such run", "nosuchrun", "apodex runs")
@@ -1240,7 +1241,7 @@ func TestBudgetChangeAppliedAndRecorded(t *testing.T) {
 		sub := r.leadWaiting()
 		time.Sleep(offset)
 		code, out, errOut := r.cli("say", r.id, "--budget", "turns=+5")
-		if code != 0 || out != "" {
+		if code != 0 || !strings.Contains(out, "turns=+5") || !strings.Contains(out, fmt.Sprintf("now turns %d", maxTurns+5)) {
 			t.Fatalf("say --budget: exit %d %q %s", code, out, errOut)
 		}
 		// A control does not wake a waiting lead; the subagent's report does.

@@ -2,8 +2,12 @@
 // model endpoint and a workspace, and reads the records runs leave behind.
 //
 // Exit codes: 0 the run completed; 1 it ended without completing (or a
-// lookup failed); 2 usage or configuration error. Every error is one line
-// that says what to do.
+// lookup failed); 2 usage or configuration error (a bad flag, an unknown
+// run id, a provider without its key). Every error is one line on stderr
+// that says what to do; codeOf is the only place errors become codes.
+//
+// Each command is one file (cmd_NAME.go) and one line in commands(); flags
+// shared by commands are groups (home, model, output) registered in one call.
 package main
 
 import (
@@ -14,7 +18,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -35,10 +38,12 @@ const (
 	exitUsage  = 2
 )
 
+// command is one subcommand. run returns nil for success; see codeOf for
+// what the other errors mean.
 type command struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func commands() []command {
@@ -46,6 +51,7 @@ func commands() []command {
 		{"run", "run an agent on an objective", cmdRun},
 		{"runs", "list runs", cmdRuns},
 		{"show", "summarize one run from its record", cmdShow},
+		{"log", "the transcript of a run: assistant text, tool calls and output, messages, controls, delivery", cmdLog},
 		{"board", "print a team run's task board and assignments", cmdBoard},
 		{"verify", "rerun a run's task verifier on its final state", cmdVerify},
 		{"evidence", "list a run's evidence ids (Q): kind, source, span, and where each was cited", cmdEvidence},
@@ -56,136 +62,137 @@ func commands() []command {
 		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
 		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
+		{"config", "print the effective settings and where each came from (config show)", cmdConfig},
+		{"doctor", "check the sandbox, the tools agents use, the home directory and a model endpoint", cmdDoctor},
+		{"completion", "print a shell completion script: bash, zsh or fish", cmdCompletion},
+		{"help", "print a command's help: apodex help COMMAND", cmdHelp},
+		{"version", "print the version", cmdVersion},
+	}
+}
+
+// legacy adapts a command that returns its exit code itself.
+func legacy(f func(context.Context, []string, io.Writer, io.Writer) int) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if code := f(ctx, args, stdout, stderr); code != exitOK {
+			return exitError(code)
+		}
+		return nil
 	}
 }
 
 // Run is the whole CLI; main only adds the process around it.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+		return exitUsage
 	}
-	if args[0] == "version" || args[0] == "--version" {
-		fmt.Fprintln(stdout, "apodex", version())
+	name := args[0]
+	switch name {
+	case "-h", "--help":
+		usage(stdout)
 		return exitOK
+	case "--version":
+		name = "version"
 	}
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "apodex: unknown command %q; run `apodex --help` for the list\n", name)
+		return exitUsage
+	}
+	err := c.run(ctx, args[1:], stdout, stderr)
+	code := codeOf(err)
+	if msg := errorLine(err); msg != "" {
+		fmt.Fprintf(stderr, "apodex %s: %s\n", c.name, msg)
+	}
+	return code
+}
+
+func lookup(name string) (command, bool) {
 	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
+		if c.name == name {
+			return c, true
 		}
 	}
-	fmt.Fprintf(stderr, "apodex: unknown command %q; run `apodex --help` for the list\n", args[0])
-	return exitUsage
+	return command{}, false
+}
+
+// Errors that carry an exit code.
+type (
+	// usageError: the command line is wrong (exit 2).
+	usageError struct{ msg string }
+	// exitError: the outcome was already printed; only the code is left.
+	exitError int
+)
+
+func (e *usageError) Error() string { return e.msg }
+func (e exitError) Error() string   { return fmt.Sprintf("exit %d", int(e)) }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// codeOf is the one place errors become exit codes.
+func codeOf(err error) int {
+	var (
+		ue   *usageError
+		ce   *run.ConfigError
+		code exitError
+	)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
+	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, run.ErrNotFound):
+		return exitUsage
+	default:
+		return exitFailed
+	}
+}
+
+// errorLine is what the user sees of err: one line, or nothing when the
+// command printed the outcome itself.
+func errorLine(err error) string {
+	var code exitError
+	if err == nil || errors.Is(err, flag.ErrHelp) || errors.As(err, &code) {
+		return ""
+	}
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "\n  ")
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "apodex: an agent runtime that turns an objective into files, with a replayable record.")
 	fmt.Fprintln(w, "\nUsage: apodex COMMAND [flags] [args]\n\nCommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "  version  print the version")
-	fmt.Fprintln(w, "\nRun `apodex COMMAND --help` for a command's flags.")
+	fmt.Fprintln(w, "\nRun `apodex help COMMAND` (or `apodex COMMAND --help`) for a command's flags.")
+	fmt.Fprintln(w, "A run id may be a unique prefix of one, or `latest`.")
 	fmt.Fprintln(w, "Exit codes: 0 completed, 1 ended without completing, 2 usage or configuration error.")
 }
 
-type flagDef = flag.Flag
-
-// flagSet is a command's flags: --help goes to stdout, errors are one line
-// on stderr.
-type flagSet struct {
-	*flag.FlagSet
-	stdout, stderr io.Writer
+// cmdHelp prints what `apodex CMD --help` prints, by asking CMD itself.
+func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stdout)
+		return nil
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		return usagef("unknown command %q; run `apodex --help` for the list", args[0])
+	}
+	if c.name == "help" {
+		fmt.Fprintln(stdout, "Usage: apodex help COMMAND\n\nPrints the command's flags, exactly as `apodex COMMAND --help` does.")
+		return nil
+	}
+	return c.run(ctx, []string{"--help"}, stdout, stderr)
 }
 
-func newFlagSet(name, synopsis string, stdout, stderr io.Writer) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet("apodex "+name, flag.ContinueOnError), stdout: stdout, stderr: stderr}
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: apodex %s %s\n\nFlags:\n", name, synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("version", "", stdout, stderr)
+	if _, err := fs.parse(args); err != nil {
+		return err
 	}
-	return fs
-}
-
-// parse parses flags that may come before or after positional arguments
-// ("apodex run OBJECTIVE --json"). A lone "--" ends flags.
-func (fs *flagSet) parse(args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if !errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(fs.stderr, "%s: %v; see `%s --help`\n", fs.Name(), err, fs.Name())
-			}
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// homeFlag registers --home.
-func (fs *flagSet) homeFlag() *string {
-	return fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
-}
-
-// oneRun parses args for a command that takes one run id and finds the run.
-// When ok is false the problem was printed and code is the exit code.
-func (fs *flagSet) oneRun(args []string, home *string) (dir string, code int, ok bool) {
-	pos, err := fs.parse(args)
-	if err != nil {
-		return "", flagExit(err), false
-	}
-	if len(pos) != 1 {
-		fmt.Fprintf(fs.stderr, "%s: give one run id (see `apodex runs`)\n", fs.Name())
-		return "", exitUsage, false
-	}
-	dir, err = run.Dir(homeDir(*home), pos[0])
-	if err != nil {
-		fmt.Fprintf(fs.stderr, "%s: %v\n", fs.Name(), err)
-		return "", exitFailed, false
-	}
-	return dir, 0, true
-}
-
-// flagExit maps a flag parse error to an exit code: --help is success.
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
-}
-
-// homeDir is --home, else $APODEX_HOME, else ~/.apodex, made absolute (the
-// sandbox binds run directories by absolute path).
-func homeDir(flagValue string) string {
-	h := flagValue
-	if h == "" {
-		h = os.Getenv("APODEX_HOME")
-	}
-	if h == "" {
-		if u, err := os.UserHomeDir(); err == nil {
-			h = filepath.Join(u, ".apodex")
-		} else {
-			h = ".apodex"
-		}
-	}
-	if abs, err := filepath.Abs(h); err == nil {
-		return abs
-	}
-	return h
+	fmt.Fprintln(stdout, "apodex", run.Version)
+	return nil
 }
 
 func oneLine(s string) string {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/anthropic"
@@ -12,25 +16,36 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-// modelFlags are the flags that choose and reach a model (R-UI-3).
+// modelFlags are the model group: the flags that choose and reach a model
+// (R-UI-3), and the config profile that may set them.
 type modelFlags struct {
 	provider string
 	model    string
 	baseURL  string
 	script   string
+	profile  string
 	noStream bool
 }
 
 func (m *modelFlags) register(fs *flagSet) {
 	fs.StringVar(&m.provider, "provider", "", "model provider: openai (any OpenAI-compatible endpoint), anthropic or scripted;\ndefault: openai when OPENAI_BASE_URL or OPENAI_API_KEY is set, else anthropic when ANTHROPIC_API_KEY is set")
-	fs.StringVar(&m.model, "model", "", "model name (default: $APODEX_MODEL, else gpt-4o-mini for openai, claude-sonnet-4-5 for anthropic)")
+	fs.StringVar(&m.model, "model", "", "model name (default: $APODEX_MODEL; required for a local OpenAI-compatible server; gpt-4o-mini on the hosted OpenAI API, claude-sonnet-4-5 on Anthropic's)")
 	fs.StringVar(&m.baseURL, "base-url", "", "endpoint base URL, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL, else the hosted API)")
 	fs.StringVar(&m.script, "script", "", "JSON script for --provider scripted (see examples/)")
+	fs.StringVar(&m.profile, "profile", "", "settings profile from config.toml ([profiles.NAME]; default: $APODEX_PROFILE, else the file's profile key)")
 	fs.BoolVar(&m.noStream, "no-stream", false, "ask for whole replies instead of streaming (SSE)")
 }
 
+// Hosted endpoints.
+const (
+	openaiHosted    = "https://api.openai.com/v1"
+	anthropicHosted = "https://api.anthropic.com"
+)
+
 // build returns the model and what to record about it. API keys come only
 // from the environment, so they never appear in process listings or records.
+// What cannot work (a hosted API without its key, a local server without a
+// model name) is a *run.ConfigError naming what to set, before any request.
 func (m *modelFlags) build() (llm.Model, record.ModelSettings, error) {
 	provider := m.provider
 	if provider == "" {
@@ -40,29 +55,37 @@ func (m *modelFlags) build() (llm.Model, record.ModelSettings, error) {
 		case os.Getenv("ANTHROPIC_API_KEY") != "" || os.Getenv("ANTHROPIC_BASE_URL") != "":
 			provider = "anthropic"
 		default:
-			return nil, record.ModelSettings{}, &run.ConfigError{Msg: "no model provider configured: pass --provider openai --base-url URL (or set OPENAI_BASE_URL), --provider anthropic with ANTHROPIC_API_KEY, or --provider scripted --script FILE"}
+			return nil, record.ModelSettings{}, &run.ConfigError{Msg: "no model provider configured: pass --provider openai --base-url URL --model NAME (or set OPENAI_BASE_URL), --provider anthropic with ANTHROPIC_API_KEY, --provider scripted --script FILE, or a profile in config.toml (`apodex config show` says what is set)"}
 		}
 	}
-	name := m.model
-	if name == "" {
-		name = os.Getenv("APODEX_MODEL")
-	}
+	name := firstNonEmpty(m.model, os.Getenv("APODEX_MODEL"))
 	set := record.ModelSettings{Provider: provider, Stream: !m.noStream}
 	switch provider {
 	case "openai":
-		if name == "" {
+		base := firstNonEmpty(m.baseURL, os.Getenv("OPENAI_BASE_URL"), openaiHosted)
+		key := os.Getenv("OPENAI_API_KEY")
+		hosted := strings.TrimRight(base, "/") == openaiHosted
+		switch {
+		case hosted && key == "":
+			return nil, set, &run.ConfigError{Msg: "--provider openai without OPENAI_API_KEY and without a base URL: set OPENAI_API_KEY for the hosted API, or pass --base-url http://HOST:PORT/v1 --model NAME for a local OpenAI-compatible server"}
+		case !hosted && name == "":
+			return nil, set, &run.ConfigError{Msg: fmt.Sprintf("--base-url %s without --model: pass --model NAME, the name the server serves (`apodex doctor --provider openai --base-url %s` lists them)", base, base)}
+		case name == "":
 			name = "gpt-4o-mini"
 		}
-		base := firstNonEmpty(m.baseURL, os.Getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
 		set.Name, set.BaseURL = name, base
-		return openai.New(openai.Config{BaseURL: base, APIKey: os.Getenv("OPENAI_API_KEY"), Model: name, Stream: !m.noStream}), set, nil
+		return openai.New(openai.Config{BaseURL: base, APIKey: key, Model: name, Stream: !m.noStream}), set, nil
 	case "anthropic":
+		base := firstNonEmpty(m.baseURL, os.Getenv("ANTHROPIC_BASE_URL"), anthropicHosted)
+		key := os.Getenv("ANTHROPIC_API_KEY")
+		if key == "" && strings.TrimRight(base, "/") == anthropicHosted {
+			return nil, set, &run.ConfigError{Msg: "--provider anthropic without ANTHROPIC_API_KEY: set ANTHROPIC_API_KEY, or pass --base-url URL for a proxy that needs none"}
+		}
 		if name == "" {
 			name = "claude-sonnet-4-5"
 		}
-		base := firstNonEmpty(m.baseURL, os.Getenv("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")
 		set.Name, set.BaseURL = name, base
-		return anthropic.New(anthropic.Config{BaseURL: base, APIKey: os.Getenv("ANTHROPIC_API_KEY"), Model: name, Stream: !m.noStream}), set, nil
+		return anthropic.New(anthropic.Config{BaseURL: base, APIKey: key, Model: name, Stream: !m.noStream}), set, nil
 	case "scripted":
 		if m.script == "" {
 			return nil, set, &run.ConfigError{Msg: "--provider scripted needs --script FILE (a JSON script; see examples/csv-sum/script.json)"}
@@ -108,4 +131,21 @@ func (m *modelFlags) fromRecord(rec record.ModelSettings) (llm.Model, record.Mod
 		n.noStream = true
 	}
 	return n.build()
+}
+
+// loggedModel logs every model call at debug level: who asked, how much,
+// how long it took and how it ended.
+func loggedModel(m llm.Model, lg *slog.Logger) llm.Model {
+	return llm.ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		start := time.Now()
+		lg.Debug("model request", "agent", req.Agent, "turn", req.Turn, "purpose", req.Purpose, "messages", len(req.Messages), "tools", len(req.Tools))
+		resp, err := m.Generate(ctx, req)
+		if err != nil {
+			lg.Debug("model error", "agent", req.Agent, "turn", req.Turn, "duration", time.Since(start), "error", err.Error())
+			return resp, err
+		}
+		lg.Debug("model response", "agent", req.Agent, "turn", req.Turn, "duration", time.Since(start), "finish", resp.FinishReason,
+			"tool_calls", len(resp.Message.ToolCalls), "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens)
+		return resp, nil
+	})
 }

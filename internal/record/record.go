@@ -14,7 +14,9 @@
 //     call it at every step boundary, so a crash loses at most the step in
 //     flight;
 //   - a blob is stored once under blobs/<sha256 hex>, written atomically
-//     (temporary file, fsync, then rename), and referenced as "sha256:<hex>".
+//     (temporary file, fsync, then rename), and referenced as "sha256:<hex>";
+//   - Follow (the subscriber API) yields each event once, in seq order, as
+//     it lands, from another process's writes too, by tailing the file.
 //
 // The clock is injected so that a replay can reproduce times exactly.
 package record

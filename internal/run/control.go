@@ -324,7 +324,25 @@ func (c *control) applyBudget(args map[string]string) string {
 	if len(done) == 0 {
 		return "no budget setting understood (use turns=, tool_calls=, tokens=, deadline=, timeout=)"
 	}
-	return "budget changed: " + strings.Join(done, " ")
+	return "budget changed: " + strings.Join(done, " ") + "; now " + c.budgetNow()
+}
+
+// budgetNow renders the budgets in force for people (c.mu held).
+func (c *control) budgetNow() string {
+	limit := func(n int) string {
+		if n <= 0 {
+			return "unlimited"
+		}
+		return strconv.Itoa(n)
+	}
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "none"
+		}
+		return t.UTC().Format("15:04:05 UTC")
+	}
+	return fmt.Sprintf("turns %s, tool calls %s, tokens %s, soft deadline %s, timeout %s",
+		limit(c.budget.MaxTurns), limit(c.budget.MaxToolCalls), limit(c.budget.MaxTokens), at(c.soft), at(c.hard.at))
 }
 
 // current is the contract in force.

@@ -26,6 +26,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -84,8 +85,11 @@ type Config struct {
 	Retry        llm.RetryPolicy
 	// Progress receives one line per step; nil for none.
 	Progress io.Writer
-	Now      func() time.Time
-	NewID    func() string
+	// Logger receives the runtime's debug log (steps, lifecycle); nil for
+	// none. The CLI's --log-level writes it into the run directory.
+	Logger *slog.Logger
+	Now    func() time.Time
+	NewID  func() string
 }
 
 // Summary is what a finished run reports (the --json object).
@@ -125,6 +129,9 @@ const (
 func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return NewID(cfg.Now()) }
@@ -194,6 +201,8 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}
 	log.Append(record.TypeContract, "", contractEvent(c))
+	cfg.Logger.Debug("run started", "run", id, "dir", dir, "provider", cfg.ModelInfo.Provider, "model", cfg.ModelInfo.Name,
+		"base_url", cfg.ModelInfo.BaseURL, "sandbox", ss.sbx.Kind, "mode", cfg.Mode)
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "apodex: run %s with %s model %s; record in %s\n", id, cfg.ModelInfo.Provider, cfg.ModelInfo.Name, dir)
 	}

@@ -127,7 +127,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	defer stopWatch()
 	ac := agent.Config{
 		Model: cfg.Model, Log: log, FS: ss.fs, Budget: cfg.Budget, Retry: cfg.Retry,
-		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress), Now: cfg.Now,
+		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now,
 		Adjust: ctl.adjust, RequireFinish: cfg.RequireFinish,
 	}
 	var tm *team.Team

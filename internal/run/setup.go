@@ -1,11 +1,13 @@
 package run
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,11 +80,17 @@ func chooseSandbox(kind string, network bool) (sandbox.Runner, record.SandboxSet
 	return r, set, nil
 }
 
-func progress(w io.Writer) func(agent.Step) {
-	if w == nil {
+func progress(w io.Writer, lg *slog.Logger) func(agent.Step) {
+	if w == nil && (lg == nil || !lg.Enabled(context.Background(), slog.LevelDebug)) {
 		return nil
 	}
 	return func(s agent.Step) {
+		if lg != nil {
+			lg.Debug("step", "agent", s.Agent, "turn", s.Turn, "tool", s.Tool, "is_error", s.IsError, "args", s.Args, "output", s.Output)
+		}
+		if w == nil {
+			return
+		}
 		mark := "ok"
 		if s.IsError {
 			mark = "ERR"

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -57,6 +58,9 @@ func status(dir string, messages bool) (Progress, error) {
 	c, err := record.Read(dir)
 	if err != nil {
 		return p, err
+	}
+	if n := len(c.Events); p.Liveness == Stopped && n > 0 && !info.Started.IsZero() {
+		p.Elapsed = c.Events[n-1].Time.Sub(info.Started).Round(time.Second).String() // it stopped running then
 	}
 	b := &board.Board{}
 	for _, e := range c.Events {
@@ -114,15 +118,20 @@ func statusText(dir string) string {
 // Text renders the progress for people.
 func (p Progress) Text() string {
 	var b strings.Builder
-	state := p.Liveness
-	if p.Paused && p.Liveness == Live {
-		state += ", paused"
+	switch {
+	case p.Liveness == Stopped:
+		fmt.Fprintf(&b, "run %s: stopped (its process ended without finishing; `apodex resume %s` continues it), ran %s\n", p.RunID, p.RunID, p.Elapsed)
+	default:
+		state := p.Liveness
+		if p.Paused && p.Liveness == Live {
+			state += ", paused"
+		}
+		fmt.Fprintf(&b, "run %s: %s (%s", p.RunID, p.Status, state)
+		if p.Termination != "" {
+			fmt.Fprintf(&b, ", %s", p.Termination)
+		}
+		fmt.Fprintf(&b, "), elapsed %s\n", p.Elapsed)
 	}
-	fmt.Fprintf(&b, "run %s: %s (%s", p.RunID, p.Status, state)
-	if p.Termination != "" {
-		fmt.Fprintf(&b, ", %s", p.Termination)
-	}
-	fmt.Fprintf(&b, "), elapsed %s\n", p.Elapsed)
 	fmt.Fprintf(&b, "turns %d, tool calls %d, tokens %d\n", p.Turns, p.ToolCalls, p.Tokens)
 	if p.Board.Total() > 0 {
 		fmt.Fprintf(&b, "board: %d items: %d open, %d in progress, %d resolved, %d cancelled\n",
@@ -136,15 +145,33 @@ func (p Progress) Text() string {
 		for _, st := range p.Assignments {
 			counts[st]++
 		}
-		fmt.Fprintf(&b, "assignments: %v\n", counts)
+		fmt.Fprintf(&b, "assignments: %d: %s\n", len(p.Assignments), countList(counts))
 	}
 	if p.LastStep != "" {
 		fmt.Fprintf(&b, "last step: %s\n", p.LastStep)
 	}
 	if len(p.Messages) > 0 {
-		fmt.Fprintf(&b, "messages: %v\n", p.Messages)
+		n := 0
+		for _, c := range p.Messages {
+			n += c
+		}
+		fmt.Fprintf(&b, "messages: %d: %s\n", n, countList(p.Messages))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// countList renders counts for people: "2 running, 1 reported", by name.
+func countList(counts map[string]int) string {
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func clipText(s string, n int) string {

@@ -98,8 +98,28 @@ type Server struct {
 	policy func(n int, req Request) Turn
 	done   chan struct{} // closed when the test ends: releases hanging turns
 
-	mu   sync.Mutex
-	reqs []Request
+	mu     sync.Mutex
+	reqs   []Request
+	models []string
+}
+
+// SetModels sets what GET /v1/models lists (default: nothing).
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = ids
+}
+
+// serveModels answers GET /v1/models as an OpenAI-compatible server does.
+func (s *Server) serveModels(w http.ResponseWriter) {
+	s.mu.Lock()
+	data := []map[string]any{}
+	for _, id := range s.models {
+		data = append(data, map[string]any{"id": id, "object": "model"})
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	writeJSON(w, map[string]any{"object": "list", "data": data})
 }
 
 // NewOpenAI starts a fake Chat Completions server that answers request n
@@ -135,6 +155,10 @@ func Script(turns ...Turn) func(n int, req Request) Turn {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		s.serveModels(w)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.t.Errorf("llmtest: unexpected request %s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)

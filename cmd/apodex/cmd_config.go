@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/apodex/apodex/internal/config"
+)
+
+// applyConfig fills every flag of fs that the command line did not give
+// from the configuration (env > profile > file defaults; see package
+// config), through the flag's own parser, so a bad value in a file gets the
+// same message as on the command line, plus where it came from.
+func applyConfig(fs *flagSet, home, profile string) (config.Resolved, error) {
+	given := fs.given()
+	flags := map[string]string{}
+	for _, k := range config.Keys {
+		if fl := fs.Lookup(config.FlagName(k)); fl != nil && given[fl.Name] {
+			flags[k] = fl.Value.String()
+		}
+	}
+	var files []config.File
+	for _, p := range config.Paths(homeDir(home), os.Getenv) {
+		f, err := config.Load(p)
+		if err != nil {
+			return config.Resolved{}, usagef("%v", err)
+		}
+		files = append(files, f)
+	}
+	r, err := config.Resolve(config.Input{Files: files, Profile: profile, Flags: flags, Getenv: os.Getenv})
+	if err != nil {
+		return r, usagef("%v", err)
+	}
+	for _, k := range config.Keys {
+		v, ok := r.Values[k]
+		fl := fs.Lookup(config.FlagName(k))
+		if !ok || fl == nil || given[fl.Name] {
+			continue
+		}
+		if err := fs.Set(fl.Name, v.Value); err != nil {
+			return r, usagef("%s = %q (from %s): %v", k, v.Value, v.Source, err)
+		}
+	}
+	return r, nil
+}
+
+// cmdConfig is `apodex config show`: the settings a run would get here, and
+// where each came from.
+func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("config", "show [flags]   (the effective settings of `apodex run` with these flags, and the source of each)", stdout, stderr)
+	var f runFlags
+	f.register(fs)                        // the run's own flags and defaults, so `config show --model x` shows what `run --model x` gets
+	home, jsonOut := &f.home, &f.out.json // --json: a JSON array of {key, value, source}
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || pos[0] != "show" {
+		return usagef("use `apodex config show [--profile NAME]`")
+	}
+	given := fs.given()
+	r, err := applyConfig(fs, *home, f.model.profile)
+	if err != nil {
+		return err
+	}
+	var out []config.Value
+	homeSrc := "default"
+	switch {
+	case given["home"]:
+		homeSrc = "flag --home"
+	case os.Getenv("APODEX_HOME") != "":
+		homeSrc = "env APODEX_HOME"
+	}
+	out = append(out, config.Value{Key: "home", Value: homeDir(*home), Source: homeSrc})
+	prof := r.Profile
+	if prof == "" {
+		prof = "(none)"
+	}
+	out = append(out, config.Value{Key: "profile", Value: prof, Source: profileSource(given["profile"], r.Profile)})
+	for _, k := range config.Keys {
+		fl := fs.Lookup(config.FlagName(k))
+		if v, ok := r.Values[k]; ok {
+			out = append(out, v)
+		} else if fl != nil {
+			out = append(out, config.Value{Key: k, Value: fl.DefValue, Source: "default"})
+		}
+	}
+	for _, env := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
+		state := "not set"
+		if os.Getenv(env) != "" {
+			state = "set (not shown)"
+		}
+		out = append(out, config.Value{Key: env, Value: state, Source: "env " + env + " (keys come only from the environment)"})
+	}
+	if *jsonOut {
+		writeJSON(stdout, out)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SETTING\tVALUE\tSOURCE")
+	for _, v := range out {
+		val := v.Value
+		if val == "" {
+			val = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", v.Key, val, v.Source)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout, "\nfiles, lowest precedence first (flags > env > profile > file defaults > default):")
+	for _, p := range config.Paths(homeDir(*home), os.Getenv) {
+		state := "absent"
+		if _, err := os.Stat(p); err == nil {
+			state = "read"
+		}
+		fmt.Fprintf(stdout, "  %s (%s)\n", p, state)
+	}
+	return nil
+}
+
+func profileSource(flag bool, name string) string {
+	switch {
+	case flag:
+		return "flag --profile"
+	case name == "":
+		return "none selected"
+	case os.Getenv("APODEX_PROFILE") == name:
+		return "env APODEX_PROFILE"
+	}
+	return "file (profile = " + fmt.Sprintf("%q", name) + ")"
+}

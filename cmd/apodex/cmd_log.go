@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/apodex/apodex/internal/progress"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/transcript"
+)
+
+// cmdLog prints a run's transcript (see package transcript).
+func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("log", "[flags] RUN", stdout, stderr)
+	home := fs.homeFlag()
+	jsonOut := fs.jsonFlag("the same entries as JSON lines, one object per line")
+	full := fs.Bool("full", false, "whole tool outputs (from the blobs, also what was clipped for the model) and whole arguments")
+	follow := fs.Bool("follow", false, "stream a live run as it goes; ends when the run ends")
+	agent := fs.String("agent", "", "only this agent's entries (main, lead, A1, …)")
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
+	}
+	opt := transcript.Options{Full: *full, Dir: dir}
+	tw := &transcript.Writer{W: stdout, Full: *full, Style: transcript.Style{Color: !*jsonOut && progress.Colour(stdout)}}
+	emit := func(x transcript.Entry) {
+		if *jsonOut {
+			b, _ := json.Marshal(x)
+			fmt.Fprintf(stdout, "%s\n", b)
+		} else {
+			tw.Write(x)
+		}
+	}
+	keep := func(x transcript.Entry) bool { return *agent == "" || x.Agent == *agent }
+	if *follow {
+		return followLog(ctx, dir, func(e record.Event) {
+			for _, x := range transcript.Entries(e, opt) {
+				if keep(x) {
+					emit(x)
+				}
+			}
+		}, stderr)
+	}
+	c, err := record.Read(dir)
+	if err != nil {
+		return err
+	}
+	var all []transcript.Entry
+	for _, e := range c.Events {
+		for _, x := range transcript.Entries(e, opt) {
+			if keep(x) {
+				all = append(all, x)
+			}
+		}
+	}
+	if !*jsonOut {
+		all = byAgent(all)
+	}
+	for _, x := range all {
+		emit(x)
+	}
+	if c.TornTail {
+		fmt.Fprintln(stderr, "apodex log: the record's last line is torn (the process was killed mid-write); `apodex resume` repairs it")
+	}
+	return nil
+}
+
+// byAgent groups a transcript per agent, each in record order: the run's
+// own entries before the first agent's come first, the rest last (delivery,
+// verification, the end); agents in order of their first entry.
+func byAgent(all []transcript.Entry) []transcript.Entry {
+	runLevel := func(a string) bool { return a == "" || a == "runtime" || a == "user" }
+	first := slices.IndexFunc(all, func(x transcript.Entry) bool { return !runLevel(x.Agent) })
+	if first < 0 {
+		return all
+	}
+	out := append([]transcript.Entry(nil), all[:first]...)
+	var order []string
+	per := map[string][]transcript.Entry{}
+	var tail []transcript.Entry
+	for _, x := range all[first:] {
+		if runLevel(x.Agent) {
+			tail = append(tail, x)
+			continue
+		}
+		if _, ok := per[x.Agent]; !ok {
+			order = append(order, x.Agent)
+		}
+		per[x.Agent] = append(per[x.Agent], x)
+	}
+	for _, a := range order {
+		out = append(out, per[a]...)
+	}
+	return append(out, tail...)
+}
+
+// followLog calls each for every event of the run in dir as it lands, until
+// the run finishes, its process dies, or ctx ends.
+func followLog(ctx context.Context, dir string, each func(record.Event), stderr io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { // a run whose process died never writes run_finished
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if run.Liveness(dir) == run.Stopped {
+					time.Sleep(500 * time.Millisecond) // let Follow read what the process wrote last
+					close(stopped)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	for e, err := range record.Follow(ctx, dir, 0) {
+		if err != nil {
+			return err
+		}
+		each(e)
+	}
+	select {
+	case <-stopped:
+		fmt.Fprintf(stderr, "apodex log: the run is not running and did not finish (its process stopped); `apodex resume` continues it\n")
+		return exitError(exitFailed)
+	default:
+	}
+	return nil
+}

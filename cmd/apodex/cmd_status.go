@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/apodex/apodex/internal/run"
+)
+
+func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", "[flags] RUN", stdout, stderr)
+	home := fs.homeFlag()
+	jsonOut := fs.jsonFlag("a JSON object")
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
+	}
+	p, err := run.Status(dir)
+	if err != nil {
+		return err
+	}
+	p.Status = liveStatus(dir, p.Status)
+	if *jsonOut {
+		writeJSON(stdout, p)
+	} else {
+		fmt.Fprintln(stdout, p.Text())
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/apodex/apodex/internal/inbox"
+)
+
+// `apodex help CMD` prints exactly what `apodex CMD --help` prints, for
+// every command in the table.
+func TestHelpCommandMatchesFlagHelp(t *testing.T) {
+	for _, c := range commands() {
+		if c.name == "help" {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			code1, out1, err1 := cli(t, "help", c.name)
+			code2, out2, err2 := cli(t, c.name, "--help")
+			if code1 != 0 || code2 != 0 {
+				t.Fatalf("exit %d and %d\n%s%s", code1, code2, err1, err2)
+			}
+			if out1 != out2 || !strings.Contains(out1, "Usage: apodex "+c.name) {
+				t.Errorf("help %s:\n%s\n--help:\n%s", c.name, out1, out2)
+			}
+		})
+	}
+	if code, _, errOut := cli(t, "help", "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Errorf("help of an unknown command: exit %d %s", code, errOut)
+	}
+}
+
+// A bad flag or a bad value is one line on stderr, nothing on stdout,
+// exit 2; the line names the expected form.
+func TestBadFlagsAreOneLine(t *testing.T) {
+	home := t.TempDir()
+	cases := []struct {
+		args  []string
+		hints []string
+	}{
+		{[]string{"run", "--bogus", "x"}, []string{"-bogus", "apodex run --help"}},
+		{[]string{"run", "--timeout", "5", "x"}, []string{"-timeout", "5m"}},
+		{[]string{"run", "--scratch-quota", "lots", "x"}, []string{"-scratch-quota", "256MiB"}},
+		{[]string{"show", "--nope", "latest"}, []string{"-nope"}},
+		{[]string{"runs", "--status", "sleeping"}, []string{"running, stopped, completed or failed"}},
+		{[]string{"run", "--quiet", "--verbose", "--provider", "scripted", "x"}, []string{"--quiet and --verbose"}},
+		{[]string{"run", "--log-level", "chatty", "x"}, []string{"debug, info, warn or error"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, out, errOut := cli(t, append(c.args, "--home", home)...)
+			if code != 2 || out != "" {
+				t.Errorf("exit %d, stdout %q", code, out)
+			}
+			oneLineMessage(t, errOut, c.hints...)
+		})
+	}
+}
+
+func TestUnits(t *testing.T) {
+	sizes := map[string]int64{"256MiB": 256 << 20, "1GiB": 1 << 30, "512k": 512 << 10, "1048576": 1 << 20, "2MB": 2_000_000, "0": 0}
+	for in, want := range sizes {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "MiB", "-1k", "12 parsecs", "nan", "inf", "1e3", "99999999999TiB"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+	if d, err := parseDuration("5m"); err != nil || d.Minutes() != 5 {
+		t.Errorf("5m: %v %v", d, err)
+	}
+	if _, err := parseDuration("5"); err == nil || !strings.Contains(err.Error(), "5m") {
+		t.Errorf("5: %v", err)
+	}
+}
+
+// A provider that cannot work is a configuration error (exit 2) before the
+// run starts: nothing is created under home.
+func TestEarlyConfigurationErrors(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	t.Setenv("APODEX_MODEL", "")
+	home := t.TempDir()
+	cases := []struct {
+		args  []string
+		hints []string
+	}{
+		{[]string{"--provider", "openai"}, []string{"OPENAI_API_KEY", "--base-url"}},
+		{[]string{"--provider", "openai", "--base-url", "http://127.0.0.1:9/v1"}, []string{"--model"}},
+		{[]string{"--provider", "anthropic"}, []string{"ANTHROPIC_API_KEY"}},
+		{nil, []string{"--provider"}},
+	}
+	for _, c := range cases {
+		args := append(append([]string{"run", "--home", home}, c.args...), "do it")
+		code, out, errOut := cli(t, args...)
+		if code != 2 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q", c.args, code, out)
+		}
+		oneLineMessage(t, errOut, c.hints...)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(home, "runs")); len(entries) > 0 {
+		t.Errorf("a run directory was created: %v", entries)
+	}
+}
+
+// --task with an objective argument is refused unless asked for.
+func TestTaskObjectiveOverride(t *testing.T) {
+	home := t.TempDir()
+	args := []string{"run", "--home", home, "--provider", "scripted", "--script", "../../examples/csv-sum/script.json",
+		"--task", "../../examples/csv-sum/task.yaml", "--quiet", "--json", "--sandbox", "none"}
+	code, out, errOut := cli(t, append(args, "Do something else")...)
+	if code != 2 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	oneLineMessage(t, errOut, "--objective-override")
+	code, out, errOut = cli(t, append(args, "--objective-override", "Sum the value column and report it.")...)
+	if code == 2 {
+		t.Fatalf("with --objective-override: exit 2 %s", errOut)
+	}
+	info, err := loadInfo(decodeSummary(t, out).RunDir)
+	if err != nil || info.Objective != "Sum the value column and report it." {
+		t.Errorf("objective %q, %v", info.Objective, err)
+	}
+}
+
+// `latest` works wherever a run id does; a killed run is listed as
+// stopped; --status and --limit filter.
+func TestLatestStoppedAndFilters(t *testing.T) {
+	home, id := csvDemo(t)
+	code, out, _ := cli(t, "show", "--home", home, "latest")
+	if code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("show latest: exit %d\n%s", code, out)
+	}
+	// A second run whose process "died": its record lacks run_finished and
+	// nobody holds its live lock.
+	dead := filepath.Join(home, "runs", "29991231-235959-dead00")
+	copyRunWithoutEnd(t, filepath.Join(home, "runs", id), dead)
+	code, out, _ = cli(t, "runs", "--home", home)
+	if code != 0 || !regexpLine(out, `29991231-235959-dead00\s+stopped`) || !regexpLine(out, id+`\s+completed`) {
+		t.Errorf("runs:\n%s", out)
+	}
+	code, out, _ = cli(t, "runs", "--home", home, "--status", "stopped")
+	if code != 0 || !strings.Contains(out, "dead00") || strings.Contains(out, id) {
+		t.Errorf("runs --status stopped:\n%s", out)
+	}
+	code, out, _ = cli(t, "runs", "--home", home, "--limit", "1")
+	if code != 0 || !strings.Contains(out, "dead00") || strings.Contains(out, id) {
+		t.Errorf("runs --limit 1:\n%s", out)
+	}
+	code, out, _ = cli(t, "status", "--home", home, "latest")
+	if code != 0 || !strings.Contains(out, "stopped") || strings.Contains(out, "map[") {
+		t.Errorf("status latest:\n%s", out)
+	}
+	if code, _, errOut := cli(t, "show", "--home", t.TempDir(), "latest"); code != 2 || !strings.Contains(errOut, "no runs") {
+		t.Errorf("latest with no runs: exit %d %s", code, errOut)
+	}
+}
+
+func copyRunWithoutEnd(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(from, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimRight(string(data), "\n"), "\n")
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(to, "events.jsonl"), []byte(strings.Join(lines[:len(lines)-1], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		code, out, errOut := cli(t, "completion", sh)
+		if code != 0 || !strings.Contains(out, "apodex") || !strings.Contains(out, "log") || !strings.Contains(out, "-max-turns") {
+			t.Errorf("completion %s: exit %d %s\n%s", sh, code, errOut, out)
+		}
+	}
+	if code, _, _ := cli(t, "completion", "tcsh"); code != 2 {
+		t.Errorf("completion tcsh: exit %d", code)
+	}
+}
+
+// regexpLine reports whether some line of s matches re.
+func regexpLine(s, re string) bool {
+	return regexp.MustCompile(`(?m)` + re).MatchString(s)
+}
+
+// The README's `say --budget turns=+10 deadline=+5m RUN` sends one control
+// with both settings; a word that is neither is a usage error.
+func TestSayBudgetSeveralPairs(t *testing.T) {
+	home, id := csvDemo(t)
+	dead := filepath.Join(home, "runs", "29991231-235959-dead00")
+	copyRunWithoutEnd(t, filepath.Join(home, "runs", id), dead)
+	code, out, errOut := cli(t, "say", "--home", home, "--budget", "turns=+10", "deadline=+5m", "29991231-235959-dead00")
+	if code != 0 || !strings.Contains(out, "turns=+10 deadline=+5m") || !strings.Contains(errOut, "when it resumes") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	in, err := inbox.Open(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds, err := in.Controls()
+	if err != nil || len(cmds) != 1 || cmds[0].Args["turns"] != "+10" || cmds[0].Args["deadline"] != "+5m" {
+		t.Errorf("controls %+v %v", cmds, err)
+	}
+	code, _, errOut = cli(t, "say", "--home", home, "--budget", "turns=+10", "soon", "29991231-235959-dead00")
+	if code != 2 || !strings.Contains(errOut, `"soon"`) {
+		t.Errorf("a stray word: exit %d %s", code, errOut)
+	}
+	code, _, errOut = cli(t, "say", "--home", home, "--budget", "turns=+10", "colour=blue", "29991231-235959-dead00")
+	if code != 2 || !strings.Contains(errOut, "turns, tool_calls, tokens, deadline or timeout") {
+		t.Errorf("an unknown key: exit %d %s", code, errOut)
+	}
+}
+
+// Sizes and durations come from the command line and config files.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"256MiB", "1GiB", "512k", "1e3", "-1", "MiB", "0.5g"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseSize(s)
+		if err == nil && n < 0 {
+			t.Errorf("parseSize(%q) = %d", s, n)
+		}
+		if err != nil && !strings.Contains(err.Error(), "256MiB") {
+			t.Errorf("parseSize(%q): %v does not name the form", s, err)
+		}
+		if _, err := parseDuration(s); err != nil && !strings.Contains(err.Error(), "5m") {
+			t.Errorf("parseDuration(%q): %v does not name the form", s, err)
+		}
+	})
+}

@@ -1,0 +1,413 @@
+// Package transcript turns a run's record into what people read: the
+// assistant's words, each tool call with its arguments and output, user
+// messages with their class, runtime observations, controls, compactions,
+// board mutations, verdicts and the delivery.
+//
+// Guarantees:
+//   - Entries is a pure function of one event (and, with Full, of the blob
+//     store): the same record always gives the same transcript, whether read
+//     whole or followed live;
+//   - every event type yields entries or is named in Quiet (bookkeeping a
+//     reader does not need: model requests, file deltas, merges); an event
+//     type this version does not know becomes one "event" entry, never an
+//     error, so a newer record still reads;
+//   - outputs are what the model was shown; with Full, a result whose body
+//     was clipped for the model is read whole from its blob.
+package transcript
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// Entry kinds.
+const (
+	KindRunStarted   = "run_started"
+	KindContract     = "contract"
+	KindAssistant    = "assistant"
+	KindToolCall     = "tool_call"
+	KindToolResult   = "tool_result"
+	KindRetry        = "retry"
+	KindModelError   = "model_error"
+	KindUser         = "user"
+	KindObservation  = "observation"
+	KindControl      = "control"
+	KindCompaction   = "compaction"
+	KindBoard        = "board"
+	KindAssignment   = "assignment"
+	KindReport       = "report"
+	KindVerdict      = "verdict"
+	KindLease        = "lease"
+	KindWarning      = "warning"
+	KindPartial      = "partial_result"
+	KindDelivery     = "delivery"
+	KindVerification = "verification"
+	KindResumed      = "resumed"
+	KindRunFinished  = "run_finished"
+	KindEvent        = "event" // a type this version does not render
+)
+
+// Quiet are the event types that give no entry.
+var Quiet = []string{record.TypeModelRequest, record.TypeFileDelta, "merge"}
+
+// Entry is one readable item of a transcript.
+type Entry struct {
+	Seq    int64     `json:"seq"`
+	Time   time.Time `json:"time"`
+	Agent  string    `json:"agent,omitempty"`
+	Kind   string    `json:"kind"`
+	Turn   int       `json:"turn,omitempty"`
+	Text   string    `json:"text,omitempty"` // words: assistant, user, observation, summary
+	Tool   string    `json:"tool,omitempty"`
+	CallID string    `json:"call_id,omitempty"`
+	Args   string    `json:"arguments,omitempty"`
+	Output string    `json:"output,omitempty"`
+	Error  bool      `json:"is_error,omitempty"`
+	// FullBytes is the size of the whole body when Output is clipped.
+	FullBytes int    `json:"full_bytes,omitempty"`
+	Class     string `json:"class,omitempty"` // a user message's class
+	// Detail is the rest in one line: a control's result, a board op, a
+	// verdict's reason, a run's termination.
+	Detail string `json:"detail,omitempty"`
+	Tokens int    `json:"tokens,omitempty"` // a model turn's total tokens
+	// Lines are extra rows: delivery entries, contract deliverables.
+	Lines []string `json:"lines,omitempty"`
+}
+
+// Options shape the entries.
+type Options struct {
+	// Full reads clipped tool results whole from the blobs under Dir.
+	Full bool
+	Dir  string
+}
+
+// Entries renders one event.
+func Entries(e record.Event, opt Options) []Entry {
+	base := Entry{Seq: e.Seq, Time: e.Time, Agent: e.Agent}
+	one := func(f func(*Entry)) []Entry { x := base; f(&x); return []Entry{x} }
+	if slices.Contains(Quiet, e.Type) {
+		return nil
+	}
+	switch e.Type {
+	case record.TypeRunStarted:
+		var p record.RunStarted
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Text = KindRunStarted, p.Objective
+			x.Detail = fmt.Sprintf("run %s: model %s, sandbox %s", p.RunID, strings.TrimSpace(p.Model.Provider+" "+p.Model.Name+" "+p.Model.BaseURL), p.Sandbox.Kind)
+		})
+	case record.TypeContract:
+		var p struct {
+			Version  int    `json:"version"`
+			Reason   string `json:"reason"`
+			File     string `json:"file"`
+			Contract struct {
+				Objective    string `json:"objective"`
+				Deliverables []struct {
+					Path string `json:"path"`
+				} `json:"deliverables"`
+			} `json:"contract"`
+		}
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Text = KindContract, p.Contract.Objective
+			x.Detail = "contract"
+			if p.File != "" {
+				x.Detail += " from " + p.File
+			}
+			if p.Version > 0 {
+				x.Detail = fmt.Sprintf("contract version %d (%s)", p.Version, p.Reason)
+			}
+			for _, d := range p.Contract.Deliverables {
+				x.Lines = append(x.Lines, "deliverable "+d.Path)
+			}
+		})
+	case record.TypeModelResponse:
+		var p record.ModelResponse
+		e.Decode(&p)
+		var m llm.Message
+		json.Unmarshal(p.Message, &m)
+		return one(func(x *Entry) {
+			x.Kind, x.Turn, x.Text, x.Tokens = KindAssistant, p.Turn, strings.TrimSpace(m.Content), p.Usage.TotalTokens
+			x.Detail = p.FinishReason
+		})
+	case record.TypeToolCall:
+		var p record.ToolCall
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Turn, x.Tool, x.CallID, x.Args = KindToolCall, p.Turn, p.Name, p.CallID, p.Arguments
+		})
+	case record.TypeToolResult:
+		var p record.ToolResult
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Turn, x.Tool, x.CallID, x.Output, x.Error = KindToolResult, p.Turn, p.Name, p.CallID, p.Output, p.IsError
+			if p.FullRef != "" && p.FullBytes > len(p.Output) {
+				x.FullBytes = p.FullBytes
+				if opt.Full {
+					if body, err := readBlob(opt.Dir, p.FullRef); err == nil {
+						x.Output, x.FullBytes = body, 0
+					}
+				}
+			}
+		})
+	case record.TypeModelRetry:
+		var p record.ModelRetry
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Turn = KindRetry, p.Turn
+			x.Detail = fmt.Sprintf("attempt %d failed, retrying in %s: %s", p.Attempt, time.Duration(p.WaitMS)*time.Millisecond, oneLine(p.Error))
+		})
+	case record.TypeModelError:
+		var p record.ModelError
+		e.Decode(&p)
+		return one(func(x *Entry) { x.Kind, x.Turn, x.Detail, x.Error = KindModelError, p.Turn, oneLine(p.Error), true })
+	case "message":
+		var p struct{ ID, Text, Class, Sender, To, Control, Answer string }
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Text, x.Class = KindUser, p.Text, p.Class
+			if p.To != "" { // the message is part of its recipient's conversation
+				x.Agent = p.To
+			}
+			x.Detail = strings.TrimSpace(fmt.Sprintf("%s from %s", p.ID, dash(p.Sender)))
+			if p.Answer != "" {
+				x.Lines = strings.Split(p.Answer, "\n")
+			}
+		})
+	case record.TypeObservation:
+		var p record.Observation
+		e.Decode(&p)
+		return one(func(x *Entry) { x.Kind, x.Text, x.Class = KindObservation, p.Text, p.Kind })
+	case "control":
+		var p struct {
+			ID, Kind, Result string
+			Args             map[string]string
+		}
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Class = KindControl, p.Kind
+			var args []string
+			for _, k := range sortedKeys(p.Args) {
+				args = append(args, k+"="+p.Args[k])
+			}
+			x.Detail = strings.TrimSpace(p.Kind + " " + strings.Join(args, " "))
+			if p.Result != "" {
+				x.Detail += ": " + oneLine(p.Result)
+			}
+		})
+	case record.TypeCompaction:
+		var p record.Compaction
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind = KindCompaction
+			if p.Stopped != "" {
+				x.Detail = fmt.Sprintf("tier %d stopped: %s", p.Tier, p.Stopped)
+				return
+			}
+			x.Detail = fmt.Sprintf("tier %d: %d → %d tokens (window %d), %d results evicted", p.Tier, p.TokensBefore, p.TokensAfter, p.Window, len(p.Evicted))
+			if p.Summarized != nil {
+				x.Text = p.Summarized.Summary
+				x.Detail += fmt.Sprintf(", %d messages summarized", p.Summarized.Messages)
+			}
+		})
+	case "board":
+		var p struct {
+			Op, ID, Note, Owner, By string
+			Title, Objective        *string
+			Deps                    []string
+		}
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind = KindBoard
+			d := p.Op + " " + p.ID
+			if p.Title != nil {
+				d += fmt.Sprintf(" %q", *p.Title)
+			}
+			if len(p.Deps) > 0 {
+				d += " after " + strings.Join(p.Deps, ",")
+			}
+			if p.Owner != "" {
+				d += " owner " + p.Owner
+			}
+			if p.Note != "" {
+				d += ": " + oneLine(p.Note)
+			}
+			if p.By != "" {
+				d += " (by " + p.By + ")"
+			}
+			x.Detail = d
+		})
+	case "assignment":
+		var p struct{ Assignment, Item, Role, State, Reason string }
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind = KindAssignment
+			if p.State == "" {
+				x.Detail = fmt.Sprintf("%s for %s: dispatched as %q", p.Assignment, p.Item, p.Role)
+			} else {
+				x.Detail = fmt.Sprintf("%s for %s: %s", p.Assignment, p.Item, p.State)
+			}
+			if p.Reason != "" {
+				x.Detail += " (" + oneLine(p.Reason) + ")"
+			}
+		})
+	case "report":
+		var p struct {
+			Assignment, Item, Summary string
+			Artifacts                 []string
+		}
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Text = KindReport, p.Summary
+			x.Detail = fmt.Sprintf("%s for %s", p.Assignment, p.Item)
+			if len(p.Artifacts) > 0 {
+				x.Detail += ", artifacts " + strings.Join(p.Artifacts, ", ")
+			}
+		})
+	case "verdict":
+		var p struct{ Claim, Verdict, Reason string }
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Text, x.Detail = KindVerdict, p.Claim, p.Verdict
+			if p.Reason != "" {
+				x.Detail += ": " + oneLine(p.Reason)
+			}
+		})
+	case record.TypeLease:
+		var p struct {
+			Action, Holder, Reason string
+			Paths                  []string
+		}
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind = KindLease
+			x.Detail = fmt.Sprintf("lease %s to %s: %s", p.Action, dash(p.Holder), strings.Join(p.Paths, ", "))
+			if p.Reason != "" {
+				x.Detail += " (" + p.Reason + ")"
+			}
+		})
+	case record.TypeWarning:
+		var p record.Warning
+		e.Decode(&p)
+		return one(func(x *Entry) { x.Kind, x.Class, x.Detail = KindWarning, p.Code, p.Message })
+	case record.TypePartialResult:
+		var p record.PartialResult
+		e.Decode(&p)
+		return one(func(x *Entry) { x.Kind, x.Text, x.Detail = KindPartial, p.Text, p.Source })
+	case record.TypeDelivery:
+		var p struct {
+			OK      bool   `json:"ok"`
+			Reason  string `json:"reason"`
+			Entries []struct {
+				Path, Agent, Status, Reason string
+				Bytes                       int64
+			} `json:"entries"`
+			Undeclared []string `json:"undeclared"`
+		}
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind = KindDelivery
+			x.Detail = "delivered"
+			for _, d := range p.Entries {
+				line := fmt.Sprintf("%s %s %d bytes by %s", d.Status, d.Path, d.Bytes, dash(d.Agent))
+				if d.Reason != "" {
+					line += ": " + d.Reason
+				}
+				if d.Status != "delivered" {
+					x.Detail, x.Error = "NOT all delivered", true
+				}
+				x.Lines = append(x.Lines, line)
+			}
+			for _, u := range p.Undeclared {
+				x.Lines = append(x.Lines, "undeclared (not delivered) "+u)
+			}
+			if len(p.Entries) == 0 {
+				x.Detail = "nothing declared"
+			}
+		})
+	case record.TypeVerification:
+		var p struct {
+			Check, Path, Name, Kind, Detail string
+			Index                           int
+			Passed                          bool
+		}
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Error = KindVerification, !p.Passed
+			what := "check " + p.Check + " " + p.Path
+			if p.Check == "" {
+				what = fmt.Sprintf("verify[%d] %q (%s)", p.Index, p.Name, p.Kind)
+			}
+			word := "passed"
+			if !p.Passed {
+				word = "FAILED"
+			}
+			x.Detail = fmt.Sprintf("%s %s: %s", word, what, oneLine(p.Detail))
+		})
+	case "resumed":
+		var p struct {
+			AfterSeq int64  `json:"after_seq"`
+			Reason   string `json:"reason"`
+		}
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Detail = KindResumed, fmt.Sprintf("after event %d: %s", p.AfterSeq, p.Reason)
+		})
+	case record.TypeRunFinished:
+		var p record.RunFinished
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind, x.Text, x.Tokens = KindRunFinished, p.Summary, p.Usage.TotalTokens
+			x.Error = p.Status != "completed"
+			x.Detail = fmt.Sprintf("%s (%s): %d turns, %d tool calls, %d tokens, %s", p.Status, p.Termination, p.Turns, p.ToolCalls, p.Usage.TotalTokens,
+				(time.Duration(p.DurationMS) * time.Millisecond).Round(100*time.Millisecond))
+			if p.Error != "" {
+				x.Lines = append(x.Lines, "error: "+oneLine(p.Error))
+			}
+			for _, f := range p.Failures {
+				x.Lines = append(x.Lines, "FAILED: "+oneLine(f))
+			}
+			if p.Partial != "" {
+				x.Lines = append(x.Lines, "partial result: "+p.Partial)
+			}
+		})
+	default:
+		return one(func(x *Entry) { x.Kind, x.Detail = KindEvent, e.Type })
+	}
+}
+
+func readBlob(dir, ref string) (string, error) {
+	p, err := record.BlobPath(dir, ref)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(p)
+	return string(b), err
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
