@@ -17,8 +17,14 @@ import (
 // /workspace/d/x in its worktree; the run is killed (SIGKILL) while the
 // subagent is in a slow command, and resumed. Rebuilding the subagent's
 // worktree must refuse the recorded delta, naming its seq, and write
-// nothing outside the run.
+// nothing outside the run. The tampered variant removes the link and
+// edits the recorded delta's path to climb out with ".." instead.
 func TestE2SymlinkResume(t *testing.T) {
+	t.Run("link", func(t *testing.T) { e2(t, false) })
+	t.Run("tampered record", func(t *testing.T) { e2(t, true) })
+}
+
+func e2(t *testing.T, tamper bool) {
 	needApodex(t)
 	base := t.TempDir()
 	host := filepath.Join(base, "host")
@@ -84,6 +90,20 @@ func TestE2SymlinkResume(t *testing.T) {
 		t.Fatalf("the lead's link is not in the shared workspace: %v", err)
 	}
 
+	if tamper {
+		must(t, os.Remove(filepath.Join(runDir, "workspace", "d")))
+		// From a resumed worktree (runs/<id>/worktrees/<name>/merged) to host.
+		up, err := filepath.Rel(filepath.Join(runDir, "worktrees", "name", "merged"), host)
+		must(t, err)
+		path := filepath.Join(runDir, record.EventsFile)
+		data, err := os.ReadFile(path)
+		must(t, err)
+		edited := strings.Replace(string(data), `"path":"/workspace/d/x"`, `"path":"/workspace/`+up+`/x"`, 1)
+		if edited == string(data) {
+			t.Fatal("the delta was not found to tamper with")
+		}
+		must(t, os.WriteFile(path, []byte(edited), 0o644))
+	}
 	r := startChild(t, append([]string{"resume", filepath.Base(runDir)}, args...)...)
 	select {
 	case <-r.done:
@@ -115,6 +135,13 @@ func turn(calls ...map[string]any) map[string]any { return map[string]any{"calls
 
 func call(name string, args map[string]any) map[string]any {
 	return map[string]any{"name": name, "args": args}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mustWrite(t *testing.T, p, content string) {
