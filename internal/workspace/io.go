@@ -104,27 +104,59 @@ func (w *FS) Hash(p Path) (string, int64, error) {
 	return HashIn(root, relName(p.Rel))
 }
 
+// ReadRegular reads the regular file at p, at most max bytes (more is an
+// error), through os.Root: never a final link, never a file outside the
+// plane, never a FIFO. The runtime reads what it records this way.
+func (w *FS) ReadRegular(p Path, max int64) ([]byte, error) {
+	root, err := os.OpenRoot(w.Root(p.Plane))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := openRegular(root, relName(p.Rel))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("workspace: %s is larger than %d bytes", p.PlanePath, max)
+	}
+	return data, err
+}
+
 // HashIn returns the content hash and size of the regular file rel inside
 // root. It never hashes anything outside root, refuses a final symbolic
 // link (os.Root itself would follow one that stays inside), and refuses a
 // file swapped between its lstat and its open.
 func HashIn(root *os.Root, rel string) (string, int64, error) {
-	fi, err := root.Lstat(rel)
-	if err != nil {
-		return "", 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", 0, &fs.PathError{Op: "hash", Path: rel, Err: errNotRegular}
-	}
-	f, err := root.OpenFile(rel, os.O_RDONLY|nonBlock|noFollow, 0)
+	f, err := openRegular(root, rel)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
-	if got, err := f.Stat(); err != nil || !os.SameFile(fi, got) {
-		return "", 0, &fs.PathError{Op: "hash", Path: rel, Err: errSwapped}
-	}
 	return hashOpen(f)
+}
+
+// openRegular opens rel in root if it is a regular file and not a link,
+// and is still the file its lstat saw once open.
+func openRegular(root *os.Root, rel string) (*os.File, error) {
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: errNotRegular}
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|nonBlock|noFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	if got, err := f.Stat(); err != nil || !os.SameFile(fi, got) {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: errSwapped}
+	}
+	return f, nil
 }
 
 var (
