@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -129,8 +130,8 @@ func TestMustPassJUnit(t *testing.T) {
 	}{
 		{cp, "tests/test_add.py::test_add", true, "all 1 tests"},
 		{cp, "test_add", true, "all 1 tests"},
-		{cp + "; exit 1", "test_add", true, "exit 1"}, // other tests may fail: must_pass decides
-		{cp, "test_add, test_neg", false, "test_neg (failed)"},
+		{cp + "; exit 1", "test_add", true, "exit 1"},          // other tests may fail: must_pass decides
+		{cp, "test_add, test_neg", false, "test_neg (failed)"}, // see also the outcomes below
 		{cp, "test_skip", false, "test_skip (skipped)"},
 		{cp, "test_gone", false, "not reported at all"},
 		{"true", "test_add", false, "/report/out/j.xml was not written"},
@@ -141,6 +142,11 @@ func TestMustPassJUnit(t *testing.T) {
 		if r.Passed != c.want || !strings.Contains(r.Detail, c.detail) {
 			t.Errorf("%s / %s: passed=%v %q, want %v and %q", c.cmd, c.mustPass, r.Passed, r.Detail, c.want, c.detail)
 		}
+	}
+	r := run(cp, "test_add, test_neg, test_gone")
+	want := []TestOutcome{{"test_add", "passed"}, {"test_neg", "failed"}, {"test_gone", "not reported"}}
+	if !slices.Equal(r.MustPass, want) {
+		t.Errorf("outcomes %v, want %v", r.MustPass, want)
 	}
 	// The report directories do not outlive their clauses.
 	if left, _ := os.ReadDir(s.env.Scratch); len(left) != 0 {

@@ -20,6 +20,8 @@ const (
 	statusSkipped = "skipped"
 	statusXFail   = "expected failure"
 	statusXPass   = "unexpected success"
+
+	statusNotReported = "not reported"
 )
 
 // maxReport bounds a JUnit report read from the clause's report directory.
@@ -35,9 +37,13 @@ type testResult struct {
 // match at least one reported test, and every test it matches must have
 // passed. A test reported twice with different statuses (a forged
 // "PASSED" line next to the runner's own "FAILED") counts as not passed.
-func judgeReport(mustPass []string, results []testResult) (bool, string) {
+func judgeReport(mustPass []string, results []testResult) (bool, string, []TestOutcome) {
+	outcomes := make([]TestOutcome, 0, len(mustPass))
 	if len(results) == 0 {
-		return false, "the report lists no tests: the tests did not run, or the process under test ended before the runner reported (a deliverable calling os._exit does that)"
+		for _, id := range mustPass {
+			outcomes = append(outcomes, TestOutcome{ID: id, Status: statusNotReported})
+		}
+		return false, "the report lists no tests: the tests did not run, or the process under test ended before the runner reported (a deliverable calling os._exit does that)", outcomes
 	}
 	var missing, failed []string
 	for _, id := range mustPass {
@@ -53,9 +59,11 @@ func judgeReport(mustPass []string, results []testResult) (bool, string) {
 		switch {
 		case len(statuses) == 0:
 			missing = append(missing, id)
+			statuses = []string{statusNotReported}
 		case len(statuses) > 1 || statuses[0] != statusPassed:
 			failed = append(failed, fmt.Sprintf("%s (%s)", id, strings.Join(statuses, ", ")))
 		}
+		outcomes = append(outcomes, TestOutcome{ID: id, Status: strings.Join(statuses, ", ")})
 	}
 	var why []string
 	if len(failed) > 0 {
@@ -65,9 +73,17 @@ func judgeReport(mustPass []string, results []testResult) (bool, string) {
 		why = append(why, fmt.Sprintf("%d were not reported at all (not collected, not run, or the run was cut short): %s", len(missing), clip(strings.Join(missing, ", "))))
 	}
 	if len(why) > 0 {
-		return false, strings.Join(why, "; ")
+		return false, strings.Join(why, "; "), outcomes
 	}
-	return true, fmt.Sprintf("all %d tests that must pass were reported passed (%d tests reported)", len(mustPass), len(results))
+	return true, fmt.Sprintf("all %d tests that must pass were reported passed (%d tests reported)", len(mustPass), len(results)), outcomes
+}
+
+// TestOutcome is what the report said of one must_pass id: "passed",
+// another status, several (a test reported twice, differently), or "not
+// reported".
+type TestOutcome struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
 }
 
 // normID brings the id forms of pytest ("dir/test_a.py::TestX::test_y"),

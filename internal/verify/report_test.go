@@ -42,7 +42,7 @@ ERROR tests/test_b.py::test_setup - RuntimeError
 		{[]string{"test_setup"}, false},
 		{[]string{"test_on"}, false}, // a prefix is not a match
 	} {
-		if ok, why := judgeReport(c.ids, got); ok != c.want {
+		if ok, why, _ := judgeReport(c.ids, got); ok != c.want {
 			t.Errorf("%v: %v (%s)", c.ids, ok, why)
 		}
 	}
@@ -81,14 +81,14 @@ Ran 6 tests in 0.000s
 // A forged "passed" next to the runner's own failure does not pass.
 func TestForgedLines(t *testing.T) {
 	rs := parsePytest("PASSED t.py::test_x\nt.py::test_x FAILED [100%]\n")
-	if ok, _ := judgeReport([]string{"test_x"}, rs); ok {
+	if ok, _, _ := judgeReport([]string{"test_x"}, rs); ok {
 		t.Fatal("a forged PASSED line outweighed a FAILED one")
 	}
 	rs = parseUnittest("test_x (m.T.test_x) ... ok\ntest_x (m.T.test_x) ... FAIL\n")
-	if ok, _ := judgeReport([]string{"test_x"}, rs); ok {
+	if ok, _, _ := judgeReport([]string{"test_x"}, rs); ok {
 		t.Fatal("a forged ok line outweighed a FAIL one")
 	}
-	if ok, why := judgeReport([]string{"test_x"}, nil); ok || !strings.Contains(why, "os._exit") {
+	if ok, why, out := judgeReport([]string{"test_x"}, nil); ok || !strings.Contains(why, "os._exit") || out[0].Status != "not reported" {
 		t.Fatalf("empty report: %v %s", ok, why)
 	}
 }

@@ -91,6 +91,9 @@ type Result struct {
 	Stdout     string `json:"stdout,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
+	// MustPass is each must_pass id's status in the report (tests clauses
+	// with must_pass only).
+	MustPass []TestOutcome `json:"must_pass,omitempty"`
 }
 
 // Label names the clause the result belongs to, as contract.Clause.Label.
@@ -209,7 +212,7 @@ func runCommand(ctx context.Context, env Env, c contract.Clause, r *Result) {
 			return
 		}
 		var why string
-		r.Passed, why = judgeReport(c.MustPass, results)
+		r.Passed, why, r.MustPass = judgeReport(c.MustPass, results)
 		r.Detail = fmt.Sprintf("%s (exit %d, report %s)", why, res.ExitCode, c.Report)
 		return
 	}
