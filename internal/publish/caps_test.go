@@ -44,3 +44,37 @@ func TestManifestCap(t *testing.T) {
 		t.Fatalf("a refused claim changed the manifest: %s %v", h, held)
 	}
 }
+
+// BenchmarkClaimAtCap measures one claim of a manifest at the default cap
+// (1,000 paths) and the refusal of 30,000 (W7).
+//
+//	go test -run XXX -bench ClaimAtCap ./internal/publish/
+func BenchmarkClaimAtCap(b *testing.B) {
+	paths := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("/outputs/f%d.txt", i)
+		}
+		return out
+	}
+	b.Run("1000", func(b *testing.B) {
+		ps := paths(MaxPaths)
+		for b.Loop() {
+			b.StopTimer()
+			f := newFixture(b, 0, nil)
+			b.StartTimer()
+			if _, err := f.plane.Claim("main", ps); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("30000 refused", func(b *testing.B) {
+		ps := paths(30000)
+		f := newFixture(b, 0, nil) // a refusal changes nothing
+		for b.Loop() {
+			if _, err := f.plane.Claim("main", ps); err == nil {
+				b.Fatal("claimed")
+			}
+		}
+	})
+}
