@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -205,9 +204,9 @@ func (l *loop) keepContent(path string, size int64) (content, ref string) {
 	if err != nil {
 		return "", ""
 	}
-	data, err := os.ReadFile(p.Host)
+	data, err := l.cfg.FS.ReadRegular(p, l.cfg.MaxContentBlob) // never through a swapped-in link
 	if err != nil {
-		return "", "" // deleted, or not a regular file
+		return "", "" // deleted, not a regular file, or grown too large
 	}
 	if len(data) > 0 && len(data) <= inline && utf8.Valid(data) {
 		return string(data), ""

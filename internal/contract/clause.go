@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,7 +27,7 @@ func (p *parser) clause(e *yaml.Node, i int, c *Contract) (Clause, bool) {
 	if kindOf(e) == KindSourceAlignment {
 		return p.alignClause(e, i, c)
 	}
-	m, ok := p.fields(e, where, "kind", "name", "command", "files", "compare", "tolerance", "timeout")
+	m, ok := p.fields(e, where, "kind", "name", "command", "files", "compare", "tolerance", "timeout", "must_pass", "report")
 	if !ok {
 		return Clause{}, false
 	}
@@ -67,6 +68,7 @@ func (p *parser) clause(e *yaml.Node, i int, c *Contract) (Clause, bool) {
 			cl.Tolerance = &t
 		}
 	}
+	p.testReport(m, e, where, &cl)
 	v := m["compare"]
 	switch {
 	case cl.Kind == KindTests && v != nil:
@@ -82,6 +84,51 @@ func (p *parser) clause(e *yaml.Node, i int, c *Contract) (Clause, bool) {
 		}
 	}
 	return cl, ok
+}
+
+// testReport reads must_pass and report: a tests clause that lists the
+// tests that must pass, and where the test runner reports them.
+func (p *parser) testReport(m map[string]*yaml.Node, e *yaml.Node, where string, cl *Clause) {
+	mp, rp := m["must_pass"], m["report"]
+	if mp == nil && rp == nil {
+		return
+	}
+	if cl.Kind != KindTests {
+		p.fail(e, "%s: must_pass and report belong to tests clauses; remove them or use kind: tests", where)
+		return
+	}
+	if mp == nil {
+		p.fail(rp, "%s.report: give must_pass too, the test ids that must be reported passed", where)
+		return
+	}
+	if rp == nil {
+		p.fail(mp, "%s: must_pass needs `report: pytest`, `report: unittest` or `report: junit:%s/FILE.xml`, where the command reports its tests", where, ReportDir)
+		return
+	}
+	if ids, ok := p.strList(mp, where+".must_pass"); ok {
+		if len(ids) > MaxMustPass {
+			p.fail(mp, "%s.must_pass: %d test ids, more than the cap of %d; list the tests that decide the task, or split the clause", where, len(ids), MaxMustPass)
+		}
+		cl.MustPass = ids
+	}
+	r, ok := p.str(rp, where+".report")
+	if !ok {
+		return
+	}
+	r = strings.TrimSpace(r)
+	switch {
+	case r == ReportPytest || r == ReportUnittest:
+	case strings.HasPrefix(r, ReportJUnit):
+		f := strings.TrimPrefix(r, ReportJUnit)
+		if rel, ok := strings.CutPrefix(f, ReportDir+"/"); !ok || path.Clean(f) != f || rel == "" {
+			p.fail(rp, "%s.report: %q: the JUnit file must be a clean path under %s (the clause's writable report directory), e.g. junit:%s/junit.xml", where, r, ReportDir, ReportDir)
+			return
+		}
+	default:
+		p.fail(rp, "%s.report: unknown report %q; supported: pytest, unittest, junit:%s/FILE.xml", where, r, ReportDir)
+		return
+	}
+	cl.Report = r
 }
 
 func (p *parser) files(n *yaml.Node, name string, c *Contract, cl *Clause) {

@@ -52,8 +52,34 @@ const (
 	KindSourceAlignment = "source_alignment"
 )
 
-// maxTaskFile bounds the size of a task file.
-const maxTaskFile = 1 << 20
+// Caps on a task (issue 11, W7): past them Parse and Load fail with an
+// error naming the cap and how to change it.
+const (
+	// MaxTaskFile bounds the size of a task file; it is fixed: large data
+	// belongs in the inputs directory.
+	MaxTaskFile = 1 << 20
+	// DefaultMaxDeliverables bounds the deliverables of one contract unless
+	// the task file raises it with `limits: {deliverables: N}`, up to
+	// HardMaxDeliverables. Every turn checks every deliverable; 30,000 took
+	// 53 s a turn.
+	DefaultMaxDeliverables = 1000
+	HardMaxDeliverables    = 10000
+	// MaxMustPass bounds the test ids of one clause's must_pass.
+	MaxMustPass = 10000
+)
+
+const maxTaskFile = MaxTaskFile
+
+// Report formats of a tests clause (Clause.Report).
+const (
+	ReportPytest   = "pytest"   // pytest's -rA or -v output: "PASSED id" / "id PASSED"
+	ReportUnittest = "unittest" // unittest's -v output: "name (id) ... ok"
+	ReportJUnit    = "junit:"   // junit:/report/FILE, a JUnit XML file the command writes
+	// ReportDir is the writable directory a clause's command writes its
+	// JUnit report into; it is empty when the command starts and discarded
+	// after the verdict.
+	ReportDir = "/report"
+)
 
 // Contract is one task. The zero value is a task with no objective, no
 // budget, no deliverables and no clauses.
@@ -83,6 +109,18 @@ type Contract struct {
 	Budget       Budget
 	Deliverables []Deliverable
 	Verify       []Clause
+	// MaxDeliverables is the cap in force: DefaultMaxDeliverables or the
+	// task file's limits.deliverables. It also bounds a claimed manifest.
+	MaxDeliverables int
+}
+
+// DeliverableCap is the deliverables cap of c (the default for nil or a
+// contract from flags).
+func (c *Contract) DeliverableCap() int {
+	if c == nil || c.MaxDeliverables == 0 {
+		return DefaultMaxDeliverables
+	}
+	return c.MaxDeliverables
 }
 
 // Budget bounds a run (R-CONTRACT-1). A zero field is unset.
@@ -131,11 +169,16 @@ type Clause struct {
 	Tolerance *float64
 	// Timeout overrides the verifier's default per-clause timeout.
 	Timeout time.Duration
-	Line    int
 	// Outputs are the deliverables a source_alignment clause checks, and
 	// MinCitations how many citations they must carry at least.
 	Outputs      []string
 	MinCitations int
+	// MustPass lists test ids a tests clause passes only if its Report
+	// shows every one of them passed (then the exit status alone does not
+	// decide). Report is ReportPytest, ReportUnittest or ReportJUnit+path.
+	MustPass []string
+	Report   string
+	Line     int
 
 	filesDigest string
 }
@@ -260,6 +303,10 @@ type (
 		Budget        wireBudget        `json:"budget"`
 		Deliverables  []wireDeliverable `json:"deliverables"`
 		Verify        []wireClause      `json:"verify"`
+		Limits        *wireLimits       `json:"limits,omitempty"`
+	}
+	wireLimits struct {
+		Deliverables int `json:"deliverables,omitempty"`
 	}
 	wireBudget struct {
 		Turns        int    `json:"turns,omitempty"`
@@ -291,6 +338,8 @@ type (
 		Timeout     string   `json:"timeout,omitempty"`
 		Outputs     []string `json:"outputs,omitempty"`
 		MinCites    int      `json:"min_citations,omitempty"`
+		MustPass    []string `json:"must_pass,omitempty"`
+		Report      string   `json:"report,omitempty"`
 	}
 )
 
@@ -326,7 +375,11 @@ func (c *Contract) MarshalJSON() ([]byte, error) {
 			Kind: v.Kind, Name: v.Name, Command: v.Command, Files: v.FilesSpec,
 			FilesSHA256: v.filesDigest, Compare: v.Compare, Tolerance: v.Tolerance,
 			Timeout: durString(v.Timeout), Outputs: v.Outputs, MinCites: v.MinCitations,
+			MustPass: v.MustPass, Report: v.Report,
 		})
+	}
+	if c.MaxDeliverables != 0 && c.MaxDeliverables != DefaultMaxDeliverables {
+		w.Limits = &wireLimits{Deliverables: c.MaxDeliverables}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

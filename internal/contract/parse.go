@@ -23,7 +23,7 @@ func parse(name string, data []byte, baseDir string) (c *Contract, err error) {
 		}
 	}()
 	if len(data) > maxTaskFile {
-		return nil, &Error{File: name, Msg: "the task file is larger than 1 MiB; keep large data in the inputs directory"}
+		return nil, &Error{File: name, Msg: fmt.Sprintf("the task file is larger than 1 MiB, the cap on task files (contract.MaxTaskFile, %d bytes; it is fixed): keep large data in the inputs directory and refer to it from the objective", maxTaskFile)}
 	}
 	base, err := filepath.Abs(baseDir)
 	if err != nil {
@@ -70,9 +70,13 @@ func decode(name string, data []byte) (*yaml.Node, error) {
 }
 
 func (p *parser) contract(root *yaml.Node, c *Contract) {
-	m, ok := p.fields(root, "", "objective", "inputs", "corpus", "budget", "deliverables", "verify")
+	m, ok := p.fields(root, "", "objective", "inputs", "corpus", "budget", "deliverables", "verify", "limits")
 	if !ok {
 		return
+	}
+	c.MaxDeliverables = DefaultMaxDeliverables
+	if n := m["limits"]; n != nil {
+		p.limits(n, c)
 	}
 	if n := m["objective"]; n != nil {
 		if s, ok := p.str(n, "objective"); ok {
@@ -96,6 +100,24 @@ func (p *parser) contract(root *yaml.Node, c *Contract) {
 	}
 	if len(m) == 0 {
 		p.fail(root, "the task file declares nothing; give at least an objective or deliverables")
+	}
+}
+
+// limits reads the task's own caps.
+func (p *parser) limits(n *yaml.Node, c *Contract) {
+	m, ok := p.fields(n, "limits", "deliverables")
+	if !ok {
+		return
+	}
+	if v := m["deliverables"]; v != nil {
+		d, good := p.count(v, "limits.deliverables")
+		switch {
+		case !good:
+		case d < 1 || d > HardMaxDeliverables:
+			p.fail(v, "limits.deliverables: %d is outside 1..%d", d, HardMaxDeliverables)
+		default:
+			c.MaxDeliverables = int(d)
+		}
 	}
 }
 
@@ -161,6 +183,14 @@ func (p *parser) budget(n *yaml.Node, b *Budget) {
 func (p *parser) deliverables(n *yaml.Node, c *Contract) {
 	if n.Kind != yaml.SequenceNode {
 		p.fail(n, "deliverables: want a list of entries like `- path: /outputs/report.md`, got %s", describe(n))
+		return
+	}
+	if len(n.Content) > c.MaxDeliverables {
+		hint := fmt.Sprintf("raise it with `limits: {deliverables: %d}` in the task file (at most %d)", len(n.Content), HardMaxDeliverables)
+		if len(n.Content) > HardMaxDeliverables {
+			hint = fmt.Sprintf("%d is the most a task file may raise it to", HardMaxDeliverables)
+		}
+		p.fail(n, "deliverables: %d entries, more than the cap of %d per contract; deliver fewer, larger files (a table, an archive) or %s", len(n.Content), c.MaxDeliverables, hint)
 		return
 	}
 	for i, e := range n.Content {

@@ -26,7 +26,7 @@ type fixture struct {
 	events []LeaseEvent
 }
 
-func newFixture(t *testing.T, quota int64, preexisting map[string]string) *fixture {
+func newFixture(t testing.TB, quota int64, preexisting map[string]string) *fixture {
 	t.Helper()
 	base := t.TempDir()
 	f := &fixture{
@@ -93,14 +93,14 @@ func expect(t *testing.T, r tool.Result, isErr bool, frags ...string) {
 	}
 }
 
-func mkdir(t *testing.T, d string) {
+func mkdir(t testing.TB, d string) {
 	t.Helper()
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func put(t *testing.T, name, content string) {
+func put(t testing.TB, name, content string) {
 	t.Helper()
 	mkdir(t, filepath.Dir(name))
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {

@@ -8,12 +8,12 @@ import (
 )
 
 // validate checks the syntax of a claim's paths, naming every problem.
-func validate(paths []string) error {
+func validate(paths []string, maxPaths int) error {
 	if len(paths) == 0 {
 		return refuse(ErrInvalidClaim, `claim_outputs refused: paths is empty; list the exact files you will deliver, e.g. ["/outputs/report.md"]`)
 	}
-	if len(paths) > MaxPaths {
-		return refuse(ErrInvalidClaim, "claim_outputs refused: %d paths, at most %d; nothing was claimed", len(paths), MaxPaths)
+	if len(paths) > maxPaths {
+		return refuse(ErrInvalidClaim, "claim_outputs refused: %d paths, more than the manifest cap of %d; nothing was claimed. %s", len(paths), maxPaths, capHint)
 	}
 	var problems []string
 	seen := map[string]bool{}

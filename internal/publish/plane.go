@@ -51,13 +51,24 @@ import (
 // Limits and names.
 const (
 	DefaultScratchQuota int64 = 256 << 20
-	// MaxPaths bounds one holder's manifest.
-	MaxPaths = 256
+	// MaxPaths bounds one holder's manifest unless Config.MaxPaths sets
+	// another cap: the contract's deliverables cap (1,000 by default).
+	MaxPaths = 1000
 	// Absent is the baseline of a path that did not exist when declared.
 	Absent = "absent"
 	// EventLease is the event type of LeaseEvent.
 	EventLease = "lease"
 )
+
+// capHint says how the manifest cap can change, for the agent and the user.
+const capHint = "Deliver fewer, larger files (a table, an archive); the cap is the task's deliverables cap, which the task file raises with `limits: {deliverables: N}`"
+
+func (p *Plane) maxPaths() int {
+	if p.cfg.MaxPaths > 0 {
+		return p.cfg.MaxPaths
+	}
+	return MaxPaths
+}
 
 // Lease actions.
 const (
@@ -73,6 +84,7 @@ type Config struct {
 	// /outputs; it must not be inside Outputs. Created if missing.
 	Staging      string
 	ScratchQuota int64            // bytes under /outputs/scratch (0: DefaultScratchQuota)
+	MaxPaths     int              // paths in one manifest (0: MaxPaths)
 	Now          func() time.Time // nil: time.Now
 }
 
@@ -195,7 +207,7 @@ func (p *Plane) Claim(agent string, paths []string) (Grant, error) {
 	defer p.mu.Unlock()
 	g, err := p.claim(agent, paths)
 	if err != nil {
-		p.emit(LeaseEvent{Action: Refused, Agent: agent, Holder: p.holder, Paths: paths[:min(len(paths), MaxPaths)], Reason: err.Error()})
+		p.emit(LeaseEvent{Action: Refused, Agent: agent, Holder: p.holder, Paths: paths[:min(len(paths), p.maxPaths())], Reason: err.Error()})
 		return Grant{}, err
 	}
 	p.emit(LeaseEvent{Action: Granted, Agent: agent, Holder: agent, Paths: g.Added, Baselines: pick(g.Baselines, g.Added)})
@@ -209,7 +221,7 @@ func (p *Plane) claim(agent string, paths []string) (Grant, error) {
 	if p.holder != "" && p.holder != agent {
 		return Grant{}, &HeldError{Holder: p.holder, Paths: slices.Clone(p.held)}
 	}
-	if err := validate(paths); err != nil {
+	if err := validate(paths, p.maxPaths()); err != nil {
 		return Grant{}, err
 	}
 	var added []string
@@ -218,8 +230,8 @@ func (p *Plane) claim(agent string, paths []string) (Grant, error) {
 			added = append(added, pp)
 		}
 	}
-	if n := len(p.held) + len(added); n > MaxPaths {
-		return Grant{}, refuse(ErrInvalidClaim, "claim_outputs refused: your manifest would have %d paths, more than %d; nothing was claimed", n, MaxPaths)
+	if n := len(p.held) + len(added); n > p.maxPaths() {
+		return Grant{}, refuse(ErrInvalidClaim, "claim_outputs refused: your manifest would have %d paths, more than the manifest cap of %d; nothing was claimed. %s", n, p.maxPaths(), capHint)
 	}
 	baselines := map[string]string{}
 	root, err := os.OpenRoot(p.cfg.Outputs)

@@ -37,7 +37,7 @@ func TestClaimRefusesBadPaths(t *testing.T) {
 		{[]string{"/outputs/dir"}, "/outputs/dir is a directory; a declared path must be a regular file"},
 		{[]string{"/outputs/file/sub"}, "/outputs/file/sub cannot be created: /outputs/file is a file"},
 		{[]string{"/outputs/ok", "/outputs/../x"}, "nothing was claimed"},
-		{make([]string, MaxPaths+1), fmt.Sprintf("at most %d", MaxPaths)},
+		{make([]string, MaxPaths+1), fmt.Sprintf("more than the manifest cap of %d", MaxPaths)},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.paths), func(t *testing.T) {

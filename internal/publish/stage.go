@@ -2,8 +2,6 @@ package publish
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +12,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
-	"github.com/apodex/apodex/internal/workspace"
 )
 
 // BashMounts returns the tool.Env Outputs hook for agent's bash commands
@@ -205,7 +203,7 @@ func (p *Plane) commit(st *staging, killed bool) string {
 	if p.holder != st.agent {
 		return strings.Join(append(lines, "the publishing lease was released while the command ran, so nothing it wrote under /outputs was kept"), "\n")
 	}
-	or, err := os.OpenRoot(p.cfg.Outputs)
+	or, err := hostfs.Open(p.cfg.Outputs)
 	if err != nil {
 		return strings.Join(append(lines, "nothing under /outputs was kept: "+err.Error()), "\n")
 	}
@@ -236,13 +234,13 @@ func (st *staging) was(pp string) state {
 }
 
 // commitPath applies one declared path; p.mu is held.
-func commitPath(sr, or *os.Root, pp string, before state) string {
+func commitPath(sr *os.Root, or *hostfs.Dir, pp string, before state) string {
 	r := rel(pp)
 	a := look(sr, r)
 	if a.same(before) {
 		return ""
 	}
-	cur := look(or, r)
+	cur := look(or.Root(), r)
 	switch {
 	case a.kind == kindAbsent:
 		if cur.kind == kindAbsent {
@@ -272,12 +270,11 @@ func commitPath(sr, or *os.Root, pp string, before state) string {
 		return fmt.Sprintf("refused %s: %v", pp, err)
 	}
 	defer in.Close()
-	h := sha256.New()
-	n, err := workspace.ReplaceFile(or, r, io.TeeReader(in, h), a.perm&0o755|0o644)
+	n, got, err := or.Replace(r, in, a.perm&0o755|0o644, "")
 	if err != nil {
 		return fmt.Sprintf("refused %s: %v", pp, unwrap(err))
 	}
-	if got := workspace.HashPrefix + hex.EncodeToString(h.Sum(nil)); got != a.hash {
+	if got != a.hash {
 		return fmt.Sprintf("kept %s (%d bytes), but it changed while being copied", pp, n)
 	}
 	return fmt.Sprintf("kept %s (%d bytes)", pp, n)

@@ -53,8 +53,11 @@ func (p *Plane) checkScratch(planePath, r string, size int64) error {
 		return nil
 	}
 	var old int64
-	if fi, err := os.Lstat(filepath.Join(p.scratch, filepath.FromSlash(r))); err == nil && fi.Mode().IsRegular() {
-		old = fi.Size()
+	if root, err := os.OpenRoot(p.scratch); err == nil { // never a stat through an agent's link
+		if fi, err := root.Lstat(r); err == nil && fi.Mode().IsRegular() {
+			old = fi.Size()
+		}
+		root.Close()
 	}
 	if after := used - old + size; after > quota {
 		return refuse(ErrQuota, "cannot write %s (%d bytes): it would bring scratch to %d bytes, over its quota of %d (%d used now); delete files under /outputs/scratch or write less", planePath, size, after, quota, used)

@@ -47,7 +47,7 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		return nil, err
 	}
 	ss := &session{cfg: cfg, id: id, dir: dir, fs: fs, log: log, c: c, release: release, start: cfg.Now(), began: cfg.Now()}
-	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, Now: cfg.Now})
+	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, MaxPaths: c.DeliverableCap(), Now: cfg.Now})
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("run: publication plane: %w", err)

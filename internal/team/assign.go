@@ -132,6 +132,9 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 		err = prepare(wt.dir())
 	}
 	if err != nil {
+		if wt != nil {
+			wt.wt.Close() // a refused replay must not leave its view mounted
+		}
 		t.end(a, nil, Failed, "cannot prepare its workspace: "+err.Error(), "")
 		return
 	}

@@ -1,17 +1,20 @@
 package team
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/checkpoint"
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/record"
 )
 
@@ -130,7 +133,7 @@ func (t *Team) restart(dir string, events []record.Event, a *Assignment, cp *che
 	task := t.firstMessage(a, it)
 	t.mu.Unlock()
 	var restore *agent.Restore
-	var deltas []record.FileDelta
+	var deltas []seqDelta
 	var finished *Report
 	if cp != nil && cp.Finished != nil {
 		// It had reported before the stop: only its merge and its end
@@ -144,7 +147,7 @@ func (t *Team) restart(dir string, events []record.Event, a *Assignment, cp *che
 		for _, e := range events {
 			var d record.FileDelta
 			if e.Type == record.TypeFileDelta && e.Agent == a.ID && e.Decode(&d) == nil && d.CallID != "merge:"+a.ID {
-				deltas = append(deltas, d)
+				deltas = append(deltas, seqDelta{e.Seq, d})
 			}
 		}
 	}
@@ -152,31 +155,63 @@ func (t *Team) restart(dir string, events []record.Event, a *Assignment, cp *che
 	go t.executeFrom(ctx, a, t.slots.ticket(), task, restore, finished, func(wtDir string) error { return replayDeltas(dir, wtDir, deltas) })
 }
 
+// seqDelta is a recorded file change with the seq of its event.
+type seqDelta struct {
+	seq int64
+	record.FileDelta
+}
+
 // replayDeltas puts back, in a fresh worktree, the files an agent had
-// changed before the stop, from their recorded contents.
-func replayDeltas(runDir, wtDir string, deltas []record.FileDelta) error {
-	for _, d := range deltas {
-		rel, ok := cutPlane(d.Path, "/workspace/")
-		if !ok {
-			continue
-		}
-		target := filepath.Join(wtDir, filepath.FromSlash(rel))
-		if d.After == "" {
-			os.Remove(target)
-			continue
-		}
-		data, err := deltaContent(runDir, d)
-		if err != nil {
-			return fmt.Errorf("team: rebuild %s: %w", d.Path, err)
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(target, data, 0o644); err != nil {
-			return err
+// changed before the stop, from their recorded contents. Every write goes
+// through hostfs rooted at the worktree (R-SBX-5): a delta whose path is
+// not a clean plane path or that goes through a symbolic link (one the lead
+// may have planted in the shared workspace since) is refused, naming its
+// seq, and nothing outside the worktree is touched.
+func replayDeltas(runDir, wtDir string, deltas []seqDelta) error {
+	d, err := hostfs.Open(wtDir)
+	if err != nil {
+		return fmt.Errorf("team: rebuild the worktree: %w", err)
+	}
+	defer d.Close()
+	for _, sd := range deltas {
+		if err := replayDelta(d, runDir, sd.FileDelta); err != nil {
+			return fmt.Errorf("team: the file_delta at seq %d (%q) was not replayed: %w; "+
+				"the record was edited or the shared workspace now holds a link on that path: check events.jsonl at that seq and the workspace, then resume again", sd.seq, sd.Path, err)
 		}
 	}
 	return nil
+}
+
+func replayDelta(d *hostfs.Dir, runDir string, fd record.FileDelta) error {
+	if path.Clean(fd.Path) != fd.Path || !path.IsAbs(fd.Path) {
+		return fmt.Errorf("%w: not a clean plane path", hostfs.ErrName)
+	}
+	rel, ok := cutPlane(fd.Path, "/workspace/")
+	if !ok {
+		if _, out := cutPlane(fd.Path, "/outputs/"); out {
+			return nil // delivered through the plane, not the worktree
+		}
+		return fmt.Errorf("%w: not under /workspace or /outputs", hostfs.ErrName)
+	}
+	if fd.After == "" {
+		if err := d.Remove(rel); errors.Is(err, hostfs.ErrName) || errors.Is(err, hostfs.ErrLink) {
+			return err
+		}
+		return nil // as before: a deletion that cannot apply leaves the path as it is
+	}
+	data, err := deltaContent(runDir, fd)
+	if err != nil {
+		return err
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := d.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	// The content is not checked against After: the runtime reads it
+	// after the call, and a command may have changed the file since.
+	_, _, err = d.Replace(rel, bytes.NewReader(data), 0o644, "")
+	return err
 }
 
 func deltaContent(runDir string, d record.FileDelta) ([]byte, error) {

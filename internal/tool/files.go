@@ -140,7 +140,7 @@ func writeFile(env Env, a writeFileArgs) Result {
 	if err != nil {
 		return Errorf("%v", err)
 	}
-	before, _, err := workspace.HashFile(p.Host)
+	before, _, err := env.FS.Hash(p) // through os.Root, never a swapped-in link (W6)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fileError(p, err)
 	}

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +17,10 @@ const maxProblemsShown = 10
 // cites an id of Q, every quote in a citing sentence is in the cited text
 // (whitespace- and case-normalized), and the files carry at least
 // MinCitations citations between them.
+func init() {
+	kinds[contract.KindSourceAlignment] = func(_ context.Context, env Env, c contract.Clause, r *Result) { *r = align(env, c, *r) }
+}
+
 func align(env Env, c contract.Clause, r Result) Result {
 	start := time.Now()
 	defer func() { r.DurationMS = time.Since(start).Milliseconds() }()

@@ -2,26 +2,42 @@
 // tests and recompute) against the terminal state of a finished run.
 //
 // Guarantees:
-//   - every clause runs in a fresh sandbox of its own, with no network, in a
-//     fresh /tmp as its working directory, with the runner's minimal
-//     environment; /inputs (the initial inputs), /workspace and /outputs (the
-//     terminal state), /trace (the run's record, when given) and, for the
-//     clause's files, /tests are all mounted read-only;
+//   - every clause runs in a fresh sandbox of its own, with no network, with
+//     a clean environment (PATH, HOME, LANG, TMPDIR and Python settings
+//     that keep user site-packages and bytecode writes out; no PYTHONPATH
+//     or other inherited variable); /inputs (the initial inputs),
+//     /workspace and /outputs (the terminal state), /trace (the run's
+//     record, when given) and, for the clause's files, /tests are all
+//     mounted read-only; the working directory is /tests when the clause
+//     has files, else a fresh /tmp;
 //   - what the agent wrote reaches a verdict only as the state under check:
 //     the command comes from the contract, /tests from the task's directory,
 //     nothing runs from /workspace or /outputs unless the command says so,
-//     and nothing a clause writes survives it; so a planted reward file or a
-//     modified copy of a test in /workspace changes nothing;
+//     neither is on Python's path unless the command puts it there, and
+//     nothing a clause writes survives it; so a planted reward file, a
+//     sitecustomize.py or unittest.py in /workspace, or a modified copy of a
+//     test there changes nothing;
+//   - a tests clause with must_pass passes only if its report (JUnit XML
+//     written under /report, pytest's or unittest's verbose output) shows
+//     every listed test passed; an exit status of 0 alone never does, so a
+//     deliverable that ends the test process early (os._exit(0)) fails. The
+//     code under test still runs inside the test process and could forge a
+//     report: see the README's threat model;
 //   - a recompute reads the deliverable it compares on the host, as a
-//     regular file inside the outputs directory only: a symlink fails;
+//     regular file inside the outputs directory only: a symlink fails; a
+//     JUnit report is read the same way from the clause's own report
+//     directory, which is created empty for the clause and removed after;
 //   - Run never returns an error and never panics on a bad state: anything
 //     that stops a clause from running is a failed Result saying why.
 //
 // A source_alignment clause runs no command and needs no sandbox: it reads
 // its deliverables on the host, as regular files inside the outputs
 // directory only, and checks their [E12] citations against Env.Evidence
-// (align.go). Clauses of other kinds (rubric, human review) are not
-// implemented yet; Run fails them as unsupported.
+// (align.go).
+//
+// Clause kinds are judged through the kinds table; a kind implemented in
+// its own file adds itself there. Kinds not in it (rubric, human review)
+// fail as unsupported.
 package verify
 
 import (
@@ -66,6 +82,10 @@ type Env struct {
 	// Evidence is the run's Q, which source_alignment checks citations
 	// against; nil: every citation cites an unknown id.
 	Evidence evidence.Texts
+	// Scratch is the host directory where a clause's report directory is
+	// made (and removed after it); "" means the system's temporary
+	// directory.
+	Scratch string
 }
 
 // Result is the verdict of one clause.
@@ -80,6 +100,9 @@ type Result struct {
 	Stdout     string `json:"stdout,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
+	// MustPass is each must_pass id's status in the report (tests clauses
+	// with must_pass only).
+	MustPass []TestOutcome `json:"must_pass,omitempty"`
 }
 
 // Label names the clause the result belongs to, as contract.Clause.Label.
@@ -96,61 +119,111 @@ func RunAll(ctx context.Context, env Env, clauses []contract.Clause) []Result {
 	return out
 }
 
+// kinds judges each supported clause kind, filling in r. A kind in a file
+// of its own registers itself here from an init function.
+var kinds = map[string]func(ctx context.Context, env Env, c contract.Clause, r *Result){
+	contract.KindTests:     runCommand,
+	contract.KindRecompute: runCommand,
+}
+
 // Run runs one clause and judges it.
 func Run(ctx context.Context, env Env, c contract.Clause) Result {
 	r := Result{Index: c.Index, Name: c.Name, Kind: c.Kind, Command: c.Command, ExitCode: -1}
-	switch {
-	case c.Kind == contract.KindSourceAlignment:
-		return align(env, c, r)
-	case c.Kind != contract.KindTests && c.Kind != contract.KindRecompute:
+	judge, ok := kinds[c.Kind]
+	if !ok {
 		r.Detail = fmt.Sprintf("clause kind %q is not supported by this verifier", c.Kind)
 		return r
+	}
+	judge(ctx, env, c, &r)
+	return r
+}
+
+// cleanEnv is the whole environment of a verifier command.
+var cleanEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=/tmp",
+	"LANG=C.UTF-8",
+	"TMPDIR=/tmp",
+	"PYTHONNOUSERSITE=1",        // no ~/.local site-packages (and its .pth files)
+	"PYTHONDONTWRITEBYTECODE=1", // /tests is read-only anyway
+}
+
+// runCommand runs a tests or recompute clause's command and judges it.
+func runCommand(ctx context.Context, env Env, c contract.Clause, r *Result) {
+	switch {
 	case env.Runner == nil:
 		r.Detail = "no sandbox to run the verifier in"
-		return r
+		return
 	case strings.TrimSpace(c.Command) == "":
 		r.Detail = "the clause has no command"
-		return r
+		return
 	case c.Kind == contract.KindRecompute && env.Outputs == "":
 		r.Detail = "no outputs directory to compare with"
-		return r
+		return
 	}
 	ms := mounts(env, c)
 	for _, m := range ms {
 		if fi, err := os.Stat(m.Source); err != nil || !fi.IsDir() {
 			r.Detail = fmt.Sprintf("%s cannot be mounted: %s is not a directory (any more)", m.Target, m.Source)
-			return r
+			return
 		}
+	}
+	report := ""
+	if strings.HasPrefix(c.Report, contract.ReportJUnit) {
+		dir, done, err := reportDir(env.Scratch)
+		if err != nil {
+			r.Detail = fmt.Sprintf("cannot make the report directory: %v; check that the scratch directory is writable", err)
+			return
+		}
+		defer done()
+		report = dir
+		ms = append(ms, sandbox.Mount{Source: dir, Target: contract.ReportDir, Writable: true})
+	}
+	dir := "/tmp"
+	if c.Files != "" {
+		dir = "/tests"
 	}
 	timeout := cmp.Or(c.Timeout, env.Timeout, DefaultTimeout)
 	res, err := env.Runner.Run(ctx, sandbox.Spec{
 		Command:     c.Command,
-		Dir:         "/tmp",
+		Dir:         dir,
 		Mounts:      ms,
 		Timeout:     timeout,
 		OutputLimit: maxCompared,
+		Env:         cleanEnv,
 	})
 	r.ExitCode, r.DurationMS = res.ExitCode, res.Duration.Milliseconds()
 	r.Stdout, r.Stderr = shown(res.Stdout), shown(res.Stderr)
 	switch {
 	case errors.Is(err, context.Canceled):
 		r.ExitCode, r.Detail = -1, "cancelled before the verifier finished"
-		return r
+		return
 	case err != nil:
 		r.ExitCode, r.Detail = -1, fmt.Sprintf("the verifier could not run: %v", err)
-		return r
+		return
 	case res.TimedOut:
 		r.Detail = fmt.Sprintf("timed out after %s; raise the clause's timeout or make the check faster", timeout)
-		return r
+		return
 	case res.ExitCode == 127:
 		r.Detail = "exit 127: the command, or a program or script it runs, was not found: " + lastLine(res.Stderr, res.Stdout)
-		return r
+		return
 	case res.ExitCode == 126:
 		r.Detail = "exit 126: the command was found but cannot be executed: " + lastLine(res.Stderr, res.Stdout)
-		return r
+		return
 	case res.ExitCode > 128:
 		r.Detail = fmt.Sprintf("killed by signal %d", res.ExitCode-128)
-		return r
+		return
+	}
+	if c.Kind == contract.KindTests && len(c.MustPass) > 0 {
+		results, err := reported(c, report, res.Stdout, res.Stderr)
+		if err != nil {
+			r.Detail = fmt.Sprintf("tests not confirmed (exit %d): the %s report: %v", res.ExitCode, c.Report, err)
+			return
+		}
+		var why string
+		r.Passed, why, r.MustPass = judgeReport(c.MustPass, results)
+		r.Detail = fmt.Sprintf("%s (exit %d, report %s)", why, res.ExitCode, c.Report)
+		return
 	}
 	if c.Kind == contract.KindTests {
 		r.Passed = res.ExitCode == 0
@@ -159,18 +232,17 @@ func Run(ctx context.Context, env Env, c contract.Clause) Result {
 		} else {
 			r.Detail = fmt.Sprintf("tests failed (exit %d): %s", res.ExitCode, lastLine(res.Stderr, res.Stdout))
 		}
-		return r
+		return
 	}
 	if res.ExitCode != 0 {
 		r.Detail = fmt.Sprintf("the recompute command failed (exit %d): %s", res.ExitCode, lastLine(res.Stderr, res.Stdout))
-		return r
+		return
 	}
 	if res.StdoutBytes > int64(len(res.Stdout)) {
 		r.Detail = fmt.Sprintf("the recompute command printed %d bytes, more than the %d that can be compared", res.StdoutBytes, maxCompared)
-		return r
+		return
 	}
 	r.Passed, r.Detail = compare(env.Outputs, c, string(res.Stdout))
-	return r
 }
 
 func mounts(env Env, c contract.Clause) []sandbox.Mount {

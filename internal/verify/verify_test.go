@@ -110,18 +110,23 @@ func TestPlantedFilesChangeNothing(t *testing.T) {
 }
 
 // TestReadOnly: a clause can read every plane and write none of them; its
-// working directory is a fresh /tmp.
+// working directory is /tests, /tmp is fresh, and its environment is the
+// clean one (no PYTHONPATH, no variable of the caller).
 func TestReadOnly(t *testing.T) {
 	s := newState(t)
 	cmd := `set -e
 cat /inputs/data.csv /workspace/notes.md /outputs/sum.txt /tests/check.sh >/dev/null
-test "$(pwd)" = /tmp
+test "$(pwd)" = /tests
 test -z "$(ls -A /tmp)"
+test -z "${PYTHONPATH+set}" && test -z "${APODEX_CANARY+set}"
+test "$PYTHONNOUSERSITE" = 1
 for d in /inputs /workspace /outputs /tests; do
   if touch $d/planted 2>/dev/null; then echo "$d is writable"; exit 1; fi
 done
 echo ok`
 	clauses := s.clauses(t, "verify:\n  - kind: tests\n    command: |\n"+indent(cmd, "      ")+"\n    files: ./tests\n")
+	t.Setenv("PYTHONPATH", "/workspace")
+	t.Setenv("APODEX_CANARY", "1")
 	r := Run(context.Background(), s.env, clauses[0])
 	if !r.Passed || strings.TrimSpace(r.Stdout) != "ok" {
 		t.Errorf("%+v", r)

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,7 +11,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
+
+	"github.com/apodex/apodex/internal/hostfs"
 )
 
 // Open opens a resolved path for reading. It goes through os.Root, so a link
@@ -33,7 +33,7 @@ func (w *FS) OpenRoot(plane string) (*os.Root, error) {
 }
 
 // WriteFile replaces the content of a path from ResolveWrite, creating its
-// parent directories. It asks the OutputsWrite hook again, now with the size.
+// parent directories, through hostfs (no link on the way is followed). It asks the OutputsWrite hook again, now with the size.
 // A new file gets mode 0644; an existing one keeps its permission bits. The
 // name must still be a regular file with a single link (or absent); the new
 // content goes to a temporary file that is renamed over it, so the old
@@ -46,18 +46,18 @@ func (w *FS) WriteFile(p Path, data []byte) error {
 	if err := w.allowOutputs(p, int64(len(data))); err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(w.Root(p.Plane))
+	d, err := hostfs.Open(w.Root(p.Plane))
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer d.Close()
 	if dir := path.Dir(p.Rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := d.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("cannot create the directories of %s: %w", p.PlanePath, unwrapPathError(err))
 		}
 	}
 	perm := fs.FileMode(0o644)
-	fi, err := root.Lstat(p.Rel)
+	fi, err := d.Lstat(p.Rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -67,39 +67,10 @@ func (w *FS) WriteFile(p Path, data []byte) error {
 	default:
 		perm = fi.Mode().Perm()
 	}
-	if _, err := ReplaceFile(root, p.Rel, bytes.NewReader(data), perm); err != nil {
+	if _, _, err := d.Replace(p.Rel, bytes.NewReader(data), perm, ""); err != nil {
 		return fmt.Errorf("cannot write %s: %w", p.PlanePath, unwrapPathError(err))
 	}
 	return nil
-}
-
-// ReplaceFile copies src into a new temporary file next to rel (inside
-// root, whose directories must exist) and renames it over rel, whatever rel
-// was: the rename replaces a link itself, never its target. It returns the
-// bytes written; on error nothing is left behind and rel is untouched.
-func ReplaceFile(root *os.Root, rel string, src io.Reader, perm fs.FileMode) (int64, error) {
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+tempMark+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(f, src)
-	if err == nil {
-		err = f.Chmod(perm) // the umask applied at creation
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, rel)
-	}
-	if err != nil {
-		root.Remove(tmp)
-		return 0, err
-	}
-	return n, nil
 }
 
 func relName(rel string) string {
@@ -110,15 +81,88 @@ func relName(rel string) string {
 }
 
 // HashFile returns the content hash ("sha256:<hex>") and size of a regular
-// host file.
+// host file. A final symbolic link is not followed (an error); for a file
+// under a directory an agent can write, use Hash or HashIn, which confine
+// the parents too.
 func HashFile(host string) (string, int64, error) {
-	f, err := os.OpenFile(host, os.O_RDONLY|nonBlock, 0)
+	f, err := os.OpenFile(host, os.O_RDONLY|nonBlock|noFollow, 0)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
 	return hashOpen(f)
 }
+
+// Hash is HashIn for a resolved path: the file tools hash through it, so a
+// link an agent's command swapped in since Resolve is never followed (W6).
+func (w *FS) Hash(p Path) (string, int64, error) {
+	root, err := os.OpenRoot(w.Root(p.Plane))
+	if err != nil {
+		return "", 0, err
+	}
+	defer root.Close()
+	return HashIn(root, relName(p.Rel))
+}
+
+// ReadRegular reads the regular file at p, at most max bytes (more is an
+// error), through os.Root: never a final link, never a file outside the
+// plane, never a FIFO. The runtime reads what it records this way.
+func (w *FS) ReadRegular(p Path, max int64) ([]byte, error) {
+	root, err := os.OpenRoot(w.Root(p.Plane))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := openRegular(root, relName(p.Rel))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("workspace: %s is larger than %d bytes", p.PlanePath, max)
+	}
+	return data, err
+}
+
+// HashIn returns the content hash and size of the regular file rel inside
+// root. It never hashes anything outside root, refuses a final symbolic
+// link (os.Root itself would follow one that stays inside), and refuses a
+// file swapped between its lstat and its open.
+func HashIn(root *os.Root, rel string) (string, int64, error) {
+	f, err := openRegular(root, rel)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	return hashOpen(f)
+}
+
+// openRegular opens rel in root if it is a regular file and not a link,
+// and is still the file its lstat saw once open.
+func openRegular(root *os.Root, rel string) (*os.File, error) {
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: errNotRegular}
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|nonBlock|noFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	if got, err := f.Stat(); err != nil || !os.SameFile(fi, got) {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: errSwapped}
+	}
+	return f, nil
+}
+
+var (
+	errNotRegular = errors.New("not a regular file (a link, a directory or a special file)")
+	errSwapped    = errors.New("the file was replaced while being read; try again")
+)
 
 // hashOpen hashes an open file, refusing anything but a regular file.
 func hashOpen(f *os.File) (string, int64, error) {
@@ -144,24 +188,24 @@ func HashBytes(b []byte) string {
 }
 
 // HashPrefix starts every content hash.
-const HashPrefix = "sha256:"
+const HashPrefix = hostfs.HashPrefix
 
-// tempMark names the runtime's own temporary files (atomic replacement), which
-// snapshots ignore: they exist only while a write is in flight.
-const tempMark = ".apodex-"
-
-func isTemp(name string) bool {
-	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMark)
-}
+func isTemp(name string) bool { return hostfs.IsTemp(name) }
 
 // RemoveTemps deletes the runtime's own temporary files under root: the
 // leftovers of atomic writes cut off by a crash. They were never renamed
-// into place, so nothing that counts is lost.
+// into place, so nothing that counts is lost. It walks and removes through
+// os.Root, so a link planted under root never leads it outside.
 func RemoveTemps(root string) (removed []string) {
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() && isTemp(d.Name()) {
-			if os.Remove(p) == nil {
-				removed = append(removed, p)
+			if r.Remove(p) == nil {
+				removed = append(removed, filepath.Join(root, filepath.FromSlash(p)))
 			}
 		}
 		return nil

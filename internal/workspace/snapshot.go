@@ -176,10 +176,15 @@ func (w *FS) Changes(before, after Snapshot) []Delta {
 	if w.Shared == "" || after.plane != Workspace {
 		return ds
 	}
+	shared, err := os.OpenRoot(w.Shared)
+	if err != nil {
+		return ds
+	}
+	defer shared.Close()
 	kept := ds[:0]
 	for _, d := range ds {
 		rel := strings.TrimPrefix(d.Path, "/workspace/")
-		sum, _, err := HashFile(filepath.Join(w.Shared, filepath.FromSlash(rel)))
+		sum, _, err := HashIn(shared, rel)
 		switch {
 		case d.After != "" && err == nil && sum == d.After:
 		case d.After == "" && err != nil:

@@ -4,7 +4,10 @@ package workspace
 
 import "io/fs"
 
-const nonBlock = 0
+const (
+	nonBlock = 0
+	noFollow = 0
+)
 
 func linkCount(fs.FileInfo) uint64 { return 1 }
 

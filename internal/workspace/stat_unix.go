@@ -7,7 +7,10 @@ import (
 	"syscall"
 )
 
-const nonBlock = syscall.O_NONBLOCK
+const (
+	nonBlock = syscall.O_NONBLOCK
+	noFollow = syscall.O_NOFOLLOW
+)
 
 // linkCount is the number of hard links of a file (1 when unknown).
 func linkCount(fi fs.FileInfo) uint64 {

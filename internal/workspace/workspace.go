@@ -13,10 +13,12 @@
 //     again by WriteFile with the new size; ResolveWrite also refuses a
 //     final symlink, a directory, a non-regular file and a file with more
 //     than one hard link;
-//   - Open and WriteFile do their I/O through os.Root, so a link swapped in
-//     after Resolve still cannot lead outside the plane's root, and neither
-//     blocks on a FIFO; WriteFile replaces a file atomically (temporary file
-//     and rename), so a reader or a killed run never sees it half-written;
+//   - Resolve, ResolveWrite, Open, Hash and WriteFile look at and touch the
+//     host only through os.Root (WriteFile through hostfs), so a link
+//     swapped in after Resolve still cannot lead outside the plane's root,
+//     Hash never follows a final link (W6), and none blocks on a FIFO;
+//     WriteFile replaces a file atomically (temporary file and rename), so a
+//     reader or a killed run never sees it half-written;
 //   - every refusal matches ErrRefused and its text tells the model what to
 //     do instead.
 package workspace
@@ -30,6 +32,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/apodex/apodex/internal/sandbox"
 )
@@ -169,13 +172,21 @@ func (w *FS) ResolveWrite(p string) (Path, error) {
 	}
 	rel = path.Join(dir, path.Base(rel))
 	out := w.path(plane, rel)
-	fi, err := os.Lstat(out.Host)
+	root, err := os.OpenRoot(w.Root(plane))
+	if err != nil {
+		return Path{}, refuse("cannot write %s: %v", out.PlanePath, unwrapPathError(err))
+	}
+	defer root.Close()
+	fi, err := root.Lstat(rel) // never through a link swapped in since follow
+	if errors.Is(err, syscall.ENOTDIR) {
+		err = fs.ErrNotExist // a missing parent is created; a file parent fails there
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return Path{}, refuse("cannot write %s: %v", out.PlanePath, unwrapPathError(err))
 	case fi.Mode()&os.ModeSymlink != 0:
-		target, _ := os.Readlink(out.Host)
+		target, _ := root.Readlink(rel)
 		return Path{}, refuse("cannot write %s: it is a symbolic link (to %s); write to the file it points to instead", out.PlanePath, target)
 	case fi.IsDir():
 		return Path{}, refuse("cannot write %s: it is a directory; give a file name", out.PlanePath)
@@ -271,6 +282,11 @@ func (w *FS) follow(orig, plane, rel string) (string, error) {
 	if root == "" {
 		return "", refuse("plane /%s is not configured", plane)
 	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return "", refuse("cannot use %s: plane /%s: %v", orig, plane, unwrapPathError(err))
+	}
+	defer r.Close()
 	var done []string // resolved components, all existing directories
 	todo := strings.Split(rel, "/")
 	if rel == "" || rel == "." {
@@ -281,8 +297,8 @@ func (w *FS) follow(orig, plane, rel string) (string, error) {
 		c := todo[0]
 		todo = todo[1:]
 		cur := append(done, c)
-		host := filepath.Join(root, filepath.FromSlash(strings.Join(cur, "/")))
-		fi, err := os.Lstat(host)
+		name := strings.Join(cur, "/")
+		fi, err := r.Lstat(name) // inside the plane's root, whatever is swapped in meanwhile
 		if errors.Is(err, fs.ErrNotExist) {
 			return strings.Join(append(cur, todo...), "/"), nil
 		}
@@ -300,7 +316,7 @@ func (w *FS) follow(orig, plane, rel string) (string, error) {
 		if links > maxLinks {
 			return "", refuse("cannot use %s: too many levels of symbolic links", orig)
 		}
-		target, err := os.Readlink(host)
+		target, err := r.Readlink(name)
 		if err != nil {
 			return "", refuse("cannot use %s: %v", orig, unwrapPathError(err))
 		}

@@ -331,3 +331,33 @@ func TestWriteFileFinalLinkSwappedIn(t *testing.T) {
 		}
 	}
 }
+
+// ReadRegular never reads through a link, even one inside the plane, and
+// refuses a file larger than asked.
+func TestReadRegular(t *testing.T) {
+	fs, _ := testFS(t)
+	host := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(host, []byte("host"), 0o644)
+	os.WriteFile(filepath.Join(fs.Workspace, "f"), []byte("mine"), 0o644)
+	p, err := fs.Resolve("/workspace/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := fs.ReadRegular(p, 4); err != nil || string(b) != "mine" {
+		t.Fatalf("ReadRegular = %q, %v", b, err)
+	}
+	if _, err := fs.ReadRegular(p, 3); err == nil {
+		t.Fatal("read past the limit")
+	}
+	for _, target := range []string{host, "inner"} {
+		os.Remove(filepath.Join(fs.Workspace, "f"))
+		os.WriteFile(filepath.Join(fs.Workspace, "inner"), []byte("inner"), 0o644)
+		os.Symlink(target, filepath.Join(fs.Workspace, "f")) // swapped in after Resolve
+		if b, err := fs.ReadRegular(p, 100); err == nil {
+			t.Fatalf("read %q through a link to %s", b, target)
+		}
+		if _, _, err := fs.Hash(p); err == nil {
+			t.Fatalf("hashed through a link to %s", target)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package worktree
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -80,7 +82,12 @@ func (w *Worktree) overlayChanges() ([]Change, error) {
 		}
 	}
 	cur := make(map[string]string)
-	err := filepath.WalkDir(w.upper, func(host string, d fs.DirEntry, err error) error {
+	upper, err := os.OpenRoot(w.upper)
+	if err != nil {
+		return nil, err
+	}
+	defer upper.Close()
+	err = filepath.WalkDir(w.upper, func(host string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -95,7 +102,7 @@ func (w *Worktree) overlayChanges() ([]Change, error) {
 				hideBelow(rel)
 			}
 		case t.IsRegular():
-			h, _, err := workspace.HashFile(host)
+			h, _, err := workspace.HashIn(upper, rel) // the agent may swap links in meanwhile
 			if err != nil {
 				return err
 			}
@@ -192,7 +199,12 @@ func scan(dir string, c *statCache) (map[string]string, error) {
 	}
 	seen := make(map[string]cached, len(old))
 	out := make(map[string]string, len(old))
-	err := filepath.WalkDir(dir, func(host string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	err = filepath.WalkDir(dir, func(host string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if host == dir {
 				return err
@@ -212,7 +224,7 @@ func scan(dir string, c *statCache) (map[string]string, error) {
 			k := statKey{fi.Size(), fi.ModTime().UnixNano(), changeTime(fi), inode(fi)}
 			e, ok := old[rel]
 			if !ok || e.key != k || k.ctime >= e.at-int64(racySlack) || k.mtime >= e.at-int64(racySlack) {
-				h, _, err := workspace.HashFile(host)
+				h, _, err := workspace.HashIn(root, rel)
 				if err != nil {
 					return nil
 				}
@@ -239,23 +251,33 @@ func scan(dir string, c *statCache) (map[string]string, error) {
 
 // copyTree copies the directories, regular files (with mode and mtime) and
 // symlinks of src to dst, which must not exist, and returns the baseline of
-// what it copied. Other files are left out.
+// what it copied. Other files are left out. It reads through an os.Root of
+// src and writes through hostfs in dst, so a link swapped into src while it
+// copies neither leads the reads out of src nor the writes out of dst.
 func copyTree(src, dst string) (map[string]string, error) {
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return nil, err
+	}
+	sr, err := os.OpenRoot(src)
+	if err != nil {
+		return nil, err
+	}
+	defer sr.Close()
+	dr, err := hostfs.Open(dst)
+	if err != nil {
+		return nil, err
+	}
+	defer dr.Close()
 	base := make(map[string]string)
 	type dirMode struct {
-		path string
+		rel  string
 		mode fs.FileMode
 	}
 	var dirs []dirMode
 	buf := make([]byte, 64<<10)
-	err := filepath.WalkDir(src, func(host string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(sr.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
-		}
-		rel, to := "", dst
-		if host != src {
-			rel = filepath.ToSlash(host[len(src)+1:])
-			to = filepath.Join(dst, filepath.FromSlash(rel))
 		}
 		fi, err := d.Info()
 		if err != nil {
@@ -263,19 +285,22 @@ func copyTree(src, dst string) (map[string]string, error) {
 		}
 		switch t := d.Type(); {
 		case t.IsDir():
-			dirs = append(dirs, dirMode{to, fi.Mode().Perm()})
-			return os.Mkdir(to, 0o700) // writable while we fill it
+			dirs = append(dirs, dirMode{rel, fi.Mode().Perm()})
+			if rel == "." {
+				return nil
+			}
+			return dr.Root().Mkdir(rel, 0o700) // writable while we fill it
 		case t.IsRegular():
-			h, err := copyFile(host, to, fi, buf)
+			h, err := copyFile(sr, dr, rel, fi, buf)
 			base[rel] = h
 			return err
 		case t&fs.ModeSymlink != 0:
-			target, err := os.Readlink(host)
+			target, err := sr.Readlink(rel)
 			if err != nil {
 				return err
 			}
 			base[rel] = linkPrefix + target
-			return os.Symlink(target, to)
+			return dr.Symlink(target, rel)
 		}
 		return nil
 	})
@@ -283,7 +308,7 @@ func copyTree(src, dst string) (map[string]string, error) {
 		return nil, err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(dirs[i].path, dirs[i].mode); err != nil {
+		if err := dr.Root().Chmod(dirs[i].rel, dirs[i].mode); err != nil {
 			return nil, err
 		}
 	}
@@ -291,13 +316,16 @@ func copyTree(src, dst string) (map[string]string, error) {
 }
 
 // copyFile copies one regular file and returns the hash of what it copied.
-func copyFile(src, dst string, fi fs.FileInfo, buf []byte) (string, error) {
-	in, err := os.Open(src)
+func copyFile(sr *os.Root, dr *hostfs.Dir, rel string, fi fs.FileInfo, buf []byte) (string, error) {
+	in, err := sr.OpenFile(rel, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
 		return "", err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is no longer a regular file", rel)
+	}
+	out, err := dr.Root().OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
 	if err != nil {
 		return "", err
 	}
@@ -310,7 +338,7 @@ func copyFile(src, dst string, fi fs.FileInfo, buf []byte) (string, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+		err = dr.Root().Chtimes(rel, fi.ModTime(), fi.ModTime())
 	}
 	return workspace.HashPrefix + hex.EncodeToString(h.Sum(nil)), err
 }

@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -71,7 +71,7 @@ func (w *Worktree) Merge() (MergeReport, error) {
 		return rep, err
 	}
 	defer unlock()
-	root, err := os.OpenRoot(w.shared)
+	root, err := hostfs.Open(w.shared)
 	if err != nil {
 		return rep, fmt.Errorf("worktree: %w", err)
 	}
@@ -104,14 +104,14 @@ func (w *Worktree) Merge() (MergeReport, error) {
 }
 
 // mergeOne applies c or reports why not, and tells whether it applied.
-func (w *Worktree) mergeOne(root *os.Root, c Change, rep *MergeReport) bool {
+func (w *Worktree) mergeOne(root *hostfs.Dir, c Change, rep *MergeReport) bool {
 	if c.Kind == Symlink {
 		if why := escapes(c.Path, c.Target); why != "" {
 			rep.Refused = append(rep.Refused, Refusal{Path: c.Path, Target: c.Target, Reason: why})
 			return false
 		}
 	}
-	theirs, ours := stateIn(root, c.Path), c.state()
+	theirs, ours := stateIn(root.Root(), c.Path), c.state()
 	if theirs != ours {
 		if theirs != w.baseline[c.Path] {
 			rep.Conflicts = append(rep.Conflicts, w.conflict(c, theirs,
@@ -219,67 +219,32 @@ func (w *Worktree) openOurs(rel string) (*os.File, fs.FileMode, error) {
 	return f, fi.Mode().Perm(), nil
 }
 
-// apply makes shared hold c's result at c.Path.
-func (w *Worktree) apply(root *os.Root, c Change) error {
+// apply makes shared hold c's result at c.Path, through hostfs: no link in
+// shared is followed, and a file is renamed into place only if the bytes
+// copied have the hash Changes reported.
+func (w *Worktree) apply(root *hostfs.Dir, c Change) error {
 	if c.Kind == Deleted {
-		if err := root.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
+		return root.Remove(c.Path)
 	}
 	if dir := path.Dir(c.Path); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	tmp := tempName(c.Path)
 	if c.Kind == Symlink {
-		if err := root.Symlink(c.Target, tmp); err != nil {
-			return err
-		}
-	} else if err := w.writeVerified(root, tmp, c); err != nil {
-		return err
+		return root.Symlink(c.Target, c.Path)
 	}
-	if err := root.Rename(tmp, c.Path); err != nil {
-		root.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// writeVerified copies the agent's file to tmp in shared and fails unless
-// the bytes copied have the hash Changes reported.
-func (w *Worktree) writeVerified(root *os.Root, tmp string, c Change) error {
 	src, perm, err := w.openOurs(c.Path)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
+	if _, _, err := root.Replace(c.Path, src, perm, c.Hash); errors.Is(err, hostfs.ErrChanged) {
+		return errors.New("the agent's file changed during the merge")
+	} else if err != nil {
 		return err
 	}
-	h := sha256.New()
-	_, err = io.Copy(f, io.TeeReader(src, h))
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && workspace.HashPrefix+hex.EncodeToString(h.Sum(nil)) != c.Hash {
-		err = errors.New("the agent's file changed during the merge")
-	}
-	if err != nil {
-		root.Remove(tmp)
-	}
-	return err
-}
-
-func tempName(rel string) string {
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	return path.Join(path.Dir(rel), "."+path.Base(rel)+".apodex-merge-"+hex.EncodeToString(rnd[:]))
+	return nil
 }
 
 // conflict builds the report of c and keeps the agent's version (a file or a
@@ -290,16 +255,7 @@ func (w *Worktree) conflict(c Change, theirs, reason string) Conflict {
 		return out
 	}
 	dst := filepath.Join(w.base, conflictsDir, filepath.FromSlash(c.Path))
-	err := os.MkdirAll(filepath.Dir(dst), 0o755)
-	if err == nil {
-		err = os.RemoveAll(dst)
-	}
-	if err == nil && c.Kind == Symlink {
-		err = os.Symlink(c.Target, dst)
-	} else if err == nil {
-		err = w.keepCopy(c.Path, dst)
-	}
-	if err != nil {
+	if err := w.keep(c); err != nil {
 		out.Reason += fmt.Sprintf(" (the agent's version could not be kept: %v)", err)
 		return out
 	}
@@ -307,26 +263,41 @@ func (w *Worktree) conflict(c Change, theirs, reason string) Conflict {
 	return out
 }
 
-func (w *Worktree) keepCopy(rel, dst string) error {
-	src, perm, err := w.openOurs(rel)
+// keep copies the agent's version of c under <root>/<name>/conflicts/,
+// through hostfs: an earlier conflict's link there is never followed.
+func (w *Worktree) keep(c Change) error {
+	dir := filepath.Join(w.base, conflictsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	d, err := hostfs.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if p := path.Dir(c.Path); p != "." {
+		if err := d.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := d.RemoveAll(c.Path); err != nil {
+		return err
+	}
+	if c.Kind == Symlink {
+		return d.Symlink(c.Target, c.Path)
+	}
+	src, perm, err := w.openOurs(c.Path)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, src)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	_, _, err = d.Replace(c.Path, src, perm, "")
 	return err
 }
 
 // prune removes the directories of deleted paths that became empty and are
 // not directories in the agent's view any more.
-func (w *Worktree) prune(root *os.Root, gone []string) {
+func (w *Worktree) prune(root *hostfs.Dir, gone []string) {
 	for _, p := range gone {
 		for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
 			if fi, err := os.Lstat(filepath.Join(w.Dir, filepath.FromSlash(dir))); err == nil && fi.IsDir() {

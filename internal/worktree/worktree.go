@@ -10,10 +10,12 @@
 //     if shared still holds its baseline version there or already holds the
 //     agent's version. Otherwise it reports a Conflict, leaves shared as it
 //     is, and keeps the agent's version under <root>/<name>/conflicts/;
-//   - a file is written into shared through a temporary file and a rename,
-//     after its content was checked against the hash Changes reported, so a
-//     reader never sees it half-written and an agent still writing cannot
-//     slip in other bytes;
+//   - every write into shared, the worktree copy and conflicts/ goes through
+//     hostfs (R-SBX-5): nothing is written outside those directories and no
+//     link in them is followed, even one another agent planted since; a
+//     file is written through a temporary file and renamed into place only
+//     if its content has the hash Changes reported, so a reader never sees
+//     it half-written and an agent still writing cannot slip in other bytes;
 //   - a symlink whose target is absolute or climbs out of the workspace is
 //     never applied: it is listed in MergeReport.Refused;
 //   - merges into one shared directory are serialised (a mutex per path in

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package verify
+
+const nonBlock = 0
