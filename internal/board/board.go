@@ -35,6 +35,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/apodex/apodex/internal/record"
 )
 
 // State is an item's resolution state.
@@ -96,26 +98,9 @@ type Change struct {
 	By     string `json:"by,omitempty"`
 }
 
-// Event is one board mutation: the payload of the record's board events.
-// Which fields matter depends on Op. In an update, nil Title, Objective or
-// Deps mean unchanged; a non-nil empty Deps clears the deps (it is encoded
-// as [], absent as nothing).
-type Event struct {
-	Op        string   `json:"op"`
-	ID        string   `json:"id"`
-	Title     *string  `json:"title,omitempty"`
-	Objective *string  `json:"objective,omitempty"`
-	Deps      []string `json:"deps,omitzero"`
-	Group     string   `json:"group,omitempty"`
-	Note      string   `json:"note,omitempty"` // resolve note, cancel or reopen reason
-	Refs      []string `json:"refs,omitempty"`
-	Owner     string   `json:"owner,omitempty"`    // assign, unassign
-	By        string   `json:"by,omitempty"`       // an agent, "user" or "runtime"
-	Reopened  []string `json:"reopened,omitempty"` // descendants reopened along with ID
-	// CallID is the tool call that caused the event, when one did (the
-	// runtime's record of effects; the fold ignores it).
-	CallID string `json:"call_id,omitempty"`
-}
+// Event is one board mutation: the payload of the record's board events
+// (record.Board, where its fields are described).
+type Event = record.Board
 
 // Board is the task board. The zero value is an empty board.
 type Board struct {

@@ -46,6 +46,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apodex/apodex/internal/record"
 )
 
 // Limits and names.
@@ -55,8 +57,6 @@ const (
 	MaxPaths = 256
 	// Absent is the baseline of a path that did not exist when declared.
 	Absent = "absent"
-	// EventLease is the event type of LeaseEvent.
-	EventLease = "lease"
 )
 
 // Lease actions.
@@ -91,15 +91,11 @@ type Grant struct {
 	Baselines map[string]string // baseline of each of Paths
 }
 
-// LeaseEvent is the payload of an EventLease event.
+// LeaseEvent is a lease event: the agent who asked (the record event's
+// agent) and its payload.
 type LeaseEvent struct {
-	Action    string            `json:"action"` // Granted, Refused or Released
-	Agent     string            `json:"agent"`  // who asked
-	Holder    string            `json:"holder,omitempty"`
-	Paths     []string          `json:"paths,omitempty"` // asked for (refused), added (granted) or held (released)
-	Baselines map[string]string `json:"baselines,omitempty"`
-	Reason    string            `json:"reason,omitempty"`
-	Time      time.Time         `json:"time"`
+	Agent string
+	record.Lease
 }
 
 // Errors, matched with errors.Is.
@@ -137,8 +133,9 @@ func (e *HeldError) Error() string {
 
 // Plane is one run's publication plane. It is safe for concurrent use.
 type Plane struct {
-	// OnEvent, if set before first use, receives every EventLease event.
-	OnEvent func(typ string, payload any)
+	// OnEvent, if set before first use, receives every lease event, to be
+	// recorded as a record.TypeLease event of the agent.
+	OnEvent func(ev LeaseEvent)
 
 	cfg     Config
 	scratch string // host directory of /outputs/scratch
@@ -195,10 +192,10 @@ func (p *Plane) Claim(agent string, paths []string) (Grant, error) {
 	defer p.mu.Unlock()
 	g, err := p.claim(agent, paths)
 	if err != nil {
-		p.emit(LeaseEvent{Action: Refused, Agent: agent, Holder: p.holder, Paths: paths[:min(len(paths), MaxPaths)], Reason: err.Error()})
+		p.emit(LeaseEvent{Agent: agent, Lease: record.Lease{Action: Refused, Holder: p.holder, Paths: paths[:min(len(paths), MaxPaths)], Reason: err.Error()}})
 		return Grant{}, err
 	}
-	p.emit(LeaseEvent{Action: Granted, Agent: agent, Holder: agent, Paths: g.Added, Baselines: pick(g.Baselines, g.Added)})
+	p.emit(LeaseEvent{Agent: agent, Lease: record.Lease{Action: Granted, Holder: agent, Paths: g.Added, Baselines: pick(g.Baselines, g.Added)}})
 	return g, nil
 }
 
@@ -275,7 +272,7 @@ func (p *Plane) Release(agent, reason string) bool {
 	if p.holder == "" || p.holder != agent {
 		return false
 	}
-	p.emit(LeaseEvent{Action: Released, Agent: agent, Holder: agent, Paths: p.held, Reason: reason})
+	p.emit(LeaseEvent{Agent: agent, Lease: record.Lease{Action: Released, Holder: agent, Paths: p.held, Reason: reason}})
 	p.holder, p.held = "", nil
 	return true
 }
@@ -314,6 +311,5 @@ func (p *Plane) emit(ev LeaseEvent) {
 		return
 	}
 	ev.Paths = slices.Clone(ev.Paths)
-	ev.Time = p.cfg.Now()
-	p.OnEvent(EventLease, ev)
+	p.OnEvent(ev)
 }

@@ -61,7 +61,7 @@ func Assignments(events []record.Event) []AssignmentInfo {
 	index := map[string]int{}
 	for _, e := range events {
 		var ae assignmentEvent
-		if e.Type != team.EventAssignment || e.Decode(&ae) != nil || ae.Assignment == "" {
+		if e.Type != record.TypeAssignment || e.Decode(&ae) != nil || ae.Assignment == "" {
 			continue
 		}
 		i, ok := index[ae.Assignment]
@@ -124,7 +124,7 @@ func Activity(events []record.Event) []AgentActivity {
 	}
 	for _, e := range events {
 		id := e.Agent
-		if e.Type == team.EventAssignment {
+		if e.Type == record.TypeAssignment {
 			// The creation is recorded by the lead; it belongs to the subagent.
 			var ae assignmentEvent
 			if e.Decode(&ae) != nil || !isAgent[ae.Assignment] {
@@ -179,7 +179,7 @@ func Activity(events []record.Event) []AgentActivity {
 func BoardOf(events []record.Event) (b *board.Board, found bool, err error) {
 	b = &board.Board{}
 	for _, e := range events {
-		if e.Type != team.EventBoard {
+		if e.Type != record.TypeBoard {
 			continue
 		}
 		found = true

@@ -17,13 +17,6 @@ import (
 	"github.com/apodex/apodex/internal/record"
 )
 
-// Record event types of the message plane (R-MSG). User messages and
-// runtime observations are distinct types (R-CONTRACT-4).
-const (
-	TypeMessage = "message"
-	TypeControl = "control"
-)
-
 // ErrUserCancel is the cause of a run cancelled by `apodex cancel`.
 var ErrUserCancel = errors.New("run: cancelled by the user")
 
@@ -189,26 +182,26 @@ func (c *control) beforeCall(agentID string) func(ctx context.Context) []llm.Mes
 // deliver records one user message; it returns the history message for the
 // coordinator, or nil when the runtime answered it itself.
 func (c *control) deliver(agentID string, m inbox.Message) (*llm.Message, int64, error) {
-	ev := map[string]any{"id": m.ID, "text": m.Text, "class": m.Class, "sender": m.Sender, "to": agentID}
+	ev := record.Message{ID: m.ID, Text: m.Text, Class: string(m.Class), Sender: m.Sender, To: agentID}
 	if m.Original != m.Text {
-		ev["original"] = m.Original
+		ev.Original = m.Original
 	}
 	var msg *llm.Message
 	switch kind, args, isControl := inbox.AsControl(m.Text); {
 	case isControl:
-		ev["control"] = kind
+		ev.Control = kind
 		c.apply(m.ID, kind, args)
 	case m.Class == inbox.ClassProgressQuery && c.status != nil:
-		ev["answer"] = c.status() // answered from the board, without disturbing work
+		ev.Answer = c.status() // answered from the board, without disturbing work
 	default:
 		changes := inbox.ChangesContract(m.Class, m.Text)
-		ev["changes_contract"] = changes
+		ev.ChangesContract = changes
 		msg = &llm.Message{Role: llm.RoleUser, Content: checkpoint.UserMessage(m.ID, string(m.Class), m.Text)}
 		if changes {
 			c.revise(m)
 		}
 	}
-	seq, err := c.log.Append(TypeMessage, "user", ev)
+	seq, err := c.log.Append(record.TypeMessage, "user", ev)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -225,7 +218,7 @@ func (c *control) revise(m inbox.Message) {
 	next := c.contract.Revise(m.Text)
 	c.contract = next
 	ev := contractEvent(next)
-	ev["version"], ev["reason"] = c.version+1, "user message "+m.ID
+	ev.Version, ev.Reason = c.version+1, "user message "+m.ID
 	c.log.Append(record.TypeContract, "user", ev)
 }
 
@@ -237,7 +230,7 @@ func (c *control) applyControls() {
 	}
 	for _, cmd := range cmds {
 		detail := c.apply(cmd.ID, cmd.Kind, cmd.Args)
-		seq, err := c.log.Append(TypeControl, "user", map[string]any{"id": cmd.ID, "kind": cmd.Kind, "args": cmd.Args, "result": detail})
+		seq, err := c.log.Append(record.TypeControl, "user", record.Control{ID: cmd.ID, Kind: cmd.Kind, Args: cmd.Args, Result: detail})
 		if err == nil {
 			c.log.Sync()
 			c.in.MarkApplied(cmd.ID, seq)
@@ -338,7 +331,7 @@ func (c *control) current() *contract.Contract {
 // changes) to a resumed run, without recording them again.
 func (c *control) replay(events []record.Event) {
 	for _, e := range events {
-		if e.Type != TypeControl {
+		if e.Type != record.TypeControl {
 			continue
 		}
 		var ev struct {

@@ -158,9 +158,9 @@ func unreplayed(events []record.Event) []string {
 	var msgs, resumes int
 	for _, e := range events {
 		switch e.Type {
-		case TypeMessage, TypeControl:
+		case record.TypeMessage, record.TypeControl:
 			msgs++
-		case TypeResumed:
+		case record.TypeResumed:
 			resumes++
 		}
 	}

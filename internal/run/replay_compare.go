@@ -102,17 +102,14 @@ func (n normalizer) text(s string) string {
 	return blobTemp.ReplaceAllString(s, ".tmp-<TMP>")
 }
 
-func (n normalizer) meta(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if k == "duration_ms" {
-			continue
-		}
-		if s, ok := v.(string); ok {
-			v = n.text(s)
-		}
-		out[k] = v
+// meta is a tool result's metadata without its duration, texts normalized.
+func (n normalizer) meta(m *record.ToolMeta) record.ToolMeta {
+	if m == nil {
+		return record.ToolMeta{}
 	}
+	out := *m
+	out.DurationMS = 0
+	out.SnapshotError = n.text(out.SnapshotError)
 	return out
 }
 

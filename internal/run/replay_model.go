@@ -118,7 +118,7 @@ func newReplayModel(dir string, events []record.Event, st Settings, gate *orderG
 			if e.Decode(&c) == nil && c.Summarized != nil {
 				m.summaries = append(m.summaries, recordedSummary{seq: e.Seq, agent: e.Agent, turn: turnsSoFar[e.Agent], text: c.Summarized.Summary})
 			}
-		case team.EventVerdict:
+		case record.TypeVerdict:
 			var v team.Verdict
 			if err := e.Decode(&v); err != nil {
 				return nil, err
@@ -147,7 +147,7 @@ func stoppedAgents(events []record.Event, st Settings, wait time.Duration) map[s
 	coordinator := "main"
 	for _, e := range events {
 		switch e.Type {
-		case team.EventAssignment:
+		case record.TypeAssignment:
 			var a struct{ State, Reason string }
 			if e.Decode(&a) != nil || e.Agent == "lead" {
 				continue

@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -17,8 +16,8 @@ import (
 	"github.com/apodex/apodex/internal/worktree"
 )
 
-// Settings is what a run was started with, recorded in run_started so a
-// resume (and a replay) can run it the same way.
+// Settings is what a run was started with, recorded in run_started (as
+// record.RunSettings) so a resume (and a replay) can run it the same way.
 type Settings struct {
 	Mode           string        `json:"mode"`
 	Team           TeamConfig    `json:"team"`
@@ -42,6 +41,45 @@ func settingsOf(cfg Config, c *contract.Contract) Settings {
 		TaskFile: c.File, U0: c.U0}
 }
 
+// Record is the settings as the record keeps them.
+func (s Settings) Record() *record.RunSettings {
+	budget := func(b agent.Budget) record.BudgetSettings {
+		return record.BudgetSettings{MaxTurns: b.MaxTurns, MaxToolCalls: b.MaxToolCalls, MaxTokens: b.MaxTokens}
+	}
+	return &record.RunSettings{
+		Mode: s.Mode,
+		Team: record.TeamSettings{Concurrency: s.Team.Concurrency, Isolation: s.Team.Isolation, Plan: s.Team.Plan,
+			SubBudget: budget(s.Team.SubBudget), SubTimeout: record.Duration(s.Team.SubTimeout)},
+		Budget: budget(s.Budget),
+		Context: record.ContextSettings{Window: s.Context.Window, At: s.Context.At, To: s.Context.To,
+			KeepRecent: s.Context.KeepRecent, KeepTail: s.Context.KeepTail},
+		SoftDeadline: record.Duration(s.SoftDeadline), Timeout: record.Duration(s.Timeout),
+		Sandbox: s.Sandbox, Network: s.Network, CommandTimeout: record.Duration(s.CommandTimeout),
+		ScratchQuota: s.ScratchQuota, MaxAttempts: s.MaxAttempts, TaskFile: s.TaskFile, U0: s.U0,
+	}
+}
+
+// settingsFrom reads recorded settings back.
+func settingsFrom(r *record.RunSettings) Settings {
+	if r == nil {
+		return Settings{}
+	}
+	budget := func(b record.BudgetSettings) agent.Budget {
+		return agent.Budget{MaxTurns: b.MaxTurns, MaxToolCalls: b.MaxToolCalls, MaxTokens: b.MaxTokens}
+	}
+	return Settings{
+		Mode: r.Mode,
+		Team: TeamConfig{Concurrency: r.Team.Concurrency, Isolation: r.Team.Isolation, Plan: r.Team.Plan,
+			SubBudget: budget(r.Team.SubBudget), SubTimeout: r.Team.SubTimeout.D()},
+		Budget: budget(r.Budget),
+		Context: agent.Context{Window: r.Context.Window, At: r.Context.At, To: r.Context.To,
+			KeepRecent: r.Context.KeepRecent, KeepTail: r.Context.KeepTail},
+		SoftDeadline: r.SoftDeadline.D(), Timeout: r.Timeout.D(), Sandbox: r.Sandbox, Network: r.Network,
+		CommandTimeout: r.CommandTimeout.D(), ScratchQuota: r.ScratchQuota, MaxAttempts: r.MaxAttempts,
+		TaskFile: r.TaskFile, U0: r.U0,
+	}
+}
+
 // Recorded is what the record says a run was started with.
 type Recorded struct {
 	Started  record.RunStarted
@@ -63,9 +101,7 @@ func ReadStarted(dir string) (Recorded, error) {
 		return r, err
 	}
 	r.At = first.Time
-	if raw, err := json.Marshal(r.Started.Settings["run"]); err == nil {
-		json.Unmarshal(raw, &r.Settings)
-	}
+	r.Settings = settingsFrom(r.Started.Settings)
 	return r, nil
 }
 
@@ -142,9 +178,9 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	if n := len(contents.Events); n > 0 {
 		last = contents.Events[n-1].Seq
 	}
-	log.Append(TypeResumed, "", map[string]any{
-		"after_seq": last, "repaired_torn_tail": repaired, "in_flight": checkpoint.Stopped(agents),
-		"reason": "the process stopped without finishing (killed or crashed); resumed from the record",
+	log.Append(record.TypeResumed, "", record.Resumed{
+		AfterSeq: last, RepairedTornTail: repaired, InFlight: checkpoint.Stopped(agents),
+		Reason: "the process stopped without finishing (killed or crashed); resumed from the record",
 	})
 	log.Sync()
 	if cfg.Progress != nil {
@@ -153,9 +189,6 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	ss.warnSandbox()
 	return ss.run(ctx, &resumed{events: contents.Events, agents: agents})
 }
-
-// TypeResumed marks where a resumed run picked up.
-const TypeResumed = "resumed"
 
 // recordedContract rebuilds the contract: from the task file when the run
 // had one, else from the objective the user gave.
@@ -190,12 +223,12 @@ func (ss *session) restorePlanes(events []record.Event) error {
 				le.Agent = e.Agent
 				leases = append(leases, le)
 			}
-		case TypeMessage:
+		case record.TypeMessage:
 			var m struct{ ID string }
 			if e.Decode(&m) == nil && m.ID != "" {
 				ss.in.MarkDelivered(m.ID, e.Seq)
 			}
-		case TypeControl:
+		case record.TypeControl:
 			var m struct{ ID string }
 			if e.Decode(&m) == nil && m.ID != "" {
 				ss.in.MarkApplied(m.ID, e.Seq)

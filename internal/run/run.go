@@ -177,7 +177,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
 		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": Version, "sandbox": ss.sbx.Version},
-		Settings: map[string]any{"run": settingsOf(cfg, c)},
+		Settings: settingsOf(cfg, c).Record(),
 	}); err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}

@@ -50,7 +50,7 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		release()
 		return nil, fmt.Errorf("run: publication plane: %w", err)
 	}
-	ss.plane.OnEvent = func(typ string, p any) { appendLifted(log, typ, p) }
+	ss.plane.OnEvent = func(ev publish.LeaseEvent) { appendEvent(log, record.TypeLease, ev.Agent, ev.Lease) }
 	if ss.in, err = inbox.Open(dir); err != nil {
 		release()
 		return nil, fmt.Errorf("run: message inbox: %w", err)

@@ -61,12 +61,12 @@ func status(dir string, messages bool) (Progress, error) {
 	b := &board.Board{}
 	for _, e := range c.Events {
 		switch e.Type {
-		case "board":
+		case record.TypeBoard:
 			var be board.Event
 			if e.Decode(&be) == nil {
 				b.Apply(b.Seq()+1, be)
 			}
-		case "assignment":
+		case record.TypeAssignment:
 			var a struct {
 				Assignment, State string
 			}
@@ -76,7 +76,7 @@ func status(dir string, messages bool) (Progress, error) {
 				}
 				p.Assignments[a.Assignment] = a.State
 			}
-		case TypeControl:
+		case record.TypeControl:
 			var ctl struct{ Kind string }
 			if e.Decode(&ctl) == nil {
 				switch ctl.Kind {

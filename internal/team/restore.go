@@ -28,7 +28,7 @@ func (t *Team) Restore(dir string, events []record.Event, agents map[string]*che
 	ended := map[string]int64{}
 	for _, e := range events {
 		switch e.Type {
-		case EventBoard:
+		case record.TypeBoard:
 			var be board.Event
 			if err := e.Decode(&be); err != nil {
 				t.mu.Unlock()
@@ -38,8 +38,8 @@ func (t *Team) Restore(dir string, events []record.Event, agents map[string]*che
 				t.mu.Unlock()
 				return fmt.Errorf("team: restore board at seq %d: %w", e.Seq, err)
 			}
-		case EventAssignment:
-			var ae assignmentEvent
+		case record.TypeAssignment:
+			var ae record.Assignment
 			if err := e.Decode(&ae); err != nil {
 				t.mu.Unlock()
 				return err
@@ -56,17 +56,17 @@ func (t *Team) Restore(dir string, events []record.Event, agents map[string]*che
 			case Reported, Failed, Cancelled, Timeout:
 				ended[a.ID] = e.Seq
 			}
-		case EventReport:
-			var re reportEvent
+		case record.TypeReport:
+			var re record.Report
 			if e.Decode(&re) == nil {
 				if a, ok := t.assignments[re.Assignment]; ok {
-					rep := re.Report
+					rep := re.ReportBody
 					a.Report = &rep
 				}
 			}
-		case EventVerdict:
+		case record.TypeVerdict:
 			t.verified++
-		case EventPlanning:
+		case record.TypePlanning:
 			var pe struct{ State string }
 			if e.Decode(&pe) == nil {
 				t.planning = pe.State == "started"

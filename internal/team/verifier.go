@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 )
 
@@ -21,13 +22,7 @@ const (
 )
 
 // Verdict is what the verifier says of one claim.
-type Verdict struct {
-	Claim    string `json:"claim"`
-	Verdict  string `json:"verdict"`
-	Location string `json:"location,omitempty"`
-	Repair   string `json:"repair,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-}
+type Verdict = record.Verdict
 
 type verifyArgs struct {
 	Claim      string   `json:"claim" desc:"One claim to check, stated exactly."`
@@ -46,7 +41,7 @@ func (t *Team) verifyTool() tool.Tool {
 			v := t.verify(ctx, a)
 			t.mu.Lock()
 			t.verified++
-			t.record(EventVerdict, "verifier", v)
+			t.record(record.TypeVerdict, "verifier", v)
 			t.mu.Unlock()
 			out := fmt.Sprintf("verdict: %s", v.Verdict)
 			if v.Location != "" {
