@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
 // watchEvery is how often --watch looks at the record.
@@ -73,22 +74,17 @@ type boardWatcher struct {
 }
 
 func (w *boardWatcher) read() (boardView, error) {
-	c, err := record.Read(w.dir)
+	st, err := runstate.Load(w.dir)
 	if err != nil {
 		return boardView{}, err
 	}
-	v := boardView{RunID: filepath.Base(w.dir), Mode: run.ModeOf(c.Events), Assignments: run.Assignments(c.Events)}
-	if n := len(c.Events); n > 0 {
-		v.Seq = c.Events[n-1].Seq
-		if last := c.Events[n-1]; last.Type == record.TypeRunFinished {
-			var rf record.RunFinished
-			last.Decode(&rf)
-			v.Finished, v.Status = true, rf.Status
-		}
+	v := boardView{RunID: filepath.Base(w.dir), Mode: st.Mode(), Assignments: run.AssignmentsOf(st.State), Seq: st.Seq}
+	if st.Finished != nil && st.FinishedSeq == st.Seq {
+		v.Finished, v.Status = true, st.Finished.Status
 	}
-	v.board, v.found, err = run.BoardOf(c.Events)
-	if err != nil {
-		return v, fmt.Errorf("the record's board events do not fold: %w", err)
+	v.board, v.found = st.Board, st.BoardEvents > 0
+	if st.BoardErr != nil {
+		return v, fmt.Errorf("the record's board events do not fold: %w", st.BoardErr)
 	}
 	v.Items, v.Counts = v.board.Items(), v.board.Counts()
 	if v.Mode == run.ModeReact && !v.found {

@@ -28,7 +28,11 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	switch run.Liveness(dir) {
 	case run.Finished:
-		info, _ := run.Load(dir)
+		info, err := run.Load(dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "apodex resume: run %s cannot be read: %v\n", filepath.Base(dir), err)
+			return exitFailed
+		}
 		fmt.Fprintf(stderr, "apodex resume: run %s has finished (%s, %s); there is nothing to resume\n", info.RunID, info.Status, info.Termination)
 		return exitFailed
 	case run.Live:

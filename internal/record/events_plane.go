@@ -1,6 +1,6 @@
 package record
 
-import "github.com/apodex/apodex/internal/contract"
+import "encoding/json"
 
 // Event types of the task contract, the publication plane, the verifier and
 // the message plane (R-CONTRACT, R-PUB, R-MSG). User messages and runtime
@@ -17,31 +17,31 @@ const (
 
 // Contract is the task contract in force: what the user typed (U0) kept
 // apart from the normalized objective and the acceptance clauses. The run
-// stores, content-addressed, everything it needs to check the contract
-// without the task file: the file's text (TaskRef), the normalized contract
-// (ContractRef, the JSON of Contract) and each verifier clause's files
+// keeps, content-addressed, everything it needs to rebuild and check the
+// contract without the task file: the file's text (TaskRef) and every file
+// the contract reads — each verifier clause's files, each JSON schema —
 // (Files). A revision (a user message that changed the contract) is a new
-// contract event with the next Version and the Reason.
+// contract event with the next Version, the Reason and the message's Text,
+// which rebuilds it from the version before.
 type Contract struct {
-	U0          string             `json:"u0"`
-	Objective   string             `json:"objective"`
-	File        string             `json:"file"`
-	Hash        string             `json:"hash"`
-	Contract    *contract.Contract `json:"contract"`
-	Version     int                `json:"version,omitempty"` // absent for the first
-	Reason      string             `json:"reason,omitempty"`
-	TaskRef     string             `json:"task_ref,omitempty"`
-	ContractRef string             `json:"contract_ref,omitempty"`
-	Files       []ClauseFile       `json:"files,omitempty"`
+	U0        string          `json:"u0"`
+	Objective string          `json:"objective"`
+	File      string          `json:"file"`               // the task file's path when the run started ("" for none)
+	Hash      string          `json:"hash"`               // sha256 of the canonical contract JSON
+	Contract  json.RawMessage `json:"contract"`           // the canonical contract JSON (contract.Contract)
+	Version   int             `json:"version,omitempty"`  // absent for the first
+	Reason    string          `json:"reason,omitempty"`   // what revised it ("user message M3")
+	Text      string          `json:"text,omitempty"`     // the revising message's text
+	TaskRef   string          `json:"task_ref,omitempty"` // blob of the task file's text
+	Files     []TaskFile      `json:"files,omitempty"`
 }
 
-// ClauseFile is one file of a verifier clause's files directory, stored as
-// a blob: Clause is the clause's index, Path is relative to the directory.
-type ClauseFile struct {
-	Clause int    `json:"clause"`
-	Path   string `json:"path"`
-	Mode   uint32 `json:"mode"`
-	Ref    string `json:"ref"`
+// TaskFile is one file the contract reads, by its path when the run started
+// (absolute, slash-separated), its mode bits and its blob.
+type TaskFile struct {
+	Path string `json:"path"`
+	Mode uint32 `json:"mode"`
+	Ref  string `json:"ref"`
 }
 
 // Lease is a publishing lease granted, refused or released. The envelope's

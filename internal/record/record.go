@@ -100,6 +100,9 @@ func (l *Log) Append(typ, agent string, payload any) (int64, error) {
 	}
 	seq := l.seq + 1
 	line := encodeLine(seq, l.now(), typ, agent, body)
+	if len(line) > MaxLine {
+		return 0, fmt.Errorf("%w: a %s event of %d bytes was not recorded", ErrLineTooLong, typ, len(line))
+	}
 	if _, err := l.f.Write(line); err != nil {
 		return 0, fmt.Errorf("record: append event: %w", err)
 	}

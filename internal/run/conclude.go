@@ -79,12 +79,6 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 	}
 }
 
-// contractEvent is the recorded contract: what the user typed (u0) kept
-// apart from the normalized objective and the acceptance clauses.
-func contractEvent(c *contract.Contract) record.Contract {
-	return record.Contract{U0: c.U0, Objective: c.Objective, File: c.File, Hash: c.Hash(), Contract: c}
-}
-
 // verificationOf is a verifier clause's result as recorded.
 func verificationOf(r verify.Result) record.Verification {
 	return record.Verification{Index: r.Index, Name: r.Name, Kind: r.Kind, Command: r.Command, Passed: r.Passed,

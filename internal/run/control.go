@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
 // ErrUserCancel is the cause of a run cancelled by `apodex cancel`.
@@ -218,7 +219,7 @@ func (c *control) revise(m inbox.Message) {
 	next := c.contract.Revise(m.Text)
 	c.contract = next
 	ev := contractEvent(next)
-	ev.Version, ev.Reason = c.version+1, "user message "+m.ID
+	ev.Version, ev.Reason, ev.Text = c.version+1, "user message "+m.ID, m.Text
 	c.log.Append(record.TypeContract, "user", ev)
 }
 
@@ -328,21 +329,30 @@ func (c *control) current() *contract.Contract {
 }
 
 // replay re-applies recorded controls (pause state, budget and deadline
-// changes) to a resumed run, without recording them again.
-func (c *control) replay(events []record.Event) {
-	for _, e := range events {
-		if e.Type != record.TypeControl {
-			continue
+// changes) to a resumed run, without recording them again: those applied
+// as control commands and those that arrived inside user messages. It also
+// takes up the contract's version count.
+func (c *control) replay(st *runstate.State) {
+	texts := map[int64]string{}
+	for _, m := range st.Messages {
+		texts[m.Seq] = m.Text
+	}
+	for _, ctl := range st.Controls {
+		kind, args := ctl.Kind, ctl.Args
+		if ctl.FromMessage {
+			k, a, ok := inbox.AsControl(texts[ctl.Seq])
+			if !ok {
+				continue
+			}
+			kind, args = k, a
 		}
-		var ev struct {
-			ID   string            `json:"id"`
-			Kind string            `json:"kind"`
-			Args map[string]string `json:"args"`
-		}
-		if e.Decode(&ev) == nil && ev.Kind != inbox.ControlCancel {
-			c.apply(ev.ID, ev.Kind, ev.Args)
+		if kind != inbox.ControlCancel {
+			c.apply(ctl.ID, kind, args)
 		}
 	}
+	c.mu.Lock()
+	c.version = max(len(st.Contracts)-1, 0)
+	c.mu.Unlock()
 }
 
 // watch applies control commands as they arrive, while agents are busy in

@@ -12,6 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -134,19 +135,30 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	rec, err := ReadStarted(dir)
-	if err != nil {
-		log.Close()
-		return Summary{}, err
+	st := runstate.New()
+	for _, e := range contents.Events {
+		if err := st.Apply(e); err != nil {
+			log.Close()
+			return Summary{}, fmt.Errorf("run: the record cannot be resumed: %w", err)
+		}
 	}
-	st := rec.Settings
-	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = st.Mode, st.Team, st.Budget, st.Context
-	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = st.SoftDeadline, st.Timeout, st.Sandbox, st.Network
-	cfg.CommandTimeout, cfg.ScratchQuota, cfg.Retry.MaxAttempts = st.CommandTimeout, st.ScratchQuota, max(st.MaxAttempts, 1)
+	if err := st.CheckResumable(); err != nil {
+		log.Close()
+		return Summary{}, &ConfigError{fmt.Sprintf("run %s: %v", filepath.Base(dir), err)}
+	}
+	if st.Started == nil {
+		log.Close()
+		return Summary{}, errors.New("run: the record does not start with run_started")
+	}
+	rec := Recorded{Started: *st.Started, Settings: settingsFrom(st.Settings), At: st.StartedAt}
+	set := rec.Settings
+	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = set.Mode, set.Team, set.Budget, set.Context
+	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = set.SoftDeadline, set.Timeout, set.Sandbox, set.Network
+	cfg.CommandTimeout, cfg.ScratchQuota, cfg.Retry.MaxAttempts = set.CommandTimeout, set.ScratchQuota, max(set.MaxAttempts, 1)
 	if cfg.ModelInfo.Provider == "" {
 		cfg.ModelInfo = rec.Started.Model
 	}
-	c, err := recordedContract(st, rec.Started.Objective)
+	c, err := recordedContract(dir, st)
 	if err != nil {
 		log.Close()
 		return Summary{}, err
@@ -171,7 +183,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		// The run is charged for the time it ran, not for the time it lay stopped.
 		ss.began = ss.start.Add(-contents.Events[n-1].Time.Sub(rec.At))
 	}
-	if err := ss.restorePlanes(contents.Events); err != nil {
+	if err := ss.restorePlanes(st); err != nil {
 		return Summary{}, err
 	}
 	last := int64(0)
@@ -187,52 +199,25 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		fmt.Fprintf(cfg.Progress, "apodex: resuming run %s after event %d\n", ss.id, last)
 	}
 	ss.warnSandbox()
-	return ss.run(ctx, &resumed{events: contents.Events, agents: agents})
-}
-
-// recordedContract rebuilds the contract: from the task file when the run
-// had one, else from the objective the user gave.
-func recordedContract(st Settings, objective string) (*contract.Contract, error) {
-	if st.TaskFile != "" {
-		c, err := contract.Load(st.TaskFile)
-		if err != nil {
-			return nil, fmt.Errorf("run: reload the task file %s: %w", st.TaskFile, err)
-		}
-		if st.U0 != "" {
-			c.SetObjective(st.U0)
-		}
-		return c, nil
-	}
-	u0 := st.U0
-	if u0 == "" {
-		u0 = objective
-	}
-	return contract.FromObjective(u0), nil
+	return ss.run(ctx, &resumed{st: st, events: contents.Events, agents: agents})
 }
 
 // restorePlanes rebuilds the lease and manifest and reconciles the inbox
 // with the messages and controls the record already holds, so none is
 // delivered or applied twice.
-func (ss *session) restorePlanes(events []record.Event) error {
+func (ss *session) restorePlanes(st *runstate.State) error {
 	var leases []publish.LeaseEvent
-	for _, e := range events {
-		switch e.Type {
-		case record.TypeLease:
-			var le publish.LeaseEvent
-			if e.Decode(&le) == nil {
-				le.Agent = e.Agent
-				leases = append(leases, le)
-			}
-		case record.TypeMessage:
-			var m struct{ ID string }
-			if e.Decode(&m) == nil && m.ID != "" {
-				ss.in.MarkDelivered(m.ID, e.Seq)
-			}
-		case record.TypeControl:
-			var m struct{ ID string }
-			if e.Decode(&m) == nil && m.ID != "" {
-				ss.in.MarkApplied(m.ID, e.Seq)
-			}
+	for _, le := range st.Lease.Events {
+		leases = append(leases, publish.LeaseEvent{Agent: le.Agent, Lease: le.Lease})
+	}
+	for _, m := range st.Messages {
+		if m.ID != "" {
+			ss.in.MarkDelivered(m.ID, m.Seq)
+		}
+	}
+	for _, c := range st.Controls {
+		if c.ID != "" && !c.FromMessage {
+			ss.in.MarkApplied(c.ID, c.Seq)
 		}
 	}
 	return ss.plane.Restore(leases)

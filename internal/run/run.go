@@ -181,7 +181,20 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}); err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}
-	log.Append(record.TypeContract, "", contractEvent(c))
+	// The run keeps its own copy of the task and works from it: the task
+	// file may move or go once the run has started.
+	ce := contractEvent(c)
+	if err := storeTask(log, c, &ce); err != nil {
+		return Summary{}, err
+	}
+	log.Append(record.TypeContract, "", ce)
+	if ce.TaskRef != "" {
+		kept, err := materialize(dir, ce)
+		if err != nil {
+			return Summary{}, err
+		}
+		ss.c = kept
+	}
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "apodex: run %s with %s model %s; record in %s\n", id, cfg.ModelInfo.Provider, cfg.ModelInfo.Name, dir)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
@@ -86,6 +87,7 @@ func (ss *session) warnSandbox() {
 
 // resumed is what a resume hands to run: the rebuilt agents and the record.
 type resumed struct {
+	st     *runstate.State
 	events []record.Event
 	agents map[string]*checkpoint.Agent
 }
@@ -112,7 +114,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		ctl.soft = ss.start.Add(cfg.SoftDeadline - elapsed)
 	}
 	if rs != nil {
-		ctl.replay(rs.events)
+		ctl.replay(rs.st)
 	}
 	stopWatch := ctl.watch(ctx)
 	defer stopWatch()
@@ -144,7 +146,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if rs != nil {
 		cp := rs.agents[ac.ID]
 		if tm != nil {
-			if err := tm.Restore(ss.dir, rs.events, rs.agents); err != nil {
+			if err := tm.Restore(ss.dir, rs.st, rs.events, rs.agents); err != nil {
 				return s, fmt.Errorf("run: restore the team: %w", err)
 			}
 		}
