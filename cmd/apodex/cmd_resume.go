@@ -48,7 +48,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "apodex resume: %v\n", err)
 		return exitFailed
 	}
-	model, info, err := mf.fromRecord(rec.Started.Model)
+	model, info, err := mf.fromRecord(dir, rec.Started.Model)
 	if err != nil {
 		fmt.Fprintf(stderr, "apodex resume: %v\n", err)
 		return exitUsage

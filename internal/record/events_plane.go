@@ -31,6 +31,7 @@ type Contract struct {
 	Contract  json.RawMessage `json:"contract"`           // the canonical contract JSON (contract.Contract)
 	Version   int             `json:"version,omitempty"`  // absent for the first
 	Reason    string          `json:"reason,omitempty"`   // what revised it ("user message M3")
+	Message   string          `json:"message,omitempty"`  // the id of the revising message
 	Text      string          `json:"text,omitempty"`     // the revising message's text
 	TaskRef   string          `json:"task_ref,omitempty"` // blob of the task file's text
 	Files     []TaskFile      `json:"files,omitempty"`

@@ -42,11 +42,12 @@ type RunStarted struct {
 
 // ModelSettings names the model and how it was reached (never the key).
 type ModelSettings struct {
-	Provider string `json:"provider"`
-	Name     string `json:"name,omitempty"`
-	BaseURL  string `json:"base_url,omitempty"`
-	Stream   bool   `json:"stream"`
-	Script   string `json:"script,omitempty"`
+	Provider  string `json:"provider"`
+	Name      string `json:"name,omitempty"`
+	BaseURL   string `json:"base_url,omitempty"`
+	Stream    bool   `json:"stream"`
+	Script    string `json:"script,omitempty"`     // a scripted policy's file when the run started
+	ScriptRef string `json:"script_ref,omitempty"` // the blob of that policy, which resume plays
 }
 
 // SandboxSettings says how commands were isolated.

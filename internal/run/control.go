@@ -40,6 +40,15 @@ type control struct {
 	hard     *hardTimer
 	contract *contract.Contract
 	version  int
+	revised  map[string]bool // messages that revised the contract
+}
+
+// markRevised notes a message that revised the contract; c.mu is held.
+func (c *control) markRevised(id string) {
+	if c.revised == nil {
+		c.revised = map[string]bool{}
+	}
+	c.revised[id] = true
 }
 
 // hardTimer is the run's hard timeout, movable by a budget message.
@@ -215,12 +224,18 @@ func (c *control) deliver(agentID string, m inbox.Message) (*llm.Message, int64,
 func (c *control) revise(m inbox.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.revised[m.ID] {
+		return // revised before a stop that came before the message was recorded
+	}
 	c.version++
 	next := c.contract.Revise(m.Text)
 	c.contract = next
 	ev := contractEvent(next)
-	ev.Version, ev.Reason, ev.Text = c.version+1, "user message "+m.ID, m.Text
+	ev.Version, ev.Reason, ev.Message, ev.Text = c.version+1, "user message "+m.ID, m.ID, m.Text
 	c.log.Append(record.TypeContract, "user", ev)
+	if err := c.log.Sync(); err == nil {
+		c.markRevised(m.ID)
+	}
 }
 
 // applyControls applies the control commands sent since the last look.
@@ -352,6 +367,11 @@ func (c *control) replay(st *runstate.State) {
 	}
 	c.mu.Lock()
 	c.version = max(len(st.Contracts)-1, 0)
+	for _, v := range st.Contracts {
+		if v.Message != "" {
+			c.markRevised(v.Message)
+		}
+	}
 	c.mu.Unlock()
 }
 

@@ -66,6 +66,11 @@ func Replay(ctx context.Context, dir string, rc ReplayConfig) (ReplayReport, err
 		return rep, err
 	}
 	rep.Events = len(c.Events)
+	for _, e := range c.Events {
+		if !record.Known(e.Type) {
+			return rep, &ConfigError{fmt.Sprintf("run %s holds an event of type %q (seq %d) that this version of apodex does not know; replay it with the version that wrote it", rep.RunID, e.Type, e.Seq)}
+		}
+	}
 	rec, err := ReadStarted(dir)
 	if err != nil {
 		return rep, err
@@ -142,7 +147,7 @@ func replayConfig(rec Recorded, home, dir string, model llm.Model) Config {
 		u0 = rec.Started.Objective
 	}
 	info := rec.Started.Model
-	info.Provider, info.Script = "replay", ""
+	info.Provider, info.Script, info.ScriptRef = "replay", "", ""
 	cfg := Config{
 		Home: home, Objective: u0, InputsDir: filepath.Join(dir, "inputs"),
 		Model: model, ModelInfo: info, Mode: st.Mode, Team: st.Team, Budget: st.Budget, Context: st.Context,

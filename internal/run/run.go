@@ -172,6 +172,12 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	defer ss.close()
+	if p := cfg.ModelInfo.Script; p != "" && cfg.ModelInfo.ScriptRef == "" {
+		// The run keeps the policy it plays, for resume.
+		if data, err := os.ReadFile(p); err == nil {
+			cfg.ModelInfo.ScriptRef, _ = log.PutBlob(data)
+		}
+	}
 	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
 		SoftDeadline: cfg.SoftDeadline.String(), Timeout: cfg.Timeout.String()}
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
