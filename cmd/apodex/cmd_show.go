@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/state"
+	"os"
 )
 
 func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -245,12 +246,20 @@ type artifactEntry struct {
 // showArtifacts prints the artifact index I with provenance, and with
 // --json also the control state K (lease, manifest, delivery).
 func showArtifacts(dir string, jsonOut bool, stdout, stderr io.Writer) int {
-	c, err := record.Read(dir)
+	f, err := os.Open(filepath.Join(dir, record.EventsFile))
 	if err != nil {
 		fmt.Fprintf(stderr, "apodex show: %v\n", err)
 		return exitFailed
 	}
-	st, err := state.FromRecord(c.Events)
+	defer f.Close()
+	st := state.New() // streamed: one line of the record at a time
+	sc := record.NewScanner(f)
+	for err == nil && sc.Next() {
+		err = st.Apply(sc.Event())
+	}
+	if err == nil {
+		err = sc.Err()
+	}
 	if err != nil {
 		// The state up to the damaged event is still worth showing.
 		fmt.Fprintf(stderr, "apodex show: the record is damaged, showing the state before it: %v\n", err)

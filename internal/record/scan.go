@@ -90,6 +90,11 @@ func (s *Scanner) readLine() ([]byte, bool, error) {
 		if len(buf)+len(chunk) > MaxLine {
 			return nil, false, fmt.Errorf("%w: line %d (seq %d expected); the record was not written by apodex or is damaged: move it aside, or cut that line out (the run cannot resume past it)", ErrLineTooLong, s.line, s.seq+1)
 		}
+		if cap(buf)-len(buf) < len(chunk) { // grow by doubling: a long line costs twice its size, not five times
+			grown := make([]byte, len(buf), min(max(2*cap(buf), len(buf)+len(chunk), 4096), MaxLine))
+			copy(grown, buf)
+			buf = grown
+		}
 		buf = append(buf, chunk...)
 		switch {
 		case err == nil:
