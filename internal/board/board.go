@@ -6,7 +6,7 @@
 //   - the board's state is a left fold of its events: Apply(seq, e) with
 //     seq = 1, 2, 3, … in the order the events were recorded. The same events
 //     give the same board, field for field: no clock, no randomness, no map
-//     iteration. Fold rebuilds a board for replay and resume;
+//     iteration. The run's projection (runstate) folds it for every reader;
 //   - ids are T1, T2, … in order of addition; an id is never reused or
 //     renumbered (items are cancelled, never deleted);
 //   - the dependency graph is acyclic and names only existing items;
@@ -106,17 +106,6 @@ type Event = record.Board
 type Board struct {
 	items []*Item // items[i] has id T(i+1)
 	seq   int64   // seq of the last event applied
-}
-
-// Fold replays events (with seqs 1, 2, …) onto a new board.
-func Fold(events []Event) (*Board, error) {
-	b := &Board{}
-	for i, e := range events {
-		if err := b.Apply(int64(i+1), e); err != nil {
-			return nil, fmt.Errorf("board event %d (%s %s): %w", i+1, e.Op, e.ID, err)
-		}
-	}
-	return b, nil
 }
 
 // Seq is the seq of the last event applied (0 for an empty board); the next

@@ -383,9 +383,11 @@ func (h *harness) boardAt(seq int64) *board.Board {
 			n++
 		}
 	}
-	b, err := board.Fold(evs[:n])
-	if err != nil {
-		h.t.Fatalf("the recorded board events do not fold: %v", err)
+	b := &board.Board{}
+	for i, e := range evs[:n] {
+		if err := b.Apply(int64(i+1), e); err != nil {
+			h.t.Fatalf("the recorded board events do not fold: event %d: %v", i+1, err)
+		}
 	}
 	return b
 }
