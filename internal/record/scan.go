@@ -9,13 +9,13 @@ import (
 	"io"
 )
 
-// MaxLine caps one line of events.jsonl (64 MiB). Append refuses a longer
+// MaxLine caps one line of events.jsonl (16 MiB, four times the request of a model with a million-token window). Append refuses a longer
 // event and every reader refuses a longer line, naming it, so that reading a
 // record needs memory for one line at most, whatever the file holds.
-const MaxLine = 64 << 20
+const MaxLine = 16 << 20
 
 // ErrLineTooLong: a record line is longer than MaxLine.
-var ErrLineTooLong = errors.New("record: line longer than the cap of 64 MiB")
+var ErrLineTooLong = errors.New("record: line longer than the cap of 16 MiB")
 
 // Scanner reads events one line at a time, holding only the current line.
 // Seq numbers must run 1, 2, 3, … (ErrGap otherwise); a torn last line is
