@@ -271,12 +271,24 @@ func TestTrainability(t *testing.T) {
 		want  []string // prefixes of the reasons, in order; none: trainable
 	}{
 		{"a clean run", func(*testing.T, string, string) {}, nil},
+		// The run keeps its task: what happens to the task file later does
+		// not matter; losing the run's copy does.
 		{"task file changed", func(t *testing.T, _, task string) {
 			appendTo(t, filepath.Join(task, "tests", "check.sh"), "\n# changed\n")
-		}, []string{"the verifier is not reproducible: the task file"}},
+		}, nil},
 		{"task file gone", func(t *testing.T, _, task string) {
-			os.Remove(filepath.Join(task, "task.yaml"))
-		}, []string{"the verifier is not reproducible: the task file"}},
+			os.RemoveAll(task)
+		}, nil},
+		{"task blob gone", func(t *testing.T, dir, _ string) {
+			rec, _ := record.Read(dir)
+			for _, e := range rec.Events {
+				var ce record.Contract
+				if e.Type == record.TypeContract && e.Decode(&ce) == nil && ce.TaskRef != "" {
+					p, _ := record.BlobPath(dir, ce.TaskRef)
+					os.Remove(p)
+				}
+			}
+		}, []string{"the record is incomplete: blob sha256:"}},
 		{"input missing", func(t *testing.T, dir, _ string) {
 			os.Remove(filepath.Join(dir, "inputs", "data.csv"))
 		}, []string{"the initial state cannot be rebuilt: /inputs/data.csv is missing"}},

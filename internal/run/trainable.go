@@ -15,15 +15,16 @@ import (
 // Trainability says whether the run in dir is a trajectory fit to train on
 // or audit (R-REC-3) and, when it is not, every reason why:
 //   - the record is incomplete: unreadable, a seq gap, a torn last line,
-//     no run_finished, a blob an event references is missing, or an event
-//     could not be recorded;
+//     no run_finished, a blob an event references is missing (the run's
+//     copy of its task included), or an event could not be recorded;
 //   - the initial state cannot be rebuilt: an input is missing, changed
 //     or added since run_started hashed it;
 //   - isolation was off (--sandbox none, or no sandbox available) or a
 //     warning says it was breached;
-//   - the verifier is not reproducible: the task file is gone, no longer
-//     loads or hashes differently from the recorded contract, or the
-//     verification ran without a sandbox.
+//   - the verifier is not reproducible: the verification ran without a
+//     sandbox, or (a run recorded before runs kept their task) the task
+//     file is gone, no longer loads or hashes differently from the
+//     recorded contract.
 func Trainability(dir string) (trainable bool, reasons []string) {
 	st, err := runstate.Load(dir)
 	if err != nil {
