@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
 )
 
@@ -38,11 +39,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "apodex replay: %v\n", err)
 		return exitFailed
 	}
-	rc := run.ReplayConfig{Keep: *keep, OrderWait: *wait, AllowNoSandbox: *sbx == "none"}
+	rc := replay.Config{Keep: *keep, OrderWait: *wait, AllowNoSandbox: *sbx == "none"}
 	if *progress {
 		rc.Progress = stderr
 	}
-	rep, err := run.Replay(ctx, dir, rc)
+	rep, err := replay.Run(ctx, dir, rc)
 	var cerr *run.ConfigError
 	switch {
 	case errors.As(err, &cerr):
@@ -65,7 +66,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // printReplay prints "identical" alone on stdout, or the first divergence;
 // the counts and notes go to stderr.
-func printReplay(stdout, stderr io.Writer, rep run.ReplayReport) {
+func printReplay(stdout, stderr io.Writer, rep replay.Report) {
 	if d := rep.Divergence; d != nil {
 		where := fmt.Sprintf("seq %d", d.Seq)
 		if d.After {

@@ -16,10 +16,8 @@
 //     failures are named and the termination is gate_failed;
 //   - running without isolation happens only when asked (Sandbox "none") and
 //     is recorded as a warning event;
-//   - a finished run replays (Replay) in a fresh home with its recorded
-//     model outputs and real tools, and is reported identical or with its
-//     first divergence in the original's seq order; every finished run is
-//     marked trainable or not, with the reasons (Trainability).
+//   - every finished run is marked trainable or not, with the reasons
+//     (Trainability); package replay re-executes one and compares.
 package run
 
 import (

@@ -10,6 +10,9 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/workspace"
+	"path/filepath"
+	"sort"
 )
 
 // Trainability says whether the run in dir is a trajectory fit to train on
@@ -47,7 +50,7 @@ func trainability(dir string, st *runstate.Loaded) []string {
 		why = append(why, "the record is incomplete: the run has not finished (no run_finished)")
 	}
 	why = append(why, missingBlobs(dir, st.Blobs)...)
-	if p := inputProblems(dir, rs.Inputs); len(p) > 0 {
+	if p := InputProblems(dir, rs.Inputs); len(p) > 0 {
 		why = append(why, "the initial state cannot be rebuilt: "+strings.Join(p, "; "))
 	}
 	switch rs.Sandbox.Kind {
@@ -131,3 +134,51 @@ func verifierProblems(dir string, ce record.Contract) []string {
 }
 
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// InputProblems checks the run's inputs/ against the hashes run_started
+// recorded: every recorded file there with the same content, nothing else.
+func InputProblems(dir string, want []record.FileEntry) []string {
+	root := filepath.Join(dir, "inputs")
+	wanted := map[string]string{}
+	for _, f := range want {
+		wanted[f.Path] = f.SHA256
+	}
+	var problems []string
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		plane := "/inputs/" + filepath.ToSlash(rel)
+		sum, ok := wanted[plane]
+		seen[plane] = true
+		switch {
+		case !ok:
+			problems = append(problems, plane+" was added")
+		case !d.Type().IsRegular():
+			problems = append(problems, plane+" is no longer a regular file")
+		default:
+			got, _, err := workspace.HashFile(p)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s cannot be read: %v", plane, err))
+			} else if got != sum {
+				problems = append(problems, fmt.Sprintf("%s changed (recorded %s, now %s)", plane, sum, got))
+			}
+		}
+		return nil
+	})
+	if err != nil && !(os.IsNotExist(err) && len(want) == 0) {
+		problems = append(problems, fmt.Sprintf("the inputs directory cannot be read: %v", err))
+	}
+	for _, f := range want {
+		if !seen[f.Path] {
+			problems = append(problems, f.Path+" is missing")
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
