@@ -189,4 +189,3 @@ func unreplayed(events []record.Event) []string {
 	}
 	return out
 }
-
