@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/workspace"
-	"path/filepath"
-	"sort"
 )
 
 // Trainability says whether the run in dir is a trajectory fit to train on
