@@ -189,15 +189,16 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	// file may move or go once the run has started.
 	ce := contractEvent(c)
 	if err := storeTask(log, c, &ce); err != nil {
-		return Summary{}, err
+		ce.TaskRef, ce.Files = "", nil
+		appendEvent(log, record.TypeWarning, "", record.Warning{Code: "task", Message: fmt.Sprintf("the run could not keep its own copy of the task (%v): verify and resume will read the task file %s", err, c.File)})
 	}
 	log.Append(record.TypeContract, "", ce)
 	if ce.TaskRef != "" {
-		kept, err := materialize(dir, ce)
-		if err != nil {
-			return Summary{}, err
+		if kept, err := materialize(dir, ce); err == nil {
+			ss.c = kept
+		} else {
+			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "task", Message: fmt.Sprintf("the run works from the task file %s: its own copy did not load (%v)", c.File, err)})
 		}
-		ss.c = kept
 	}
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "apodex: run %s with %s model %s; record in %s\n", id, cfg.ModelInfo.Provider, cfg.ModelInfo.Name, dir)
