@@ -103,11 +103,8 @@ func (s *State) apply(e record.Event, p any) error {
 		s.Merges = append(s.Merges, *p)
 		s.touch(e, false)
 	default:
-		// A type registered by another domain: the evidence events and later
-		// ones are wired here as their readers need them.
-		if e.Type == "evidence" {
-			s.Evidence = append(s.Evidence, p)
-		}
+		// A type registered by another domain (evidence, and later ones) is
+		// folded here once its reader needs it; until then it only counts.
 	}
 	return nil
 }

@@ -81,7 +81,8 @@ type State struct {
 	Warnings    []record.Warning    `json:"warnings,omitempty"`
 	Resumes     []record.Resumed    `json:"resumes,omitempty"`
 
-	// Evidence is Q, the retrieved evidence (wired by the evidence events).
+	// Evidence is Q, the retrieved evidence: a place for the evidence
+	// events' payloads, folded in apply once that type is in the catalogue.
 	Evidence []any `json:"evidence,omitempty"`
 
 	Finished    *record.RunFinished `json:"finished,omitempty"`
