@@ -25,6 +25,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
 // Config is how to replay a run.
@@ -77,15 +78,20 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 		return rep, err
 	}
 	rep.Events = len(c.Events)
+	proj := runstate.New()
 	for _, e := range c.Events {
-		if !record.Known(e.Type) {
-			return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s holds an event of type %q (seq %d) that this version of apodex does not know; replay it with the version that wrote it", rep.RunID, e.Type, e.Seq)}
+		if err := proj.Apply(e); err != nil {
+			return rep, err
 		}
 	}
-	rec, err := run.ReadStarted(dir)
-	if err != nil {
-		return rep, err
+	if len(proj.Unknown) > 0 {
+		u := proj.Unknown[0]
+		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s holds an event of type %q (seq %d) that this version of apodex does not know; replay it with the version that wrote it", rep.RunID, u.Type, u.Seq)}
 	}
+	if proj.Started == nil {
+		return rep, fmt.Errorf("replay: the record of run %s does not start with run_started", rep.RunID)
+	}
+	rec := run.Recorded{Started: *proj.Started, Settings: run.SettingsFrom(proj.Settings), At: proj.StartedAt}
 	if problems := run.InputProblems(dir, rec.Started.Inputs); len(problems) > 0 {
 		rep.Divergence = &Divergence{Kind: KindInitialState, Seq: c.Events[0].Seq, What: "the run's inputs",
 			Expected: "the inputs recorded in run_started", Got: strings.Join(problems, "; ")}

@@ -60,8 +60,8 @@ func (s Settings) Record() *record.RunSettings {
 	}
 }
 
-// settingsFrom reads recorded settings back.
-func settingsFrom(r *record.RunSettings) Settings {
+// SettingsFrom reads recorded settings back.
+func SettingsFrom(r *record.RunSettings) Settings {
 	if r == nil {
 		return Settings{}
 	}
@@ -102,7 +102,7 @@ func ReadStarted(dir string) (Recorded, error) {
 		return r, err
 	}
 	r.At = first.Time
-	r.Settings = settingsFrom(r.Started.Settings)
+	r.Settings = SettingsFrom(r.Started.Settings)
 	return r, nil
 }
 
@@ -150,7 +150,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		log.Close()
 		return Summary{}, errors.New("run: the record does not start with run_started")
 	}
-	rec := Recorded{Started: *st.Started, Settings: settingsFrom(st.Settings), At: st.StartedAt}
+	rec := Recorded{Started: *st.Started, Settings: SettingsFrom(st.Settings), At: st.StartedAt}
 	set := rec.Settings
 	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = set.Mode, set.Team, set.Budget, set.Context
 	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = set.SoftDeadline, set.Timeout, set.Sandbox, set.Network
