@@ -111,7 +111,7 @@ func TestCommandTimeoutIsAnObservation(t *testing.T) {
 		t.Errorf("observation %q", o)
 	}
 	for _, r := range decodeAll[record.ToolResult](t, events(t, onlyRun(t, home)), record.TypeToolResult) {
-		if r.Name == "bash" && r.Meta["timed_out"] != true {
+		if r.Name == "bash" && (r.Meta == nil || !r.Meta.TimedOut) {
 			t.Errorf("tool_result meta %v, want timed_out", r.Meta)
 		}
 	}
@@ -133,7 +133,7 @@ func TestGigabyteFlood(t *testing.T) {
 		t.Errorf("the model read %d bytes:\n%.500s", len(o), o)
 	}
 	for _, r := range decodeAll[record.ToolResult](t, events(t, onlyRun(t, home)), record.TypeToolResult) {
-		if r.Name == "bash" && (r.FullRef == "" || r.FullBytes < 8<<20 || r.FullBytes > 8<<20+1024 || r.Meta["stdout_bytes"] != float64(1_000_000_000)) {
+		if r.Name == "bash" && (r.FullRef == "" || r.FullBytes < 8<<20 || r.FullBytes > 8<<20+1024 || r.Meta == nil || r.Meta.StdoutBytes != 1_000_000_000) {
 			t.Errorf("tool_result full_bytes %d meta %v", r.FullBytes, r.Meta)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
 // watchEvery is how often --watch looks at the record.
@@ -73,28 +74,22 @@ type boardWatcher struct {
 }
 
 func (w *boardWatcher) read() (boardView, error) {
-	c, err := record.Read(w.dir)
+	st, err := runstate.Load(w.dir)
 	if err != nil {
 		return boardView{}, err
 	}
-	return w.view(c.Events)
+	return w.view(st.State)
 }
 
-// view is the board as the events say.
-func (w *boardWatcher) view(events []record.Event) (v boardView, err error) {
-	c := record.Contents{Events: events}
-	v = boardView{RunID: filepath.Base(w.dir), Mode: run.ModeOf(c.Events), Assignments: run.Assignments(c.Events)}
-	if n := len(c.Events); n > 0 {
-		v.Seq = c.Events[n-1].Seq
-		if last := c.Events[n-1]; last.Type == record.TypeRunFinished {
-			var rf record.RunFinished
-			last.Decode(&rf)
-			v.Finished, v.Status = true, rf.Status
-		}
+// view is the board as the projection says.
+func (w *boardWatcher) view(st *runstate.State) (boardView, error) {
+	v := boardView{RunID: filepath.Base(w.dir), Mode: st.Mode(), Assignments: run.AssignmentsOf(st), Seq: st.Seq}
+	if st.Finished != nil && st.FinishedSeq == st.Seq {
+		v.Finished, v.Status = true, st.Finished.Status
 	}
-	v.board, v.found, err = run.BoardOf(c.Events)
-	if err != nil {
-		return v, fmt.Errorf("the record's board events do not fold: %w", err)
+	v.board, v.found = st.Board, st.BoardEvents > 0
+	if st.BoardErr != nil {
+		return v, fmt.Errorf("the record's board events do not fold: %w", st.BoardErr)
 	}
 	v.Items, v.Counts = v.board.Items(), v.board.Counts()
 	if v.Mode == run.ModeReact && !v.found {
@@ -147,31 +142,38 @@ func (w *boardWatcher) follow(ctx context.Context, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu     sync.Mutex
-		events []record.Event
-		ferr   error
+		mu   sync.Mutex
+		st   = runstate.New()
+		n    int // events folded
+		ferr error
 	)
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		for e, err := range record.Follow(ctx, w.dir, 0) {
 			mu.Lock()
-			if err != nil {
+			if err == nil {
+				err = st.Apply(e)
+				n++
+			}
+			if err != nil && ferr == nil {
 				ferr = err
-			} else {
-				events = append(events, e)
 			}
 			mu.Unlock()
 		}
 	}()
-	snapshot := func() ([]record.Event, error) {
+	clear := isTerminal(stdout) && !w.json
+	// poll reads the state under the lock the follower folds it under.
+	poll := func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		return events[:len(events):len(events)], ferr
+		if ferr != nil {
+			return false, ferr
+		}
+		return w.poll(st, n, stdout, clear)
 	}
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
-	clear := isTerminal(stdout) && !w.json
 	for {
 		var end bool
 		select {
@@ -181,11 +183,7 @@ func (w *boardWatcher) follow(ctx context.Context, stdout io.Writer) error {
 			end = true
 		case <-tick.C:
 		}
-		evs, err := snapshot()
-		if err != nil {
-			return err
-		}
-		done, err := w.poll(evs, stdout, clear)
+		done, err := poll()
 		if err != nil {
 			return err
 		}
@@ -197,15 +195,15 @@ func (w *boardWatcher) follow(ctx context.Context, stdout io.Writer) error {
 
 // poll prints the board if the events changed what is shown; done means
 // there is nothing more to follow.
-func (w *boardWatcher) poll(events []record.Event, stdout io.Writer, clear bool) (done bool, err error) {
-	if len(events) == w.seen && w.last != "" {
+func (w *boardWatcher) poll(st *runstate.State, events int, stdout io.Writer, clear bool) (done bool, err error) {
+	if events == w.seen && w.last != "" {
 		return false, nil
 	}
-	v, err := w.view(events)
+	v, err := w.view(st)
 	if err != nil {
 		return false, err
 	}
-	w.seen = len(events)
+	w.seen = events
 	// The seq moves with every event; print only when what is shown changed.
 	var out, key string
 	if w.json {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/replay"
 )
 
 // cmdReplay re-executes a finished run with its recorded model outputs and
@@ -35,11 +35,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	rc := run.ReplayConfig{Keep: *keep, OrderWait: wait, AllowNoSandbox: *sbx == "none"}
+	rc := replay.Config{Keep: *keep, OrderWait: wait, AllowNoSandbox: *sbx == "none"}
 	if *progress {
 		rc.Progress = stderr
 	}
-	rep, err := run.Replay(ctx, dir, rc)
+	rep, err := replay.Run(ctx, dir, rc)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // printReplay prints "identical" alone on stdout, or the first divergence;
 // the counts and notes go to stderr.
-func printReplay(stdout, stderr io.Writer, rep run.ReplayReport) {
+func printReplay(stdout, stderr io.Writer, rep replay.Report) {
 	if d := rep.Divergence; d != nil {
 		where := fmt.Sprintf("seq %d", d.Seq)
 		if d.After {

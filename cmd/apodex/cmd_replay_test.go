@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
 )
 
@@ -42,8 +43,8 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("replay after the input changed: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = cli(t, "replay", "--home", home, "--json", s.RunID)
-	var rep run.ReplayReport
-	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Identical || rep.Divergence == nil || rep.Divergence.Kind != run.KindInitialState {
+	var rep replay.Report
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Identical || rep.Divergence == nil || rep.Divergence.Kind != replay.KindInitialState {
 		t.Fatalf("replay --json: exit %d\n%s", code, out)
 	}
 	code, out, _ = cli(t, "show", "--home", home, s.RunID)

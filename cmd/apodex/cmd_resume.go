@@ -31,7 +31,10 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch run.Liveness(dir) {
 	case run.Finished:
-		info, _ := run.Load(dir)
+		info, err := run.Load(dir)
+		if err != nil {
+			return fmt.Errorf("run %s cannot be read: %w", filepath.Base(dir), err)
+		}
 		return fmt.Errorf("run %s has finished (%s, %s); there is nothing to resume", info.RunID, info.Status, info.Termination)
 	case run.Live:
 		if err := inbox.Control(dir, inbox.ControlResume, nil); err != nil {
@@ -44,7 +47,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	model, info, err := mf.fromRecord(rec.Started.Model)
+	model, info, err := mf.fromRecord(dir, rec.Started.Model)
 	if err != nil {
 		return err
 	}

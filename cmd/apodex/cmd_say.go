@@ -137,7 +137,7 @@ func sayBudget(ctx context.Context, home string, words []string, stdout, stderr 
 			return err
 		}
 		var c struct{ Kind, Result string }
-		if e.Type == run.TypeControl && e.Decode(&c) == nil && c.Kind == inbox.ControlBudget {
+		if e.Type == record.TypeControl && e.Decode(&c) == nil && c.Kind == inbox.ControlBudget {
 			fmt.Fprintf(stdout, "budget of %s: %s\n", filepath.Base(dir), oneLine(c.Result))
 			return nil
 		}

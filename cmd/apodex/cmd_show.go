@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,11 +198,19 @@ type artifactEntry struct {
 // showArtifacts prints the artifact index I with provenance, and with
 // --json also the control state K (lease, manifest, delivery).
 func showArtifacts(dir string, jsonOut bool, stdout, stderr io.Writer) error {
-	c, err := record.Read(dir)
+	f, err := os.Open(filepath.Join(dir, record.EventsFile))
 	if err != nil {
 		return err
 	}
-	st, err := state.FromRecord(c.Events)
+	defer f.Close()
+	st := state.New() // streamed: one line of the record at a time
+	sc := record.NewScanner(f)
+	for err == nil && sc.Next() {
+		err = st.Apply(sc.Event())
+	}
+	if err == nil {
+		err = sc.Err()
+	}
 	if err != nil {
 		// The state up to the damaged event is still worth showing.
 		fmt.Fprintf(stderr, "apodex show: the record is damaged, showing the state before it: %v\n", err)

@@ -290,7 +290,7 @@ curl -sS -m 5 http://127.0.0.1:`+port+`/escaped-curl && echo CONNECTED`),
 			if r.IsError {
 				errs++
 			}
-			if r.Name == "bash" && r.Turn == 6 && r.Meta["exit_code"] != float64(3) {
+			if r.Name == "bash" && r.Turn == 6 && (r.Meta == nil || r.Meta.ExitCode == nil || *r.Meta.ExitCode != 3) {
 				t.Errorf("failing command meta %v", r.Meta)
 			}
 		}

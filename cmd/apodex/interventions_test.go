@@ -412,7 +412,7 @@ type ivMessageEvent struct {
 func ivMessageEvents(evs []record.Event) []ivMessageEvent {
 	var out []ivMessageEvent
 	for _, e := range evs {
-		if e.Type == run.TypeMessage {
+		if e.Type == record.TypeMessage {
 			var m ivMessageEvent
 			if e.Decode(&m) == nil {
 				out = append(out, m)
@@ -426,7 +426,7 @@ func ivMessageEvents(evs []record.Event) []ivMessageEvent {
 func ivControls(evs []record.Event) []string {
 	var out []string
 	for _, e := range evs {
-		if e.Type == run.TypeControl {
+		if e.Type == record.TypeControl {
 			var c struct{ Kind string }
 			e.Decode(&c)
 			out = append(out, c.Kind)
@@ -515,7 +515,7 @@ func TestSayReachesLeadBlockedInWait(t *testing.T) {
 	}
 
 	evs := r.events()
-	if m.Seq > int64(len(evs)) || evs[m.Seq-1].Type != run.TypeMessage {
+	if m.Seq > int64(len(evs)) || evs[m.Seq-1].Type != record.TypeMessage {
 		t.Fatalf("delivered at seq %d, which is not a message event", m.Seq)
 	}
 	var ev ivMessageEvent
@@ -1250,7 +1250,7 @@ func TestBudgetChangeAppliedAndRecorded(t *testing.T) {
 		code, s := r.finish()
 		var ctl []map[string]any
 		for _, e := range events(t, r.dir) {
-			if e.Type == run.TypeControl {
+			if e.Type == record.TypeControl {
 				var c map[string]any
 				e.Decode(&c)
 				ctl = append(ctl, c)
@@ -1348,7 +1348,7 @@ func TestObservationsAndMessagesStayApart(t *testing.T) {
 				t.Errorf("a user message was recorded as an observation: %s", e.Raw)
 			}
 			sawReport = sawReport || strings.Contains(string(e.Raw), ivSubReport)
-		case run.TypeMessage:
+		case record.TypeMessage:
 			var m ivMessageEvent
 			e.Decode(&m)
 			if m.ID != "M1" || m.Text != text || strings.Contains(string(e.Raw), ivSubReport) {

@@ -113,7 +113,7 @@ func firstNonEmpty(vals ...string) string {
 // fromRecord rebuilds the model a run was started with, from its record;
 // flags given on the command line override the recorded values. Keys come
 // from the environment, as always.
-func (m *modelFlags) fromRecord(rec record.ModelSettings) (llm.Model, record.ModelSettings, error) {
+func (m *modelFlags) fromRecord(dir string, rec record.ModelSettings) (llm.Model, record.ModelSettings, error) {
 	n := *m
 	if n.provider == "" {
 		n.provider = rec.Provider
@@ -126,11 +126,20 @@ func (m *modelFlags) fromRecord(rec record.ModelSettings) (llm.Model, record.Mod
 	}
 	if n.script == "" && n.provider == "scripted" {
 		n.script = rec.Script
+		if rec.ScriptRef != "" && dir != "" { // the run's own copy of the policy
+			if p, err := record.BlobPath(dir, rec.ScriptRef); err == nil {
+				n.script = p
+			}
+		}
 	}
 	if !rec.Stream && rec.Provider == n.provider {
 		n.noStream = true
 	}
-	return n.build()
+	model, set, err := n.build()
+	if err == nil && n.provider == "scripted" && n.script != m.script && rec.ScriptRef != "" {
+		set.Script, set.ScriptRef = rec.Script, rec.ScriptRef
+	}
+	return model, set, err
 }
 
 // loggedModel logs every model call at debug level: who asked, how much,

@@ -6,7 +6,7 @@
 //   - the board's state is a left fold of its events: Apply(seq, e) with
 //     seq = 1, 2, 3, … in the order the events were recorded. The same events
 //     give the same board, field for field: no clock, no randomness, no map
-//     iteration. Fold rebuilds a board for replay and resume;
+//     iteration. The run's projection (runstate) folds it for every reader;
 //   - ids are T1, T2, … in order of addition; an id is never reused or
 //     renumbered (items are cancelled, never deleted);
 //   - the dependency graph is acyclic and names only existing items;
@@ -35,6 +35,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/apodex/apodex/internal/record"
 )
 
 // State is an item's resolution state.
@@ -96,42 +98,14 @@ type Change struct {
 	By     string `json:"by,omitempty"`
 }
 
-// Event is one board mutation: the payload of the record's board events.
-// Which fields matter depends on Op. In an update, nil Title, Objective or
-// Deps mean unchanged; a non-nil empty Deps clears the deps (it is encoded
-// as [], absent as nothing).
-type Event struct {
-	Op        string   `json:"op"`
-	ID        string   `json:"id"`
-	Title     *string  `json:"title,omitempty"`
-	Objective *string  `json:"objective,omitempty"`
-	Deps      []string `json:"deps,omitzero"`
-	Group     string   `json:"group,omitempty"`
-	Note      string   `json:"note,omitempty"` // resolve note, cancel or reopen reason
-	Refs      []string `json:"refs,omitempty"`
-	Owner     string   `json:"owner,omitempty"`    // assign, unassign
-	By        string   `json:"by,omitempty"`       // an agent, "user" or "runtime"
-	Reopened  []string `json:"reopened,omitempty"` // descendants reopened along with ID
-	// CallID is the tool call that caused the event, when one did (the
-	// runtime's record of effects; the fold ignores it).
-	CallID string `json:"call_id,omitempty"`
-}
+// Event is one board mutation: the payload of the record's board events
+// (record.Board, where its fields are described).
+type Event = record.Board
 
 // Board is the task board. The zero value is an empty board.
 type Board struct {
 	items []*Item // items[i] has id T(i+1)
 	seq   int64   // seq of the last event applied
-}
-
-// Fold replays events (with seqs 1, 2, …) onto a new board.
-func Fold(events []Event) (*Board, error) {
-	b := &Board{}
-	for i, e := range events {
-		if err := b.Apply(int64(i+1), e); err != nil {
-			return nil, fmt.Errorf("board event %d (%s %s): %w", i+1, e.Op, e.ID, err)
-		}
-	}
-	return b, nil
 }
 
 // Seq is the seq of the last event applied (0 for an empty board); the next

@@ -248,3 +248,14 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+// Fold replays events (with seqs 1, 2, …) onto a new board.
+func Fold(events []Event) (*Board, error) {
+	b := &Board{}
+	for i, e := range events {
+		if err := b.Apply(int64(i+1), e); err != nil {
+			return nil, fmt.Errorf("board event %d (%s %s): %w", i+1, e.Op, e.ID, err)
+		}
+	}
+	return b, nil
+}

@@ -192,3 +192,13 @@ func clone(it *Item) Item {
 	c.History = slices.Clone(it.History)
 	return c
 }
+
+// Clone returns an independent copy of the board, at the same seq.
+func (b *Board) Clone() *Board {
+	c := &Board{seq: b.seq, items: make([]*Item, len(b.items))}
+	for i, it := range b.items {
+		cp := clone(it)
+		c.items[i] = &cp
+	}
+	return c
+}

@@ -76,7 +76,7 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 	effects := map[string]string{} // agent and call id -> what the call did, from the effects it recorded
 	for _, e := range events {
 		switch e.Type {
-		case "board", "assignment":
+		case record.TypeBoard, record.TypeAssignment:
 			if call, text := effectOf(e); call != "" && text != "" {
 				effects[e.Agent+"\x00"+call] = text // call ids are unique per agent only
 			}
@@ -166,7 +166,7 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 				m := llm.Message{Role: llm.RoleUser, Content: "[runtime observation] " + o.Text, Protected: o.Kind == "assignments"}
 				tail[e.Agent] = append(tail[e.Agent], m)
 			}
-		case "message":
+		case record.TypeMessage:
 			var um struct {
 				ID, Text, Class, To string
 				Control             string `json:"control"`
@@ -254,9 +254,9 @@ func effectOf(e record.Event) (call, text string) {
 		return "", ""
 	}
 	switch {
-	case e.Type == "assignment" && ev.State == "created":
+	case e.Type == record.TypeAssignment && ev.State == "created":
 		return ev.CallID, fmt.Sprintf("dispatched %s on %s; call wait to collect its report", ev.Assignment, ev.Item)
-	case e.Type == "board":
+	case e.Type == record.TypeBoard:
 		switch ev.Op {
 		case "add":
 			return ev.CallID, "added " + ev.ID

@@ -17,7 +17,14 @@
 //   - a user message, sent while the run is live or while it lies killed,
 //     is delivered at most once: at most one message event per id, and at
 //     most one copy in any agent's rebuilt history;
-//   - no sandboxed process outlives the process that started it.
+//   - no sandboxed process outlives the process that started it;
+//   - the run is self-contained: a run whose task file is deleted after it
+//     started completes, resumes after a kill and verifies; a contract
+//     revised by a user message, killed right after the revised contract
+//     event, resumes with the revision (once); a control sent inside a
+//     message ("pause"), killed right after it was recorded, still holds
+//     in the resumed run (TestTaskDeletedAfterStart,
+//     TestRevisionSurvivesKill, TestMessageControlSurvivesKill).
 //
 // Kill points are chosen by freezing the child (SIGSTOP to each of its
 // threads), reading how many events its record holds, and letting it run

@@ -33,7 +33,7 @@ func Uses(events []record.Event, outputs string) map[string][]Use {
 	}
 	for _, e := range events {
 		switch e.Type {
-		case "report": // a subagent's report (package team)
+		case record.TypeReport: // a subagent's report (package team)
 			var r struct {
 				Assignment string `json:"assignment"`
 				Claims     []struct {

@@ -48,12 +48,9 @@ func newFixture(t testing.TB, quota int64, preexisting map[string]string) *fixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.OnEvent = func(typ string, payload any) {
-		if typ != EventLease {
-			t.Errorf("event type %q", typ)
-		}
+	p.OnEvent = func(ev LeaseEvent) {
 		f.mu.Lock()
-		f.events = append(f.events, payload.(LeaseEvent))
+		f.events = append(f.events, ev)
 		f.mu.Unlock()
 	}
 	f.plane = p

@@ -46,6 +46,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apodex/apodex/internal/record"
 )
 
 // Limits and names.
@@ -56,8 +58,6 @@ const (
 	MaxPaths = 1000
 	// Absent is the baseline of a path that did not exist when declared.
 	Absent = "absent"
-	// EventLease is the event type of LeaseEvent.
-	EventLease = "lease"
 )
 
 // capHint says how the manifest cap can change, for the agent and the user.
@@ -103,15 +103,11 @@ type Grant struct {
 	Baselines map[string]string // baseline of each of Paths
 }
 
-// LeaseEvent is the payload of an EventLease event.
+// LeaseEvent is a lease event: the agent who asked (the record event's
+// agent) and its payload.
 type LeaseEvent struct {
-	Action    string            `json:"action"` // Granted, Refused or Released
-	Agent     string            `json:"agent"`  // who asked
-	Holder    string            `json:"holder,omitempty"`
-	Paths     []string          `json:"paths,omitempty"` // asked for (refused), added (granted) or held (released)
-	Baselines map[string]string `json:"baselines,omitempty"`
-	Reason    string            `json:"reason,omitempty"`
-	Time      time.Time         `json:"time"`
+	Agent string
+	record.Lease
 }
 
 // Errors, matched with errors.Is.
@@ -149,8 +145,9 @@ func (e *HeldError) Error() string {
 
 // Plane is one run's publication plane. It is safe for concurrent use.
 type Plane struct {
-	// OnEvent, if set before first use, receives every EventLease event.
-	OnEvent func(typ string, payload any)
+	// OnEvent, if set before first use, receives every lease event, to be
+	// recorded as a record.TypeLease event of the agent.
+	OnEvent func(ev LeaseEvent)
 
 	cfg     Config
 	scratch string // host directory of /outputs/scratch
@@ -207,10 +204,10 @@ func (p *Plane) Claim(agent string, paths []string) (Grant, error) {
 	defer p.mu.Unlock()
 	g, err := p.claim(agent, paths)
 	if err != nil {
-		p.emit(LeaseEvent{Action: Refused, Agent: agent, Holder: p.holder, Paths: paths[:min(len(paths), p.maxPaths())], Reason: err.Error()})
+		p.emit(LeaseEvent{Agent: agent, Lease: record.Lease{Action: Refused, Holder: p.holder, Paths: paths[:min(len(paths), p.maxPaths())], Reason: err.Error()}})
 		return Grant{}, err
 	}
-	p.emit(LeaseEvent{Action: Granted, Agent: agent, Holder: agent, Paths: g.Added, Baselines: pick(g.Baselines, g.Added)})
+	p.emit(LeaseEvent{Agent: agent, Lease: record.Lease{Action: Granted, Holder: agent, Paths: g.Added, Baselines: pick(g.Baselines, g.Added)}})
 	return g, nil
 }
 
@@ -287,7 +284,7 @@ func (p *Plane) Release(agent, reason string) bool {
 	if p.holder == "" || p.holder != agent {
 		return false
 	}
-	p.emit(LeaseEvent{Action: Released, Agent: agent, Holder: agent, Paths: p.held, Reason: reason})
+	p.emit(LeaseEvent{Agent: agent, Lease: record.Lease{Action: Released, Holder: agent, Paths: p.held, Reason: reason}})
 	p.holder, p.held = "", nil
 	return true
 }
@@ -326,6 +323,5 @@ func (p *Plane) emit(ev LeaseEvent) {
 		return
 	}
 	ev.Paths = slices.Clone(ev.Paths)
-	ev.Time = p.cfg.Now()
-	p.OnEvent(EventLease, ev)
+	p.OnEvent(ev)
 }

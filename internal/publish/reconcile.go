@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/apodex/apodex/internal/record"
 )
 
 // Entry statuses and failure reasons.
@@ -20,29 +22,12 @@ const (
 	ReasonHardLink   = "hard_link"
 )
 
-// Entry is one declared path at reconciliation.
-type Entry struct {
-	Path     string `json:"path"`
-	Agent    string `json:"agent"`    // who declared it
-	Baseline string `json:"baseline"` // Absent or a hash
-	SHA256   string `json:"sha256,omitempty"`
-	Bytes    int64  `json:"bytes"`
-	Status   string `json:"status"`           // Delivered or Failed
-	Reason   string `json:"reason,omitempty"` // why it Failed
-	Detail   string `json:"detail,omitempty"` // the reason in words
-}
+// Entry is one declared path at reconciliation (see record.DeliveryEntry).
+type Entry = record.DeliveryEntry
 
-// Delivery is the reconciled manifest (R-PUB-4, R-PUB-5).
-type Delivery struct {
-	Entries []Entry `json:"entries"`
-	// Undeclared lists what is under /outputs but not in the manifest
-	// (scratch excluded): reported, never delivered.
-	Undeclared []string `json:"undeclared,omitempty"`
-	// OK: the manifest is not empty and every entry was delivered.
-	OK bool `json:"ok"`
-	// Reason says why OK is false.
-	Reason string `json:"reason,omitempty"`
-}
+// Delivery is the reconciled manifest (R-PUB-4, R-PUB-5), the payload of
+// the record's delivery event.
+type Delivery = record.Delivery
 
 // Reconcile checks every declared path against the real outputs directory.
 // Call it once the agents have stopped (it locks the plane, so it is safe,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 )
 
@@ -22,7 +23,7 @@ func ClaimTool(plane *Plane, agent string) tool.Tool {
 			if err != nil {
 				return tool.Errorf("%v", err)
 			}
-			return tool.Result{Output: grantText(g), Meta: map[string]any{"lease": Granted, "added": g.Added}}
+			return tool.Result{Output: grantText(g), Meta: &record.ToolMeta{Lease: Granted, Added: g.Added}}
 		})
 }
 

@@ -1,8 +1,6 @@
 package record
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,43 +51,15 @@ func Read(dir string) (Contents, error) {
 	return Parse(f)
 }
 
-// Parse reads events from r (see Read).
+// Parse reads events from r (see Read and Scanner).
 func Parse(r io.Reader) (Contents, error) {
 	var c Contents
-	br := bufio.NewReaderSize(r, 1<<16)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) == 0 && err == io.EOF {
-			return c, nil
-		}
-		if err != nil && err != io.EOF {
-			return c, fmt.Errorf("record: read event log: %w", err)
-		}
-		complete := bytes.HasSuffix(line, []byte("\n"))
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var e Event
-		if jerr := json.Unmarshal(line, &e); jerr != nil || e.Seq == 0 || e.Type == "" {
-			if !complete {
-				c.TornTail = true
-				return c, nil
-			}
-			if jerr == nil {
-				jerr = errors.New("missing seq or type")
-			}
-			return c, fmt.Errorf("record: line %d: %w", n, jerr)
-		}
-		if e.Seq != int64(len(c.Events))+1 {
-			return c, fmt.Errorf("%w: line %d has seq %d, want %d", ErrGap, n, e.Seq, len(c.Events)+1)
-		}
-		e.Raw = append(json.RawMessage(nil), line...)
-		c.Events = append(c.Events, e)
-		if err == io.EOF {
-			return c, nil
-		}
+	sc := NewScanner(r)
+	for sc.Next() {
+		c.Events = append(c.Events, sc.Event())
 	}
+	c.TornTail = sc.TornTail()
+	return c, sc.Err()
 }
 
 // encodeLine renders the envelope fields first, then the payload's members

@@ -57,3 +57,8 @@ type CorpusIndex struct {
 	BuildMS   int64    `json:"build_ms"`
 	IndexPath string   `json:"index_path"`
 }
+
+func init() {
+	Register(TypeEvidence, func() any { return new(Evidence) })
+	Register(TypeCorpusIndex, func() any { return new(CorpusIndex) })
+}

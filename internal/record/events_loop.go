@@ -24,3 +24,7 @@ const (
 	PurposeFinalize = "finalize" // the salvage call at the soft deadline
 	PurposeVerify   = "verify"   // one claim sent to the verifier
 )
+
+func init() {
+	Register(TypeTextFinish, func() any { return new(TextFinish) })
+}

@@ -1,7 +1,12 @@
-// Package record is the append-only event log of a run (the replay record)
-// and its content-addressed blob store.
+// Package record is the append-only event log of a run (the replay record),
+// its content-addressed blob store and the catalogue of every event type.
 //
 // Guarantees:
+//   - every event type string and its payload struct are declared in this
+//     package (files events_<domain>.go for each domain), one typed struct
+//     per type, and documented in docs/record.md (tests enforce both);
+//     DecodePayload returns the typed payload, ErrUnknownType for a type
+//     this version does not know;
 //   - events.jsonl holds one JSON object per line with "seq" (1, 2, 3, … with
 //     no gap and no duplicate, also across concurrent writers), "time",
 //     "type" and "agent", in that order, then the event's payload fields at
@@ -97,6 +102,9 @@ func (l *Log) Append(typ, agent string, payload any) (int64, error) {
 	}
 	seq := l.seq + 1
 	line := encodeLine(seq, l.now(), typ, agent, body)
+	if len(line) > MaxLine {
+		return 0, fmt.Errorf("%w: a %s event of %d bytes was not recorded", ErrLineTooLong, typ, len(line))
+	}
 	if _, err := l.f.Write(line); err != nil {
 		return 0, fmt.Errorf("record: append event: %w", err)
 	}

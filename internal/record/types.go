@@ -7,7 +7,9 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 )
 
-// Event types. The payload of each is the struct of the same name below.
+// Event types of an agent's loop and of the run's frame. The payload of
+// each is the struct of the same name (see Payload for the full catalogue,
+// docs/record.md for every field).
 const (
 	TypeRunStarted    = "run_started"
 	TypeModelRequest  = "model_request"
@@ -20,10 +22,6 @@ const (
 	TypeObservation   = "observation" // a runtime observation shown to an agent
 	TypeWarning       = "warning"
 	TypeCompaction    = "compaction"
-	TypeContract      = "contract"     // the task contract (u0, objective, deliverables, verify)
-	TypeLease         = "lease"        // publishing lease granted / refused / released
-	TypeDelivery      = "delivery"     // the reconciled manifest at the end of the run
-	TypeVerification  = "verification" // one verifier clause or deliverable check result
 	TypePartialResult = "partial_result"
 	TypeRunFinished   = "run_finished"
 )
@@ -39,16 +37,17 @@ type RunStarted struct {
 	Inputs    []FileEntry       `json:"inputs"`
 	Tools     []string          `json:"tools"`
 	Versions  map[string]string `json:"versions"`
-	Settings  map[string]any    `json:"settings,omitempty"`
+	Settings  *RunSettings      `json:"settings,omitempty"`
 }
 
 // ModelSettings names the model and how it was reached (never the key).
 type ModelSettings struct {
-	Provider string `json:"provider"`
-	Name     string `json:"name,omitempty"`
-	BaseURL  string `json:"base_url,omitempty"`
-	Stream   bool   `json:"stream"`
-	Script   string `json:"script,omitempty"`
+	Provider  string `json:"provider"`
+	Name      string `json:"name,omitempty"`
+	BaseURL   string `json:"base_url,omitempty"`
+	Stream    bool   `json:"stream"`
+	Script    string `json:"script,omitempty"`     // a scripted policy's file when the run started
+	ScriptRef string `json:"script_ref,omitempty"` // the blob of that policy, which resume plays
 }
 
 // SandboxSettings says how commands were isolated.
@@ -120,15 +119,28 @@ type ToolCall struct {
 
 // ToolResult is what the model was shown, and where the full body is.
 type ToolResult struct {
-	Turn       int            `json:"turn"`
-	CallID     string         `json:"call_id"`
-	Name       string         `json:"name"`
-	IsError    bool           `json:"is_error"`
-	Output     string         `json:"output"`
-	FullRef    string         `json:"full_ref,omitempty"`
-	FullBytes  int            `json:"full_bytes,omitempty"`
-	DurationMS int64          `json:"duration_ms"`
-	Meta       map[string]any `json:"meta,omitempty"`
+	Turn       int       `json:"turn"`
+	CallID     string    `json:"call_id"`
+	Name       string    `json:"name"`
+	IsError    bool      `json:"is_error"`
+	Output     string    `json:"output"`
+	FullRef    string    `json:"full_ref,omitempty"`
+	FullBytes  int       `json:"full_bytes,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
+	Meta       *ToolMeta `json:"meta,omitempty"`
+}
+
+// ToolMeta is a tool result's detail for the record: a command's exit code,
+// duration and output sizes (bash), a lease's outcome (claim_outputs).
+type ToolMeta struct {
+	Added         []string `json:"added,omitempty"` // claim_outputs: the paths it declared
+	DurationMS    int64    `json:"duration_ms,omitempty"`
+	ExitCode      *int     `json:"exit_code,omitempty"` // bash: set whenever the command ran
+	Lease         string   `json:"lease,omitempty"`     // claim_outputs: "granted"
+	SnapshotError string   `json:"snapshot_error,omitempty"`
+	StderrBytes   int64    `json:"stderr_bytes,omitempty"`
+	StdoutBytes   int64    `json:"stdout_bytes,omitempty"`
+	TimedOut      bool     `json:"timed_out,omitempty"`
 }
 
 // FileDelta is one file changed by a tool call. When the new content was

@@ -1,13 +1,11 @@
 package run
 
 import (
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/team"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
 // AgentActivity is what one agent did in a run, read from the record: the
@@ -44,170 +42,61 @@ type AssignmentInfo struct {
 	Lifecycle []string `json:"lifecycle"`        // every state in order: created, queued, …
 }
 
-// assignmentEvent is the payload of team's assignment events.
-type assignmentEvent struct {
-	Assignment string   `json:"assignment"`
-	Item       string   `json:"item"`
-	Role       string   `json:"role"`
-	Tools      []string `json:"tools"`
-	State      string   `json:"state"`
-	Reason     string   `json:"reason"`
-}
-
-// Assignments folds the record's assignment events, in order of creation.
-// Events that do not decode are skipped.
-func Assignments(events []record.Event) []AssignmentInfo {
+// assignmentsOf is the projection's assignments, in order of creation.
+func assignmentsOf(st *runstate.State) []AssignmentInfo {
 	var out []AssignmentInfo
-	index := map[string]int{}
-	for _, e := range events {
-		var ae assignmentEvent
-		if e.Type != team.EventAssignment || e.Decode(&ae) != nil || ae.Assignment == "" {
-			continue
-		}
-		i, ok := index[ae.Assignment]
-		if !ok {
-			i = len(out)
-			index[ae.Assignment] = i
-			out = append(out, AssignmentInfo{ID: ae.Assignment, Lifecycle: []string{}})
-		}
-		a := &out[i]
-		if ae.Item != "" {
-			a.Item = ae.Item
-		}
-		if ae.Role != "" {
-			a.Role = ae.Role
-		}
-		if ae.Tools != nil {
-			a.Tools = ae.Tools
-		}
-		if ae.State != "" {
-			a.State = ae.State
-			a.Lifecycle = append(a.Lifecycle, ae.State)
-		}
-		if ae.Reason != "" {
-			a.Reason = ae.Reason
-		}
+	for _, a := range st.Assignments {
+		out = append(out, AssignmentInfo{ID: a.Assignment.Assignment, Item: a.Item, Role: a.Role, Tools: a.Tools,
+			State: a.State, Reason: a.Reason, Lifecycle: a.Lifecycle})
 	}
 	return out
 }
 
-// Activity returns one entry per agent that ran a loop (made a model call
-// or a tool call) or was assigned, in order of first appearance. The
-// run-level events (agent ""), the runtime's and the verifier's verdicts
-// are not agents' activity.
-func Activity(events []record.Event) []AgentActivity {
-	assigned := map[string]AssignmentInfo{}
-	for _, a := range Assignments(events) {
-		assigned[a.ID] = a
-	}
-	isAgent := map[string]bool{}
-	for _, e := range events {
-		switch e.Type {
-		case record.TypeModelRequest, record.TypeModelResponse, record.TypeModelError, record.TypeToolCall:
-			isAgent[e.Agent] = e.Agent != ""
-		}
-	}
-	for id := range assigned {
-		isAgent[id] = true
-	}
-	var out []AgentActivity
-	index := map[string]int{}
-	get := func(id string) *AgentActivity {
-		i, ok := index[id]
-		if !ok {
-			i = len(out)
-			index[id] = i
-			a := assigned[id]
-			out = append(out, AgentActivity{Agent: id, Role: a.Role, Item: a.Item, State: a.State, Reason: a.Reason})
-		}
-		return &out[i]
-	}
-	for _, e := range events {
-		id := e.Agent
-		if e.Type == team.EventAssignment {
-			// The creation is recorded by the lead; it belongs to the subagent.
-			var ae assignmentEvent
-			if e.Decode(&ae) != nil || !isAgent[ae.Assignment] {
-				continue
-			}
-			id = ae.Assignment
-			a := get(id)
-			switch ae.State {
-			case team.Created:
-				continue
-			case team.Queued:
-				a.Queued = e.Time
-				continue
-			}
-		}
-		if !isAgent[id] {
-			continue
-		}
-		a := get(id)
-		if a.From.IsZero() {
-			a.From = e.Time
-		}
-		a.To = e.Time
-		switch e.Type {
-		case record.TypeModelResponse:
-			var mr record.ModelResponse
-			if e.Decode(&mr) == nil {
-				if mr.Purpose != record.PurposeSummary {
-					a.Turns++
-				}
-				a.Tokens += mr.Usage.TotalTokens
-			}
-		case record.TypeModelError:
-			a.ModelErrors++
-		case record.TypeToolCall:
-			a.ToolCalls++
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if e.Decode(&tr) == nil && tr.IsError {
-				a.ToolErrors++
-			}
-		}
-	}
-	for i := range out {
-		out[i].ActiveMS = out[i].To.Sub(out[i].From).Milliseconds()
+// activityOf is one entry per agent that ran a loop or was assigned, in
+// order of first appearance.
+func activityOf(st *runstate.State) []AgentActivity {
+	out := []AgentActivity{}
+	for _, a := range st.Agents {
+		out = append(out, AgentActivity{Agent: a.ID, Role: a.Role, Item: a.Item, State: a.State, Reason: a.Reason,
+			Queued: a.Queued, From: a.From, To: a.To, ActiveMS: a.To.Sub(a.From).Milliseconds(), Turns: a.Turns,
+			ToolCalls: a.ToolCalls, ToolErrors: a.ToolErrors, ModelErrors: a.ModelErrors, Tokens: a.Usage.TotalTokens})
 	}
 	return out
 }
 
-// BoardOf folds the record's board events into the task board. found is
-// false when the record has none (a react run, or a lead that has not
-// planned yet). On an event that does not decode or that the board refuses,
-// it returns the board up to that event with the error.
+// AssignmentsOf is the run's assignments, in order of creation.
+func AssignmentsOf(st *runstate.State) []AssignmentInfo { return assignmentsOf(st) }
+
+// The functions below read a slice of events through the projection (for
+// callers that hold the events already).
+
+// Activity is activityOf the events.
+func Activity(events []record.Event) []AgentActivity { return activityOf(fold(events)) }
+
+// Assignments is AssignmentsOf the events.
+func Assignments(events []record.Event) []AssignmentInfo { return assignmentsOf(fold(events)) }
+
+// BoardOf is the task board the events fold to; found is false when they
+// hold no board event; err is the first board event the board refused.
 func BoardOf(events []record.Event) (b *board.Board, found bool, err error) {
-	b = &board.Board{}
-	for _, e := range events {
-		if e.Type != team.EventBoard {
-			continue
-		}
-		found = true
-		var be board.Event
-		if err := e.Decode(&be); err != nil {
-			return b, true, err
-		}
-		if err := b.Apply(b.Seq()+1, be); err != nil {
-			return b, true, fmt.Errorf("board event at record seq %d (%s %s): %w", e.Seq, be.Op, be.ID, err)
-		}
+	st := fold(events)
+	if st.BoardErr != nil {
+		err = st.BoardErr
 	}
-	return b, found, nil
+	return st.Board, st.BoardEvents > 0, err
 }
 
-// ModeOf says how the run was started: ModeTeam when the first agent was
-// given the lead's tools, ModeReact otherwise, "" before run_started.
-func ModeOf(events []record.Event) string {
+// ModeOf says how the run was started: ModeTeam or ModeReact, "" before
+// run_started.
+func ModeOf(events []record.Event) string { return fold(events).Mode() }
+
+// fold is the projection of the events up to the first it refuses.
+func fold(events []record.Event) *runstate.State {
+	st := runstate.New()
 	for _, e := range events {
-		if e.Type != record.TypeRunStarted {
-			continue
+		if st.Apply(e) != nil {
+			break
 		}
-		var rs record.RunStarted
-		if e.Decode(&rs) == nil && slices.Contains(rs.Tools, "dispatch") {
-			return ModeTeam
-		}
-		return ModeReact
 	}
-	return ""
+	return st
 }

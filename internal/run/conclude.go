@@ -44,7 +44,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 		}
 		s.Checks = c.CheckDeliverables(env.Outputs, env.Inputs)
 		for _, f := range s.Checks {
-			log.Append(record.TypeVerification, "", map[string]any{"check": f.Constraint, "path": f.Path, "passed": f.OK, "detail": f.Detail})
+			log.Append(record.TypeVerification, "", record.Verification{Check: f.Constraint, Path: f.Path, Passed: f.OK, Detail: f.Detail})
 			if !f.OK {
 				failures = append(failures, fmt.Sprintf("check %s %s: %s", f.Constraint, f.Path, f.Detail))
 			}
@@ -58,7 +58,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 			env.Runner = runner
 			s.Verify = verify.RunAll(ctx, env, c.Verify)
 			for _, r := range s.Verify {
-				log.Append(record.TypeVerification, "", r)
+				log.Append(record.TypeVerification, "", verificationOf(r))
 				if !r.Passed {
 					failures = append(failures, fmt.Sprintf("verification %s: %s", r.Label(), r.Detail))
 				}
@@ -79,10 +79,10 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 	}
 }
 
-// contractEvent is the recorded contract: what the user typed (u0) kept
-// apart from the normalized objective and the acceptance clauses.
-func contractEvent(c *contract.Contract) map[string]any {
-	return map[string]any{"u0": c.U0, "objective": c.Objective, "file": c.File, "hash": c.Hash(), "contract": c}
+// verificationOf is a verifier clause's result as recorded.
+func verificationOf(r verify.Result) record.Verification {
+	return record.Verification{Index: r.Index, Name: r.Name, Kind: r.Kind, Command: r.Command, Passed: r.Passed,
+		Detail: r.Detail, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, DurationMS: r.DurationMS}
 }
 
 // taskMessage is the agent's first user message: the objective and, under

@@ -15,13 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
-)
-
-// Record event types of the message plane (R-MSG). User messages and
-// runtime observations are distinct types (R-CONTRACT-4).
-const (
-	TypeMessage = "message"
-	TypeControl = "control"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
 // ErrUserCancel is the cause of a run cancelled by `apodex cancel`.
@@ -46,6 +40,15 @@ type control struct {
 	hard     *hardTimer
 	contract *contract.Contract
 	version  int
+	revised  map[string]bool // messages that revised the contract
+}
+
+// markRevised notes a message that revised the contract; c.mu is held.
+func (c *control) markRevised(id string) {
+	if c.revised == nil {
+		c.revised = map[string]bool{}
+	}
+	c.revised[id] = true
 }
 
 // hardTimer is the run's hard timeout, movable by a budget message.
@@ -189,26 +192,26 @@ func (c *control) beforeCall(agentID string) func(ctx context.Context) []llm.Mes
 // deliver records one user message; it returns the history message for the
 // coordinator, or nil when the runtime answered it itself.
 func (c *control) deliver(agentID string, m inbox.Message) (*llm.Message, int64, error) {
-	ev := map[string]any{"id": m.ID, "text": m.Text, "class": m.Class, "sender": m.Sender, "to": agentID}
+	ev := record.Message{ID: m.ID, Text: m.Text, Class: string(m.Class), Sender: m.Sender, To: agentID}
 	if m.Original != m.Text {
-		ev["original"] = m.Original
+		ev.Original = m.Original
 	}
 	var msg *llm.Message
 	switch kind, args, isControl := inbox.AsControl(m.Text); {
 	case isControl:
-		ev["control"] = kind
+		ev.Control = kind
 		c.apply(m.ID, kind, args)
 	case m.Class == inbox.ClassProgressQuery && c.status != nil:
-		ev["answer"] = c.status() // answered from the board, without disturbing work
+		ev.Answer = c.status() // answered from the board, without disturbing work
 	default:
 		changes := inbox.ChangesContract(m.Class, m.Text)
-		ev["changes_contract"] = changes
+		ev.ChangesContract = changes
 		msg = &llm.Message{Role: llm.RoleUser, Content: checkpoint.UserMessage(m.ID, string(m.Class), m.Text)}
 		if changes {
 			c.revise(m)
 		}
 	}
-	seq, err := c.log.Append(TypeMessage, "user", ev)
+	seq, err := c.log.Append(record.TypeMessage, "user", ev)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -221,12 +224,18 @@ func (c *control) deliver(agentID string, m inbox.Message) (*llm.Message, int64,
 func (c *control) revise(m inbox.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.revised[m.ID] {
+		return // revised before a stop that came before the message was recorded
+	}
 	c.version++
 	next := c.contract.Revise(m.Text)
 	c.contract = next
 	ev := contractEvent(next)
-	ev["version"], ev["reason"] = c.version+1, "user message "+m.ID
+	ev.Version, ev.Reason, ev.Message, ev.Text = c.version+1, "user message "+m.ID, m.ID, m.Text
 	c.log.Append(record.TypeContract, "user", ev)
+	if err := c.log.Sync(); err == nil {
+		c.markRevised(m.ID)
+	}
 }
 
 // applyControls applies the control commands sent since the last look.
@@ -237,7 +246,7 @@ func (c *control) applyControls() {
 	}
 	for _, cmd := range cmds {
 		detail := c.apply(cmd.ID, cmd.Kind, cmd.Args)
-		seq, err := c.log.Append(TypeControl, "user", map[string]any{"id": cmd.ID, "kind": cmd.Kind, "args": cmd.Args, "result": detail})
+		seq, err := c.log.Append(record.TypeControl, "user", record.Control{ID: cmd.ID, Kind: cmd.Kind, Args: cmd.Args, Result: detail})
 		if err == nil {
 			c.log.Sync()
 			c.in.MarkApplied(cmd.ID, seq)
@@ -353,21 +362,35 @@ func (c *control) current() *contract.Contract {
 }
 
 // replay re-applies recorded controls (pause state, budget and deadline
-// changes) to a resumed run, without recording them again.
-func (c *control) replay(events []record.Event) {
-	for _, e := range events {
-		if e.Type != TypeControl {
-			continue
+// changes) to a resumed run, without recording them again: those applied
+// as control commands and those that arrived inside user messages. It also
+// takes up the contract's version count.
+func (c *control) replay(st *runstate.State) {
+	texts := map[int64]string{}
+	for _, m := range st.Messages {
+		texts[m.Seq] = m.Text
+	}
+	for _, ctl := range st.Controls {
+		kind, args := ctl.Kind, ctl.Args
+		if ctl.FromMessage {
+			k, a, ok := inbox.AsControl(texts[ctl.Seq])
+			if !ok {
+				continue
+			}
+			kind, args = k, a
 		}
-		var ev struct {
-			ID   string            `json:"id"`
-			Kind string            `json:"kind"`
-			Args map[string]string `json:"args"`
-		}
-		if e.Decode(&ev) == nil && ev.Kind != inbox.ControlCancel {
-			c.apply(ev.ID, ev.Kind, ev.Args)
+		if kind != inbox.ControlCancel {
+			c.apply(ctl.ID, kind, args)
 		}
 	}
+	c.mu.Lock()
+	c.version = max(len(st.Contracts)-1, 0)
+	for _, v := range st.Contracts {
+		if v.Message != "" {
+			c.markRevised(v.Message)
+		}
+	}
+	c.mu.Unlock()
 }
 
 // watch applies control commands as they arrive, while agents are busy in

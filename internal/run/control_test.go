@@ -57,7 +57,7 @@ func TestProgressAnswerUnderTheInboxLock(t *testing.T) {
 	var answered bool
 	for _, e := range c2.Events {
 		var m struct{ ID, Answer string }
-		if e.Type == TypeMessage && e.Decode(&m) == nil && m.ID == "M1" {
+		if e.Type == record.TypeMessage && e.Decode(&m) == nil && m.ID == "M1" {
 			answered = strings.HasPrefix(m.Answer, "run "+filepath.Base(dir)+": ") && strings.Contains(m.Answer, "turns 0")
 		}
 	}

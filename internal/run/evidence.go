@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,21 +34,12 @@ type EvidenceConfig struct {
 }
 
 // evidenceSettings is what run_started records of the evidence plane.
-type evidenceSettings struct {
-	Corpus       bool `json:"corpus"`
-	FetchPrivate bool `json:"fetch_private"`
+func (e EvidenceConfig) settings() record.EvidenceSettings {
+	return record.EvidenceSettings{Corpus: e.Corpus != "" || e.InInputs, FetchPrivate: e.FetchPrivate}
 }
 
-func (e EvidenceConfig) settings() evidenceSettings {
-	return evidenceSettings{Corpus: e.Corpus != "" || e.InInputs, FetchPrivate: e.FetchPrivate}
-}
-
-// recordedEvidence is the evidence configuration a resume continues with.
-func recordedEvidence(rec Recorded) EvidenceConfig {
-	var st evidenceSettings
-	if raw, err := json.Marshal(rec.Started.Settings["evidence"]); err == nil {
-		json.Unmarshal(raw, &st)
-	}
+// RecordedEvidence is the evidence configuration a resume continues with.
+func RecordedEvidence(st record.EvidenceSettings) EvidenceConfig {
 	return EvidenceConfig{InInputs: st.Corpus, FetchPrivate: st.FetchPrivate}
 }
 

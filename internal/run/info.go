@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
-	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/verify"
 )
 
@@ -42,7 +42,7 @@ type Info struct {
 	// Agents is per-agent activity: who was active when, and how much.
 	Agents []AgentActivity `json:"agents"`
 	// Delivery is the reconciled manifest, when the run recorded one.
-	Delivery *publish.Delivery `json:"delivery,omitempty"`
+	Delivery *record.Delivery `json:"delivery,omitempty"`
 	// Verification is every deliverable check and verifier clause result.
 	Verification []CheckInfo `json:"verification,omitempty"`
 	// Failures are what the final gate found wrong (run_finished).
@@ -62,19 +62,8 @@ type CheckInfo struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// verificationEvent holds either payload of a verification event: a
-// deliverable finding (check, path) or a verify.Result (index, kind, …).
-type verificationEvent struct {
-	Check  string `json:"check"`
-	Path   string `json:"path"`
-	Passed bool   `json:"passed"`
-	Detail string `json:"detail"`
-	Index  int    `json:"index"`
-	Name   string `json:"name"`
-	Kind   string `json:"kind"`
-}
-
-func (v verificationEvent) info() CheckInfo {
+// checkInfo is a verification result for display.
+func checkInfo(v record.Verification) CheckInfo {
 	if v.Check != "" {
 		return CheckInfo{Kind: "deliverable", Label: "check " + v.Check + " " + v.Path, Passed: v.Passed, Detail: v.Detail}
 	}
@@ -124,91 +113,50 @@ func Dir(home, id string) (string, error) {
 	return "", fmt.Errorf("%w: %q under %s (list runs with `apodex runs`)", ErrNotFound, id, runs)
 }
 
-// Load reads a run's record into an Info.
+// Load reads a run's record into an Info (through the run's projection,
+// runstate). Events of a type this version does not know are skipped and
+// named in Warnings.
 func Load(dir string) (Info, error) {
-	c, err := record.Read(dir)
+	st, err := runstate.Load(dir)
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{RunID: filepath.Base(dir), RunDir: dir, Mode: ModeOf(c.Events), Status: StatusRunning, Events: len(c.Events), TornTail: c.TornTail,
-		Files: []record.FileEntry{}, Agents: Activity(c.Events)}
-	replies := 0 // model_response events, runtime calls included
-	for _, e := range c.Events {
-		switch e.Type {
-		case record.TypeRunStarted:
-			var rs record.RunStarted
-			if err := e.Decode(&rs); err != nil {
-				return info, err
-			}
-			info.Objective, info.Model, info.Sandbox, info.Started = rs.Objective, rs.Model, rs.Sandbox, e.Time
-		case record.TypeModelResponse:
-			var mr record.ModelResponse
-			if e.Decode(&mr) == nil {
-				info.Usage = info.Usage.Add(mr.Usage)
-				if replies == 0 {
-					info.Usage.Reported = mr.Usage.Reported
-				}
-				replies++
-				if mr.Purpose != record.PurposeSummary && mr.Purpose != record.PurposeVerify {
-					info.Turns++
-				}
-			}
-		case record.TypeToolCall:
-			var tc record.ToolCall
-			if e.Decode(&tc) == nil {
-				info.ToolCalls++
-				info.Steps = append(info.Steps, StepInfo{Seq: e.Seq, CallID: tc.CallID, Agent: e.Agent, Turn: tc.Turn, Tool: tc.Name, Args: clipText(tc.Arguments, 100)})
-			}
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if e.Decode(&tr) == nil && tr.IsError {
-				info.ToolErrors++
-				for i := len(info.Steps) - 1; i >= 0; i-- {
-					if info.Steps[i].CallID == tr.CallID && info.Steps[i].Agent == e.Agent {
-						info.Steps[i].IsError = true
-						break
-					}
-				}
-			}
-		case record.TypeCompaction:
-			var c record.Compaction
-			if e.Decode(&c) == nil {
-				info.Compactions = append(info.Compactions, c)
-			}
-		case record.TypeWarning:
-			var w record.Warning
-			if e.Decode(&w) == nil {
-				info.Warnings = append(info.Warnings, w.Message)
-			}
-		case record.TypeDelivery:
-			var d publish.Delivery
-			if e.Decode(&d) == nil {
-				info.Delivery = &d
-			}
-		case record.TypeVerification:
-			var v verificationEvent
-			if e.Decode(&v) == nil {
-				info.Verification = append(info.Verification, v.info())
-			}
-		case record.TypeRunFinished:
-			var rf record.RunFinished
-			if err := e.Decode(&rf); err != nil {
-				return info, err
-			}
-			t := e.Time
-			info.Finished = &t
-			info.Turns, info.ToolCalls = rf.Turns, rf.ToolCalls // the loop's own count, including calls that got no reply
-			info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files
-			info.Failures = rf.Failures
-		}
+	return infoOf(dir, st), nil
+}
+
+func infoOf(dir string, st *runstate.Loaded) Info {
+	info := Info{RunID: filepath.Base(dir), RunDir: dir, Mode: st.Mode(), Status: StatusRunning, Events: st.Events, TornTail: st.TornTail,
+		Files: []record.FileEntry{}, Agents: activityOf(st.State), Usage: st.Usage, Turns: st.Turns, ToolCalls: st.ToolCalls,
+		ToolErrors: st.ToolErrors, Compactions: st.Compactions}
+	if rs := st.Started; rs != nil {
+		info.Objective, info.Model, info.Sandbox, info.Started = rs.Objective, rs.Model, rs.Sandbox, st.StartedAt
 	}
-	if info.Finished != nil {
-		info.NotTrainable = trainability(dir, c)
+	for _, s := range st.Steps {
+		info.Steps = append(info.Steps, StepInfo(s))
+	}
+	for _, w := range st.Warnings {
+		info.Warnings = append(info.Warnings, w.Message)
+	}
+	info.Warnings = append(info.Warnings, st.Skipped...)
+	info.Delivery = st.Delivery
+	for _, v := range st.Checks {
+		info.Verification = append(info.Verification, checkInfo(v))
+	}
+	if rf := st.Finished; rf != nil {
+		t := st.FinishedAt
+		info.Finished = &t
+		info.Turns, info.ToolCalls = rf.Turns, rf.ToolCalls // the loop's own count, including calls that got no reply
+		info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files
+		info.Failures = rf.Failures
+		if info.Files == nil {
+			info.Files = []record.FileEntry{}
+		}
+		info.NotTrainable = trainability(dir, st)
 	} else { // a live run is not hashed and checked on every look
 		info.NotTrainable = []string{"the record is incomplete: the run has not finished (no run_finished)"}
 	}
 	info.Trainable = len(info.NotTrainable) == 0
-	return info, nil
+	return info
 }
 
 // List loads every run under home, newest first. Unreadable runs are listed

@@ -16,6 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
 )
 
@@ -68,16 +69,16 @@ func csvSumRun(t *testing.T) (run.Summary, string) {
 	return s, task
 }
 
-func replay(t *testing.T, dir string) run.ReplayReport {
+func replayOf(t *testing.T, dir string) replay.Report {
 	t.Helper()
-	rep, err := run.Replay(context.Background(), dir, run.ReplayConfig{TempDir: t.TempDir(), AllowNoSandbox: sandboxKind() == "none"})
+	rep, err := replay.Run(context.Background(), dir, replay.Config{TempDir: t.TempDir(), AllowNoSandbox: sandboxKind() == "none"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
 }
 
-func mustBeIdentical(t *testing.T, rep run.ReplayReport) {
+func mustBeIdentical(t *testing.T, rep replay.Report) {
 	t.Helper()
 	if !rep.Identical || rep.Divergence != nil {
 		t.Fatalf("replay diverged: %+v\nnotes: %v", rep.Divergence, rep.Notes)
@@ -97,7 +98,7 @@ func TestReplayIdentical(t *testing.T) {
 		if !s.Trainable || len(s.NotTrainable) > 0 {
 			t.Errorf("the demo is not trainable: %v", s.NotTrainable)
 		}
-		rep := replay(t, s.RunDir)
+		rep := replayOf(t, s.RunDir)
 		mustBeIdentical(t, rep)
 		if rep.Compared.ToolCalls != s.ToolCalls || rep.Compared.FileChanges != 2 || rep.Compared.FinalFiles != 2 {
 			t.Errorf("compared %+v; the run made %d tool calls", rep.Compared, s.ToolCalls)
@@ -108,7 +109,7 @@ func TestReplayIdentical(t *testing.T) {
 		// recorded order of their ends every time.
 		s, _ := teamRun(t)
 		for range 3 {
-			mustBeIdentical(t, replay(t, s.RunDir))
+			mustBeIdentical(t, replayOf(t, s.RunDir))
 		}
 	})
 	t.Run("loop ended by a model error", func(t *testing.T) {
@@ -122,7 +123,7 @@ func TestReplayIdentical(t *testing.T) {
 		if err != nil || s.Termination != "model_error" {
 			t.Fatalf("%v %+v", err, s)
 		}
-		mustBeIdentical(t, replay(t, s.RunDir))
+		mustBeIdentical(t, replayOf(t, s.RunDir))
 	})
 	t.Run("loop ended by the soft deadline", func(t *testing.T) {
 		// The original's model is slow and the deadline stops it in a call;
@@ -137,7 +138,7 @@ func TestReplayIdentical(t *testing.T) {
 		if err != nil || s.Termination != "soft_deadline" || s.Partial == "" {
 			t.Fatalf("%v %+v", err, s)
 		}
-		mustBeIdentical(t, replay(t, s.RunDir))
+		mustBeIdentical(t, replayOf(t, s.RunDir))
 	})
 }
 
@@ -152,8 +153,8 @@ func TestReplayReportsTheFirstDivergence(t *testing.T) {
 		kind    string
 		typ     string // the event the divergence is at
 	}{
-		{"in the observation", "date +%s%N", run.KindObservation, record.TypeToolResult},
-		{"in a file only", "date +%s%N > /workspace/now.txt", run.KindFile, record.TypeFileDelta},
+		{"in the observation", "date +%s%N", replay.KindObservation, record.TypeToolResult},
+		{"in a file only", "date +%s%N > /workspace/now.txt", replay.KindFile, record.TypeFileDelta},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +174,7 @@ func TestReplayReportsTheFirstDivergence(t *testing.T) {
 					break
 				}
 			}
-			rep := replay(t, s.RunDir)
+			rep := replayOf(t, s.RunDir)
 			d := rep.Divergence
 			if rep.Identical || d == nil {
 				t.Fatalf("a clock read replayed identical: %+v", rep)
@@ -212,8 +213,8 @@ func TestReplayHoldsToTheRecord(t *testing.T) {
 	if err := os.WriteFile(path, edited, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep := replay(t, s.RunDir)
-	if d := rep.Divergence; d == nil || d.Kind != run.KindObservation || d.Seq != seq || !strings.Contains(d.Expected, "6637.01") || !strings.Contains(d.Got, "6637.00") {
+	rep := replayOf(t, s.RunDir)
+	if d := rep.Divergence; d == nil || d.Kind != replay.KindObservation || d.Seq != seq || !strings.Contains(d.Expected, "6637.01") || !strings.Contains(d.Got, "6637.00") {
 		t.Fatalf("divergence %+v, want the edited result at seq %d", rep.Divergence, seq)
 	}
 }
@@ -223,12 +224,12 @@ func TestReplayChangedInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.RunDir, "inputs", "data.csv"), []byte("id,value\n1,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep := replay(t, s.RunDir)
+	rep := replayOf(t, s.RunDir)
 	d := rep.Divergence
-	if rep.Identical || d == nil || d.Kind != run.KindInitialState || d.Seq != 1 || !strings.Contains(d.Got, "/inputs/data.csv changed") {
+	if rep.Identical || d == nil || d.Kind != replay.KindInitialState || d.Seq != 1 || !strings.Contains(d.Got, "/inputs/data.csv changed") {
 		t.Fatalf("report %+v, divergence %+v", rep, d)
 	}
-	if rep.Compared != (run.Compared{}) {
+	if rep.Compared != (replay.Compared{}) {
 		t.Errorf("something was replayed from a changed initial state: %+v", rep.Compared)
 	}
 	ok, why := run.Trainability(s.RunDir)
@@ -248,7 +249,7 @@ func TestReplayRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = run.Replay(context.Background(), s.RunDir, run.ReplayConfig{TempDir: t.TempDir()})
+	_, err = replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir()})
 	var cerr *run.ConfigError
 	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "--sandbox none") {
 		t.Fatalf("replaying an unisolated run without consent: %v", err)
@@ -258,7 +259,7 @@ func TestReplayRefuses(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	lines := bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 	os.WriteFile(path, bytes.Join(lines[:len(lines)-1], nil), 0o644)
-	_, err = run.Replay(context.Background(), s.RunDir, run.ReplayConfig{TempDir: t.TempDir(), AllowNoSandbox: true})
+	_, err = replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir(), AllowNoSandbox: true})
 	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "finished") {
 		t.Fatalf("replaying an unfinished run: %v", err)
 	}
@@ -271,12 +272,24 @@ func TestTrainability(t *testing.T) {
 		want  []string // prefixes of the reasons, in order; none: trainable
 	}{
 		{"a clean run", func(*testing.T, string, string) {}, nil},
+		// The run keeps its task: what happens to the task file later does
+		// not matter; losing the run's copy does.
 		{"task file changed", func(t *testing.T, _, task string) {
 			appendTo(t, filepath.Join(task, "tests", "check.sh"), "\n# changed\n")
-		}, []string{"the verifier is not reproducible: the task file"}},
+		}, nil},
 		{"task file gone", func(t *testing.T, _, task string) {
-			os.Remove(filepath.Join(task, "task.yaml"))
-		}, []string{"the verifier is not reproducible: the task file"}},
+			os.RemoveAll(task)
+		}, nil},
+		{"task blob gone", func(t *testing.T, dir, _ string) {
+			rec, _ := record.Read(dir)
+			for _, e := range rec.Events {
+				var ce record.Contract
+				if e.Type == record.TypeContract && e.Decode(&ce) == nil && ce.TaskRef != "" {
+					p, _ := record.BlobPath(dir, ce.TaskRef)
+					os.Remove(p)
+				}
+			}
+		}, []string{"the record is incomplete: blob sha256:"}},
 		{"input missing", func(t *testing.T, dir, _ string) {
 			os.Remove(filepath.Join(dir, "inputs", "data.csv"))
 		}, []string{"the initial state cannot be rebuilt: /inputs/data.csv is missing"}},
@@ -384,7 +397,7 @@ func BenchmarkReplay(b *testing.B) {
 			var events int
 			b.ResetTimer()
 			for b.Loop() {
-				rep, err := run.Replay(context.Background(), s.RunDir, run.ReplayConfig{TempDir: b.TempDir()})
+				rep, err := replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: b.TempDir()})
 				if err != nil || !rep.Identical {
 					b.Fatalf("%v %+v", err, rep.Divergence)
 				}

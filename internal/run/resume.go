@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,34 +12,76 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
 
-// Settings is what a run was started with, recorded in run_started so a
-// resume (and a replay) can run it the same way.
+// Settings is what a run was started with, recorded in run_started (as
+// record.RunSettings) so a resume (and a replay) can run it the same way.
 type Settings struct {
-	Mode           string        `json:"mode"`
-	Team           TeamConfig    `json:"team"`
-	Budget         agent.Budget  `json:"budget"`
-	Context        agent.Context `json:"context"`
-	SoftDeadline   time.Duration `json:"soft_deadline"`
-	Timeout        time.Duration `json:"timeout"`
-	Sandbox        string        `json:"sandbox"`
-	Network        bool          `json:"network"`
-	CommandTimeout time.Duration `json:"command_timeout"`
-	ScratchQuota   int64         `json:"scratch_quota"`
-	MaxAttempts    int           `json:"max_attempts"`
-	TaskFile       string        `json:"task_file,omitempty"`
-	U0             string        `json:"u0,omitempty"`
-	RequireFinish  bool          `json:"require_finish,omitempty"`
+	Mode           string                  `json:"mode"`
+	Team           TeamConfig              `json:"team"`
+	Budget         agent.Budget            `json:"budget"`
+	Context        agent.Context           `json:"context"`
+	SoftDeadline   time.Duration           `json:"soft_deadline"`
+	Timeout        time.Duration           `json:"timeout"`
+	Sandbox        string                  `json:"sandbox"`
+	Network        bool                    `json:"network"`
+	CommandTimeout time.Duration           `json:"command_timeout"`
+	ScratchQuota   int64                   `json:"scratch_quota"`
+	MaxAttempts    int                     `json:"max_attempts"`
+	TaskFile       string                  `json:"task_file,omitempty"`
+	U0             string                  `json:"u0,omitempty"`
+	RequireFinish  bool                    `json:"require_finish,omitempty"`
+	Evidence       record.EvidenceSettings `json:"evidence"`
 }
 
 func settingsOf(cfg Config, c *contract.Contract) Settings {
 	return Settings{Mode: cfg.Mode, Team: cfg.Team, Budget: cfg.Budget, Context: cfg.Context,
 		SoftDeadline: cfg.SoftDeadline, Timeout: cfg.Timeout, Sandbox: cfg.Sandbox, Network: cfg.Network,
 		CommandTimeout: cfg.CommandTimeout, ScratchQuota: cfg.ScratchQuota, MaxAttempts: cfg.Retry.MaxAttempts,
-		TaskFile: c.File, U0: c.U0, RequireFinish: cfg.RequireFinish}
+		TaskFile: c.File, U0: c.U0, RequireFinish: cfg.RequireFinish, Evidence: cfg.Evidence.settings()}
+}
+
+// Record is the settings as the record keeps them.
+func (s Settings) Record() *record.RunSettings {
+	budget := func(b agent.Budget) record.BudgetSettings {
+		return record.BudgetSettings{MaxTurns: b.MaxTurns, MaxToolCalls: b.MaxToolCalls, MaxTokens: b.MaxTokens}
+	}
+	return &record.RunSettings{
+		Mode: s.Mode,
+		Team: record.TeamSettings{Concurrency: s.Team.Concurrency, Isolation: s.Team.Isolation, Plan: s.Team.Plan,
+			SubBudget: budget(s.Team.SubBudget), SubTimeout: record.Duration(s.Team.SubTimeout), MergeIgnore: s.Team.MergeIgnore},
+		Budget: budget(s.Budget),
+		Context: record.ContextSettings{Window: s.Context.Window, At: s.Context.At, To: s.Context.To,
+			KeepRecent: s.Context.KeepRecent, KeepTail: s.Context.KeepTail},
+		SoftDeadline: record.Duration(s.SoftDeadline), Timeout: record.Duration(s.Timeout),
+		Sandbox: s.Sandbox, Network: s.Network, CommandTimeout: record.Duration(s.CommandTimeout),
+		ScratchQuota: s.ScratchQuota, MaxAttempts: s.MaxAttempts, TaskFile: s.TaskFile, U0: s.U0,
+		RequireFinish: s.RequireFinish, Evidence: s.Evidence,
+	}
+}
+
+// SettingsFrom reads recorded settings back.
+func SettingsFrom(r *record.RunSettings) Settings {
+	if r == nil {
+		return Settings{}
+	}
+	budget := func(b record.BudgetSettings) agent.Budget {
+		return agent.Budget{MaxTurns: b.MaxTurns, MaxToolCalls: b.MaxToolCalls, MaxTokens: b.MaxTokens}
+	}
+	return Settings{
+		Mode: r.Mode,
+		Team: TeamConfig{Concurrency: r.Team.Concurrency, Isolation: r.Team.Isolation, Plan: r.Team.Plan,
+			SubBudget: budget(r.Team.SubBudget), SubTimeout: r.Team.SubTimeout.D(), MergeIgnore: r.Team.MergeIgnore},
+		Budget: budget(r.Budget),
+		Context: agent.Context{Window: r.Context.Window, At: r.Context.At, To: r.Context.To,
+			KeepRecent: r.Context.KeepRecent, KeepTail: r.Context.KeepTail},
+		SoftDeadline: r.SoftDeadline.D(), Timeout: r.Timeout.D(), Sandbox: r.Sandbox, Network: r.Network,
+		CommandTimeout: r.CommandTimeout.D(), ScratchQuota: r.ScratchQuota, MaxAttempts: r.MaxAttempts,
+		TaskFile: r.TaskFile, U0: r.U0, RequireFinish: r.RequireFinish, Evidence: r.Evidence,
+	}
 }
 
 // Recorded is what the record says a run was started with.
@@ -64,9 +105,7 @@ func ReadStarted(dir string) (Recorded, error) {
 		return r, err
 	}
 	r.At = first.Time
-	if raw, err := json.Marshal(r.Started.Settings["run"]); err == nil {
-		json.Unmarshal(raw, &r.Settings)
-	}
+	r.Settings = SettingsFrom(r.Started.Settings)
 	return r, nil
 }
 
@@ -99,21 +138,32 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	rec, err := ReadStarted(dir)
-	if err != nil {
-		log.Close()
-		return Summary{}, err
+	st := runstate.New()
+	for _, e := range contents.Events {
+		if err := st.Apply(e); err != nil {
+			log.Close()
+			return Summary{}, fmt.Errorf("run: the record cannot be resumed: %w", err)
+		}
 	}
-	st := rec.Settings
-	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = st.Mode, st.Team, st.Budget, st.Context
-	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = st.SoftDeadline, st.Timeout, st.Sandbox, st.Network
-	cfg.CommandTimeout, cfg.ScratchQuota, cfg.Retry.MaxAttempts = st.CommandTimeout, st.ScratchQuota, max(st.MaxAttempts, 1)
-	cfg.RequireFinish = st.RequireFinish
+	if err := st.CheckResumable(); err != nil {
+		log.Close()
+		return Summary{}, &ConfigError{fmt.Sprintf("run %s: %v", filepath.Base(dir), err)}
+	}
+	if st.Started == nil {
+		log.Close()
+		return Summary{}, errors.New("run: the record does not start with run_started")
+	}
+	rec := Recorded{Started: *st.Started, Settings: SettingsFrom(st.Settings), At: st.StartedAt}
+	set := rec.Settings
+	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = set.Mode, set.Team, set.Budget, set.Context
+	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = set.SoftDeadline, set.Timeout, set.Sandbox, set.Network
+	cfg.CommandTimeout, cfg.ScratchQuota, cfg.Retry.MaxAttempts = set.CommandTimeout, set.ScratchQuota, max(set.MaxAttempts, 1)
+	cfg.RequireFinish = set.RequireFinish
 	if cfg.ModelInfo.Provider == "" {
 		cfg.ModelInfo = rec.Started.Model
 	}
-	cfg.Evidence = recordedEvidence(rec)
-	c, err := recordedContract(st, rec.Started.Objective)
+	cfg.Evidence = RecordedEvidence(set.Evidence)
+	c, err := recordedContract(dir, st)
 	if err != nil {
 		log.Close()
 		return Summary{}, err
@@ -138,71 +188,41 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		// The run is charged for the time it ran, not for the time it lay stopped.
 		ss.began = ss.start.Add(-contents.Events[n-1].Time.Sub(rec.At))
 	}
-	if err := ss.restorePlanes(contents.Events); err != nil {
+	if err := ss.restorePlanes(st); err != nil {
 		return Summary{}, err
 	}
 	last := int64(0)
 	if n := len(contents.Events); n > 0 {
 		last = contents.Events[n-1].Seq
 	}
-	log.Append(TypeResumed, "", map[string]any{
-		"after_seq": last, "repaired_torn_tail": repaired, "in_flight": checkpoint.Stopped(agents),
-		"reason": "the process stopped without finishing (killed or crashed); resumed from the record",
+	log.Append(record.TypeResumed, "", record.Resumed{
+		AfterSeq: last, RepairedTornTail: repaired, InFlight: checkpoint.Stopped(agents),
+		Reason: "the process stopped without finishing (killed or crashed); resumed from the record",
 	})
 	log.Sync()
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "apodex: resuming run %s after event %d\n", ss.id, last)
 	}
 	ss.warnSandbox()
-	return ss.run(ctx, &resumed{events: contents.Events, agents: agents})
-}
-
-// TypeResumed marks where a resumed run picked up.
-const TypeResumed = "resumed"
-
-// recordedContract rebuilds the contract: from the task file when the run
-// had one, else from the objective the user gave.
-func recordedContract(st Settings, objective string) (*contract.Contract, error) {
-	if st.TaskFile != "" {
-		c, err := contract.Load(st.TaskFile)
-		if err != nil {
-			return nil, fmt.Errorf("run: reload the task file %s: %w", st.TaskFile, err)
-		}
-		if st.U0 != "" {
-			c.SetObjective(st.U0)
-		}
-		return c, nil
-	}
-	u0 := st.U0
-	if u0 == "" {
-		u0 = objective
-	}
-	return contract.FromObjective(u0), nil
+	return ss.run(ctx, &resumed{st: st, events: contents.Events, agents: agents})
 }
 
 // restorePlanes rebuilds the lease and manifest and reconciles the inbox
 // with the messages and controls the record already holds, so none is
 // delivered or applied twice.
-func (ss *session) restorePlanes(events []record.Event) error {
+func (ss *session) restorePlanes(st *runstate.State) error {
 	var leases []publish.LeaseEvent
-	for _, e := range events {
-		switch e.Type {
-		case record.TypeLease:
-			var le publish.LeaseEvent
-			if e.Decode(&le) == nil {
-				le.Agent = e.Agent
-				leases = append(leases, le)
-			}
-		case TypeMessage:
-			var m struct{ ID string }
-			if e.Decode(&m) == nil && m.ID != "" {
-				ss.in.MarkDelivered(m.ID, e.Seq)
-			}
-		case TypeControl:
-			var m struct{ ID string }
-			if e.Decode(&m) == nil && m.ID != "" {
-				ss.in.MarkApplied(m.ID, e.Seq)
-			}
+	for _, le := range st.Lease.Events {
+		leases = append(leases, publish.LeaseEvent{Agent: le.Agent, Lease: le.Lease})
+	}
+	for _, m := range st.Messages {
+		if m.ID != "" {
+			ss.in.MarkDelivered(m.ID, m.Seq)
+		}
+	}
+	for _, c := range st.Controls {
+		if c.ID != "" && !c.FromMessage {
+			ss.in.MarkApplied(c.ID, c.Seq)
 		}
 	}
 	return ss.plane.Restore(leases)

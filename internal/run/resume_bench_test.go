@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
 )
 
@@ -70,7 +71,7 @@ func BenchmarkResume(b *testing.B) {
 }
 
 // BenchmarkReplayLong measures replay speed (R-REC-2) on long records:
-// run.Replay of a finished run of cheap turns (every tool run again for
+// replay.Run of a finished run of cheap turns (every tool run again for
 // real, every recorded output compared), in events of the original record
 // per second.
 //
@@ -84,7 +85,7 @@ func BenchmarkReplayLong(b *testing.B) {
 			var total time.Duration
 			for range b.N {
 				start := time.Now()
-				rep, err := run.Replay(context.Background(), r.dir, run.ReplayConfig{TempDir: b.TempDir(), AllowNoSandbox: true})
+				rep, err := replay.Run(context.Background(), r.dir, replay.Config{TempDir: b.TempDir(), AllowNoSandbox: true})
 				total += time.Since(start)
 				if err != nil {
 					b.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/contract"
-	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/verify"
 )
@@ -23,38 +23,25 @@ type Reverification struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// Reverify reruns the task verifier of the run in dir. It reloads the task
-// file the run recorded; a run without a task file has nothing to verify.
+// Reverify reruns the task verifier of the run in dir against the contract
+// in force at its end (revisions included), rebuilt from the run directory
+// alone: the task file itself is not read. A run without a task file has
+// nothing to verify.
 func Reverify(ctx context.Context, dir string) (Reverification, error) {
 	rv := Reverification{RunID: filepath.Base(dir)}
-	c, err := record.Read(dir)
+	st, err := runstate.Load(dir)
 	if err != nil {
 		return rv, err
 	}
-	var ce struct {
-		U0   string `json:"u0"`
-		File string `json:"file"`
-		Hash string `json:"hash"`
-	}
-	for _, e := range c.Events {
-		if e.Type == record.TypeContract {
-			if err := e.Decode(&ce); err != nil {
-				return rv, err
-			}
-		}
-	}
-	if ce.File == "" {
+	if len(st.Contracts) == 0 || st.Contracts[0].File == "" {
 		return rv, fmt.Errorf("run %s has no task file: only runs started with --task have a verifier", rv.RunID)
 	}
-	task, err := contract.Load(ce.File)
+	task, err := recordedContract(dir, st.State)
 	if err != nil {
-		return rv, fmt.Errorf("reload the task file the run used: %w", err)
+		return rv, err
 	}
-	if ce.U0 != "" {
-		task.SetObjective(ce.U0)
-	}
-	if h := task.Hash(); h != ce.Hash {
-		rv.Warning = fmt.Sprintf("the task file %s changed since the run (hash %s, recorded %s): verifying against its current clauses", ce.File, h, ce.Hash)
+	if ce := st.Contract(); task.Hash() != ce.Hash {
+		rv.Warning = fmt.Sprintf("the task file %s changed since the run (hash %s, recorded %s): verifying against its current clauses", ce.File, task.Hash(), ce.Hash)
 	}
 	env := verify.Env{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs"), Trace: dir}
 	rv.Checks = task.CheckDeliverables(env.Outputs, env.Inputs)

@@ -16,10 +16,8 @@
 //     failures are named and the termination is gate_failed;
 //   - running without isolation happens only when asked (Sandbox "none") and
 //     is recorded as a warning event;
-//   - a finished run replays (Replay) in a fresh home with its recorded
-//     model outputs and real tools, and is reported identical or with its
-//     first divergence in the original's seq order; every finished run is
-//     marked trainable or not, with the reasons (Trainability).
+//   - every finished run is marked trainable or not, with the reasons
+//     (Trainability); package replay re-executes one and compares.
 package run
 
 import (
@@ -191,16 +189,36 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	defer ss.close()
+	if p := cfg.ModelInfo.Script; p != "" && cfg.ModelInfo.ScriptRef == "" {
+		// The run keeps the policy it plays, for resume.
+		if data, err := os.ReadFile(p); err == nil {
+			cfg.ModelInfo.ScriptRef, _ = log.PutBlob(data)
+		}
+	}
 	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
 		SoftDeadline: cfg.SoftDeadline.String(), Timeout: cfg.Timeout.String()}
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
 		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": Version, "sandbox": ss.sbx.Version},
-		Settings: map[string]any{"run": settingsOf(cfg, c), "evidence": cfg.Evidence.settings()},
+		Settings: settingsOf(cfg, c).Record(),
 	}); err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}
-	log.Append(record.TypeContract, "", contractEvent(c))
+	// The run keeps its own copy of the task and works from it: the task
+	// file may move or go once the run has started.
+	ce := contractEvent(c)
+	if err := storeTask(log, c, &ce); err != nil {
+		ce.TaskRef, ce.Files = "", nil
+		appendEvent(log, record.TypeWarning, "", record.Warning{Code: "task", Message: fmt.Sprintf("the run could not keep its own copy of the task (%v): verify and resume will read the task file %s", err, c.File)})
+	}
+	log.Append(record.TypeContract, "", ce)
+	if ce.TaskRef != "" {
+		if kept, err := materialize(dir, ce); err == nil {
+			ss.c = kept
+		} else {
+			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "task", Message: fmt.Sprintf("the run works from the task file %s: its own copy did not load (%v)", c.File, err)})
+		}
+	}
 	cfg.Logger.Debug("run started", "run", id, "dir", dir, "provider", cfg.ModelInfo.Provider, "model", cfg.ModelInfo.Name,
 		"base_url", cfg.ModelInfo.BaseURL, "sandbox", ss.sbx.Kind, "mode", cfg.Mode)
 	if cfg.Progress != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
@@ -52,7 +53,7 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		release()
 		return nil, fmt.Errorf("run: publication plane: %w", err)
 	}
-	ss.plane.OnEvent = func(typ string, p any) { appendLifted(log, typ, p) }
+	ss.plane.OnEvent = func(ev publish.LeaseEvent) { appendEvent(log, record.TypeLease, ev.Agent, ev.Lease) }
 	if ss.in, err = inbox.Open(dir); err != nil {
 		release()
 		return nil, fmt.Errorf("run: message inbox: %w", err)
@@ -93,6 +94,7 @@ func (ss *session) warnSandbox() {
 
 // resumed is what a resume hands to run: the rebuilt agents and the record.
 type resumed struct {
+	st     *runstate.State
 	events []record.Event
 	agents map[string]*checkpoint.Agent
 }
@@ -120,7 +122,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		ctl.soft = ss.start.Add(cfg.SoftDeadline - elapsed)
 	}
 	if rs != nil {
-		ctl.replay(rs.events)
+		ctl.replay(rs.st)
 	}
 	ss.ev.noteIndex(log)
 	stopWatch := ctl.watch(ctx)
@@ -154,7 +156,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if rs != nil {
 		cp := rs.agents[ac.ID]
 		if tm != nil {
-			if err := tm.Restore(ss.dir, rs.events, rs.agents); err != nil {
+			if err := tm.Restore(ss.dir, rs.st, rs.events, rs.agents); err != nil {
 				return s, fmt.Errorf("run: restore the team: %w", err)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -111,25 +110,9 @@ func realPath(p string) string {
 	return filepath.Join(realPath(filepath.Clean(dir)), base)
 }
 
-// appendLifted records a payload that names its agent in an "agent" field
-// (a publish.LeaseEvent): the field becomes the event's own agent, and its
-// own "time" gives way to the envelope's.
-func appendLifted(log *record.Log, typ string, payload any) {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		return
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return
-	}
-	agent := ""
-	if a, ok := fields["agent"]; ok {
-		json.Unmarshal(a, &agent)
-		delete(fields, "agent")
-	}
-	delete(fields, "time") // the envelope's time says when
-	if _, err := log.Append(typ, agent, fields); err != nil {
+// appendEvent records an event; a failure is recorded as a warning.
+func appendEvent(log *record.Log, typ, agent string, payload any) {
+	if _, err := log.Append(typ, agent, payload); err != nil {
 		log.Append(record.TypeWarning, "", record.Warning{Code: "record", Message: fmt.Sprintf("could not record a %s event: %v", typ, err)})
 	}
 }

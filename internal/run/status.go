@@ -8,7 +8,7 @@ import (
 
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/inbox"
-	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
 // Progress answers "how far along is it?" from the record, the board and
@@ -38,15 +38,19 @@ func Status(dir string) (Progress, error) { return status(dir, true) }
 // takes the inbox lock. The run answers a progress query while Deliver holds
 // that lock, so its answer leaves them out (taking it again would deadlock).
 func status(dir string, messages bool) (Progress, error) {
-	info, err := Load(dir)
+	st, err := runstate.Load(dir)
 	if err != nil {
 		return Progress{}, err
 	}
+	info := infoOf(dir, st)
 	p := Progress{RunID: info.RunID, Liveness: Liveness(dir), Status: info.Status, Termination: info.Termination,
-		Objective: info.Objective, Turns: info.Turns, ToolCalls: info.ToolCalls, Tokens: info.Usage.TotalTokens}
+		Objective: info.Objective, Turns: info.Turns, ToolCalls: info.ToolCalls, Tokens: info.Usage.TotalTokens, Paused: st.Paused}
 	end := time.Now()
 	if info.Finished != nil {
 		end = *info.Finished
+	}
+	if p.Liveness == Stopped && !st.LastTime.IsZero() {
+		end = st.LastTime // it stopped running then
 	}
 	if !info.Started.IsZero() {
 		p.Elapsed = end.Sub(info.Started).Round(time.Second).String()
@@ -55,43 +59,13 @@ func status(dir string, messages bool) (Progress, error) {
 		st := info.Steps[n-1]
 		p.LastStep = fmt.Sprintf("%s turn %d: %s %s", st.Agent, st.Turn, st.Tool, clipText(st.Args, 80))
 	}
-	c, err := record.Read(dir)
-	if err != nil {
-		return p, err
-	}
-	if n := len(c.Events); p.Liveness == Stopped && n > 0 && !info.Started.IsZero() {
-		p.Elapsed = c.Events[n-1].Time.Sub(info.Started).Round(time.Second).String() // it stopped running then
-	}
-	b := &board.Board{}
-	for _, e := range c.Events {
-		switch e.Type {
-		case "board":
-			var be board.Event
-			if e.Decode(&be) == nil {
-				b.Apply(b.Seq()+1, be)
-			}
-		case "assignment":
-			var a struct {
-				Assignment, State string
-			}
-			if e.Decode(&a) == nil {
-				if p.Assignments == nil {
-					p.Assignments = map[string]string{}
-				}
-				p.Assignments[a.Assignment] = a.State
-			}
-		case TypeControl:
-			var ctl struct{ Kind string }
-			if e.Decode(&ctl) == nil {
-				switch ctl.Kind {
-				case inbox.ControlPause:
-					p.Paused = true
-				case inbox.ControlResume, inbox.ControlCancel:
-					p.Paused = false
-				}
-			}
+	for _, a := range st.Assignments {
+		if p.Assignments == nil {
+			p.Assignments = map[string]string{}
 		}
+		p.Assignments[a.Assignment.Assignment] = a.State
 	}
+	b := st.Board
 	p.Board, p.Items = b.Counts(), b.Items()
 	if !messages {
 		return p, nil

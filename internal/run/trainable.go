@@ -1,57 +1,56 @@
 package run
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/workspace"
 )
 
 // Trainability says whether the run in dir is a trajectory fit to train on
 // or audit (R-REC-3) and, when it is not, every reason why:
 //   - the record is incomplete: unreadable, a seq gap, a torn last line,
-//     no run_finished, a blob an event references is missing, or an event
-//     could not be recorded;
+//     no run_finished, a blob an event references is missing (the run's
+//     copy of its task included), or an event could not be recorded;
 //   - the initial state cannot be rebuilt: an input is missing, changed
 //     or added since run_started hashed it;
 //   - isolation was off (--sandbox none, or no sandbox available) or a
 //     warning says it was breached;
-//   - the verifier is not reproducible: the task file is gone, no longer
-//     loads or hashes differently from the recorded contract, or the
-//     verification ran without a sandbox.
+//   - the verifier is not reproducible: the verification ran without a
+//     sandbox, or (a run recorded before runs kept their task) the task
+//     file is gone, no longer loads or hashes differently from the
+//     recorded contract.
 func Trainability(dir string) (trainable bool, reasons []string) {
-	c, err := record.Read(dir)
+	st, err := runstate.Load(dir)
 	if err != nil {
 		return false, []string{"the record is incomplete: " + err.Error()}
 	}
-	reasons = trainability(dir, c)
+	reasons = trainability(dir, st)
 	return len(reasons) == 0, reasons
 }
 
-func trainability(dir string, c record.Contents) []string {
+func trainability(dir string, st *runstate.Loaded) []string {
 	var why []string
-	evs := c.Events
-	if len(evs) == 0 || evs[0].Type != record.TypeRunStarted {
+	rs := st.Started
+	if rs == nil {
 		return []string{"the record is incomplete: it does not start with run_started"}
 	}
-	if c.TornTail {
+	if st.TornTail {
 		why = append(why, "the record is incomplete: its last line is torn")
 	}
-	if evs[len(evs)-1].Type != record.TypeRunFinished {
+	if st.Finished == nil || st.FinishedSeq != st.Seq {
 		why = append(why, "the record is incomplete: the run has not finished (no run_finished)")
 	}
-	why = append(why, missingBlobs(dir, evs)...)
-	var rs record.RunStarted
-	if err := evs[0].Decode(&rs); err != nil {
-		return append(why, "the record is incomplete: "+err.Error())
-	}
-	if p := inputProblems(dir, rs.Inputs); len(p) > 0 {
+	why = append(why, missingBlobs(dir, st.Blobs)...)
+	if p := InputProblems(dir, rs.Inputs); len(p) > 0 {
 		why = append(why, "the initial state cannot be rebuilt: "+strings.Join(p, "; "))
 	}
 	switch rs.Sandbox.Kind {
@@ -63,68 +62,41 @@ func trainability(dir string, c record.Contents) []string {
 	default:
 		why = append(why, fmt.Sprintf("isolation is unknown (sandbox %q)", rs.Sandbox.Kind))
 	}
-	contractSeen := false
-	for _, e := range evs {
-		switch e.Type {
-		case record.TypeWarning:
-			var w record.Warning
-			if e.Decode(&w) != nil {
-				continue
-			}
-			switch {
-			case strings.Contains(w.Code, "breach") || strings.Contains(w.Code, "escape"):
-				why = append(why, "isolation was breached: "+w.Message)
-			case w.Code == "record":
-				why = append(why, "the record is incomplete: "+w.Message)
-			}
-		case record.TypeContract:
-			if !contractSeen { // a later one is a revision by the user, not the task file
-				contractSeen = true
-				why = append(why, verifierProblems(e)...)
-			}
-		case record.TypeRunFinished:
-			var rf record.RunFinished
-			if e.Decode(&rf) != nil {
-				continue
-			}
-			for _, f := range rf.Failures {
-				if strings.Contains(f, "without a sandbox") {
-					why = append(why, "the verifier is not reproducible: the verification ran without a sandbox")
-				}
+	for _, w := range st.Warnings {
+		switch {
+		case strings.Contains(w.Code, "breach") || strings.Contains(w.Code, "escape"):
+			why = append(why, "isolation was breached: "+w.Message)
+		case w.Code == "record":
+			why = append(why, "the record is incomplete: "+w.Message)
+		}
+	}
+	if len(st.Contracts) > 0 { // a later one is a revision by the user, not the task file
+		why = append(why, verifierProblems(dir, st.Contracts[0].Contract)...)
+	}
+	if st.Finished != nil {
+		for _, f := range st.Finished.Failures {
+			if strings.Contains(f, "without a sandbox") {
+				why = append(why, "the verifier is not reproducible: the verification ran without a sandbox")
 			}
 		}
 	}
 	return why
 }
 
-// blobRef finds the blob references of an event at any depth (full_ref,
-// content_ref, tools_ref, …).
-var blobRef = regexp.MustCompile(`"[a-z_]*_ref":"(sha256:[0-9a-f]{64})"`)
-
-func missingBlobs(dir string, evs []record.Event) []string {
+func missingBlobs(dir string, refs map[string]int64) []string {
 	var first string
 	n := 0
-	checked := map[string]bool{}
-	for _, e := range evs {
-		if !bytes.Contains(e.Raw, []byte(`_ref":"sha256:`)) {
-			continue
+	var firstSeq int64
+	for ref, seq := range refs {
+		p, err := record.BlobPath(dir, ref)
+		if err == nil {
+			_, err = os.Stat(p)
 		}
-		for _, m := range blobRef.FindAllSubmatch(e.Raw, -1) {
-			ref := string(m[1])
-			if checked[ref] {
-				continue
+		if err != nil {
+			if n == 0 || seq < firstSeq {
+				first, firstSeq = fmt.Sprintf("%s (referenced at seq %d)", ref, seq), seq
 			}
-			checked[ref] = true
-			p, err := record.BlobPath(dir, ref)
-			if err == nil {
-				_, err = os.Stat(p)
-			}
-			if err != nil {
-				if n == 0 {
-					first = fmt.Sprintf("%s (referenced at seq %d)", ref, e.Seq)
-				}
-				n++
-			}
+			n++
 		}
 	}
 	switch n {
@@ -138,17 +110,12 @@ func missingBlobs(dir string, evs []record.Event) []string {
 
 // verifierProblems checks that the task file the run recorded still
 // loads and hashes to the recorded contract.
-func verifierProblems(e record.Event) []string {
-	var ce struct {
-		U0   string `json:"u0"`
-		File string `json:"file"`
-		Hash string `json:"hash"`
-	}
-	if err := e.Decode(&ce); err != nil {
-		return []string{"the verifier is not reproducible: " + err.Error()}
-	}
+func verifierProblems(dir string, ce record.Contract) []string {
 	if ce.File == "" {
 		return nil // no task file, no verifier
+	}
+	if ce.TaskRef != "" { // the run keeps its task: its blobs are checked above
+		return nil
 	}
 	if _, err := os.Stat(ce.File); errors.Is(err, fs.ErrNotExist) {
 		return []string{fmt.Sprintf("the verifier is not reproducible: the task file %s is gone", ce.File)}
@@ -167,3 +134,51 @@ func verifierProblems(e record.Event) []string {
 }
 
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// InputProblems checks the run's inputs/ against the hashes run_started
+// recorded: every recorded file there with the same content, nothing else.
+func InputProblems(dir string, want []record.FileEntry) []string {
+	root := filepath.Join(dir, "inputs")
+	wanted := map[string]string{}
+	for _, f := range want {
+		wanted[f.Path] = f.SHA256
+	}
+	var problems []string
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		plane := "/inputs/" + filepath.ToSlash(rel)
+		sum, ok := wanted[plane]
+		seen[plane] = true
+		switch {
+		case !ok:
+			problems = append(problems, plane+" was added")
+		case !d.Type().IsRegular():
+			problems = append(problems, plane+" is no longer a regular file")
+		default:
+			got, _, err := workspace.HashFile(p)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s cannot be read: %v", plane, err))
+			} else if got != sum {
+				problems = append(problems, fmt.Sprintf("%s changed (recorded %s, now %s)", plane, sum, got))
+			}
+		}
+		return nil
+	})
+	if err != nil && !(os.IsNotExist(err) && len(want) == 0) {
+		problems = append(problems, fmt.Sprintf("the inputs directory cannot be read: %v", err))
+	}
+	for _, f := range want {
+		if !seen[f.Path] {
+			problems = append(problems, f.Path+" is missing")
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}

@@ -232,10 +232,10 @@ func (s *State) toolResult(e record.Event) error {
 		if tr.FullRef != "" {
 			cmd.OutputRef, cmd.Bytes = tr.FullRef, tr.FullBytes
 		}
-		if _, ok := tr.Meta["exit_code"]; ok {
-			cmd.ExitCode = int(number(tr.Meta["exit_code"]))
-			cmd.DurationMS = int64(number(tr.Meta["duration_ms"]))
-			cmd.TimedOut, _ = tr.Meta["timed_out"].(bool)
+		if m := tr.Meta; m != nil && m.ExitCode != nil {
+			cmd.ExitCode = *m.ExitCode
+			cmd.DurationMS = m.DurationMS
+			cmd.TimedOut = m.TimedOut
 		} else {
 			cmd.DurationMS = tr.DurationMS
 			if tr.IsError {
@@ -359,9 +359,4 @@ func (s *State) callOf(e record.Event, id, tool string) *call {
 func callKey(agent, id string) string { return agent + "\x00" + id }
 
 // number reads a JSON number from a decoded map.
-func number(v any) float64 {
-	f, _ := v.(float64)
-	return f
-}
-
 func under(p, root string) bool { return p == root || strings.HasPrefix(p, root+"/") }

@@ -77,7 +77,7 @@ var (
 )
 
 func ok(code int) record.ToolResult {
-	return record.ToolResult{Output: "exit code: 0", Meta: map[string]any{"exit_code": code, "duration_ms": 12, "timed_out": false}}
+	return record.ToolResult{Output: "exit code: 0", Meta: &record.ToolMeta{ExitCode: &code, DurationMS: 12}}
 }
 
 // scenario: read the input, sum it in bash, write a report, claim, copy the
@@ -102,7 +102,7 @@ func scenario(t *testing.T) ([]record.Event, map[string]int64) {
 	s["cp"] = b.call(5, "c6", "bash", `{"command":"cp /workspace/sum.txt /outputs/sum.txt"}`, ok(0))
 	b.delta("c6", "/outputs/sum.txt", "", hSum, 2)
 	s["fail"] = b.call(6, "c7", "bash", `{"command":"cat /workspace/nope"}`,
-		record.ToolResult{Output: "exit code: 1", FullRef: hash("big"), FullBytes: 9000, Meta: map[string]any{"exit_code": 1, "duration_ms": 3}})
+		record.ToolResult{Output: "exit code: 1", FullRef: hash("big"), FullBytes: 9000, Meta: &record.ToolMeta{ExitCode: new(1), DurationMS: 3}})
 	b.add("board_mutation", "lead", map[string]any{"x": 1}) // a type this package does not know
 	b.add(record.TypeLease, "main", map[string]any{"action": "released", "holder": "main", "paths": []string{"/outputs/sum.txt"}, "reason": "finished"})
 	b.add(record.TypeDelivery, "", Delivery{OK: true, Entries: []DeliveryEntry{{Path: "/outputs/sum.txt", Agent: "main", Baseline: "absent", SHA256: hSum, Bytes: 2, Status: "delivered"}}})

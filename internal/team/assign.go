@@ -43,18 +43,6 @@ type Assignment struct {
 	worktree string // its worktree's name (the id, or a fresh name after a resume)
 }
 
-// assignmentEvent is the payload of an assignment event.
-type assignmentEvent struct {
-	Assignment   string   `json:"assignment"`
-	Item         string   `json:"item"`
-	Role         string   `json:"role,omitempty"`
-	Instructions string   `json:"instructions,omitempty"`
-	Tools        []string `json:"tools,omitempty"`
-	State        string   `json:"state"`
-	Reason       string   `json:"reason,omitempty"`
-	CallID       string   `json:"call_id,omitempty"` // the dispatch call that created it
-}
-
 // subagentTools are the tools a lead may give a subagent.
 var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall", "search", "fetch"}
 
@@ -94,7 +82,7 @@ func (t *Team) dispatch(callID, item, role, instructions string, tools []string)
 	// The assignment is recorded first: a stop right after it leaves a known
 	// assignment (Restore puts it on the board and starts it), never an owner
 	// on the board that no assignment explains.
-	t.record(EventAssignment, "lead", assignmentEvent{Assignment: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created, CallID: callID})
+	t.record(record.TypeAssignment, "lead", record.Assignment{Assignment: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created, CallID: callID})
 	t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) })
 	t.setState(a, Queued, "")
 	ctx, cancel := context.WithCancelCause(t.ctx)
@@ -108,7 +96,7 @@ func (t *Team) dispatch(callID, item, role, instructions string, tools []string)
 // setState records a state change; the caller holds t.mu.
 func (t *Team) setState(a *Assignment, state, reason string) {
 	a.State, a.Reason = state, reason
-	t.record(EventAssignment, a.ID, assignmentEvent{Assignment: a.ID, Item: a.Item, State: state, Reason: reason})
+	t.record(record.TypeAssignment, a.ID, record.Assignment{Assignment: a.ID, Item: a.Item, State: state, Reason: reason})
 }
 
 // executeFrom runs one assignment to its end; restore, when set, continues
@@ -219,7 +207,7 @@ func (t *Team) end(a *Assignment, rep *Report, state, reason, merge string) {
 	defer t.mu.Unlock()
 	a.Report = rep
 	if rep != nil {
-		t.record(EventReport, a.ID, reportEvent{Assignment: a.ID, Item: a.Item, Report: *rep})
+		t.record(record.TypeReport, a.ID, record.Report{Assignment: a.ID, Item: a.Item, ReportBody: *rep})
 		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Attach(a.Item, []string{"report:" + a.ID}) })
 	}
 	t.setState(a, state, reason)
@@ -258,7 +246,7 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 		for _, id := range t.order {
 			d := t.assignments[id]
 			if d.Item == dep && d.Report != nil {
-				fmt.Fprintf(&b, "\nReport of %s on %s (a dependency):\n%s\n", d.ID, dep, d.Report.render())
+				fmt.Fprintf(&b, "\nReport of %s on %s (a dependency):\n%s\n", d.ID, dep, renderReport(d.Report))
 			}
 		}
 	}
@@ -291,10 +279,10 @@ func (t *Team) mergeAndClose(a *Assignment, h *worktreeHandle) string {
 	defer h.wt.Close()
 	rep, err := h.wt.Merge()
 	if err != nil {
-		t.record(EventMerge, a.ID, map[string]any{"assignment": a.ID, "error": err.Error()})
+		t.record(record.TypeMerge, a.ID, record.Merge{Assignment: a.ID, Error: err.Error()})
 		return "merge failed: " + err.Error()
 	}
-	t.record(EventMerge, a.ID, map[string]any{"assignment": a.ID, "applied": rep.Applied, "conflicts": rep.Conflicts, "refused": rep.Refused, "ignored": rep.Ignored})
+	t.record(record.TypeMerge, a.ID, mergeEvent(a.ID, rep))
 	for _, c := range rep.Applied {
 		d := record.FileDelta{CallID: "merge:" + a.ID, Path: "/workspace/" + c.Path}
 		if c.Kind != worktree.Deleted {
@@ -319,4 +307,20 @@ func (t *Team) mergeAndClose(a *Assignment, h *worktreeHandle) string {
 		fmt.Fprintf(&b, "; refused %s: %s", r.Path, r.Reason)
 	}
 	return b.String()
+}
+
+// mergeEvent is the record of a merge report.
+func mergeEvent(id string, rep worktree.MergeReport) record.Merge {
+	m := record.Merge{Assignment: id}
+	for _, c := range rep.Applied {
+		m.Applied = append(m.Applied, record.MergeChange{Path: c.Path, Kind: c.Kind, Hash: c.Hash, Target: c.Target})
+	}
+	for _, c := range rep.Conflicts {
+		m.Conflicts = append(m.Conflicts, record.MergeConflict{Path: c.Path, Reason: c.Reason, TheirsHash: c.TheirsHash, OursHash: c.OursHash, Copy: c.Copy})
+	}
+	for _, r := range rep.Refused {
+		m.Refused = append(m.Refused, record.MergeRefusal{Path: r.Path, Target: r.Target, Reason: r.Reason})
+	}
+	m.Ignored = rep.Ignored
+	return m
 }

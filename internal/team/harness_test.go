@@ -71,7 +71,7 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plane.OnEvent = func(typ string, p any) { log.Append(typ, "", map[string]any{"lease": p}) }
+	plane.OnEvent = func(ev publish.LeaseEvent) { log.Append(record.TypeLease, ev.Agent, ev.Lease) }
 	h := &harness{t: t, dir: dir, fs: fs, log: log, plane: plane, deadline: testDeadline, leadTurns: 60}
 	if r, err := sandbox.New("bwrap"); err == nil {
 		h.runner = r
@@ -317,7 +317,7 @@ func decode[T any](t testing.TB, evs []record.Event, typ string) []T {
 // assignments returns the assignment events of id, in record order.
 func (h *harness) assignments(id string) []assignmentEvent {
 	var out []assignmentEvent
-	for _, a := range decode[assignmentEvent](h.t, h.events, team.EventAssignment) {
+	for _, a := range decode[assignmentEvent](h.t, h.events, record.TypeAssignment) {
 		if a.Assignment == id {
 			out = append(out, a)
 		}
@@ -359,7 +359,7 @@ func (h *harness) boardEvents() ([]board.Event, []int64) {
 	var evs []board.Event
 	var seqs []int64
 	for _, e := range h.events {
-		if e.Type != team.EventBoard {
+		if e.Type != record.TypeBoard {
 			continue
 		}
 		var be board.Event
@@ -383,9 +383,11 @@ func (h *harness) boardAt(seq int64) *board.Board {
 			n++
 		}
 	}
-	b, err := board.Fold(evs[:n])
-	if err != nil {
-		h.t.Fatalf("the recorded board events do not fold: %v", err)
+	b := &board.Board{}
+	for i, e := range evs[:n] {
+		if err := b.Apply(int64(i+1), e); err != nil {
+			h.t.Fatalf("the recorded board events do not fold: event %d: %v", i+1, err)
+		}
 	}
 	return b
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/team"
 )
 
@@ -163,7 +164,7 @@ func TestPerAgentConflict(t *testing.T) {
 		Conflicts []struct {
 			Path string `json:"path"`
 		} `json:"conflicts"`
-	}](t, h.events, team.EventMerge)
+	}](t, h.events, record.TypeMerge)
 	if len(merges) != 2 || merges[0].Assignment != "A1" || len(merges[0].Applied) != 1 || len(merges[0].Conflicts) != 0 ||
 		merges[1].Assignment != "A2" || len(merges[1].Applied) != 0 || len(merges[1].Conflicts) != 1 || merges[1].Conflicts[0].Path != "shared.txt" {
 		t.Errorf("merge events = %+v; want A1 applied shared.txt, then A2 in conflict on it", merges)

@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/team"
 )
 
@@ -322,7 +323,7 @@ func TestQueuedStartInDispatchOrder(t *testing.T) {
 				t.Fatalf("termination = %s (%v)", out.Termination, out.Err)
 			}
 			var order []string
-			for _, a := range decode[assignmentEvent](t, h.events, team.EventAssignment) {
+			for _, a := range decode[assignmentEvent](t, h.events, record.TypeAssignment) {
 				if a.State == team.Running {
 					order = append(order, a.Assignment)
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/team"
 )
 
@@ -87,7 +88,7 @@ func TestPlanningMode(t *testing.T) {
 	wantOK(t, "finish_planning with a plan", h.nth("lead", "finish_planning", 1))
 	plans := decode[struct {
 		State string `json:"state"`
-	}](t, h.events, team.EventPlanning)
+	}](t, h.events, record.TypePlanning)
 	if len(plans) != 2 || plans[0].State != "started" || plans[1].State != "finished" {
 		t.Errorf("planning events = %+v; want started, finished", plans)
 	}

@@ -9,31 +9,18 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
 // Report is how a subagent ends its assignment (R-TEAM-2).
-type Report struct {
-	Summary       string   `json:"summary"`
-	Claims        []Claim  `json:"claims,omitempty"`
-	Artifacts     []string `json:"artifacts,omitempty"`
-	OpenQuestions []string `json:"open_questions,omitempty"`
-}
+type Report = record.ReportBody
 
 // Claim is one statement with the evidence that supports it.
-type Claim struct {
-	Text     string   `json:"text"`
-	Evidence []string `json:"evidence,omitempty"`
-}
+type Claim = record.Claim
 
-type reportEvent struct {
-	Assignment string `json:"assignment"`
-	Item       string `json:"item"`
-	Report
-}
-
-func (r *Report) render() string {
+func renderReport(r *Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Summary: %s\n", r.Summary)
 	for _, c := range r.Claims {

@@ -16,6 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
 // Restore rebuilds the coordination plane of a stopped run from its record
@@ -24,62 +25,27 @@ import (
 // queued or running start again: a running one continues from its
 // checkpoint, in a fresh worktree rebuilt from the shared workspace and the
 // file changes it had recorded. Call it before the lead resumes.
-func (t *Team) Restore(dir string, events []record.Event, agents map[string]*checkpoint.Agent) error {
+func (t *Team) Restore(dir string, st *runstate.State, events []record.Event, agents map[string]*checkpoint.Agent) error {
+	if st.BoardErr != nil {
+		return fmt.Errorf("team: restore the board: %w", st.BoardErr)
+	}
 	t.mu.Lock()
 	var resume []*Assignment
-	leadSeen := int64(0) // seq of the lead's last sight of notices
+	leadSeen := st.LeadSeen // seq of the lead's last sight of notices
 	ended := map[string]int64{}
-	for _, e := range events {
-		switch e.Type {
-		case EventBoard:
-			var be board.Event
-			if err := e.Decode(&be); err != nil {
-				t.mu.Unlock()
-				return err
-			}
-			if err := t.board.Apply(t.board.Seq()+1, be); err != nil {
-				t.mu.Unlock()
-				return fmt.Errorf("team: restore board at seq %d: %w", e.Seq, err)
-			}
-		case EventAssignment:
-			var ae assignmentEvent
-			if err := e.Decode(&ae); err != nil {
-				t.mu.Unlock()
-				return err
-			}
-			a, ok := t.assignments[ae.Assignment]
-			if !ok {
-				a = &Assignment{ID: ae.Assignment, Item: ae.Item, Role: ae.Role, Instructions: ae.Instructions, Tools: ae.Tools}
-				t.assignments[a.ID] = a
-				t.order = append(t.order, a.ID)
-				t.dispatched++
-			}
-			a.State, a.Reason = ae.State, ae.Reason
-			switch ae.State {
-			case Reported, Failed, Cancelled, Timeout:
-				ended[a.ID] = e.Seq
-			}
-		case EventReport:
-			var re reportEvent
-			if e.Decode(&re) == nil {
-				if a, ok := t.assignments[re.Assignment]; ok {
-					rep := re.Report
-					a.Report = &rep
-				}
-			}
-		case EventVerdict:
-			t.verified++
-		case EventPlanning:
-			var pe struct{ State string }
-			if e.Decode(&pe) == nil {
-				t.planning = pe.State == "started"
-			}
-		case record.TypeModelRequest, record.TypeToolResult, record.TypeObservation:
-			if e.Agent == "lead" {
-				leadSeen = e.Seq
-			}
+	t.board = st.Board.Clone()
+	for _, ra := range st.Assignments {
+		a := &Assignment{ID: ra.Assignment.Assignment, Item: ra.Item, Role: ra.Role, Instructions: ra.Instructions, Tools: ra.Tools,
+			State: ra.State, Reason: ra.Reason, Report: ra.Report}
+		t.assignments[a.ID] = a
+		t.order = append(t.order, a.ID)
+		t.dispatched++
+		if ra.Ended() {
+			ended[a.ID] = ra.EndedSeq
 		}
 	}
+	t.verified += len(st.Verdicts)
+	t.planning = st.Planning
 	// Owners the record left on the board that no live assignment explains
 	// go; live assignments missing from their item's owners are put back.
 	for _, it := range t.board.Items() {

@@ -47,16 +47,6 @@ const (
 	Shared   = "shared"
 )
 
-// Record event types of the team.
-const (
-	EventBoard      = "board"
-	EventAssignment = "assignment"
-	EventReport     = "report"
-	EventPlanning   = "planning"
-	EventVerdict    = "verdict"
-	EventMerge      = "merge"
-)
-
 // ErrLeadDone is the cause that stops assignments when the lead ends.
 var ErrLeadDone = errors.New("team: the lead finished")
 
@@ -142,7 +132,7 @@ func New(ctx context.Context, cfg Config) *Team {
 		changed: make(chan struct{}), planning: cfg.Plan, slots: newSlots(cfg.Concurrency)}
 	t.ctx, t.stop = context.WithCancelCause(ctx)
 	if cfg.Plan {
-		t.record(EventPlanning, "lead", map[string]any{"mode": "planning", "state": "started"})
+		t.record(record.TypePlanning, "lead", record.Planning{Mode: "planning", State: "started"})
 	}
 	return t
 }
@@ -182,7 +172,7 @@ func (t *Team) mutateFor(callID, by string, op func(*board.Board) (board.Event, 
 	}
 	rec := e
 	rec.CallID = callID
-	t.record(EventBoard, by, rec)
+	t.record(record.TypeBoard, by, rec)
 	return e, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/team"
 )
 
@@ -189,7 +190,7 @@ func TestLeadScenario(t *testing.T) {
 		Assignment string           `json:"assignment"`
 		Applied    []map[string]any `json:"applied"`
 		Conflicts  []map[string]any `json:"conflicts"`
-	}](t, h.events, team.EventMerge)
+	}](t, h.events, record.TypeMerge)
 	if len(merges) != 3 {
 		t.Errorf("want 3 merge events, got %d", len(merges))
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 )
 
@@ -144,7 +145,7 @@ func (t *Team) LeadTools() []tool.Tool {
 				return tool.Errorf("the board is empty: add the plan's items with board_add before leaving planning mode")
 			}
 			t.planning = false
-			t.record(EventPlanning, "lead", map[string]any{"mode": "planning", "state": "finished"})
+			t.record(record.TypePlanning, "lead", record.Planning{Mode: "planning", State: "finished"})
 			return tool.Result{Output: "planning finished: dispatch the ready items"}
 		}), t.inPlanning))
 	return serialAll(tools)

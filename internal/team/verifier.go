@@ -22,13 +22,7 @@ const (
 )
 
 // Verdict is what the verifier says of one claim.
-type Verdict struct {
-	Claim    string `json:"claim"`
-	Verdict  string `json:"verdict"`
-	Location string `json:"location,omitempty"`
-	Repair   string `json:"repair,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-}
+type Verdict = record.Verdict
 
 type verifyArgs struct {
 	Claim      string   `json:"claim" desc:"One claim to check, stated exactly."`
@@ -50,7 +44,7 @@ func (t *Team) verifyTool() tool.Tool {
 			v := t.verify(ctx, a)
 			t.mu.Lock()
 			t.verified++
-			t.record(EventVerdict, VerifierID, v)
+			t.record(record.TypeVerdict, VerifierID, v)
 			t.mu.Unlock()
 			out := fmt.Sprintf("verdict: %s", v.Verdict)
 			if v.Location != "" {

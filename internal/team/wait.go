@@ -27,7 +27,7 @@ func (t *Team) notify(a *Assignment, rep *Report, state, reason, merge string) {
 	}
 	b.WriteString(".\n")
 	if rep != nil {
-		b.WriteString(rep.render())
+		b.WriteString(renderReport(rep))
 		b.WriteString("\n")
 	}
 	if merge != "" {

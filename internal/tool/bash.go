@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/workspace"
 )
@@ -82,12 +83,12 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		}
 		return Errorf("could not run the command: %v%s", err, published)
 	}
-	meta := map[string]any{
-		"exit_code":    res.ExitCode,
-		"duration_ms":  res.Duration.Milliseconds(),
-		"timed_out":    res.TimedOut,
-		"stdout_bytes": res.StdoutBytes,
-		"stderr_bytes": res.StderrBytes,
+	meta := &record.ToolMeta{
+		ExitCode:    &res.ExitCode,
+		DurationMS:  res.Duration.Milliseconds(),
+		TimedOut:    res.TimedOut,
+		StdoutBytes: res.StdoutBytes,
+		StderrBytes: res.StderrBytes,
 	}
 	var deltas []FileDelta
 	after, afterErr := snapshot(env.FS)
@@ -97,7 +98,7 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		}
 		slices.SortFunc(deltas, func(a, b FileDelta) int { return strings.Compare(a.Path, b.Path) })
 	} else {
-		meta["snapshot_error"] = fmt.Sprint(beforeErr, afterErr)
+		meta.SnapshotError = fmt.Sprint(beforeErr, afterErr)
 	}
 
 	var b strings.Builder

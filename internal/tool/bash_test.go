@@ -50,7 +50,7 @@ func TestBashFake(t *testing.T) {
 	if len(r.Deltas) != 2 || r.Deltas[0] != want[0] || r.Deltas[1] != want[1] {
 		t.Fatalf("deltas %+v", r.Deltas)
 	}
-	if r.Meta["exit_code"] != 0 || r.Meta["duration_ms"] != int64(42) || r.Meta["timed_out"] != false || r.Meta["stdout_bytes"] != int64(6) {
+	if m := r.Meta; m == nil || m.ExitCode == nil || *m.ExitCode != 0 || m.DurationMS != 42 || m.TimedOut || m.StdoutBytes != 6 {
 		t.Fatalf("meta %v", r.Meta)
 	}
 	s := fake.spec
@@ -64,7 +64,7 @@ func TestBashFake(t *testing.T) {
 	}
 	r = call(t, env, "bash", `{"command": "sleep 9999", "timeout_s": 99999}`)
 	expect(t, r, false, "timeout_s 99999 is above the maximum; used 3600s", "exit code: -1\ntimed out after 3600s, process group killed", "--- stderr (first 7 B of 20.0 MiB; redirect to a file to keep it all) ---\npartial")
-	if fake.spec.Timeout != MaxBashTimeout || r.Meta["timed_out"] != true || len(r.Deltas) != 0 {
+	if fake.spec.Timeout != MaxBashTimeout || r.Meta == nil || !r.Meta.TimedOut || len(r.Deltas) != 0 {
 		t.Fatalf("timeout %v meta %v deltas %v", fake.spec.Timeout, r.Meta, r.Deltas)
 	}
 	call(t, env, "bash", `{"command": "true", "timeout_s": 5}`)

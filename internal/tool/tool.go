@@ -20,6 +20,7 @@ import (
 	"sort"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -48,7 +49,7 @@ type Result struct {
 	// Finish is set by the finish tool: the run ends with this summary.
 	Finish *Finish
 	// Meta is extra detail for the record (exit code, duration, ...).
-	Meta map[string]any
+	Meta *record.ToolMeta
 }
 
 // Finish is the finish tool's request to end the run.

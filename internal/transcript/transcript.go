@@ -170,7 +170,7 @@ func Entries(e record.Event, opt Options) []Entry {
 		var p record.ModelError
 		e.Decode(&p)
 		return one(func(x *Entry) { x.Kind, x.Turn, x.Detail, x.Error = KindModelError, p.Turn, oneLine(p.Error), true })
-	case "message":
+	case record.TypeMessage:
 		var p struct{ ID, Text, Class, Sender, To, Control, Answer string }
 		e.Decode(&p)
 		return one(func(x *Entry) {
@@ -187,7 +187,7 @@ func Entries(e record.Event, opt Options) []Entry {
 		var p record.Observation
 		e.Decode(&p)
 		return one(func(x *Entry) { x.Kind, x.Text, x.Class = KindObservation, p.Text, p.Kind })
-	case "control":
+	case record.TypeControl:
 		var p struct {
 			ID, Kind, Result string
 			Args             map[string]string
@@ -219,7 +219,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += fmt.Sprintf(", %d messages summarized", p.Summarized.Messages)
 			}
 		})
-	case "board":
+	case record.TypeBoard:
 		var p struct {
 			Op, ID, Note, Owner, By string
 			Title, Objective        *string
@@ -246,7 +246,7 @@ func Entries(e record.Event, opt Options) []Entry {
 			}
 			x.Detail = d
 		})
-	case "assignment":
+	case record.TypeAssignment:
 		var p struct{ Assignment, Item, Role, State, Reason string }
 		e.Decode(&p)
 		return one(func(x *Entry) {
@@ -260,7 +260,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += " (" + oneLine(p.Reason) + ")"
 			}
 		})
-	case "report":
+	case record.TypeReport:
 		var p struct {
 			Assignment, Item, Summary string
 			Artifacts                 []string
@@ -273,7 +273,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += ", artifacts " + strings.Join(p.Artifacts, ", ")
 			}
 		})
-	case "verdict":
+	case record.TypeVerdict:
 		var p struct{ Claim, Verdict, Reason string }
 		e.Decode(&p)
 		return one(func(x *Entry) {
@@ -353,7 +353,7 @@ func Entries(e record.Event, opt Options) []Entry {
 			}
 			x.Detail = fmt.Sprintf("%s %s: %s", word, what, oneLine(p.Detail))
 		})
-	case "resumed":
+	case record.TypeResumed:
 		var p struct {
 			AfterSeq int64  `json:"after_seq"`
 			Reason   string `json:"reason"`

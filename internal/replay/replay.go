@@ -1,26 +1,38 @@
-package run
+// Package replay re-executes a finished run (R-REC-2) in a fresh home, from
+// its recorded initial state and with a model that returns the recorded
+// outputs, running every tool for real, and compares the two records.
+//
+// Guarantees:
+//   - only a finished run whose every event type this version knows is
+//     replayed; a run recorded without a sandbox is replayed unisolated only
+//     when the caller consents;
+//   - a changed or missing input is a divergence of kind initial_state and
+//     nothing is replayed;
+//   - the report names the first divergence in the original's seq order
+//     (normalization rules in compare.go), or says the runs are identical;
+//   - the replay reads only the run directory.
+package replay
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runstate"
 )
 
-// ReplayConfig is how to replay a run.
-type ReplayConfig struct {
+// Config is how to replay a run.
+type Config struct {
 	// TempDir is where the fresh home is made; "" for the system's.
 	TempDir string
-	// Keep leaves the replay's home in place (ReplayReport.ReplayDir).
+	// Keep leaves the replay's home in place (Report.ReplayDir).
 	Keep bool
 	// OrderWait bounds how long a turn waits for the recorded order of
 	// effects; default 10 s.
@@ -32,8 +44,8 @@ type ReplayConfig struct {
 	Progress io.Writer
 }
 
-// ReplayReport is the outcome of a replay (R-REC-2).
-type ReplayReport struct {
+// Report is the outcome of a replay (R-REC-2).
+type Report struct {
 	RunID     string `json:"run_id"`
 	Identical bool   `json:"identical"`
 	// Divergence is the first one, in the original's seq order.
@@ -48,29 +60,39 @@ type ReplayReport struct {
 	ReplayDir string `json:"replay_dir,omitempty"`
 }
 
-// Replay re-executes the finished run in dir in a fresh home, from its
+// Run re-executes the finished run in dir in a fresh home, from its
 // recorded initial state and with its recorded model outputs, running every
 // tool for real, and compares the two records: each tool call, each
-// observation (normalized, see the rules in replay_compare.go), each file
+// observation (normalized, see the rules in compare.go), each file
 // change and the final files. A changed or missing input is a divergence of
 // kind initial_state and nothing is replayed. The error is for a run that
 // cannot be replayed at all.
-func Replay(ctx context.Context, dir string, rc ReplayConfig) (ReplayReport, error) {
+func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	start := time.Now()
-	rep := ReplayReport{RunID: filepath.Base(dir)}
-	if l := Liveness(dir); l != Finished {
-		return rep, &ConfigError{fmt.Sprintf("run %s is %s: only a finished run can be replayed (resume it with apodex resume first)", rep.RunID, l)}
+	rep := Report{RunID: filepath.Base(dir)}
+	if l := run.Liveness(dir); l != run.Finished {
+		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s is %s: only a finished run can be replayed (resume it with apodex resume first)", rep.RunID, l)}
 	}
 	c, err := record.Read(dir)
 	if err != nil {
 		return rep, err
 	}
 	rep.Events = len(c.Events)
-	rec, err := ReadStarted(dir)
-	if err != nil {
-		return rep, err
+	proj := runstate.New()
+	for _, e := range c.Events {
+		if err := proj.Apply(e); err != nil {
+			return rep, err
+		}
 	}
-	if problems := inputProblems(dir, rec.Started.Inputs); len(problems) > 0 {
+	if len(proj.Unknown) > 0 {
+		u := proj.Unknown[0]
+		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s holds an event of type %q (seq %d) that this version of apodex does not know; replay it with the version that wrote it", rep.RunID, u.Type, u.Seq)}
+	}
+	if proj.Started == nil {
+		return rep, fmt.Errorf("replay: the record of run %s does not start with run_started", rep.RunID)
+	}
+	rec := run.Recorded{Started: *proj.Started, Settings: run.SettingsFrom(proj.Settings), At: proj.StartedAt}
+	if problems := run.InputProblems(dir, rec.Started.Inputs); len(problems) > 0 {
 		rep.Divergence = &Divergence{Kind: KindInitialState, Seq: c.Events[0].Seq, What: "the run's inputs",
 			Expected: "the inputs recorded in run_started", Got: strings.Join(problems, "; ")}
 		rep.DurationMS = time.Since(start).Milliseconds()
@@ -78,7 +100,7 @@ func Replay(ctx context.Context, dir string, rc ReplayConfig) (ReplayReport, err
 	}
 	st := rec.Settings
 	if rec.Started.Sandbox.Kind == "none" && !rc.AllowNoSandbox {
-		return rep, &ConfigError{fmt.Sprintf("run %s ran without a sandbox; replaying it would run its commands on this machine unisolated: pass --sandbox none to accept that", rep.RunID)}
+		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s ran without a sandbox; replaying it would run its commands on this machine unisolated: pass --sandbox none to accept that", rep.RunID)}
 	}
 	if st.Network {
 		rep.Notes = append(rep.Notes, "the run's commands had network access; replayed, they reach the network again, which need not answer the same")
@@ -109,7 +131,7 @@ func Replay(ctx context.Context, dir string, rc ReplayConfig) (ReplayReport, err
 	cfg := replayConfig(rec, home, dir, model)
 	cfg.NewID = func() string { return rep.RunID } // the same id: only the home differs
 	cfg.Progress = stepWriter{gate: gate, next: rc.Progress, notes: model.note}
-	if _, err := Execute(ctx, cfg); err != nil {
+	if _, err := run.Execute(ctx, cfg); err != nil {
 		return rep, fmt.Errorf("run: replay: %w", err)
 	}
 	rc2, err := record.Read(replayDir)
@@ -135,22 +157,22 @@ func Replay(ctx context.Context, dir string, rc ReplayConfig) (ReplayReport, err
 // it. A task file's deliverables and clauses are left out: they shape only
 // the agent's first message, which the replayed model does not read, and
 // the final gate, which the replay does not compare.
-func replayConfig(rec Recorded, home, dir string, model llm.Model) Config {
+func replayConfig(rec run.Recorded, home, dir string, model llm.Model) run.Config {
 	st := rec.Settings
 	u0 := st.U0
 	if u0 == "" {
 		u0 = rec.Started.Objective
 	}
 	info := rec.Started.Model
-	info.Provider, info.Script = "replay", ""
-	cfg := Config{
+	info.Provider, info.Script, info.ScriptRef = "replay", "", ""
+	cfg := run.Config{
 		Home: home, Objective: u0, InputsDir: filepath.Join(dir, "inputs"),
 		Model: model, ModelInfo: info, Mode: st.Mode, Team: st.Team, Budget: st.Budget, Context: st.Context,
 		SoftDeadline: st.SoftDeadline, Timeout: st.Timeout, Sandbox: st.Sandbox, Network: st.Network,
 		CommandTimeout: st.CommandTimeout, ScratchQuota: st.ScratchQuota, RequireFinish: st.RequireFinish,
 	}
 	cfg.Retry.MaxAttempts = max(st.MaxAttempts, 1)
-	cfg.Evidence = recordedEvidence(rec)
+	cfg.Evidence = run.RecordedEvidence(st.Evidence)
 	cfg.Evidence.Recorded = dir // fetched pages come from the record, not the network
 	return cfg
 }
@@ -160,9 +182,9 @@ func unreplayed(events []record.Event) []string {
 	var msgs, resumes int
 	for _, e := range events {
 		switch e.Type {
-		case TypeMessage, TypeControl:
+		case record.TypeMessage, record.TypeControl:
 			msgs++
-		case TypeResumed:
+		case record.TypeResumed:
 			resumes++
 		}
 	}
@@ -174,52 +196,4 @@ func unreplayed(events []record.Event) []string {
 		out = append(out, fmt.Sprintf("the run was resumed %d time(s) after a stop; a call interrupted by the stop has no recorded result, so the replay diverges there", resumes))
 	}
 	return out
-}
-
-// inputProblems checks the run's inputs/ against the hashes run_started
-// recorded: every recorded file there with the same content, nothing else.
-func inputProblems(dir string, want []record.FileEntry) []string {
-	root := filepath.Join(dir, "inputs")
-	wanted := map[string]string{}
-	for _, f := range want {
-		wanted[f.Path] = f.SHA256
-	}
-	var problems []string
-	seen := map[string]bool{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		plane := "/inputs/" + filepath.ToSlash(rel)
-		sum, ok := wanted[plane]
-		seen[plane] = true
-		switch {
-		case !ok:
-			problems = append(problems, plane+" was added")
-		case !d.Type().IsRegular():
-			problems = append(problems, plane+" is no longer a regular file")
-		default:
-			got, _, err := workspace.HashFile(p)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s cannot be read: %v", plane, err))
-			} else if got != sum {
-				problems = append(problems, fmt.Sprintf("%s changed (recorded %s, now %s)", plane, sum, got))
-			}
-		}
-		return nil
-	})
-	if err != nil && !(os.IsNotExist(err) && len(want) == 0) {
-		problems = append(problems, fmt.Sprintf("the inputs directory cannot be read: %v", err))
-	}
-	for _, f := range want {
-		if !seen[f.Path] {
-			problems = append(problems, f.Path+" is missing")
-		}
-	}
-	sort.Strings(problems)
-	return problems
 }

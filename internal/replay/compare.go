@@ -1,4 +1,4 @@
-package run
+package replay
 
 import (
 	"encoding/json"
@@ -71,7 +71,7 @@ type Compared struct {
 //     duration_ms is not compared); string values follow rules 1-4.
 //  6. The lead's notices of its subagents' ends are compared as one ordered
 //     stream, whichever wait result or turn-start observation carried them
-//     (see replay_notices.go).
+//     (see notices.go).
 var (
 	rfc3339   = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?`)
 	tookDur   = regexp.MustCompile(`\btook \d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|m|h)\b`)
@@ -102,17 +102,14 @@ func (n normalizer) text(s string) string {
 	return blobTemp.ReplaceAllString(s, ".tmp-<TMP>")
 }
 
-func (n normalizer) meta(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if k == "duration_ms" {
-			continue
-		}
-		if s, ok := v.(string); ok {
-			v = n.text(s)
-		}
-		out[k] = v
+// meta is a tool result's metadata without its duration, texts normalized.
+func (n normalizer) meta(m *record.ToolMeta) record.ToolMeta {
+	if m == nil {
+		return record.ToolMeta{}
 	}
+	out := *m
+	out.DurationMS = 0
+	out.SnapshotError = n.text(out.SnapshotError)
 	return out
 }
 
@@ -310,7 +307,7 @@ func fromLine(lines []string, i int) string {
 	if i >= len(lines) {
 		return fmt.Sprintf("ends after line %d", len(lines))
 	}
-	return fmt.Sprintf("from line %d: %q", i+1, clipText(strings.Join(lines[i:], "\n"), 200))
+	return fmt.Sprintf("from line %d: %q", i+1, clip(strings.Join(lines[i:], "\n"), 200))
 }
 
 // describe renders one compared event for a divergence report.
@@ -319,11 +316,11 @@ func describe(e record.Event, n normalizer) string {
 	case record.TypeToolCall:
 		var c record.ToolCall
 		e.Decode(&c)
-		return fmt.Sprintf("%s %s", c.Name, clipText(c.Arguments, 200))
+		return fmt.Sprintf("%s %s", c.Name, clip(c.Arguments, 200))
 	case record.TypeToolResult:
 		var t record.ToolResult
 		e.Decode(&t)
-		return fmt.Sprintf("%s result (is_error %v): %q", t.Name, t.IsError, clipText(n.text(t.Output), 200))
+		return fmt.Sprintf("%s result (is_error %v): %q", t.Name, t.IsError, clip(n.text(t.Output), 200))
 	case record.TypeFileDelta:
 		var f record.FileDelta
 		e.Decode(&f)
@@ -368,4 +365,12 @@ func orNone(s, none string) string {
 		return none
 	}
 	return s
+}
+
+// clip shortens s to n bytes for a divergence's description.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

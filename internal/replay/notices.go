@@ -1,4 +1,4 @@
-package run
+package replay
 
 import (
 	"fmt"
@@ -111,9 +111,9 @@ func compareNotices(o, r side) *Divergence {
 		d := &Divergence{Kind: KindObservation, Agent: "lead", What: fmt.Sprintf("notice %d to the lead", i+1)}
 		switch {
 		case i >= len(r.notices):
-			d.Seq, d.Expected, d.Got = o.notices[i].seq, clipText(o.norm.text(o.notices[i].text), 200), "none: the lead was not told"
+			d.Seq, d.Expected, d.Got = o.notices[i].seq, clip(o.norm.text(o.notices[i].text), 200), "none: the lead was not told"
 		case i >= len(o.notices):
-			d.After, d.Expected, d.Got = true, "none", clipText(r.norm.text(r.notices[i].text), 200)
+			d.After, d.Expected, d.Got = true, "none", clip(r.norm.text(r.notices[i].text), 200)
 			if n := len(o.notices); n > 0 {
 				d.Seq = o.notices[n-1].seq
 			}

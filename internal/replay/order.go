@@ -1,4 +1,4 @@
-package run
+package replay
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/team"
 )
 
 // ordered are the event types whose order across agents a replay keeps:
@@ -28,7 +27,7 @@ import (
 // gate holds it: waiting for those could wait for itself.
 var ordered = map[string]bool{
 	record.TypeModelResponse: true, record.TypeToolResult: true, record.TypeFileDelta: true,
-	team.EventAssignment: true,
+	record.TypeAssignment: true,
 }
 
 type orderKey struct{ agent, typ string }
@@ -91,7 +90,7 @@ func newOrderGate(events []record.Event, replayDir string, wait time.Duration) *
 		case record.TypeToolResult:
 			g.boundary[e.Agent] = append(g.boundary[e.Agent], 0)
 			open[e.Agent] = len(g.boundary[e.Agent]) - 1
-		case team.EventAssignment:
+		case record.TypeAssignment:
 			if e.Agent != "lead" {
 				g.ends[e.Agent] = e.Seq
 			}
@@ -120,7 +119,7 @@ func (g *orderGate) notices(events []record.Event) {
 	endStart := map[string]int64{} // subagent -> first event of its end: its report, or its last state
 	for _, e := range events {
 		if _, sub := g.ends[e.Agent]; sub && endStart[e.Agent] == 0 && e.Seq > lastStep[e.Agent] &&
-			(e.Type == team.EventReport || e.Type == team.EventAssignment) {
+			(e.Type == record.TypeReport || e.Type == record.TypeAssignment) {
 			endStart[e.Agent] = e.Seq
 		}
 	}
@@ -211,7 +210,7 @@ func othersKeys(self string) func(orderKey) bool {
 func endKeys(self string) func(orderKey) bool {
 	return func(k orderKey) bool {
 		switch k.typ {
-		case team.EventAssignment:
+		case record.TypeAssignment:
 			return k.agent != self
 		case keyWait, keyNotices, record.TypeModelRequest:
 			return k.agent == "lead"

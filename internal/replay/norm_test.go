@@ -1,4 +1,4 @@
-package run
+package replay
 
 import (
 	"fmt"
@@ -25,8 +25,9 @@ func TestNormalization(t *testing.T) {
 			t.Errorf("text(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
-	m := n.meta(map[string]any{"duration_ms": 12.0, "exit_code": 0.0, "snapshot_error": "/home/u/.apodex/runs/r1/workspace: gone"})
-	if fmt.Sprint(m) != "map[exit_code:0 snapshot_error:<RUN>/workspace: gone]" {
+	zero := 0
+	m := n.meta(&record.ToolMeta{DurationMS: 12, ExitCode: &zero, SnapshotError: "/home/u/.apodex/runs/r1/workspace: gone"})
+	if m.DurationMS != 0 || *m.ExitCode != 0 || m.SnapshotError != "<RUN>/workspace: gone" {
 		t.Errorf("meta %v", m)
 	}
 }

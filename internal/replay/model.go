@@ -1,4 +1,4 @@
-package run
+package replay
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/team"
 )
 
@@ -77,7 +78,7 @@ type storedMessage struct {
 }
 
 // newReplayModel reads the replies out of the original record.
-func newReplayModel(dir string, events []record.Event, st Settings, gate *orderGate) (*replayModel, error) {
+func newReplayModel(dir string, events []record.Event, st run.Settings, gate *orderGate) (*replayModel, error) {
 	m := &replayModel{dir: dir, turns: map[string][]recordedTurn{}, next: map[string]int{},
 		finals: map[string][]llm.Response{}, nextFinal: map[string]int{}, modelErrs: map[string]string{},
 		stopped: stoppedAgents(events, st, gate.wait), gate: gate}
@@ -121,7 +122,7 @@ func newReplayModel(dir string, events []record.Event, st Settings, gate *orderG
 			if e.Decode(&c) == nil && c.Summarized != nil {
 				m.summaries = append(m.summaries, recordedSummary{seq: e.Seq, agent: e.Agent, turn: turnsSoFar[e.Agent], text: c.Summarized.Summary})
 			}
-		case team.EventVerdict:
+		case record.TypeVerdict:
 			var v team.Verdict
 			if err := e.Decode(&v); err != nil {
 				return nil, err
@@ -136,7 +137,7 @@ func newReplayModel(dir string, events []record.Event, st Settings, gate *orderG
 // they worked, and how long a replay waits for the same stop: the run's
 // limit (soft deadline, timeout, a subagent's time budget) and then some,
 // or the order wait for a subagent cancelled when the lead ended.
-func stoppedAgents(events []record.Event, st Settings, wait time.Duration) map[string]time.Duration {
+func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) map[string]time.Duration {
 	limit := max(st.SoftDeadline, st.Timeout, st.Team.SubTimeout) + wait
 	out := map[string]time.Duration{}
 	byClock := func(reason string) bool {
@@ -150,7 +151,7 @@ func stoppedAgents(events []record.Event, st Settings, wait time.Duration) map[s
 	coordinator := "main"
 	for _, e := range events {
 		switch e.Type {
-		case team.EventAssignment:
+		case record.TypeAssignment:
 			var a struct{ State, Reason string }
 			if e.Decode(&a) != nil || e.Agent == "lead" {
 				continue

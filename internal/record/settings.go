@@ -1,0 +1,78 @@
+package record
+
+import (
+	"fmt"
+	"time"
+)
+
+// RunSettings is what a run was started with (run_started's "settings"), so
+// that a resume and a replay run it the same way. Names are snake_case and
+// durations are strings ("5m0s"); a zero duration is "0s".
+type RunSettings struct {
+	Mode           string           `json:"mode"`
+	Team           TeamSettings     `json:"team"`
+	Budget         BudgetSettings   `json:"budget"`
+	Context        ContextSettings  `json:"context"`
+	SoftDeadline   Duration         `json:"soft_deadline"`
+	Timeout        Duration         `json:"timeout"`
+	Sandbox        string           `json:"sandbox"`
+	Network        bool             `json:"network"`
+	CommandTimeout Duration         `json:"command_timeout"`
+	ScratchQuota   int64            `json:"scratch_quota"`
+	MaxAttempts    int              `json:"max_attempts"`
+	TaskFile       string           `json:"task_file,omitempty"`
+	U0             string           `json:"u0,omitempty"`
+	RequireFinish  bool             `json:"require_finish,omitempty"`
+	Evidence       EvidenceSettings `json:"evidence"`
+}
+
+// EvidenceSettings is how the run's evidence plane was set up.
+type EvidenceSettings struct {
+	Corpus       bool `json:"corpus"`
+	FetchPrivate bool `json:"fetch_private"`
+}
+
+// TeamSettings configures an Agent Team run.
+type TeamSettings struct {
+	Concurrency int            `json:"concurrency"`
+	Isolation   string         `json:"isolation"`
+	Plan        bool           `json:"plan"`
+	SubBudget   BudgetSettings `json:"sub_budget"`
+	SubTimeout  Duration       `json:"sub_timeout"`
+	MergeIgnore []string       `json:"merge_ignore,omitempty"`
+}
+
+// BudgetSettings is a loop's limits; zero means unlimited.
+type BudgetSettings struct {
+	MaxTurns     int `json:"max_turns"`
+	MaxToolCalls int `json:"max_tool_calls"`
+	MaxTokens    int `json:"max_tokens"`
+}
+
+// ContextSettings configures compaction.
+type ContextSettings struct {
+	Window     int     `json:"window"`
+	At         float64 `json:"at"`
+	To         float64 `json:"to"`
+	KeepRecent int     `json:"keep_recent"`
+	KeepTail   int     `json:"keep_tail"`
+}
+
+// Duration is a time.Duration recorded as its string ("1m30s").
+type Duration time.Duration
+
+// D is the duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalText renders the duration as time.Duration.String does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText parses a duration string ("5m0s").
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("record: duration %q: %w", b, err)
+	}
+	*d = Duration(v)
+	return nil
+}

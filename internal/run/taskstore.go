@@ -1,0 +1,226 @@
+package run
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
+)
+
+// taskDir is where a run keeps its own copy of the task: the files the
+// contract reads, at their original absolute paths under taskDir/root.
+const taskDir = "task"
+
+// contractEvent is the recorded contract: what the user typed (u0) kept
+// apart from the normalized objective and the acceptance clauses.
+func contractEvent(c *contract.Contract) record.Contract {
+	raw, _ := c.MarshalJSON() // cannot fail: plain strings and numbers
+	return record.Contract{U0: c.U0, Objective: c.Objective, File: c.File, Hash: c.Hash(), Contract: raw}
+}
+
+// storeTask stores the task file's text and every file the contract reads
+// as blobs, named in ev: the run no longer needs the task file.
+func storeTask(log *record.Log, c *contract.Contract, ev *record.Contract) error {
+	if c.File == "" {
+		return nil
+	}
+	text, err := os.ReadFile(c.File)
+	if err != nil {
+		return fmt.Errorf("run: keep the task file: %w", err)
+	}
+	if ev.TaskRef, err = log.PutBlob(text); err != nil {
+		return err
+	}
+	put := func(p string, mode fs.FileMode) error {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		ref, err := log.PutBlob(data)
+		if err != nil {
+			return err
+		}
+		ev.Files = append(ev.Files, record.TaskFile{Path: filepath.ToSlash(p), Mode: uint32(mode.Perm()), Ref: ref})
+		return nil
+	}
+	for _, d := range c.Deliverables {
+		if d.JSONSchema != "" {
+			if err := put(d.JSONSchema, 0o644); err != nil {
+				return fmt.Errorf("run: keep the JSON schema %s: %w", d.JSONSchema, err)
+			}
+		}
+	}
+	for _, cl := range c.Verify {
+		if cl.Files == "" {
+			continue
+		}
+		err := filepath.WalkDir(cl.Files, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			return put(p, info.Mode())
+		})
+		if err != nil {
+			return fmt.Errorf("run: keep the verifier files %s: %w", cl.Files, err)
+		}
+	}
+	return nil
+}
+
+// recordedContract rebuilds the contract in force from the run directory
+// alone: the task file's text and files from the blobs, the objective the
+// user typed, then every revision. A run without a task file gets the
+// objective it was given. A missing or corrupt blob is an error naming it.
+func recordedContract(dir string, st *runstate.State) (*contract.Contract, error) {
+	if len(st.Contracts) == 0 {
+		if st.Started == nil {
+			return nil, fmt.Errorf("run: the record has no run_started")
+		}
+		u0 := ""
+		if st.Settings != nil {
+			u0 = st.Settings.U0
+		}
+		if u0 == "" {
+			u0 = st.Started.Objective
+		}
+		return contract.FromObjective(u0), nil
+	}
+	first := st.Contracts[0].Contract
+	var c *contract.Contract
+	switch {
+	case first.File == "":
+		c = contract.FromObjective(first.U0)
+		if first.U0 == "" {
+			c = contract.FromObjective(first.Objective)
+		}
+	case first.TaskRef == "": // a record of an older version: the task file itself
+		var err error
+		if c, err = contract.Load(first.File); err != nil {
+			return nil, fmt.Errorf("run: reload the task file %s (this run predates self-contained records): %w", first.File, err)
+		}
+	default:
+		var err error
+		if c, err = materialize(dir, first); err != nil {
+			return nil, err
+		}
+	}
+	if first.U0 != "" {
+		c.SetObjective(first.U0)
+	}
+	for _, rev := range st.Contracts[1:] {
+		c = c.Revise(rev.Text)
+	}
+	if last := st.Contract(); (first.TaskRef != "" || first.File == "") && c.Hash() != last.Hash {
+		return nil, fmt.Errorf("run: the contract rebuilt from the run (hash %s) is not the one recorded (hash %s); the task blobs under %s were altered", c.Hash(), last.Hash, filepath.Join(dir, record.BlobsDir))
+	}
+	return c, nil
+}
+
+// materialize writes the task's files from their blobs under
+// dir/task/root/<original path> (checking every blob's hash), links the
+// inputs the contract names to the run's copy, and loads the task there.
+func materialize(dir string, ce record.Contract) (*contract.Contract, error) {
+	root := filepath.Join(dir, taskDir, "root")
+	if err := os.RemoveAll(filepath.Join(dir, taskDir)); err != nil {
+		return nil, fmt.Errorf("run: rebuild the task: %w", err)
+	}
+	write := func(orig, ref string, mode fs.FileMode) error {
+		data, err := readBlob(dir, ref)
+		if err != nil {
+			return err
+		}
+		target, err := under(root, orig)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, mode)
+	}
+	if err := write(ce.File, ce.TaskRef, 0o644); err != nil {
+		return nil, fmt.Errorf("run: rebuild the task file: %w", err)
+	}
+	for _, f := range ce.Files {
+		if err := write(f.Path, f.Ref, fs.FileMode(f.Mode)&0o777); err != nil {
+			return nil, fmt.Errorf("run: rebuild the task's file %s: %w", f.Path, err)
+		}
+	}
+	var wire struct {
+		Inputs string `json:"inputs"`
+		Corpus string `json:"corpus"`
+	}
+	if err := json.Unmarshal(ce.Contract, &wire); err == nil {
+		// The task's inputs and corpus were copied into the run: its copy of
+		// the task sees them there.
+		for _, l := range []struct{ key, in string }{{wire.Inputs, "inputs"}, {wire.Corpus, filepath.Join("inputs", corpusName)}} {
+			if l.key == "" {
+				continue
+			}
+			in := l.key
+			if !filepath.IsAbs(in) {
+				in = filepath.Join(filepath.Dir(ce.File), in)
+			}
+			link, err := under(root, in)
+			if err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.Symlink(filepath.Join(dir, l.in), link); err != nil && !os.IsExist(err) {
+				return nil, fmt.Errorf("run: link the task's %s: %w", l.in, err)
+			}
+		}
+	}
+	target, _ := under(root, ce.File)
+	c, err := contract.Load(target)
+	if err != nil {
+		return nil, fmt.Errorf("run: load the task kept in the run: %w", err)
+	}
+	c.File = ce.File
+	return c, nil
+}
+
+// under maps an absolute original path into root; anything else is refused.
+func under(root, orig string) (string, error) {
+	p := filepath.Clean(filepath.FromSlash(orig))
+	if !filepath.IsAbs(p) || strings.Contains(orig, "..") {
+		return "", fmt.Errorf("run: the record names the task path %q, which is not a clean absolute path; the record was altered", orig)
+	}
+	rel := strings.TrimPrefix(p, string(filepath.Separator))
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("run: the record names the task path %q outside the task", orig)
+	}
+	return filepath.Join(root, rel), nil
+}
+
+// readBlob reads a blob and checks its content against its name.
+func readBlob(dir, ref string) ([]byte, error) {
+	p, err := record.BlobPath(dir, ref)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s is missing (%v); the run directory is incomplete: restore %s from a copy of the run", ref, err, p)
+	}
+	sum := sha256.Sum256(data)
+	if !bytes.Equal([]byte(hex.EncodeToString(sum[:])), []byte(strings.TrimPrefix(ref, "sha256:"))) {
+		return nil, fmt.Errorf("blob %s is corrupt (its content hashes to sha256:%x); restore %s from a copy of the run", ref, sum, p)
+	}
+	return data, nil
+}
