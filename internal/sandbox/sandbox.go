@@ -33,7 +33,7 @@ import (
 )
 
 // ErrUnavailable is returned by New when no sandbox can be built here.
-var ErrUnavailable = errors.New("sandbox: bubblewrap (bwrap) is not available; install it (apt-get install -y bubblewrap) or pass --sandbox none to run commands without isolation")
+var ErrUnavailable = errors.New("sandbox: no sandbox is available (bubblewrap missing and the native sandbox cannot create namespaces here); install bubblewrap (apt-get install -y bubblewrap) or pass --sandbox none to run commands without isolation")
 
 // Mount binds a host directory into the sandbox.
 type Mount struct {
@@ -58,6 +58,9 @@ type Spec struct {
 	OutputLimit int
 	// Env is the complete environment ("K=V"); nil means a minimal default.
 	Env []string
+	// Limits bound the command's memory, processes and /tmp (zero fields:
+	// the defaults). None ignores them.
+	Limits Limits
 }
 
 // Result is what a command did.
@@ -73,6 +76,13 @@ type Result struct {
 	StderrBytes int64
 	TimedOut    bool
 	Duration    time.Duration
+	// Limit names the limit the command ran into (LimitMemory, LimitPids),
+	// "" if none was hit or the runner cannot tell.
+	Limit string
+	// UID is the host uid the command ran as; Mechanism says how its
+	// limits were enforced (see Mechanism). None leaves both zero.
+	UID       int
+	Mechanism string
 }
 
 // Truncated reports whether any output was cut.
@@ -86,19 +96,55 @@ type Runner interface {
 	Run(ctx context.Context, spec Spec) (Result, error)
 }
 
-// New returns the runner for kind: "bwrap" or "" (bubblewrap, which must be
-// usable here, else an error wrapping ErrUnavailable) or "none" (no
-// isolation; see None). It never falls back from bwrap to none by itself.
+// Kinds of runner New knows.
+const (
+	KindAuto   = "auto"
+	KindBwrap  = "bwrap"
+	KindNative = "native"
+	KindNone   = "none"
+)
+
+// New returns the runner for kind: "bwrap" (bubblewrap, which must be
+// usable here, else an error wrapping ErrUnavailable), "native" (the
+// built-in namespace sandbox, see Native), "auto" or "" (bwrap when usable,
+// else native) or "none" (no isolation; see None). It never falls back to
+// none by itself.
 func New(kind string) (Runner, error) {
 	switch kind {
-	case "", "bwrap":
+	case KindBwrap:
 		path, err := probe()
 		if err != nil {
 			return nil, err
 		}
 		return &Bwrap{Path: path}, nil
-	case "none":
+	case KindNative:
+		if err := nativeAvailable(); err != nil {
+			return nil, err
+		}
+		return Native{}, nil
+	case "", KindAuto:
+		if path, err := probe(); err == nil {
+			return &Bwrap{Path: path}, nil
+		}
+		if err := nativeAvailable(); err != nil {
+			return nil, err
+		}
+		return Native{}, nil
+	case KindNone:
 		return None{}, nil
 	}
-	return nil, fmt.Errorf("sandbox: unknown kind %q (want bwrap or none)", kind)
+	return nil, fmt.Errorf("sandbox: unknown kind %q (want auto, bwrap, native or none)", kind)
+}
+
+// KindOf names a runner New returned ("bwrap", "native", "none").
+func KindOf(r Runner) string {
+	switch r.(type) {
+	case *Bwrap:
+		return KindBwrap
+	case Native:
+		return KindNative
+	case None:
+		return KindNone
+	}
+	return fmt.Sprintf("%T", r)
 }

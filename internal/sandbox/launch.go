@@ -1,0 +1,229 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// SandboxUID and SandboxGID are the host ids sandboxed commands run as when
+// the runtime runs as root (nobody/nogroup): never host uid 0. A runtime
+// that is not root runs commands as itself.
+const (
+	SandboxUID = 65534
+	SandboxGID = 65534
+)
+
+// ids returns the host uid/gid commands run as, and whether the runtime must
+// switch to them (it is root).
+func ids() (uid, gid int, drop bool) {
+	if os.Geteuid() == 0 {
+		return SandboxUID, SandboxGID, true
+	}
+	return os.Geteuid(), os.Getegid(), false
+}
+
+// Mechanism says how the limits of a command are enforced, e.g.
+// "memory=cgroup-v1 pids=cgroup-v1 tmp=tmpfs"; it is recorded with the run.
+func Mechanism(lim Limits) string {
+	cg := newCgroup(lim.withDefaults())
+	defer cg.remove()
+	return mechanism(cg, lim.withDefaults())
+}
+
+func mechanism(cg *cgroup, lim Limits) string {
+	mem, pids := cg.memory, cg.pids
+	if mem == "" && lim.Memory > 0 {
+		mem = "rlimit-as"
+	}
+	if pids == "" && lim.Pids > 0 {
+		pids = "rlimit-nproc"
+		if _, _, drop := ids(); !drop {
+			pids = "none"
+		}
+	}
+	if mem == "" {
+		mem = "none"
+	}
+	if pids == "" {
+		pids = "none"
+	}
+	return fmt.Sprintf("memory=%s pids=%s tmp=tmpfs", mem, pids)
+}
+
+// launch runs spec through the helper (helper_linux.go) with the given
+// backend and returns its result.
+func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, error) {
+	env, err := envOf(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	dir := spec.Dir
+	if dir == "" {
+		dir = "/tmp"
+	}
+	if !filepath.IsAbs(dir) {
+		return Result{}, fmt.Errorf("sandbox: dir %q is not absolute", spec.Dir)
+	}
+	mounts, err := checkMounts(spec.Mounts)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("sandbox: not started: %w", err)
+	}
+	exe, err := selfExe()
+	if err != nil {
+		return Result{}, err
+	}
+	etc, err := hostEtc.acquire()
+	if err != nil {
+		return Result{}, err
+	}
+	defer hostEtc.release(etc) // the copy must outlive the sandbox
+
+	uid, gid, drop := ids()
+	lim := spec.Limits.withDefaults()
+	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
+		Spec:     specPlan{Command: spec.Command, Dir: dir, Mounts: mounts, Env: env, Network: spec.Network, TmpSize: lim.TmpSize},
+		Landlock: backend == "native"}
+	if drop {
+		if err := ownMounts(mounts, uid, gid); err != nil {
+			return Result{}, err
+		}
+	}
+	cg := newCgroup(lim)
+	defer cg.remove()
+	if cg.memory == "" && lim.Memory > 0 {
+		p.Rlimits = append(p.Rlimits, rlim{Resource: syscall.RLIMIT_AS, Value: uint64(lim.Memory)})
+	}
+	if cg.pids == "" && lim.Pids > 0 && drop {
+		const rlimitNproc = 6
+		p.Rlimits = append(p.Rlimits, rlim{Resource: rlimitNproc, Value: uint64(lim.Pids)})
+	}
+
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	defer planR.Close()
+	defer planW.Close()
+	cmd := exec.Command(exe)
+	cmd.Args = []string{"apodex-sandbox"}
+	cmd.Env = []string{helperEnv + "=1"}
+	cmd.ExtraFiles = []*os.File{planR}
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cg.v2 != "" {
+		attr.UseCgroupFD, attr.CgroupFD = true, cg.v2fd
+	}
+	switch {
+	case backend == "bwrap" && drop:
+		attr.Cloneflags = syscall.CLONE_NEWNS
+	case backend == "native":
+		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		if !spec.Network {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+		}
+		p.NSUID, p.NSGID = uid, gid
+		if !drop {
+			attr.Cloneflags |= syscall.CLONE_NEWUSER
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+			p.NSUID, p.NSGID = 0, 0
+		}
+	}
+	cmd.SysProcAttr = attr
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := supervise(ctx, cmd, spec, &hooks{
+		started: func(pid int) error {
+			planR.Close()
+			if err := cg.join(pid); err != nil {
+				return err
+			}
+			_, err := planW.Write(raw) // the plan is small: fits the pipe
+			planW.Close()
+			return err
+		},
+		kill: cg.kill,
+	})
+	if err == nil {
+		res.Limit = cg.hit()
+		if res.Limit == "" && res.ExitCode == helperExit && strings.HasPrefix(string(res.Stderr), "apodex sandbox:") {
+			res.ExitCode = 1 // a setup failure, as bwrap reports its own
+		}
+	}
+	res.UID = uid
+	res.Mechanism = mechanism(cg, lim)
+	if serr := stripSetid(mounts); serr != nil && err == nil {
+		err = serr
+	}
+	return res, err
+}
+
+// ownMounts gives the writable mounts' contents to the sandbox uid, so the
+// command can change what the runtime wrote there (the runtime, root, keeps
+// full access). Only entries not already owned are changed, links are not
+// followed.
+func ownMounts(ms []Mount, uid, gid int) error {
+	for _, m := range ms {
+		if !m.Writable {
+			continue
+		}
+		err := filepath.WalkDir(m.Source, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != uid || int(st.Gid) != gid) {
+				if err := os.Lchown(p, uid, gid); err != nil {
+					return fmt.Errorf("sandbox: give %s to the sandbox uid %d: %w", p, uid, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stripSetid clears setuid and setgid bits on everything in the writable
+// mounts after a command (chmod works on a nosuid mount; the bits must not
+// outlive the sandbox in the run directory).
+func stripSetid(ms []Mount) error {
+	var first error
+	for _, m := range ms {
+		if !m.Writable {
+			continue
+		}
+		_ = filepath.WalkDir(m.Source, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.Type()&fs.ModeSymlink != 0 {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+				if err := os.Chmod(p, fi.Mode().Perm()|(fi.Mode()&fs.ModeSticky)); err != nil && first == nil {
+					first = fmt.Errorf("sandbox: clear setuid/setgid on %s: %w", p, err)
+				}
+			}
+			return nil
+		})
+	}
+	return first
+}
