@@ -20,7 +20,8 @@ type runFlags struct {
 	home, inputs   string
 	task           string
 	sandbox        string
-	network        bool
+	network        networkFlag
+	limits         limitFlags
 	jsonOut, quiet bool
 	budget         agent.Budget
 	cmdTimeout     time.Duration
@@ -47,9 +48,11 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.Float64Var(&f.ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
 	fs.DurationVar(&f.cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
 	fs.IntVar(&f.attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
-	fs.Int64Var(&f.scratchQuota, "scratch-quota", 256<<20, "bytes every agent may write under /outputs/scratch")
-	fs.StringVar(&f.sandbox, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
-	fs.BoolVar(&f.network, "network", false, "let sandboxed commands use the network")
+	fs.Var(sizeFlag{&f.scratchQuota}, "scratch-quota", "bytes every agent may write under /outputs/scratch, with bash or the file tools, e.g. 256MiB (default 256MiB)")
+	f.scratchQuota = 256 << 20
+	fs.StringVar(&f.sandbox, "sandbox", "auto", "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
+	fs.Var(&f.network, "network", "let sandboxed commands reach the network: --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
+	f.limits.register(fs)
 	fs.StringVar(&f.mode, "mode", "react", "react (one agent) or team (a lead that plans on a Task Board and dispatches subagents it designs)")
 	fs.IntVar(&f.team.Concurrency, "concurrency", 8, "team: subagents running at once")
 	fs.StringVar(&f.team.Isolation, "isolation", "per-agent", "team: per-agent (each subagent a private copy-on-write workspace, merged on report) or shared (one workspace, each agent writes only /workspace/<agent-id>/)")
@@ -64,8 +67,8 @@ func (f *runFlags) register(fs *flagSet) {
 // check validates the flags' values; the message says what to do.
 func (f *runFlags) check() error {
 	switch {
-	case f.sandbox != "bwrap" && f.sandbox != "none":
-		return fmt.Errorf("--sandbox %q: use bwrap or none", f.sandbox)
+	case f.sandbox != "auto" && f.sandbox != "bwrap" && f.sandbox != "native" && f.sandbox != "none":
+		return fmt.Errorf("--sandbox %q: use auto, bwrap, native or none", f.sandbox)
 	case f.budget.MaxTurns < 0 || f.budget.MaxToolCalls < 0 || f.budget.MaxTokens < 0 || f.timeout < 0 || f.soft < 0 || f.ctxw.Window < 0 || f.scratchQuota < 0:
 		return errors.New("budgets, deadlines, --scratch-quota and --context-window must be ≥ 0")
 	case f.mode != run.ModeReact && f.mode != run.ModeTeam:
@@ -105,6 +108,7 @@ func (f *runFlags) applyContract(fs *flagSet, c *contract.Contract) {
 	if b.Timeout > 0 && !set["timeout"] {
 		f.timeout = b.Timeout
 	}
+	f.limits.applyContract(set, b)
 	if b.Concurrency > 0 && !set["concurrency"] {
 		f.team.Concurrency = b.Concurrency
 	}
@@ -114,7 +118,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "[flags] OBJECTIVE   (or --task task.yaml [OBJECTIVE])", stdout, stderr)
 	var f runFlags
 	f.register(fs)
-	pos, err := fs.parse(args)
+	pos, err := fs.parse(joinNetwork(args))
 	if err != nil {
 		return flagExit(err)
 	}
@@ -142,7 +146,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := run.Config{
 		Home: homeDir(f.home), Objective: objective, Contract: c, InputsDir: f.inputs,
 		Model: model, ModelInfo: info, Budget: f.budget,
-		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
+		Sandbox: f.sandbox, Network: f.network.on(), HostNetwork: f.network.mode == "host", Limits: f.limits.Limits, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
 		Mode: f.mode, Team: f.team,
 	}

@@ -53,9 +53,19 @@ type ModelSettings struct {
 
 // SandboxSettings says how commands were isolated.
 type SandboxSettings struct {
-	Kind    string `json:"kind"` // "bwrap" or "none"
+	Kind    string `json:"kind"` // "bwrap", "native", "none" or "unavailable"
 	Version string `json:"version,omitempty"`
 	Network bool   `json:"network"`
+	// NetworkMode is "outbound" (own namespace via pasta, no host
+	// loopback) or "host" when Network is set.
+	NetworkMode string `json:"network_mode,omitempty"`
+	// UID is the host uid commands run as (never 0 when isolated).
+	UID int `json:"uid,omitempty"`
+	// Limits per command (bytes, processes) and how they are enforced.
+	MemLimit  int64  `json:"mem_limit,omitempty"`
+	PidsLimit int64  `json:"pids_limit,omitempty"`
+	TmpSize   int64  `json:"tmp_size,omitempty"`
+	Mechanism string `json:"limits_mechanism,omitempty"`
 }
 
 // Budget is the run's limits; zero means unlimited.

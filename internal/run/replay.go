@@ -147,7 +147,7 @@ func replayConfig(rec Recorded, home, dir string, model llm.Model) Config {
 		Home: home, Objective: u0, InputsDir: filepath.Join(dir, "inputs"),
 		Model: model, ModelInfo: info, Mode: st.Mode, Team: st.Team, Budget: st.Budget, Context: st.Context,
 		SoftDeadline: st.SoftDeadline, Timeout: st.Timeout, Sandbox: st.Sandbox, Network: st.Network,
-		CommandTimeout: st.CommandTimeout, ScratchQuota: st.ScratchQuota,
+		CommandTimeout: st.CommandTimeout, ScratchQuota: st.ScratchQuota, Limits: st.Limits.sandbox(), HostNetwork: st.HostNetwork,
 	}
 	cfg.Retry.MaxAttempts = max(st.MaxAttempts, 1)
 	return cfg

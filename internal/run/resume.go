@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox"
 	"path/filepath"
 	"time"
 
@@ -28,6 +29,8 @@ type Settings struct {
 	Timeout        time.Duration `json:"timeout"`
 	Sandbox        string        `json:"sandbox"`
 	Network        bool          `json:"network"`
+	HostNetwork    bool          `json:"host_network,omitempty"`
+	Limits         Limits        `json:"limits,omitzero"`
 	CommandTimeout time.Duration `json:"command_timeout"`
 	ScratchQuota   int64         `json:"scratch_quota"`
 	MaxAttempts    int           `json:"max_attempts"`
@@ -37,9 +40,26 @@ type Settings struct {
 
 func settingsOf(cfg Config, c *contract.Contract) Settings {
 	return Settings{Mode: cfg.Mode, Team: cfg.Team, Budget: cfg.Budget, Context: cfg.Context,
-		SoftDeadline: cfg.SoftDeadline, Timeout: cfg.Timeout, Sandbox: cfg.Sandbox, Network: cfg.Network,
+		SoftDeadline: cfg.SoftDeadline, Timeout: cfg.Timeout, Sandbox: cfg.Sandbox, Network: cfg.Network, HostNetwork: cfg.HostNetwork, Limits: limitsOf(cfg.Limits),
 		CommandTimeout: cfg.CommandTimeout, ScratchQuota: cfg.ScratchQuota, MaxAttempts: cfg.Retry.MaxAttempts,
 		TaskFile: c.File, U0: c.U0}
+}
+
+// Limits are the per-command sandbox limits a run was started with.
+type Limits struct {
+	Memory         int64 `json:"mem_limit,omitempty"`
+	Pids           int64 `json:"pids_limit,omitempty"`
+	TmpSize        int64 `json:"tmp_size,omitempty"`
+	WorkspaceBytes int64 `json:"workspace_quota,omitempty"`
+	WorkspaceFiles int64 `json:"workspace_files,omitempty"`
+}
+
+func limitsOf(l sandbox.Limits) Limits {
+	return Limits{l.Memory, l.Pids, l.TmpSize, l.Workspace.Bytes, l.Workspace.Files}
+}
+
+func (l Limits) sandbox() sandbox.Limits {
+	return sandbox.Limits{Memory: l.Memory, Pids: l.Pids, TmpSize: l.TmpSize, Workspace: sandbox.Quota{Bytes: l.WorkspaceBytes, Files: l.WorkspaceFiles}}
 }
 
 // Recorded is what the record says a run was started with.
@@ -106,6 +126,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	st := rec.Settings
 	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = st.Mode, st.Team, st.Budget, st.Context
 	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = st.SoftDeadline, st.Timeout, st.Sandbox, st.Network
+	cfg.Limits, cfg.HostNetwork = st.Limits.sandbox(), st.HostNetwork
 	cfg.CommandTimeout, cfg.ScratchQuota, cfg.Retry.MaxAttempts = st.CommandTimeout, st.ScratchQuota, max(st.MaxAttempts, 1)
 	if cfg.ModelInfo.Provider == "" {
 		cfg.ModelInfo = rec.Started.Model

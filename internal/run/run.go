@@ -25,6 +25,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox"
 	"io"
 	"os"
 	"path/filepath"
@@ -69,9 +70,16 @@ type Config struct {
 	// dispatches subagents); Team configures the latter.
 	Mode string
 	Team TeamConfig
-	// Sandbox is "bwrap", "none" or "" (bwrap, refusing bash if unavailable).
+	// Sandbox is "auto" or "" (bwrap if usable, else native), "bwrap",
+	// "native" or "none"; bash is refused when the one asked for is
+	// unavailable.
 	Sandbox string
-	Network bool
+	// Network lets commands reach the network: outbound only, through a
+	// user-mode stack in their own network namespace, unless HostNetwork
+	// shares the host's (loopback included).
+	Network, HostNetwork bool
+	// Limits bound every sandboxed command (zero fields: the defaults).
+	Limits sandbox.Limits
 	// CommandTimeout is bash's default timeout; 0 means 120 s.
 	CommandTimeout time.Duration
 	// ScratchQuota bounds /outputs/scratch in bytes; 0 means 256 MiB.

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,6 +237,80 @@ func BenchmarkSandboxTrue(b *testing.B) {
 				if err != nil || res.ExitCode != 0 {
 					b.Fatalf("%+v %v", res, err)
 				}
+			}
+		})
+	}
+}
+
+// Outbound: a non-loopback interface is up, but the host's 127.0.0.1
+// services are out of reach.
+func TestOutboundNetwork(t *testing.T) {
+	if pastaPath() == "" {
+		t.Skip("pasta not installed (apt-get install -y passt)")
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for /dev/tcp")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprint(c, "hello from host")
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	for name, r := range sandboxes(t) {
+		if _, _, drop := ids(); name == "bwrap" && !drop {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Outbound: true, Command: fmt.Sprintf(`cat /proc/net/dev; cat /proc/net/route; for h in 127.0.0.1 $(awk 'NR==2 {print $3}' /proc/net/route | sed 's/../& /g' | awk '{printf "%%d.%%d.%%d.%%d", "0x"$4, "0x"$3, "0x"$2, "0x"$1}'); do echo "try $h"; timeout 1 bash -c "exec 3<>/dev/tcp/$h/%s && cat <&3" && echo REACHED; done; true`, port)})
+			out := string(res.Stdout)
+			if strings.Contains(out, "hello from host") || strings.Contains(out, "REACHED") {
+				t.Errorf("host loopback reachable with Outbound: %s", out)
+			}
+			up := false
+			for _, line := range strings.Split(out, "\n") {
+				if iface, _, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && iface != "lo" && !strings.Contains(iface, "|") && !strings.HasPrefix(iface, "Inter") {
+					up = true
+				}
+			}
+			if !up || !strings.Contains(out, "00000000") {
+				t.Errorf("no outside interface or default route with Outbound: exit %d %s %s", res.ExitCode, out, res.Stderr)
+			}
+		})
+	}
+}
+
+// A workspace quota stops a command that grows /workspace past it, and
+// what was written before stays.
+func TestWorkspaceQuota(t *testing.T) {
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true}}
+			res := run(t, r, Spec{Command: "echo keep > /workspace/keep; for i in $(seq 100); do head -c 1048576 /dev/urandom > /workspace/f$i; sleep 0.02; done",
+				Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 4 << 20}}, Timeout: 30 * time.Second})
+			if res.Limit != "workspace_quota" || !strings.Contains(res.LimitNote(), "--workspace-quota") {
+				t.Errorf("limit %q note %q", res.Limit, res.LimitNote())
+			}
+			if _, err := os.Stat(filepath.Join(ws, "f100")); err == nil {
+				t.Error("the command was not stopped")
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, "keep")); string(b) != "keep\n" {
+				t.Error("what was written before the limit was lost")
+			}
+			res = run(t, r, Spec{Command: "touch /workspace/a /workspace/b /workspace/c", Mounts: mounts, Limits: Limits{Workspace: Quota{Files: 2}}})
+			if res.Limit != "workspace_quota" {
+				t.Errorf("file count: limit %q", res.Limit)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -89,6 +90,10 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	defer hostEtc.release(etc) // the copy must outlive the sandbox
 
 	uid, gid, drop := ids()
+	outbound := spec.Outbound && !spec.Network
+	if outbound && backend == KindBwrap && !drop {
+		return Result{}, fmt.Errorf("sandbox: --network (outbound only) with bwrap needs apodex to run as root; use --sandbox native, or --network host")
+	}
 	lim := spec.Limits.withDefaults()
 	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
 		Spec:     specPlan{Command: spec.Command, Dir: dir, Mounts: mounts, Env: env, Network: spec.Network, TmpSize: lim.TmpSize},
@@ -97,6 +102,19 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 		if err := ownMounts(mounts, uid, gid); err != nil {
 			return Result{}, err
 		}
+	}
+	for i, m := range mounts {
+		if m.Target == "/workspace" && m.Writable && m.Quota == nil {
+			q := lim.Workspace
+			q.Name, q.Hint = "workspace_quota", "--workspace-quota / --workspace-files (task budget key workspace_quota)"
+			mounts[i].Quota = &q
+		}
+	}
+	quotas := newQuotaWatch(mounts)
+	var quotaHit struct {
+		sync.Mutex
+		m   Mount
+		why string
 	}
 	cg := newCgroup(lim)
 	defer cg.remove()
@@ -125,6 +143,10 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	switch {
 	case backend == "bwrap" && drop:
 		attr.Cloneflags = syscall.CLONE_NEWNS
+		if outbound {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+			p.Spec.Network = true // bwrap shares the helper's namespace
+		}
 	case backend == "native":
 		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 		if !spec.Network {
@@ -143,11 +165,34 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
+	stopPasta := func() {}
+	defer func() { stopPasta() }()
+	stopWatch := make(chan struct{})
+	var killer func()
+	go quotas.run(stopWatch, func(m Mount, why string) {
+		quotaHit.Lock()
+		quotaHit.m, quotaHit.why = m, why
+		k := killer
+		quotaHit.Unlock()
+		if k != nil {
+			k()
+		}
+	})
 	res, err := supervise(ctx, cmd, spec, &hooks{
 		started: func(pid int) error {
+			quotaHit.Lock()
+			killer = func() { killGroup(pid); cg.kill() }
+			quotaHit.Unlock()
 			planR.Close()
 			if err := cg.join(pid); err != nil {
 				return err
+			}
+			if outbound {
+				stop, err := startPasta(pid, attr.Cloneflags&syscall.CLONE_NEWUSER != 0)
+				if err != nil {
+					return err
+				}
+				stopPasta = stop
 			}
 			_, err := planW.Write(raw) // the plan is small: fits the pipe
 			planW.Close()
@@ -155,13 +200,27 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 		},
 		kill: cg.kill,
 	})
-	if err == nil {
+	close(stopWatch)
+	quotaHit.Lock()
+	m, why := quotaHit.m, quotaHit.why
+	quotaHit.Unlock()
+	if why == "" {
+		m, why = quotas.check(true)
+	}
+	if why != "" {
+		res.Limit = m.Quota.Name
+		if res.Limit == "" {
+			res.Limit = "quota"
+		}
+		res.QuotaNote = fmt.Sprintf("%s is over its quota (%s); what was written is kept; delete files there to make room, or raise it with %s", m.Target, why, m.Quota.Hint)
+	}
+	if err == nil && res.Limit == "" {
 		res.Limit = cg.hit()
 		if res.Limit == "" && res.ExitCode == helperExit && strings.HasPrefix(string(res.Stderr), "apodex sandbox:") {
 			res.ExitCode = 1 // a setup failure, as bwrap reports its own
 		}
 	}
-	res.UID = uid
+	res.UID, res.Limits = uid, lim
 	res.Mechanism = mechanism(cg, lim)
 	if serr := stripSetid(mounts); serr != nil && err == nil {
 		err = serr
@@ -227,3 +286,9 @@ func stripSetid(ms []Mount) error {
 	}
 	return first
 }
+
+// CommandUID is the host uid sandboxed commands run as in this process.
+func CommandUID() int { uid, _, _ := ids(); return uid }
+
+// Effective returns lim with the defaults filled in.
+func Effective(lim Limits) Limits { return lim.withDefaults() }

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +20,9 @@ type Limits struct {
 	Memory  int64 // bytes of memory (cgroup memory, else RLIMIT_AS)
 	Pids    int64 // processes and threads (cgroup pids, else RLIMIT_NPROC)
 	TmpSize int64 // bytes of the tmpfs /tmp (and /dev/shm)
+	// Workspace is the quota of the mount at /workspace (zero fields: the
+	// defaults; negative: unlimited); a mount's own Quota wins.
+	Workspace Quota
 }
 
 // Defaults of Limits.
@@ -36,6 +41,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.TmpSize == 0 {
 		l.TmpSize = DefaultTmpSize
+	}
+	if l.Workspace.Bytes == 0 {
+		l.Workspace.Bytes = DefaultWorkspaceBytes
+	}
+	if l.Workspace.Files == 0 {
+		l.Workspace.Files = DefaultWorkspaceFiles
 	}
 	return l
 }
@@ -256,4 +267,74 @@ func (cg *cgroup) remove() {
 			time.Sleep(time.Millisecond)
 		}
 	}
+}
+
+// Options configure a runner for a whole run.
+type Options struct {
+	// Limits apply to every spec that sets no limits of its own.
+	Limits Limits
+	// Outbound turns a spec's Network into Outbound: the network without
+	// the host's loopback (the default of --network; --network host
+	// leaves it false).
+	Outbound bool
+}
+
+// WithOptions returns r configured by o.
+func WithOptions(r Runner, o Options) Runner {
+	if _, ok := r.(None); ok || r == nil {
+		return r
+	}
+	return limited{r, o}
+}
+
+type limited struct {
+	Runner
+	o Options
+}
+
+func (l limited) Run(ctx context.Context, spec Spec) (Result, error) {
+	if spec.Limits == (Limits{}) {
+		spec.Limits = l.o.Limits
+	}
+	if spec.Network && l.o.Outbound {
+		spec.Network, spec.Outbound = false, true
+	}
+	return l.Runner.Run(ctx, spec)
+}
+
+// Unwrap returns the runner WithOptions wrapped.
+func Unwrap(r Runner) Runner {
+	if l, ok := r.(limited); ok {
+		return l.Runner
+	}
+	return r
+}
+
+// LimitNote says which limit stopped the command and how to raise it, ""
+// when none did.
+func (r Result) LimitNote() string {
+	lim := r.Limits
+	switch {
+	case r.QuotaNote != "":
+		return r.QuotaNote
+	case r.Limit == LimitMemory:
+		return fmt.Sprintf("the command hit the memory limit of %s and was killed; use less memory, or raise it with --mem-limit (task budget key mem_limit)", human(lim.Memory))
+	case r.Limit == LimitPids:
+		return fmt.Sprintf("the command hit the process limit of %d (fork failed or it was stopped); start fewer processes, or raise it with --pids-limit (task budget key pids_limit)", lim.Pids)
+	case r.Mechanism != "" && (bytes.Contains(r.Stderr, []byte("No space left on device")) || bytes.Contains(r.Stdout, []byte("No space left on device"))):
+		return fmt.Sprintf("a device was full: /tmp holds at most %s; write large files under /workspace, or raise it with --tmp-size (task budget key tmp_size)", human(lim.TmpSize))
+	case r.Mechanism != "" && strings.Contains(r.Mechanism, "pids=rlimit") && bytes.Contains(r.Stderr, []byte("fork")):
+		return fmt.Sprintf("fork may have failed at the process limit of %d; raise it with --pids-limit", lim.Pids)
+	}
+	return ""
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -40,6 +40,9 @@ type Mount struct {
 	Source   string // host path
 	Target   string // path inside the sandbox
 	Writable bool
+	// Quota, if set on a writable mount, bounds what the command may leave
+	// in it (see Quota).
+	Quota *Quota `json:"-"`
 }
 
 // Spec is one command to run.
@@ -49,8 +52,12 @@ type Spec struct {
 	// Dir is the working directory inside the sandbox.
 	Dir    string
 	Mounts []Mount
-	// Network shares the host network namespace.
+	// Network shares the host network namespace (loopback included).
 	Network bool
+	// Outbound gives the command its own network namespace with outbound
+	// access through pasta but no way to the host's loopback (network.go);
+	// Network wins if both are set. None treats it as Network.
+	Outbound bool
 	// Timeout kills the process group after this long; 0 means no limit
 	// beyond ctx.
 	Timeout time.Duration
@@ -83,6 +90,11 @@ type Result struct {
 	// limits were enforced (see Mechanism). None leaves both zero.
 	UID       int
 	Mechanism string
+	// Limits are the limits the command ran under.
+	Limits Limits
+	// QuotaNote says which mount quota the command exceeded and how to
+	// raise it ("" none); Limit is then the quota's name.
+	QuotaNote string
 }
 
 // Truncated reports whether any output was cut.
@@ -138,7 +150,7 @@ func New(kind string) (Runner, error) {
 
 // KindOf names a runner New returned ("bwrap", "native", "none").
 func KindOf(r Runner) string {
-	switch r.(type) {
+	switch Unwrap(r).(type) {
 	case *Bwrap:
 		return KindBwrap
 	case Native:

@@ -110,16 +110,25 @@ func TestNew(t *testing.T) {
 	if _, err := New("docker"); err == nil {
 		t.Error(`New("docker") succeeded`)
 	}
-	for _, kind := range []string{"", "bwrap"} {
-		r, err := New(kind)
-		if avail := Available(); avail != nil {
-			if !errors.Is(err, ErrUnavailable) {
-				t.Errorf("New(%q) = %v, want ErrUnavailable", kind, err)
-			}
-			continue
+	r, err := New("bwrap")
+	if avail := Available(); avail != nil {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf(`New("bwrap") = %v, want ErrUnavailable`, err)
 		}
-		if b, ok := r.(*Bwrap); err != nil || !ok || b.Path == "" {
-			t.Errorf("New(%q) = %#v, %v", kind, r, err)
+	} else if b, ok := r.(*Bwrap); err != nil || !ok || b.Path == "" {
+		t.Errorf(`New("bwrap") = %#v, %v`, r, err)
+	}
+	if r, err := New("native"); err != nil || KindOf(r) != KindNative {
+		t.Errorf(`New("native") = %#v, %v`, r, err)
+	}
+	// auto: bwrap where it works, else native; never none.
+	want := KindNative
+	if Available() == nil {
+		want = KindBwrap
+	}
+	for _, kind := range []string{"", "auto"} {
+		if r, err := New(kind); err != nil || KindOf(r) != want {
+			t.Errorf("New(%q) = %#v, %v; want %s", kind, r, err, want)
 		}
 	}
 }
