@@ -38,7 +38,7 @@ func BenchmarkStepFileTool(b *testing.B) {
 }
 
 func BenchmarkStepBash(b *testing.B) {
-	runner, err := sandbox.New("bwrap")
+	runner, err := sandbox.New(sandbox.KindAuto)
 	if err != nil {
 		b.Skipf("no sandbox here: %v", err)
 	}
