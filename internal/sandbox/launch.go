@@ -142,7 +142,11 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	}
 	switch {
 	case backend == "bwrap" && drop:
-		attr.Cloneflags = syscall.CLONE_NEWNS
+		// bwrap runs as pid 1 of its own pid namespace: if it dies (the
+		// runtime died and the parent-death signal fired) the kernel kills
+		// everything below it, even a child bwrap had not yet told to die
+		// with it.
+		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
 		if outbound {
 			attr.Cloneflags |= syscall.CLONE_NEWNET
 			p.Spec.Network = true // bwrap shares the helper's namespace
