@@ -82,10 +82,13 @@ func TestSandboxReadOnly(t *testing.T) {
 				t.Errorf("%q succeeded", cmd)
 			}
 		}
-		if name == "bwrap" {
-			if res := sh(t, b, Spec{Command: "unshare -r true"}); res.ExitCode == 0 {
-				t.Error("nested user namespace created under bwrap")
+		for _, cmd := range []string{"unshare -r true", "unshare -U true", `python3 -c "import os; os.unshare(0x10000000)"`} {
+			if res := sh(t, b, Spec{Command: cmd}); res.ExitCode == 0 {
+				t.Errorf("nested user namespace created: %q", cmd)
 			}
+		}
+		if res := sh(t, b, Spec{Command: "sh -c 'echo child' && (echo sub)"}); string(res.Stdout) != "child\nsub\n" {
+			t.Errorf("plain forks broken: %q %q", res.Stdout, res.Stderr)
 		}
 		if ents, _ := os.ReadDir(in); len(ents) != 1 {
 			t.Errorf("read-only source changed: %v", ents)

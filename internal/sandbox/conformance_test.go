@@ -140,7 +140,9 @@ func TestLimits(t *testing.T) {
 	for name, r := range sandboxes(t) {
 		t.Run(name, func(t *testing.T) {
 			res := run(t, r, Spec{Command: "for i in $(seq 200); do sleep 30 & done; echo forked", Limits: Limits{Pids: 64}, Timeout: 20 * time.Second})
-			if strings.Contains(string(res.Stdout), "forked") && res.ExitCode == 0 && res.Limit == "" {
+			if strings.Contains(res.Mechanism, "pids=none") {
+				t.Logf("no process limit here (%s): not a root runtime and no delegated cgroup", res.Mechanism)
+			} else if strings.Contains(string(res.Stdout), "forked") && res.ExitCode == 0 && res.Limit == "" {
 				t.Errorf("pids 64: 200 sleepers forked: %+v", res)
 			} else if res.Limit != LimitPids && strings.HasPrefix(Mechanism(Limits{}), "memory=cgroup") {
 				t.Errorf("pids limit not reported: %q (%s)", res.Limit, res.Stderr)
@@ -247,6 +249,11 @@ func BenchmarkSandboxTrue(b *testing.B) {
 func TestOutboundNetwork(t *testing.T) {
 	if pastaPath() == "" {
 		t.Skip("pasta not installed (apt-get install -y passt)")
+	}
+	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {
+		t.Skipf("pasta cannot open /dev/net/tun here: %v", err)
+	} else {
+		f.Close()
 	}
 	if _, err := os.Stat("/bin/bash"); err != nil {
 		t.Skip("needs bash for /dev/tcp")

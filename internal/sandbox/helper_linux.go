@@ -40,13 +40,9 @@ type plan struct {
 	Bwrap   string `json:"bwrap,omitempty"`
 	// UID and GID are the host ids the command runs as; Drop says the
 	// helper starts as host root and must switch to them.
-	UID  int  `json:"uid"`
-	GID  int  `json:"gid"`
-	Drop bool `json:"drop"`
-	// NSUID and NSGID are UID and GID as seen in the helper's own user
-	// namespace (native): the command's namespace maps UID onto them.
-	NSUID   int      `json:"ns_uid"`
-	NSGID   int      `json:"ns_gid"`
+	UID     int      `json:"uid"`
+	GID     int      `json:"gid"`
+	Drop    bool     `json:"drop"`
 	Etc     string   `json:"etc"`
 	Spec    specPlan `json:"spec"`
 	Rlimits []rlim   `json:"rlimits,omitempty"`

@@ -156,12 +156,17 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 		if !spec.Network {
 			attr.Cloneflags |= syscall.CLONE_NEWNET
 		}
-		p.NSUID, p.NSGID = uid, gid
-		if !drop {
-			attr.Cloneflags |= syscall.CLONE_NEWUSER
+		// A new user namespace: for a root runtime an identity map (the
+		// helper can still read 0700 directories on the way to the mounts;
+		// the command switches to the sandbox uid), else the runtime's uid
+		// as 0.
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		if drop {
+			all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+			attr.UidMappings, attr.GidMappings, attr.GidMappingsEnableSetgroups = all, all, true
+		} else {
 			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
-			p.NSUID, p.NSGID = 0, 0
 		}
 	}
 	cmd.SysProcAttr = attr

@@ -121,21 +121,22 @@ func helperNative(p plan) {
 	if !spec.Network {
 		loopbackUp()
 	}
+	// Everything below applies to this (locked) thread and so to the
+	// command it forks: no capabilities to regain at exec, Landlock, no
+	// further user namespaces.
+	dropBoundingSet()
 	if p.Landlock {
 		applyLandlock(spec)
 	}
+	denyUserns()
 
 	cmd := exec.Command("/bin/sh", "-c", spec.Command)
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:                 syscall.CLONE_NEWUSER,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: p.UID, HostID: p.NSUID, Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: p.GID, HostID: p.NSGID, Size: 1}},
-		GidMappingsEnableSetgroups: true,
-		Credential:                 &syscall.Credential{Uid: uint32(p.UID), Gid: uint32(p.GID), Groups: []uint32{}},
-		Pdeathsig:                  syscall.SIGKILL,
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if p.Drop {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(p.UID), Gid: uint32(p.GID), Groups: []uint32{}}
 	}
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
