@@ -91,9 +91,6 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 
 	uid, gid, drop := ids()
 	outbound := spec.Outbound && !spec.Network
-	if outbound && backend == KindBwrap && !drop {
-		return Result{}, fmt.Errorf("sandbox: --network (outbound only) with bwrap needs apodex to run as root; use --sandbox native, or --network host")
-	}
 	lim := spec.Limits.withDefaults()
 	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
 		Spec:     specPlan{Command: spec.Command, Dir: dir, Mounts: mounts, Env: env, Network: spec.Network, TmpSize: lim.TmpSize},
@@ -150,6 +147,17 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 		if outbound {
 			attr.Cloneflags |= syscall.CLONE_NEWNET
 			p.Spec.Network = true // bwrap shares the helper's namespace
+		}
+	case backend == "bwrap":
+		// Not root: the helper gets a user namespace of its own (the
+		// runtime's uid as 0) so it can be pid 1 of a pid namespace, as
+		// above, and own the network namespace pasta wires out.
+		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+		if outbound {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+			p.Spec.Network = true
 		}
 	case backend == "native":
 		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
