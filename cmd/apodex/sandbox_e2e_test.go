@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,9 +74,6 @@ func TestSandboxHardeningE2E(t *testing.T) {
 				"cp /bin/sh /workspace/py && chmod 6755 /workspace/py && ls -l /workspace/py",
 			}
 			dir, res := sandboxRun(t, flags, cmds...)
-			for _, r := range res {
-				t.Log(r.Output)
-			}
 			for i, want := range []string{"--pids-limit", "--mem-limit", "--tmp-size", "--scratch-quota"} {
 				if !strings.Contains(res[i].Output, "limit: ") || !strings.Contains(res[i].Output, want) {
 					t.Errorf("%q: the observation does not name %s:\n%s", cmds[i], want, res[i].Output)
@@ -97,6 +97,43 @@ func TestSandboxHardeningE2E(t *testing.T) {
 			rs := decodeAll[record.RunStarted](t, events(t, dir), record.TypeRunStarted)[0]
 			if rs.Sandbox.Kind != kind || (os.Geteuid() == 0 && rs.Sandbox.UID == 0) || rs.Sandbox.Mechanism == "" || rs.Sandbox.MemLimit != 256<<20 || rs.Sandbox.PidsLimit != 64 || rs.Sandbox.TmpSize != 16<<20 {
 				t.Errorf("sandbox settings %+v", rs.Sandbox)
+			}
+		})
+	}
+}
+
+// --network gives the sandbox an outside interface but not the host's
+// loopback; --network host shares the host's network.
+func TestNetworkModesE2E(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("pasta"); err != nil {
+		t.Skip("pasta not installed (apt-get install -y passt)")
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for /dev/tcp")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hello from host")) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	probe := `bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + ` && printf "GET / HTTP/1.0\r\n\r\n" >&3 && cat <&3'; echo interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1)`
+	for _, kind := range []string{"native", "bwrap"} {
+		if _, err := exec.LookPath("bwrap"); err != nil && kind == "bwrap" {
+			continue
+		}
+		t.Run(kind, func(t *testing.T) {
+			dir, res := sandboxRun(t, []string{"--sandbox", kind, "--network"}, probe)
+			if out := res[0].Output; strings.Contains(out, "hello from host") || !strings.Contains(out, "interfaces: lo ") {
+				t.Errorf("--network: host loopback reached or no outside interface:\n%s", out)
+			}
+			if rs := decodeAll[record.RunStarted](t, events(t, dir), record.TypeRunStarted)[0]; rs.Sandbox.NetworkMode != "outbound" {
+				t.Errorf("network mode %q", rs.Sandbox.NetworkMode)
+			}
+			dir, res = sandboxRun(t, []string{"--sandbox", kind, "--network", "host"}, probe)
+			if out := res[0].Output; !strings.Contains(out, "hello from host") {
+				t.Errorf("--network host: host server not reached:\n%s", out)
+			}
+			if rs := decodeAll[record.RunStarted](t, events(t, dir), record.TypeRunStarted)[0]; rs.Sandbox.NetworkMode != "host" {
+				t.Errorf("network mode %q", rs.Sandbox.NetworkMode)
 			}
 		})
 	}
