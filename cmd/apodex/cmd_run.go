@@ -48,8 +48,8 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.Float64Var(&f.ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
 	fs.DurationVar(&f.cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
 	fs.IntVar(&f.attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
-	fs.Var(sizeFlag{&f.scratchQuota}, "scratch-quota", "bytes every agent may write under /outputs/scratch, with bash or the file tools, e.g. 256MiB (default 256MiB)")
 	f.scratchQuota = 256 << 20
+	fs.Var(sizeFlag{&f.scratchQuota}, "scratch-quota", "bytes every agent may write under /outputs/scratch, with bash or the file tools, e.g. 64MiB")
 	fs.StringVar(&f.sandbox, "sandbox", "auto", "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
 	fs.Var(&f.network, "network", "let sandboxed commands reach the network: --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
 	f.limits.register(fs)

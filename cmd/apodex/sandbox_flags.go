@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/sandbox"
@@ -15,7 +14,7 @@ func (s sizeFlag) String() string {
 	if s.p == nil {
 		return ""
 	}
-	return strconv.FormatInt(*s.p, 10)
+	return sandbox.FormatSize(*s.p)
 }
 
 func (s sizeFlag) Set(v string) error {
@@ -33,10 +32,11 @@ type limitFlags struct {
 }
 
 func (l *limitFlags) register(fs *flagSet) {
-	fs.Var(sizeFlag{&l.Memory}, "mem-limit", "memory of one sandboxed command, e.g. 256MiB (default 4GiB)")
+	l.Memory, l.TmpSize, l.Workspace.Bytes = sandbox.DefaultMemory, sandbox.DefaultTmpSize, sandbox.DefaultWorkspaceBytes
+	fs.Var(sizeFlag{&l.Memory}, "mem-limit", "memory of one sandboxed command, e.g. 256MiB")
 	fs.Int64Var(&l.Pids, "pids-limit", sandbox.DefaultPids, "processes and threads of one sandboxed command")
-	fs.Var(sizeFlag{&l.TmpSize}, "tmp-size", "size of the sandbox's tmpfs /tmp, e.g. 64MiB (default 512MiB)")
-	fs.Var(sizeFlag{&l.Workspace.Bytes}, "workspace-quota", "allocated bytes /workspace may hold, e.g. 2GiB (default 10GiB)")
+	fs.Var(sizeFlag{&l.TmpSize}, "tmp-size", "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
+	fs.Var(sizeFlag{&l.Workspace.Bytes}, "workspace-quota", "allocated bytes /workspace may hold, e.g. 2GiB")
 	fs.Int64Var(&l.Workspace.Files, "workspace-files", sandbox.DefaultWorkspaceFiles, "files and directories /workspace may hold")
 }
 

@@ -329,6 +329,20 @@ func (r Result) LimitNote() string {
 	return ""
 }
 
+// FormatSize prints n bytes the way ParseSize reads them (4GiB, 256MiB,
+// 1000 bytes as "1000").
+func FormatSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprint(n)
+}
+
 func human(n int64) string {
 	switch {
 	case n >= 1<<30 && n%(1<<30) == 0:
