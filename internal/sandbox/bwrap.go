@@ -12,7 +12,10 @@ import (
 	"time"
 )
 
-// Bwrap runs commands under bubblewrap.
+// Bwrap runs commands under bubblewrap, started by the helper: for a root
+// runtime the helper binds the mount sources into a private staging tmpfs
+// (so 0700 directories on the way do not matter), drops to SandboxUID and
+// becomes bwrap as pid 1 of its own pid namespace.
 //
 // The sandbox's root is a tmpfs made by bwrap and remounted read-only once
 // every mount point exists, so nothing outside /tmp, /dev and the writable

@@ -1,17 +1,35 @@
 // Package sandbox runs one shell command in isolation and knows nothing about
 // agents.
 //
-// Guarantees of the bubblewrap runner (Bwrap):
+// Guarantees of the isolating runners, Bwrap (bubblewrap) and Native (the
+// runtime's own namespaces, no bubblewrap needed), which pass one
+// conformance suite:
 //   - the command sees only the mounts it is given plus read-only system
-//     directories (/usr, /bin, /lib*, an allow-list of /etc), a fresh tmpfs
-//     /tmp, /proc and a minimal /dev; everything else, the root included, is
-//     read-only; every namespace is unshared, so there is no network unless
-//     Spec.Network is set; all capabilities are dropped; it runs in a new
-//     session and dies with its parent;
-//   - at Spec.Timeout, or when ctx ends, the whole process group is killed,
-//     and with it (through the PID namespace) everything the command started;
+//     directories (/usr, /bin, /lib*, an allow-list of /etc), a fresh sized
+//     tmpfs /tmp, /proc with /proc/sys read-only and a minimal /dev;
+//     everything else, the root included, is read-only, and every mount is
+//     nosuid,nodev; it has its own user, mount, pid, ipc, uts and network
+//     namespaces, so no network unless Spec.Network (the host's) or
+//     Spec.Outbound (outbound only, through pasta, without the host's
+//     loopback); it holds no capabilities and cannot create further user
+//     namespaces;
+//   - it never runs as host uid 0: under a root runtime it runs as
+//     SandboxUID, the writable mounts' contents are given to that uid first,
+//     and after the command no setuid or setgid bit is left in them;
+//   - Spec.Limits bound its memory and processes (cgroups where this process
+//     may create them, else rlimits; Result.Mechanism says which), its /tmp
+//     (tmpfs size) and the writable mounts' contents (Quota); Result.Limit
+//     names the limit that stopped it and LimitNote how to raise it;
+//   - at Spec.Timeout, or when ctx ends, the process group and the
+//     command's cgroup are killed, and with them (through the PID namespace)
+//     everything the command started, also when that lands during the
+//     sandbox's startup; if the runtime dies, the command dies too;
 //   - stdout and stderr are each kept up to Spec.OutputLimit bytes; the rest is
 //     counted and discarded, so a command printing gigabytes costs no memory.
+//
+// Both re-execute the running binary as a helper (helper_linux.go): any
+// program importing this package, test binaries included, serves as its own
+// helper through this package's init.
 //
 // Shared by every runner: the command's environment is exactly Spec.Env (or
 // a minimal default), never the caller's; background processes left in the
@@ -21,8 +39,9 @@
 // ExitCode -1 with a nil error; ctx being cancelled gives ExitCode -1 and an
 // error wrapping context.Canceled.
 //
-// The None runner gives no isolation at all; callers must only use it when the
-// user asked for it explicitly, and must record that they did.
+// The None runner gives no isolation and no limits at all; callers must only
+// use it when the user asked for it explicitly, and must record that they
+// did.
 package sandbox
 
 import (
