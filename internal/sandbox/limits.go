@@ -131,7 +131,9 @@ func newCgroup(lim Limits) *cgroup {
 		if _, err := os.Stat(filepath.Join(base, "cgroup.controllers")); err != nil {
 			continue
 		}
-		dir := filepath.Join(base, ownCgroup(""), name)
+		parent := filepath.Join(base, ownCgroup(""))
+		sweepCgroups(parent)
+		dir := filepath.Join(parent, name)
 		if os.Mkdir(dir, 0o755) != nil {
 			break
 		}
@@ -158,7 +160,9 @@ func newCgroup(lim Limits) *cgroup {
 		if _, err := os.Stat(filepath.Join(base, "cgroup.procs")); err != nil {
 			continue
 		}
-		dir := filepath.Join(base, ownCgroup(c), name)
+		parent := filepath.Join(base, ownCgroup(c))
+		sweepCgroups(parent)
+		dir := filepath.Join(parent, name)
 		if os.Mkdir(dir, 0o755) != nil {
 			continue
 		}
@@ -178,6 +182,29 @@ func newCgroup(lim Limits) *cgroup {
 		cg.v1[c] = dir
 	}
 	return cg
+}
+
+var swept sync.Map // parent directory -> true
+
+// sweepCgroups removes, once per process and parent, the empty groups a
+// runtime that died left behind (named after its pid, which is gone).
+func sweepCgroups(parent string) {
+	if _, done := swept.LoadOrStore(parent, true); done {
+		return
+	}
+	ents, _ := os.ReadDir(parent)
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "apodex-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		_ = os.Remove(filepath.Join(parent, e.Name())) // fails if not empty
+	}
 }
 
 func write(dir, file string, v int64) error {

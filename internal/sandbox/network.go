@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,26 +37,22 @@ const pastaTimeout = 10 * time.Second
 
 // startPasta connects the network namespace of pid (and, for an
 // unprivileged runner, its user namespace) to the outside; the returned
-// stop ends pasta.
+// stop ends pasta. pasta runs in the foreground as a child of the runtime
+// with a parent-death signal, so it never outlives it; it is ready once the
+// namespace has routes.
 func startPasta(pid int, userns bool) (stop func(), err error) {
 	path := pastaPath()
 	if path == "" {
 		return nil, errNoPasta
 	}
-	dir, err := os.MkdirTemp("", "apodex-pasta-")
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: pasta: %w", err)
-	}
-	defer os.RemoveAll(dir)
 	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: pasta: %w", err)
 	}
 	defer netns.Close()
 	files := []*os.File{netns}
-	pidFile := filepath.Join(dir, "pid")
-	args := []string{"--config-net", "--quiet", "-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw",
-		"--pid", pidFile, "--netns", "/proc/self/fd/3"}
+	args := []string{"--foreground", "--config-net", "--quiet", "-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw",
+		"--netns", "/proc/self/fd/3"}
 	if os.Geteuid() == 0 {
 		args = append(args, "--runas", "0")
 	}
@@ -76,29 +70,33 @@ func startPasta(pid int, userns bool) (stop func(), err error) {
 	cmd := exec.Command(path, args...)
 	cmd.ExtraFiles = files
 	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("sandbox: start pasta: %w", err)
 	}
+	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(pastaTimeout):
-		_ = cmd.Process.Kill()
-		err = fmt.Errorf("timed out")
-	}
-	b, _ := os.ReadFile(pidFile)
-	daemon, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	stop = func() {
-		if daemon > 0 {
-			_ = syscall.Kill(daemon, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	routes := fmt.Sprintf("/proc/%d/net/route", pid)
+	deadline := time.Now().Add(pastaTimeout)
+	for {
+		if b, err := os.ReadFile(routes); err == nil && strings.Count(string(b), "\n") > 1 {
+			return stop, nil
+		}
+		select {
+		case err := <-done:
+			done <- err
+			return nil, fmt.Errorf("sandbox: pasta could not set up the network: %v: %s", err, strings.TrimSpace(stderr.String()))
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("sandbox: pasta did not set up the network within %s: %s", pastaTimeout, strings.TrimSpace(stderr.String()))
 		}
 	}
-	if err != nil {
-		stop()
-		return nil, fmt.Errorf("sandbox: pasta could not set up the network: %v: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return stop, nil
 }
