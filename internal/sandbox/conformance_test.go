@@ -322,3 +322,43 @@ func TestWorkspaceQuota(t *testing.T) {
 		})
 	}
 }
+
+// The runtime's chown before and setuid sweep after a command never reach
+// through a link in a writable mount to a host file (a parallel command
+// could plant one at any time).
+func TestSweepsStayInMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the chown runs for a root runtime only")
+	}
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			host, ws := t.TempDir(), t.TempDir()
+			hostFile := filepath.Join(host, "suid")
+			if err := os.WriteFile(hostFile, []byte("x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(hostFile, 0o755|os.ModeSetuid); err != nil {
+				t.Fatal(err)
+			}
+			for link, to := range map[string]string{"file": hostFile, "dir": host} {
+				if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := run(t, r, Spec{Command: "ls -l /workspace", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			fi, err := os.Stat(hostFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode()&os.ModeSetuid == 0 {
+				t.Error("the setuid sweep followed a link to a host file")
+			}
+			if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 {
+				t.Errorf("a host file behind a link was given to uid %d", st.Uid)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -247,59 +248,69 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 
 // ownMounts gives the writable mounts' contents to the sandbox uid, so the
 // command can change what the runtime wrote there (the runtime, root, keeps
-// full access). Only entries not already owned are changed, links are not
-// followed.
+// full access). Only entries not already owned are changed. Every change
+// goes through an os.Root of the mount, so a concurrent command swapping a
+// directory for a link cannot point it at a host file; links themselves are
+// not followed.
 func ownMounts(ms []Mount, uid, gid int) error {
-	for _, m := range ms {
-		if !m.Writable {
-			continue
-		}
-		err := filepath.WalkDir(m.Source, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != uid || int(st.Gid) != gid) {
-				if err := os.Lchown(p, uid, gid); err != nil {
-					return fmt.Errorf("sandbox: give %s to the sandbox uid %d: %w", p, uid, err)
-				}
-			}
+	return eachEntry(ms, func(root *os.Root, rel string, fi fs.FileInfo) error {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || (int(st.Uid) == uid && int(st.Gid) == gid) {
 			return nil
-		})
-		if err != nil {
-			return err
 		}
-	}
-	return nil
+		// A file the runtime is replacing right now (a parallel file tool
+		// call) may be gone: nothing to give.
+		if err := root.Lchown(rel, uid, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sandbox: give %s to the sandbox uid %d: %w", filepath.Join(root.Name(), rel), uid, err)
+		}
+		return nil
+	})
 }
 
 // stripSetid clears setuid and setgid bits on everything in the writable
 // mounts after a command (chmod works on a nosuid mount; the bits must not
-// outlive the sandbox in the run directory).
+// outlive the sandbox in the run directory). Links are skipped; the chmod
+// resolves inside the mount only.
 func stripSetid(ms []Mount) error {
+	return eachEntry(ms, func(root *os.Root, rel string, fi fs.FileInfo) error {
+		m := fi.Mode()
+		if m&fs.ModeSymlink != 0 || m&(fs.ModeSetuid|fs.ModeSetgid) == 0 {
+			return nil
+		}
+		if err := root.Chmod(rel, m.Perm()|(m&fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sandbox: clear setuid/setgid on %s: %w", filepath.Join(root.Name(), rel), err)
+		}
+		return nil
+	})
+}
+
+// eachEntry calls f on every entry of every writable mount (the mount's
+// own directory included, as "."), through an os.Root of the mount; it
+// returns the first error of f.
+func eachEntry(ms []Mount, f func(root *os.Root, rel string, fi fs.FileInfo) error) error {
 	var first error
 	for _, m := range ms {
 		if !m.Writable {
 			continue
 		}
-		_ = filepath.WalkDir(m.Source, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.Type()&fs.ModeSymlink != 0 {
+		root, err := os.OpenRoot(m.Source)
+		if err != nil {
+			return fmt.Errorf("sandbox: open mount %s: %w", m.Source, err)
+		}
+		_ = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+			if err != nil {
 				return nil
 			}
 			fi, err := d.Info()
 			if err != nil {
 				return nil
 			}
-			if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
-				if err := os.Chmod(p, fi.Mode().Perm()|(fi.Mode()&fs.ModeSticky)); err != nil && first == nil {
-					first = fmt.Errorf("sandbox: clear setuid/setgid on %s: %w", p, err)
-				}
+			if err := f(root, rel, fi); err != nil && first == nil {
+				first = err
 			}
 			return nil
 		})
+		root.Close()
 	}
 	return first
 }

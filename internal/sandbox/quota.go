@@ -18,6 +18,9 @@ import (
 type Quota struct {
 	Bytes int64
 	Files int64
+	// Apparent counts Bytes as the sizes of the regular files instead of
+	// the blocks allocated (the publication plane's scratch quota).
+	Apparent bool
 	// Name is the limit's name in Result.Limit and Hint says how to raise
 	// it, e.g. "--workspace-quota".
 	Name, Hint string
@@ -29,19 +32,22 @@ const (
 	DefaultWorkspaceFiles = 1_000_000
 )
 
-// quotaPoll is how often quotas are measured during a command.
+// quotaPoll is how often quotas are measured during a command (at most).
 var quotaPoll = 100 * time.Millisecond
 
-// usage measures dir: allocated bytes and entries below it.
-func usage(dir string) (bytes, files int64) {
+// usage measures dir: allocated bytes (or, apparent, regular files' sizes)
+// and entries below it.
+func usage(dir string, apparent bool) (bytes, files int64) {
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return nil
 		}
 		files++
 		if fi, err := d.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && !apparent {
 				bytes += st.Blocks * 512
+			} else if apparent && fi.Mode().IsRegular() {
+				bytes += fi.Size()
 			}
 		}
 		return nil
@@ -53,7 +59,11 @@ func usage(dir string) (bytes, files int64) {
 func (q Quota) over(bytes, files int64) string {
 	switch {
 	case q.Bytes > 0 && bytes > q.Bytes:
-		return fmt.Sprintf("%s of %s allocated", human(bytes), human(q.Bytes))
+		what := "allocated"
+		if q.Apparent {
+			what = "in files"
+		}
+		return fmt.Sprintf("%s of %s %s", human(bytes), human(q.Bytes), what)
 	case q.Files > 0 && files > q.Files:
 		return fmt.Sprintf("%d of %d files", files, q.Files)
 	}
@@ -70,7 +80,7 @@ func newQuotaWatch(ms []Mount) *quotaWatch {
 	w := &quotaWatch{}
 	for _, m := range ms {
 		if m.Writable && m.Quota != nil && (m.Quota.Bytes > 0 || m.Quota.Files > 0) {
-			b, f := usage(m.Source)
+			b, f := usage(m.Source, m.Quota.Apparent)
 			w.ms = append(w.ms, m)
 			w.start = append(w.start, [2]int64{b, f})
 		}
@@ -82,7 +92,7 @@ func newQuotaWatch(ms []Mount) *quotaWatch {
 // is over it at the end, when final) and how.
 func (w *quotaWatch) check(final bool) (Mount, string) {
 	for i, m := range w.ms {
-		b, f := usage(m.Source)
+		b, f := usage(m.Source, m.Quota.Apparent)
 		why := m.Quota.over(b, f)
 		grew := b > w.start[i][0] || f > w.start[i][1]
 		if why != "" && (grew || final) {
@@ -92,22 +102,26 @@ func (w *quotaWatch) check(final bool) (Mount, string) {
 	return Mount{}, ""
 }
 
-// run polls until stop closes, calling kill once a quota is exceeded.
+// run polls until stop closes, calling kill once a quota is exceeded. The
+// pause between measurements is quotaPoll, or ten times the last
+// measurement when that took longer, so a large tree costs at most a tenth
+// of a core.
 func (w *quotaWatch) run(stop <-chan struct{}, kill func(Mount, string)) {
 	if len(w.ms) == 0 {
 		return
 	}
-	t := time.NewTicker(quotaPoll)
-	defer t.Stop()
+	wait := quotaPoll
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-time.After(wait):
+			begin := time.Now()
 			if m, why := w.check(false); why != "" {
 				kill(m, why)
 				return
 			}
+			wait = max(quotaPoll, 10*time.Since(begin))
 		}
 	}
 }
