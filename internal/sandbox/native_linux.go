@@ -155,12 +155,55 @@ func helperNative(p plan) {
 	os.Exit(ws.ExitStatus())
 }
 
-// bind binds the opened source fd at dst, nosuid and nodev, read-only
-// unless rw.
+// bind binds the opened source fd at dst, with the mounts below it (in a
+// user namespace the kernel refuses to bind a directory without the locked
+// mounts it contains), and makes every one of them nosuid and nodev, and
+// read-only unless rw.
 func bind(fd int, dst string, rw bool) {
-	must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), dst, "", syscall.MS_BIND, ""), "bind "+dst)
+	must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), dst, "", syscall.MS_BIND|syscall.MS_REC, ""), "bind "+dst)
 	syscall.Close(fd)
-	remount(dst, !rw)
+	for _, mp := range mountsUnder(dst) {
+		remount(mp, !rw)
+	}
+}
+
+// mountsUnder lists the mount points at or below dir, parents first.
+func mountsUnder(dir string) []string {
+	out := []string{dir}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	return out
+}
+
+// unescapeMount decodes the octal escapes (\040 for a space) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // remount sets nosuid, nodev (and rdonly) on the bind at dst, keeping the
