@@ -96,11 +96,6 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
 		Spec:     specPlan{Command: spec.Command, Dir: dir, Mounts: mounts, Env: env, Network: spec.Network, TmpSize: lim.TmpSize},
 		Landlock: backend == "native"}
-	if drop {
-		if err := ownMounts(mounts, uid, gid); err != nil {
-			return Result{}, err
-		}
-	}
 	for i, m := range mounts {
 		if m.Target == "/workspace" && m.Writable && m.Quota == nil {
 			q := lim.Workspace
@@ -108,7 +103,11 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 			mounts[i].Quota = &q
 		}
 	}
-	quotas := newQuotaWatch(mounts)
+	start, err := ownMounts(mounts, drop, uid, gid)
+	if err != nil {
+		return Result{}, err
+	}
+	quotas := newQuotaWatch(mounts, start)
 	var quotaHit struct {
 		sync.Mutex
 		m   Mount
@@ -222,8 +221,12 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	quotaHit.Lock()
 	m, why := quotaHit.m, quotaHit.why
 	quotaHit.Unlock()
+	end, serr := stripSetid(mounts)
+	if serr != nil && err == nil {
+		err = serr
+	}
 	if why == "" {
-		m, why = quotas.check(true)
+		m, why = quotas.final(end)
 	}
 	if why != "" {
 		res.Limit = m.Quota.Name
@@ -240,22 +243,20 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	}
 	res.UID, res.Limits = uid, lim
 	res.Mechanism = mechanism(cg, lim)
-	if serr := stripSetid(mounts); serr != nil && err == nil {
-		err = serr
-	}
 	return res, err
 }
 
-// ownMounts gives the writable mounts' contents to the sandbox uid, so the
-// command can change what the runtime wrote there (the runtime, root, keeps
-// full access). Only entries not already owned are changed. Every change
+// ownMounts gives the writable mounts' contents to the sandbox uid when
+// give is set, so the command can change what the runtime wrote there (the
+// runtime, root, keeps full access); only entries not already owned are
+// changed. The same walk measures the mounts that have a quota. Every change
 // goes through an os.Root of the mount, so a concurrent command swapping a
 // directory for a link cannot point it at a host file; links themselves are
 // not followed.
-func ownMounts(ms []Mount, uid, gid int) error {
-	return eachEntry(ms, func(root *os.Root, rel string, fi fs.FileInfo) error {
+func ownMounts(ms []Mount, give bool, uid, gid int) (tally, error) {
+	return eachEntry(ms, give, func(root *os.Root, rel string, fi fs.FileInfo) error {
 		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok || (int(st.Uid) == uid && int(st.Gid) == gid) {
+		if !give || !ok || (int(st.Uid) == uid && int(st.Gid) == gid) {
 			return nil
 		}
 		// A file the runtime is replacing right now (a parallel file tool
@@ -269,10 +270,10 @@ func ownMounts(ms []Mount, uid, gid int) error {
 
 // stripSetid clears setuid and setgid bits on everything in the writable
 // mounts after a command (chmod works on a nosuid mount; the bits must not
-// outlive the sandbox in the run directory). Links are skipped; the chmod
-// resolves inside the mount only.
-func stripSetid(ms []Mount) error {
-	return eachEntry(ms, func(root *os.Root, rel string, fi fs.FileInfo) error {
+// outlive the sandbox in the run directory), and measures the mounts that
+// have a quota. Links are skipped; the chmod resolves inside the mount only.
+func stripSetid(ms []Mount) (tally, error) {
+	return eachEntry(ms, true, func(root *os.Root, rel string, fi fs.FileInfo) error {
 		m := fi.Mode()
 		if m&fs.ModeSymlink != 0 || m&(fs.ModeSetuid|fs.ModeSetgid) == 0 {
 			return nil
@@ -284,20 +285,34 @@ func stripSetid(ms []Mount) error {
 	})
 }
 
-// eachEntry calls f on every entry of every writable mount (the mount's
-// own directory included, as "."), through an os.Root of the mount; it
-// returns the first error of f.
-func eachEntry(ms []Mount, f func(root *os.Root, rel string, fi fs.FileInfo) error) error {
+// tally is what eachEntry measured of the mounts with a quota, by index:
+// bytes (as the quota counts them) and entries.
+type tally map[int][2]int64
+
+// eachEntry calls f on every entry of the writable mounts (the mount's own
+// directory included, as "."), all of them when every is set, else only
+// those with a quota, through an os.Root of the mount, and measures the
+// mounts with a quota on the way. It returns the first error of f.
+func eachEntry(ms []Mount, every bool, f func(root *os.Root, rel string, fi fs.FileInfo) error) (tally, error) {
 	var first error
-	for _, m := range ms {
-		if !m.Writable {
+	t := tally{}
+	for i, m := range ms {
+		q := m.Quota
+		if !m.Writable || (!every && q == nil) {
 			continue
 		}
 		root, err := os.OpenRoot(m.Source)
 		if err != nil {
-			return fmt.Errorf("sandbox: open mount %s: %w", m.Source, err)
+			return t, fmt.Errorf("sandbox: open mount %s: %w", m.Source, err)
 		}
-		_ = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		var bytes, files int64
+		// Discovery by path (fast; it never follows links); every change
+		// goes through root.
+		_ = filepath.WalkDir(m.Source, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			rel, err := filepath.Rel(m.Source, p)
 			if err != nil {
 				return nil
 			}
@@ -305,14 +320,25 @@ func eachEntry(ms []Mount, f func(root *os.Root, rel string, fi fs.FileInfo) err
 			if err != nil {
 				return nil
 			}
+			if rel != "." && q != nil {
+				files++
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && !q.Apparent {
+					bytes += st.Blocks * 512
+				} else if q.Apparent && fi.Mode().IsRegular() {
+					bytes += fi.Size()
+				}
+			}
 			if err := f(root, rel, fi); err != nil && first == nil {
 				first = err
 			}
 			return nil
 		})
 		root.Close()
+		if q != nil {
+			t[i] = [2]int64{bytes, files}
+		}
 	}
-	return first
+	return t, first
 }
 
 // CommandUID is the host uid sandboxed commands run as in this process.

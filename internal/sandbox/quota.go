@@ -73,29 +73,40 @@ func (q Quota) over(bytes, files int64) string {
 // quotaWatch measures the quota mounts of a command.
 type quotaWatch struct {
 	ms    []Mount
+	idx   []int // index of each in the command's mounts
 	start [][2]int64
 }
 
-func newQuotaWatch(ms []Mount) *quotaWatch {
+// newQuotaWatch watches the mounts with a quota, whose usage at the start
+// is in start (by index in ms).
+func newQuotaWatch(ms []Mount, start tally) *quotaWatch {
 	w := &quotaWatch{}
-	for _, m := range ms {
+	for i, m := range ms {
 		if m.Writable && m.Quota != nil && (m.Quota.Bytes > 0 || m.Quota.Files > 0) {
-			b, f := usage(m.Source, m.Quota.Apparent)
-			w.ms = append(w.ms, m)
-			w.start = append(w.start, [2]int64{b, f})
+			w.ms, w.idx, w.start = append(w.ms, m), append(w.idx, i), append(w.start, start[i])
 		}
 	}
 	return w
 }
 
-// check returns the first mount the command grew past its quota (or that
-// is over it at the end, when final) and how.
-func (w *quotaWatch) check(final bool) (Mount, string) {
+// check measures the mounts and returns the first the command grew past
+// its quota, and how.
+func (w *quotaWatch) check() (Mount, string) {
 	for i, m := range w.ms {
 		b, f := usage(m.Source, m.Quota.Apparent)
-		why := m.Quota.over(b, f)
-		grew := b > w.start[i][0] || f > w.start[i][1]
-		if why != "" && (grew || final) {
+		if why := m.Quota.over(b, f); why != "" && (b > w.start[i][0] || f > w.start[i][1]) {
+			return m, why
+		}
+	}
+	return Mount{}, ""
+}
+
+// final returns the first mount over its quota at the end, by the usage in
+// end (by index in the command's mounts), and how.
+func (w *quotaWatch) final(end tally) (Mount, string) {
+	for i, m := range w.ms {
+		u := end[w.idx[i]]
+		if why := m.Quota.over(u[0], u[1]); why != "" {
 			return m, why
 		}
 	}
@@ -117,7 +128,7 @@ func (w *quotaWatch) run(stop <-chan struct{}, kill func(Mount, string)) {
 			return
 		case <-time.After(wait):
 			begin := time.Now()
-			if m, why := w.check(false); why != "" {
+			if m, why := w.check(); why != "" {
 				kill(m, why)
 				return
 			}
