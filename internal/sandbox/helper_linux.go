@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -195,14 +194,6 @@ var selfExe = func() (string, error) {
 		return "", fmt.Errorf("sandbox: cannot find the running binary to start the sandbox helper: %w", err)
 	}
 	return p, nil
-}
-
-// lookPath resolves a program for the helper's exec.
-func lookPath(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	return name
 }
 
 // oPath is O_PATH, which package syscall does not name.

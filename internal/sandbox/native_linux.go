@@ -330,7 +330,7 @@ func applyLandlock(spec specPlan) {
 	syscall.Close(int(rs))
 }
 
-// nativeSupported reports why the native sandbox cannot run here ("" when it
+// nativeProblem says why the native sandbox cannot run here ("" when it
 // can): it needs namespaces the kernel lets this process create.
 func nativeProblem() string {
 	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
