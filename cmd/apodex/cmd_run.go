@@ -23,7 +23,8 @@ type runFlags struct {
 	task          string
 	override      bool
 	sandbox       string
-	network       bool
+	network       networkFlag
+	limits        limitFlags
 	corpus        string
 	fetchPrivate  bool
 	budget        agent.Budget
@@ -55,9 +56,10 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.Float64Var(&f.ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
 	durationFlag(fs, &f.cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
 	fs.IntVar(&f.attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
-	sizeFlag(fs, &f.scratchQuota, "scratch-quota", 256<<20, "how much every agent may write under /outputs/scratch, e.g. 256MiB or 1GiB")
-	fs.StringVar(&f.sandbox, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
-	fs.BoolVar(&f.network, "network", false, "let sandboxed commands use the network, and fetch reach http(s) URLs")
+	sizeFlag(fs, &f.scratchQuota, "scratch-quota", 256<<20, "how much every agent may write under /outputs/scratch, with bash or the file tools, e.g. 256MiB or 1GiB")
+	fs.StringVar(&f.sandbox, "sandbox", "auto", "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
+	fs.Var(&f.network, "network", "let sandboxed commands reach the network (and fetch reach http(s) URLs): --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
+	f.limits.register(fs)
 	fs.StringVar(&f.corpus, "corpus", "", "directory of documents the agent searches (search, fetch) and reads at /inputs/corpus (overrides the task file's corpus)")
 	fs.BoolVar(&f.fetchPrivate, "fetch-private", false, "with --network: let fetch reach private and loopback addresses")
 	fs.StringVar(&f.mode, "mode", "react", "react (one agent) or team (a lead that plans on a Task Board and dispatches subagents it designs)")
@@ -74,8 +76,8 @@ func (f *runFlags) register(fs *flagSet) {
 // check validates the flags' values; the message says what to do.
 func (f *runFlags) check() error {
 	switch {
-	case f.sandbox != "bwrap" && f.sandbox != "none":
-		return fmt.Errorf("--sandbox %q: use bwrap or none", f.sandbox)
+	case f.sandbox != "auto" && f.sandbox != "bwrap" && f.sandbox != "native" && f.sandbox != "none":
+		return fmt.Errorf("--sandbox %q: use auto, bwrap, native or none", f.sandbox)
 	case f.budget.MaxTurns < 0 || f.budget.MaxToolCalls < 0 || f.budget.MaxTokens < 0 || f.timeout < 0 || f.soft < 0 || f.ctxw.Window < 0 || f.scratchQuota < 0:
 		return errors.New("budgets, deadlines, --scratch-quota and --context-window must be ≥ 0")
 	case f.mode != run.ModeReact && f.mode != run.ModeTeam:
@@ -113,6 +115,7 @@ func (f *runFlags) applyContract(set map[string]bool, c *contract.Contract) {
 	if b.Timeout > 0 && !set["timeout"] {
 		f.timeout = b.Timeout
 	}
+	f.limits.applyContract(set, b)
 	if b.Concurrency > 0 && !set["concurrency"] {
 		f.team.Concurrency = b.Concurrency
 	}
@@ -122,7 +125,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("run", "[flags] OBJECTIVE   (or --task task.yaml)", stdout, stderr)
 	var f runFlags
 	f.register(fs)
-	pos, err := fs.parse(args)
+	pos, err := fs.parse(joinNetwork(args))
 	if err != nil {
 		return err
 	}
@@ -164,7 +167,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := run.Config{
 		Home: home, Objective: objective, Contract: c, InputsDir: f.inputs,
 		Model: model, ModelInfo: info, Budget: f.budget,
-		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
+		Sandbox: f.sandbox, Network: f.network.on(), HostNetwork: f.network.mode == "host", Limits: f.limits.Limits, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
 		Mode: f.mode, Team: f.team, Logger: logger, NewID: func() string { return id },
 		RequireFinish: f.requireFinish,

@@ -34,7 +34,7 @@ func openaiArgs(home string, srv *llmtest.Server) []string {
 // needSandbox skips tests whose meaning depends on real isolation.
 func needSandbox(t *testing.T) {
 	t.Helper()
-	if _, err := sandbox.New("bwrap"); err != nil {
+	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
 		t.Skipf("no bubblewrap sandbox: %v", err)
 	}
 }

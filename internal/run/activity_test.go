@@ -3,7 +3,6 @@ package run_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -17,14 +16,8 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-// sandboxKind is bwrap when it is there; the scripted demos also run
-// without isolation.
-func sandboxKind() string {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		return "none"
-	}
-	return "bwrap"
-}
+// sandboxKind is auto: bwrap when it is there, else native.
+func sandboxKind() string { return "auto" }
 
 // teamRun runs the team-csv example and returns its record.
 func teamRun(t *testing.T) (run.Summary, []record.Event) {

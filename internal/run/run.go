@@ -23,6 +23,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox"
 	"io"
 	"log/slog"
 	"os"
@@ -71,9 +72,16 @@ type Config struct {
 	// by default a second consecutive tool-free reply is taken as finish.
 	RequireFinish bool
 	Team          TeamConfig
-	// Sandbox is "bwrap", "none" or "" (bwrap, refusing bash if unavailable).
+	// Sandbox is "auto" or "" (bwrap if usable, else native), "bwrap",
+	// "native" or "none"; bash is refused when the one asked for is
+	// unavailable.
 	Sandbox string
-	Network bool
+	// Network lets commands reach the network: outbound only, through a
+	// user-mode stack in their own network namespace, unless HostNetwork
+	// shares the host's (loopback included).
+	Network, HostNetwork bool
+	// Limits bound every sandboxed command (zero fields: the defaults).
+	Limits sandbox.Limits
 	// Evidence configures the corpus and fetch (R-SEARCH).
 	Evidence EvidenceConfig
 	// CommandTimeout is bash's default timeout; 0 means 120 s.

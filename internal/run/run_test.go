@@ -100,7 +100,7 @@ func ofType(events []record.Event, typ string) []record.Event {
 
 func bwrapOrSkip(t *testing.T) {
 	t.Helper()
-	if err := sandbox.Available(); err != nil {
+	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
 		t.Skipf("no sandbox here: %v", err)
 	}
 }

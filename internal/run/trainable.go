@@ -54,7 +54,7 @@ func trainability(dir string, st *runstate.Loaded) []string {
 		why = append(why, "the initial state cannot be rebuilt: "+strings.Join(p, "; "))
 	}
 	switch rs.Sandbox.Kind {
-	case "bwrap":
+	case "bwrap", "native":
 	case "none":
 		why = append(why, "isolation was off (--sandbox none)")
 	case "unavailable":
