@@ -12,13 +12,31 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/world"
 )
+
+// loadWorld finds the stored world of --world and its task.
+func loadWorld(id, home, task, inputs string) (*world.World, *contract.Contract, error) {
+	if task != "" || inputs != "" {
+		return nil, nil, errors.New("--world brings its own task and inputs: drop --task and --inputs")
+	}
+	w, err := world.NewStore(homeDir(home)).Get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := w.Contract()
+	if err != nil {
+		return nil, nil, fmt.Errorf("world %s: %w", w.ID, err)
+	}
+	return w, c, nil
+}
 
 // runFlags are apodex run's flags.
 type runFlags struct {
 	model          modelFlags
 	home, inputs   string
 	task           string
+	world          string
 	sandbox        string
 	network        bool
 	jsonOut, quiet bool
@@ -35,6 +53,7 @@ type runFlags struct {
 func (f *runFlags) register(fs *flagSet) {
 	f.model.register(fs)
 	fs.StringVar(&f.task, "task", "", "task contract file (task.yaml): objective, inputs, budget, deliverables, verification")
+	fs.StringVar(&f.world, "world", "", "run one rollout of a stored world (an id from `apodex worlds list`): its task, inputs and workspace")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	fs.IntVar(&f.budget.MaxTurns, "max-turns", 50, "stop after this many model calls (0: no limit)")
@@ -120,7 +139,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
 	var c *contract.Contract
-	if f.task != "" {
+	var w *world.World
+	if f.world != "" {
+		if w, c, err = loadWorld(f.world, f.home, f.task, f.inputs); err != nil {
+			fmt.Fprintf(stderr, "apodex run: %v\n", err)
+			return exitUsage
+		}
+		f.applyContract(fs, c)
+	} else if f.task != "" {
 		if c, err = contract.Load(f.task); err != nil {
 			fmt.Fprintf(stderr, "apodex run: the task file is not valid:\n%v\n", err)
 			return exitUsage
@@ -144,7 +170,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Model: model, ModelInfo: info, Budget: f.budget,
 		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
-		Mode: f.mode, Team: f.team,
+		Mode: f.mode, Team: f.team, World: w,
 	}
 	if !f.quiet {
 		cfg.Progress = stderr

@@ -150,6 +150,9 @@ func replayConfig(rec Recorded, home, dir string, model llm.Model) Config {
 		CommandTimeout: st.CommandTimeout, ScratchQuota: st.ScratchQuota,
 	}
 	cfg.Retry.MaxAttempts = max(st.MaxAttempts, 1)
+	if w := replayWorld(dir, rec.Started); w != nil {
+		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
+	}
 	return cfg
 }
 

@@ -54,6 +54,7 @@ func trainability(dir string, c record.Contents) []string {
 	if p := inputProblems(dir, rs.Inputs); len(p) > 0 {
 		why = append(why, "the initial state cannot be rebuilt: "+strings.Join(p, "; "))
 	}
+	why = append(why, worldProblems(dir, rs)...)
 	switch rs.Sandbox.Kind {
 	case "bwrap":
 	case "none":

@@ -14,8 +14,9 @@
 //     any directory, and any changed byte changes it;
 //   - Store.Build stores a world under <home>/worlds/<id>/ exactly once, by
 //     copying into a temporary directory and renaming it into place; the
-//     stored files and directories are made read-only and never written
-//     again; building the same content again returns the stored world;
+//     stored files and directories are made read-only (workspace/ keeps its
+//     modes, which its overlay shows to the agent, and is guarded by the
+//     hash) and never written again; building the same content again returns the stored world;
 //   - Check proves a stored world usable: its content still hashes to its id,
 //     the reference solution passes every deliverable check and verifier
 //     clause, and an empty delivery fails at least one;

@@ -153,10 +153,17 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// freeze removes every write bit under dir, deepest first.
+// freeze removes every write bit under dir, deepest first, except under
+// workspace/: an overlay shows the lower layer's modes, and a rollout's
+// agent (without the capability to override them) must be able to edit its
+// workspace. Those files are guarded by the content hash instead, which
+// Check and a run's trainability verify.
 func freeze(dir string) error {
 	var paths []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && p == filepath.Join(dir, "workspace") {
+			return filepath.SkipDir
+		}
 		if err == nil {
 			paths = append(paths, p)
 		}
