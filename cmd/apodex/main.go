@@ -55,6 +55,7 @@ func commands() []command {
 		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
 		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
+		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
 		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},
 	}
 }
