@@ -39,9 +39,9 @@ import (
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/worktree"
 	"github.com/apodex/apodex/internal/world"
 	"github.com/apodex/apodex/internal/world/gen"
-	"github.com/apodex/apodex/internal/worktree"
 )
 
 // Files of an eval directory.

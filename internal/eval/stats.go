@@ -15,10 +15,10 @@ type Report struct {
 
 // ConfigReport summarizes one configuration's rollouts.
 type ConfigReport struct {
-	Name     string `json:"name"`
-	Mode     string `json:"mode"`
-	Rollouts int    `json:"rollouts"`
-	Passed   int    `json:"passed"`
+	Name     string  `json:"name"`
+	Mode     string  `json:"mode"`
+	Rollouts int     `json:"rollouts"`
+	Passed   int     `json:"passed"`
 	PassRate float64 `json:"pass_rate"`
 	// Interval is the 95% Wilson score interval of the pass rate.
 	Interval [2]float64 `json:"interval_95"`

@@ -14,11 +14,11 @@ import (
 // Suite is a suite file: which worlds, which configurations, how many
 // rollouts of each pair.
 type Suite struct {
-	Name     string      `yaml:"name" json:"name"`
-	Rollouts int         `yaml:"rollouts" json:"rollouts"`
-	Worlds   []WorldRef  `yaml:"worlds" json:"worlds"`
-	Configs  []Config    `yaml:"configs" json:"configs"`
-	BaseDir  string      `yaml:"-" json:"-"`
+	Name     string     `yaml:"name" json:"name"`
+	Rollouts int        `yaml:"rollouts" json:"rollouts"`
+	Worlds   []WorldRef `yaml:"worlds" json:"worlds"`
+	Configs  []Config   `yaml:"configs" json:"configs"`
+	BaseDir  string     `yaml:"-" json:"-"`
 }
 
 // WorldRef names worlds by stored id, by a directory to build, or by a
@@ -96,7 +96,9 @@ func LoadSuite(path string) (*Suite, error) {
 
 func (s *Suite) check(path string) error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("eval: %s: "+format, append([]any{path}, a...)...)) }
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("eval: %s: "+format, append([]any{path}, a...)...))
+	}
 	if s.Rollouts == 0 {
 		s.Rollouts = 1
 	}
