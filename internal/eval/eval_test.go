@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/llm/openai"
+	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/world"
@@ -286,5 +287,58 @@ func TestResumeRunsOnlyWhatIsMissing(t *testing.T) {
 		if i < len(before) && r.RunID != before[i].RunID {
 			t.Errorf("line %d changed on resume", i)
 		}
+	}
+}
+
+// TestScriptedInterventionIsDeliveredAndJudged: an intervention scheduled
+// after the first turn reaches the agent before its second, and counts as
+// reflected only when its expect clause holds on the terminal state.
+func TestScriptedInterventionIsDeliveredAndJudged(t *testing.T) {
+	f := newFixture(t)
+	w := f.worlds[0]
+	calls, _ := SolutionCalls(w)
+	obeys := func(obey bool) llm.Model {
+		return scripted.New(func(turn int, req *llm.Request) (*llm.Response, error) {
+			msg := llm.Message{Role: llm.RoleAssistant}
+			told := false
+			for _, m := range req.Messages {
+				told = told || (m.Role == llm.RoleUser && strings.Contains(m.Content, "write DONE"))
+			}
+			switch {
+			case turn == 0:
+				msg.ToolCalls = calls
+			case turn == 1 && told && obey:
+				msg.ToolCalls = []llm.ToolCall{{ID: "x", Name: "write_file", Arguments: `{"path":"/workspace/extra.txt","content":"DONE\n"}`}}
+			default:
+				msg.ToolCalls = []llm.ToolCall{{ID: "f", Name: "finish", Arguments: `{"summary":"ok"}`}}
+			}
+			return &llm.Response{Message: msg, Usage: llm.Usage{TotalTokens: 10}}, nil
+		})
+	}
+	iv := []Intervention{{AfterTurns: 1, Text: "Also write DONE to /workspace/extra.txt", Expect: Expect{Path: "/workspace/extra.txt", Contains: "DONE"}}}
+	s := &Suite{Name: "iv", Rollouts: 1, Worlds: []WorldRef{{ID: w.ID}}, Configs: []Config{
+		{Name: "obeys", Interventions: iv}, {Name: "ignores", Interventions: iv}, {Name: "none"},
+	}}
+	opts := f.options("", nil)
+	opts.NewModel = func(c Config, _ *world.World) (llm.Model, record.ModelSettings, error) {
+		return obeys(c.Name == "obeys"), record.ModelSettings{Provider: "scripted"}, nil
+	}
+	id, err := Start(context.Background(), s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, _ := ReadResults(f.home, id)
+	got := map[string]*float64{}
+	for _, r := range rs {
+		got[r.Config] = r.Intervention
+	}
+	if v := got["obeys"]; v == nil || *v != 1 {
+		t.Errorf("obeying agent: intervention %v, want 1", v)
+	}
+	if v := got["ignores"]; v == nil || *v != 0 {
+		t.Errorf("ignoring agent: intervention %v, want 0", v)
+	}
+	if v := got["none"]; v != nil {
+		t.Errorf("no intervention scheduled: %v, want null", *v)
 	}
 }
