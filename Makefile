@@ -31,6 +31,8 @@ bench:
 	$(GO) test -run XXX -bench 'Compaction300' -benchtime 1x ./internal/agent/
 	$(GO) test -run XXX -bench 'Team64x20' -benchtime 1x ./internal/team/
 	$(GO) test -run XXX -bench 'Replay|Resume' -benchtime 1x ./internal/run/
+	$(GO) test -run XXX -bench 'Stage1000|Finish1000' -benchtime 30x -count 5 ./internal/world/
+	$(GO) test -run XXX -bench 'EvalThroughput' -benchtime 1x -count 3 ./internal/eval/
 
 clean:
 	rm -rf bin .apodex-demo
