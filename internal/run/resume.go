@@ -103,6 +103,10 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		log.Close()
 		return Summary{}, err
 	}
+	if rw, ok := recordedWorld(rec.Started); ok { // its workspace lived in an overlay that died with the process
+		log.Close()
+		return Summary{}, &ConfigError{fmt.Sprintf("run %s is a rollout of world %s, which cannot be resumed yet: start a fresh one with apodex run --world %s (apodex eval resume reruns an eval's unfinished rollouts)", filepath.Base(dir), rw.ID, rw.ID)}
+	}
 	st := rec.Settings
 	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = st.Mode, st.Team, st.Budget, st.Context
 	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = st.SoftDeadline, st.Timeout, st.Sandbox, st.Network
