@@ -42,7 +42,7 @@ func Stage(w *World, runDir string) (*Rollout, error) {
 		return nil, err
 	}
 	if isDir(w.Workspace()) {
-		wt, err := worktree.Create(w.Workspace(), filepath.Join(runDir, "world"), "workspace")
+		wt, err := worktree.CreateView(w.Workspace(), filepath.Join(runDir, "world"), "workspace")
 		if err != nil {
 			return nil, fmt.Errorf("world: the rollout's workspace: %w", err)
 		}
