@@ -16,6 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -93,6 +94,9 @@ func TestRunWorldRecordsTheWorld(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --world: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	if s := decodeSummary(t, stdout); !s.Trainable {
+		t.Errorf("a world rollout in bwrap is not trainable: %v", s.NotTrainable)
+	}
 	dir := onlyRun(t, home)
 	evs := events(t, dir)
 	ws := decodeAll[record.World](t, evs, record.TypeWorld)
@@ -103,6 +107,14 @@ func TestRunWorldRecordsTheWorld(t *testing.T) {
 	evs[0].Decode(&rs)
 	if _, ok := rs.Settings["world"]; !ok {
 		t.Errorf("run_started settings do not name the world: %v", rs.Settings)
+	}
+	// A world changed in the store after the run makes it not trainable.
+	w, _ := world.NewStore(home).Get(id)
+	p := filepath.Join(w.Dir, "inputs", "orders.csv")
+	os.Chmod(p, 0o644)
+	os.WriteFile(p, []byte("order_id,date,amount,currency\n"), 0o644)
+	if ok, why := run.Trainability(dir); ok || !strings.Contains(strings.Join(why, "; "), "world "+id) {
+		t.Errorf("trainable after its world was modified: %v %v", ok, why)
 	}
 	if code, _, stderr := cli(t, "run", "--home", home, "--world", id, "--task", script, "--provider", "scripted", "--script", script); code != exitUsage || !strings.Contains(stderr, "drop --task") {
 		t.Errorf("--world with --task: exit %d: %s", code, stderr)

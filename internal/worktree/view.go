@@ -45,3 +45,7 @@ func (w *Worktree) mountView() error {
 	w.Kind, w.baseline = Overlay, map[string]string{}
 	return nil
 }
+
+// Upper is the overlay's upper directory, where every changed file is kept
+// whole; "" for a copy.
+func (w *Worktree) Upper() string { return w.upper }

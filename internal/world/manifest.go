@@ -14,15 +14,17 @@
 //     any directory, and any changed byte changes it;
 //   - Store.Build stores a world under <home>/worlds/<id>/ exactly once, by
 //     copying into a temporary directory and renaming it into place; the
-//     stored files and directories are made read-only (workspace/ keeps its
-//     modes, which its overlay shows to the agent, and is guarded by the
-//     hash) and never written again; building the same content again returns the stored world;
+//     stored files and directories are made read-only (but workspace/'s
+//     directories, which its overlay shows to the agent) and never written
+//     again, and the content hash guards them all; building the same content again returns the stored world;
 //   - Check proves a stored world usable: its content still hashes to its id,
 //     the reference solution passes every deliverable check and verifier
 //     clause, and an empty delivery fails at least one;
 //   - a rollout (Stage) gets fresh mutable state without copying the world:
 //     /workspace is an overlay whose lower layer is the store (a copy only
-//     when overlayfs is unavailable), inputs are hard links into the store.
+//     when overlayfs is unavailable), inputs are hard links into the store;
+//     Finish keeps the terminal workspace the same way: changed files are
+//     copied out of the overlay, unchanged ones linked to the store.
 package world
 
 import (

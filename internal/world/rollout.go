@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
 
@@ -53,16 +54,72 @@ func Stage(w *World, runDir string) (*Rollout, error) {
 }
 
 // Finish keeps the terminal workspace in runDir/workspace (where `apodex
-// verify` and `show` look) and removes the overlay. Calling it again does
-// nothing.
+// verify` and `show` look) and removes the overlay; calling it again does
+// nothing. Nothing is copied: a file the rollout changed or created is
+// moved out of the overlay's upper layer, an unchanged one is a hard link
+// to the (read-only) store, a deleted one is absent.
 func (r *Rollout) Finish() error {
 	if r.wt == nil {
 		return nil
 	}
 	wt := r.wt
 	r.wt = nil
-	err := copyTreeInto(wt.Dir, filepath.Join(r.runDir, "workspace"))
-	return errors.Join(err, wt.Close(), os.RemoveAll(filepath.Join(r.runDir, "world")))
+	dst := filepath.Join(r.runDir, "workspace")
+	if wt.Kind != worktree.Overlay { // a copy: move it into place whole
+		if err := os.Remove(dst); err != nil {
+			return errors.Join(err, wt.Close())
+		}
+		if err := os.Rename(wt.Dir, dst); err != nil {
+			return errors.Join(err, wt.Close())
+		}
+		return errors.Join(wt.Close(), os.RemoveAll(filepath.Join(r.runDir, "world")))
+	}
+	type move struct {
+		rel     string
+		changed bool
+	}
+	var moves []move
+	var dirs []string
+	upper := wt.Upper()
+	err := filepath.WalkDir(wt.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(wt.Dir, p)
+		switch {
+		case d.IsDir():
+			dirs = append(dirs, rel)
+		case d.Type().IsRegular():
+			fi, err := os.Lstat(filepath.Join(upper, rel))
+			moves = append(moves, move{rel, err == nil && fi.Mode().IsRegular()})
+		}
+		return nil
+	})
+	for _, d := range dirs {
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(dst, d), 0o755)
+		}
+	}
+	for _, m := range moves { // changed files: copied from upper before Close removes it
+		if err == nil && m.changed {
+			err = copyFile(filepath.Join(upper, m.rel), filepath.Join(dst, m.rel))
+		}
+	}
+	if cerr := wt.Close(); err == nil {
+		err = cerr
+	}
+	for _, m := range moves {
+		if err != nil {
+			break
+		}
+		if !m.changed {
+			from, to := filepath.Join(r.World.Workspace(), m.rel), filepath.Join(dst, m.rel)
+			if err = os.Link(from, to); err != nil {
+				err = copyFile(from, to)
+			}
+		}
+	}
+	return errors.Join(err, os.RemoveAll(filepath.Join(r.runDir, "world")))
 }
 
 // LinkInputs fills dst with hard links to w's inputs (and its corpus under
@@ -70,6 +127,7 @@ func (r *Rollout) Finish() error {
 // by plane path.
 func LinkInputs(w *World, dst string) ([]record.FileEntry, error) {
 	entries := []record.FileEntry{}
+	made := map[string]bool{}
 	for _, f := range w.Files {
 		var rel string
 		switch {
@@ -82,15 +140,18 @@ func LinkInputs(w *World, dst string) ([]record.FileEntry, error) {
 		}
 		to := filepath.Join(dst, filepath.FromSlash(rel))
 		from := filepath.Join(w.Dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return nil, fmt.Errorf("world: link inputs: %w", err)
+		if d := filepath.Dir(to); !made[d] {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, fmt.Errorf("world: link inputs: %w", err)
+			}
+			made[d] = true
 		}
 		if err := os.Link(from, to); err != nil {
 			if err := copyFile(from, to); err != nil {
 				return nil, fmt.Errorf("world: link inputs: %w", err)
 			}
 		}
-		entries = append(entries, record.FileEntry{Path: "/inputs/" + rel, SHA256: f.SHA256, Bytes: f.Bytes})
+		entries = append(entries, record.FileEntry{Path: "/inputs/" + rel, SHA256: workspace.HashPrefix + f.SHA256, Bytes: f.Bytes})
 	}
 	return entries, nil
 }

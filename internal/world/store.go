@@ -153,18 +153,17 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// freeze removes every write bit under dir, deepest first, except under
-// workspace/: an overlay shows the lower layer's modes, and a rollout's
-// agent (without the capability to override them) must be able to edit its
-// workspace. Those files are guarded by the content hash instead, which
-// Check and a run's trainability verify.
+// freeze removes every write bit under dir, deepest first, except on the
+// directories of workspace/: an overlay shows the lower layer's modes, and
+// a rollout's agent (without the capability to override them) must be able
+// to create, rename and remove files in its workspace. Its files stay
+// read-only: replacing one works, rewriting it in place needs a chmod
+// first, which the overlay keeps to the rollout.
 func freeze(dir string) error {
 	var paths []string
+	ws := filepath.Join(dir, "workspace")
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && p == filepath.Join(dir, "workspace") {
-			return filepath.SkipDir
-		}
-		if err == nil {
+		if err == nil && !(d.IsDir() && (p == ws || strings.HasPrefix(p, ws+string(filepath.Separator)))) {
 			paths = append(paths, p)
 		}
 		return err
