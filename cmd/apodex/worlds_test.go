@@ -108,6 +108,10 @@ func TestRunWorldRecordsTheWorld(t *testing.T) {
 	if _, ok := rs.Settings["world"]; !ok {
 		t.Errorf("run_started settings do not name the world: %v", rs.Settings)
 	}
+	// The replay stages the same world again and reproduces the run.
+	if code, stdout, stderr := cli(t, "replay", "--home", home, "--json", filepath.Base(dir)); code != 0 || !strings.Contains(stdout, `"identical": true`) {
+		t.Errorf("replay of a world rollout: exit %d\n%s%s", code, stdout, stderr)
+	}
 	// A world changed in the store after the run makes it not trainable.
 	w, _ := world.NewStore(home).Get(id)
 	p := filepath.Join(w.Dir, "inputs", "orders.csv")

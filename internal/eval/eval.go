@@ -143,6 +143,10 @@ func Start(ctx context.Context, s *Suite, opts Options) (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, PlanFile), raw, 0o644); err != nil {
 		return "", fmt.Errorf("eval: %w", err)
 	}
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "eval %s: %d rollouts (%d worlds × %d configurations × %d), at most %d at once; results in %s (after a stop: apodex eval resume %s)\n",
+			id, plan.Total(), len(plan.Worlds), len(plan.Configs), plan.Rollouts, opts.Parallel, filepath.Join(dir, ResultsFile), id)
+	}
 	return id, execute(ctx, plan, opts)
 }
 
