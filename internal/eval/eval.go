@@ -239,6 +239,7 @@ type sink struct {
 	mu         sync.Mutex
 	f, started *os.File
 	done       int
+	base       int // done before this process started
 	passed     int
 	total      int
 	begin      time.Time
@@ -273,7 +274,7 @@ func (s *sink) add(r Result) error {
 	}
 	if s.progress != nil {
 		el := s.now().Sub(s.begin)
-		eta := time.Duration(float64(el) / float64(s.done) * float64(s.total-s.done)).Round(time.Second)
+		eta := time.Duration(float64(el) / float64(s.done-s.base) * float64(s.total-s.done)).Round(time.Second)
 		mark := "FAILED"
 		if r.Correct == 1 {
 			mark = "passed"
@@ -318,7 +319,7 @@ func execute(ctx context.Context, plan *Plan, opts Options) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 	defer sf.Close()
-	out := &sink{f: f, started: sf, done: len(done), total: plan.Total(), begin: opts.Now(), progress: opts.Progress, id: plan.ID, now: opts.Now}
+	out := &sink{f: f, started: sf, done: len(done), base: len(done), total: plan.Total(), begin: opts.Now(), progress: opts.Progress, id: plan.ID, now: opts.Now}
 	for _, r := range done {
 		if r.Correct == 1 {
 			out.passed++
@@ -344,7 +345,7 @@ func execute(ctx context.Context, plan *Plan, opts Options) error {
 			defer wg.Done()
 			for k := range queue {
 				res := r.rollout(ctx, worlds[k.world], configs[k.config], k.rollout)
-				if ctx.Err() != nil && res.RunID != "" && res.Status != "completed" {
+				if ctx.Err() != nil && res.Status != "completed" {
 					continue // cut off by the stop: left for Resume
 				}
 				if err := out.add(res); err != nil {
