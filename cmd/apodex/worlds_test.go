@@ -287,3 +287,30 @@ configs:
 		t.Fatalf("--plot did not write a PNG: %v", err)
 	}
 }
+
+// TestBundledSuitesLoad: the example suites parse, and the offline one
+// runs to completion with every rollout passing.
+func TestBundledSuitesLoad(t *testing.T) {
+	for _, p := range []string{"../../examples/suite/suite.yaml", "../../examples/suite/oracle.yaml"} {
+		if _, err := eval.LoadSuite(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	needSandbox(t)
+	home := t.TempDir()
+	code, stdout, stderr := cli(t, "eval", "../../examples/suite/oracle.yaml", "--home", home, "--parallel", "2", "--quiet")
+	if code != 0 {
+		t.Fatalf("eval oracle.yaml: exit %d\n%s%s", code, stdout, stderr)
+	}
+	id := strings.Fields(stdout)[1]
+	id = strings.TrimSuffix(id, ":")
+	rs, err := eval.ReadResults(home, id)
+	if err != nil || len(rs) != 24 {
+		t.Fatalf("%d results (%v), want 24", len(rs), err)
+	}
+	for _, r := range rs {
+		if r.Correct != 1 {
+			t.Errorf("%s %s #%d failed: %s %s", r.WorldName, r.Config, r.Rollout, r.Status, r.Error)
+		}
+	}
+}
