@@ -13,7 +13,24 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/world"
 )
+
+// loadWorld finds the stored world of --world and its task.
+func loadWorld(id, home, task, inputs string) (*world.World, *contract.Contract, error) {
+	if task != "" || inputs != "" {
+		return nil, nil, errors.New("--world brings its own task and inputs: drop --task and --inputs")
+	}
+	w, err := world.NewStore(homeDir(home)).Get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := w.Contract()
+	if err != nil {
+		return nil, nil, fmt.Errorf("world %s: %w", w.ID, err)
+	}
+	return w, c, nil
+}
 
 // runFlags are apodex run's flags.
 type runFlags struct {
@@ -21,6 +38,7 @@ type runFlags struct {
 	out           outputFlags
 	home, inputs  string
 	task          string
+	world         string
 	override      bool
 	sandbox       string
 	network       networkFlag
@@ -44,6 +62,7 @@ func (f *runFlags) register(fs *flagSet) {
 	f.out.register(fs)
 	fs.StringVar(&f.task, "task", "", "task contract file (task.yaml): objective, inputs, budget, deliverables, verification")
 	fs.BoolVar(&f.override, "objective-override", false, "with --task, let an OBJECTIVE argument replace the task file's objective")
+	fs.StringVar(&f.world, "world", "", "run one rollout of a stored world (an id from `apodex worlds list`): its task, inputs and workspace")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	fs.IntVar(&f.budget.MaxTurns, "max-turns", 50, "stop after this many model calls (0: no limit)")
@@ -135,7 +154,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
 	var c *contract.Contract
+	var w *world.World
 	switch {
+	case f.world != "":
+		if w, c, err = loadWorld(f.world, f.home, f.task, f.inputs); err != nil {
+			return usagef("%v", err)
+		}
+		if objective != "" {
+			return usagef("--world %s brings its own objective; drop the OBJECTIVE argument", f.world)
+		}
+		f.applyContract(given, c)
 	case f.task != "":
 		if c, err = contract.Load(f.task); err != nil {
 			return usagef("the task file is not valid:\n%v", err)
@@ -169,7 +197,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Model: model, ModelInfo: info, Budget: f.budget,
 		Sandbox: f.sandbox, Network: f.network.on(), HostNetwork: f.network.mode == "host", Limits: f.limits.Limits, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
-		Mode: f.mode, Team: f.team, Logger: logger, NewID: func() string { return id },
+		Mode: f.mode, Team: f.team, Logger: logger, NewID: func() string { return id }, World: w,
 		RequireFinish: f.requireFinish,
 		Evidence:      run.EvidenceConfig{Corpus: f.corpus, FetchPrivate: f.fetchPrivate},
 	}

@@ -62,6 +62,8 @@ func commands() []command {
 		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
 		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
+		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
+		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},
 		{"config", "print the effective settings and where each came from (config show)", cmdConfig},
 		{"doctor", "check the sandbox, the tools agents use, the home directory and a model endpoint", cmdDoctor},
 		{"completion", "print a shell completion script: bash, zsh or fish", cmdCompletion},

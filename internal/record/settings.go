@@ -26,6 +26,9 @@ type RunSettings struct {
 	U0             string           `json:"u0,omitempty"`
 	RequireFinish  bool             `json:"require_finish,omitempty"`
 	Evidence       EvidenceSettings `json:"evidence"`
+	// World names the stored world a rollout was built from (absent for
+	// other runs); the world event repeats it.
+	World *World `json:"world,omitempty"`
 }
 
 // LimitSettings are the per-command sandbox limits asked for (zero: the

@@ -175,6 +175,9 @@ func replayConfig(rec run.Recorded, home, dir string, model llm.Model) run.Confi
 	cfg.Retry.MaxAttempts = max(st.MaxAttempts, 1)
 	cfg.Evidence = run.RecordedEvidence(st.Evidence)
 	cfg.Evidence.Recorded = dir // fetched pages come from the record, not the network
+	if w := run.ReplayWorld(dir, rec.Started); w != nil {
+		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
+	}
 	return cfg
 }
 

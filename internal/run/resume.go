@@ -180,6 +180,10 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		return Summary{}, errors.New("run: the record does not start with run_started")
 	}
 	rec := Recorded{Started: *st.Started, Settings: SettingsFrom(st.Settings), At: st.StartedAt}
+	if rw, ok := recordedWorld(rec.Started); ok { // its workspace lived in an overlay that died with the process
+		log.Close()
+		return Summary{}, &ConfigError{fmt.Sprintf("run %s is a rollout of world %s, which cannot be resumed yet: start a fresh one with apodex run --world %s (apodex eval resume reruns an eval's unfinished rollouts)", filepath.Base(dir), rw.ID, rw.ID)}
+	}
 	set := rec.Settings
 	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = set.Mode, set.Team, set.Budget, set.Context
 	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = set.SoftDeadline, set.Timeout, set.Sandbox, set.Network

@@ -53,6 +53,7 @@ func trainability(dir string, st *runstate.Loaded) []string {
 	if p := InputProblems(dir, rs.Inputs); len(p) > 0 {
 		why = append(why, "the initial state cannot be rebuilt: "+strings.Join(p, "; "))
 	}
+	why = append(why, worldProblems(dir, *rs)...)
 	switch rs.Sandbox.Kind {
 	case "bwrap", "native":
 	case "none":
