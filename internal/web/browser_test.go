@@ -60,7 +60,11 @@ func browser(t *testing.T) context.Context {
 // dir) and checks it is not blank.
 func screenshot(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	shot := chromedp.FullScreenshot(100)
+	if strings.HasSuffix(name, "-top.png") {
+		shot = chromedp.CaptureScreenshot() // the viewport only
+	}
+	buf, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +171,7 @@ func TestPageFollowsALiveRunAndSendsAMessage(t *testing.T) {
 	if !strings.Contains(status, "M1") {
 		t.Errorf("say status %q", status)
 	}
-	screenshot(t, ctx, "page-live-run.png")
+	screenshot(t, ctx, "page-live-run-top.png")
 	<-done
 	// The page shows the end of the run without a reload.
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(css(`#board .col[data-state=resolved] .item:nth-child(4)`)), poll(`document.getElementById("live").textContent === "run finished"`)); err != nil {
