@@ -108,7 +108,7 @@ func liveTeamRun(t *testing.T, home, id string, delay time.Duration) (done <-cha
 }
 
 // serve is a server over home on a loopback test listener.
-func serve(t *testing.T, cfg web.Config) *httptest.Server {
+func serve(t testing.TB, cfg web.Config) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(web.New(cfg))
 	t.Cleanup(srv.Close)
