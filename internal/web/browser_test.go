@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/apodex/apodex/internal/record"
@@ -138,6 +140,22 @@ func TestPageListsRuns(t *testing.T) {
 		t.Errorf("files %q", filesText)
 	}
 	screenshot(t, ctx, "page-finished-run.png")
+
+	// Dark: the system's preference turns the page dark, text stays light.
+	dark := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	})
+	if err := chromedp.Do(ctx, dark); err != nil {
+		t.Fatal(err)
+	}
+	bg := eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`)
+	fg := eval[string](t, ctx, `getComputedStyle(document.body).color`)
+	if bg != "rgb(13, 17, 23)" || fg != "rgb(230, 237, 243)" {
+		t.Errorf("dark scheme: background %s, text %s", bg, fg)
+	}
+	screenshot(t, ctx, "page-finished-run-dark-top.png")
 }
 
 // During a live scripted team run the board on the page changes without a
