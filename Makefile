@@ -39,6 +39,7 @@ bench:
 	$(GO) test -run XXX -bench 'Follow' -benchtime 200x ./internal/record/
 	$(GO) test -run XXX -bench 'Stage1000|Finish1000' -benchtime 30x -count 5 ./internal/world/
 	$(GO) test -run XXX -bench 'EvalThroughput' -benchtime 1x -count 3 ./internal/eval/
+	$(GO) test -run XXX -bench 'StreamLatency' -benchtime 200x ./internal/web/
 
 clean:
 	rm -rf bin .apodex-demo

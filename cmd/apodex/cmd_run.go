@@ -203,8 +203,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg.Team.MergeIgnore = ignoreList(f.mergeIgnore)
 	stop := f.out.startProgress(ctx, dir, 0, stderr)
+	stopTelemetry := startTelemetry(ctx, dir, 0, stderr)
 	s, err := run.Execute(ctx, cfg)
 	stop(s.RunID != "")
+	stopTelemetry(s.RunID != "")
 	return f.out.finish(s, err, stdout, stderr)
 }
 
