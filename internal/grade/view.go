@@ -45,6 +45,9 @@ func NewView(events []record.Event) View {
 			if withheld[x.Kind] {
 				continue
 			}
+			if x.Kind == transcript.KindLease && strings.Contains(x.Detail, "released") {
+				continue // its reason is the run's termination
+			}
 			if x.Kind == transcript.KindRunStarted {
 				x.Detail = "" // names the model and sandbox, not the work
 			}
