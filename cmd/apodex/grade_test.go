@@ -156,4 +156,3 @@ func TestGradeFourStages(t *testing.T) {
 		t.Errorf("--min-grade decomposition=0 dropped the run: %v", r)
 	}
 }
-
