@@ -70,6 +70,11 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := trajectory.ParseMinGrade(*minGrade, &o.filter); err != nil {
 			return usagef("%v", err)
 		}
+		for c := range o.filter.MinCapability {
+			if !knownCapability(c) {
+				return usagef("--min-grade %s: unknown capability; use one of %s", c, strings.Join(capabilityIDs(), ", "))
+			}
+		}
 		o.filter.GradeOf = gradeOf
 	}
 	if (len(pos) == 0) == (*follow == "") {
@@ -111,6 +116,16 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func capabilityIDs() []string {
+	var ids []string
+	for _, c := range grade.Rubric {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+func knownCapability(id string) bool { return contains(capabilityIDs(), id) }
 
 func gradeOf(dir string) (int, map[string]int, error) {
 	g, err := grade.Read(dir)
