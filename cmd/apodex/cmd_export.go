@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		o.filter.Drop = map[string]bool{}
 		for _, d := range strings.Split(*drop, ",") {
 			d = strings.TrimSpace(d)
-			if !contains(trajectory.DropNames, d) {
+			if !slices.Contains(trajectory.DropNames, d) {
 				return usagef("--drop %q: use %s", d, strings.Join(trajectory.DropNames, ", "))
 			}
 			o.filter.Drop[d] = true
@@ -108,15 +109,6 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return err
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func capabilityIDs() []string {
 	var ids []string
 	for _, c := range grade.Rubric {
@@ -125,7 +117,7 @@ func capabilityIDs() []string {
 	return ids
 }
 
-func knownCapability(id string) bool { return contains(capabilityIDs(), id) }
+func knownCapability(id string) bool { return slices.Contains(capabilityIDs(), id) }
 
 func gradeOf(dir string) (int, map[string]int, error) {
 	g, err := grade.Read(dir)

@@ -33,6 +33,9 @@ func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(c.Events) == 0 || c.Events[0].Decode(&rs) != nil {
 		return fmt.Errorf("%s: the record does not start with run_started; grade a run that started", dir)
 	}
+	if rs.Model.Provider == "scripted" && mf.provider == "" {
+		return usagef("%s ran on the scripted model, which cannot grade; pass --provider openai --base-url URL --model NAME (or anthropic) for the graders", rs.RunID)
+	}
 	build := func(stage string) (llm.Model, error) {
 		n := mf
 		if v := *stages[stage]; v != "" {

@@ -3,6 +3,7 @@ package grade
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apodex/apodex/internal/llm"
@@ -14,22 +15,13 @@ func rubricText(only []string) string {
 	var b strings.Builder
 	for _, c := range Rubric {
 		for _, it := range c.Items {
-			if only != nil && !contains(only, it.ID) {
+			if only != nil && !slices.Contains(only, it.ID) {
 				continue
 			}
 			fmt.Fprintf(&b, "- %s (%s — %s): 2 = %s; 1 = %s; 0 = less, or no sign of it.\n", it.ID, c.Name, it.Name, it.Two, it.One)
 		}
 	}
 	return b.String()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func mapperPrompt(v View) string {
