@@ -38,6 +38,7 @@ bench:
 	$(GO) test -run XXX -bench 'Replay|Resume' -benchtime 1x ./internal/run/
 	$(GO) test -run XXX -bench 'Corpus10k' -benchtime 1x ./internal/corpus/
 	$(GO) test -run XXX -bench 'Follow' -benchtime 200x ./internal/record/
+	$(GO) test -run XXX -bench 'Export500' -benchtime 20x ./internal/trajectory/
 
 clean:
 	rm -rf bin .apodex-demo
