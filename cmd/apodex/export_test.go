@@ -311,3 +311,27 @@ func seqsOf(evs []record.Event, typ string) []int64 {
 	}
 	return out
 }
+
+func TestExportGradePivotUsage(t *testing.T) {
+	home := t.TempDir()
+	id := fakeRun(t, home, 0, []string{"Go"}, calls(finish("done")))
+	for _, tc := range []struct {
+		args []string
+		code int
+		hint string
+	}{
+		{[]string{"export", "--home", home, "--format", "csv", id}, 2, "use chat, atif or native"},
+		{[]string{"export", "--home", home, "--drop", "boring", id}, 2, "invalid-tool"},
+		{[]string{"export", "--home", home, "--min-grade", "speed=3", id}, 2, "decomposition"},
+		{[]string{"export", "--home", home}, 2, "--follow EVAL_ID"},
+		{[]string{"export", "--home", home, "--follow", "e-none"}, 2, "no eval e-none"},
+		{[]string{"show", "--home", home, "--grade", id}, 1, "apodex grade " + id},
+		{[]string{"pivot", "--home", home, id}, 2, "--siblings"},
+	} {
+		code, _, errOut := cli(t, tc.args...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d (%s)", tc.args, code, tc.code, errOut)
+		}
+		oneLineMessage(t, errOut, tc.hint)
+	}
+}
