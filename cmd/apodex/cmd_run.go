@@ -66,6 +66,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.BoolVar(&f.team.Plan, "plan", false, "team: start the lead in planning mode (board and read-only tools until finish_planning)")
 	fs.IntVar(&f.team.SubBudget.MaxTurns, "sub-max-turns", 30, "team: model calls per subagent")
 	fs.IntVar(&f.team.SubBudget.MaxToolCalls, "sub-max-tool-calls", 100, "team: tool calls per subagent")
+	fs.IntVar(&f.team.VerifyMaxTurns, "verify-max-turns", 6, "team: model calls per verifier (verify)")
 	durationFlag(fs, &f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.StringVar(&f.mergeIgnore, "merge-ignore", "__pycache__,*.pyc,.pytest_cache", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
 	fs.BoolVar(&f.requireFinish, "require-finish", false, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
@@ -82,7 +83,7 @@ func (f *runFlags) check() error {
 		return fmt.Errorf("--mode %q: use react or team", f.mode)
 	case f.team.Isolation != "per-agent" && f.team.Isolation != "shared":
 		return fmt.Errorf("--isolation %q: use per-agent or shared", f.team.Isolation)
-	case f.team.Concurrency < 1 || f.team.SubBudget.MaxTurns < 0 || f.team.SubBudget.MaxToolCalls < 0 || f.team.SubTimeout < 0:
+	case f.team.Concurrency < 1 || f.team.SubBudget.MaxTurns < 0 || f.team.SubBudget.MaxToolCalls < 0 || f.team.VerifyMaxTurns < 0 || f.team.SubTimeout < 0:
 		return errors.New("--concurrency must be ≥ 1 and the subagent budgets ≥ 0")
 	case f.team.Plan && f.mode != run.ModeTeam:
 		return errors.New("--plan needs --mode team")

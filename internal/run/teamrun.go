@@ -30,6 +30,8 @@ type TeamConfig struct {
 	// MergeIgnore are the patterns a per-agent merge leaves out (nil: the
 	// defaults, __pycache__, *.pyc, .pytest_cache).
 	MergeIgnore []string `json:"merge_ignore,omitempty"`
+	// VerifyMaxTurns bounds each verifier's model calls (0: 6).
+	VerifyMaxTurns int `json:"verify_max_turns,omitempty"`
 }
 
 func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *control) *team.Team {
@@ -53,8 +55,10 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 			ctl.hold(ctx) // a paused run pauses its subagents too
 			return nil
 		},
-		RequireFinish: cfg.RequireFinish,
-		MergeIgnore:   tc.MergeIgnore,
+		RequireFinish:  cfg.RequireFinish,
+		MergeIgnore:    tc.MergeIgnore,
+		VerifierTools:  kit.readOnly,
+		VerifyMaxTurns: tc.VerifyMaxTurns,
 	})
 }
 

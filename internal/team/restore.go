@@ -66,6 +66,11 @@ func (t *Team) Restore(dir string, events []record.Event, agents map[string]*che
 			}
 		case EventVerdict:
 			t.verified++
+		case record.TypeClaim:
+			var k record.Claim
+			if e.Decode(&k) == nil {
+				t.claims = append(t.claims, k)
+			}
 		case EventPlanning:
 			var pe struct{ State string }
 			if e.Decode(&pe) == nil {

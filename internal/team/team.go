@@ -102,6 +102,12 @@ type Config struct {
 	// run's pause gate).
 	SubBeforeCall func(ctx context.Context) []llm.Message
 	Now           func() time.Time
+	// VerifierTools, if set, builds the verifier's read-only tools
+	// (read_file, grep, list_files, search, fetch, and bash with every
+	// plane read-only); the verdict tool is added to them.
+	VerifierTools func(agentID string) []tool.Tool
+	// VerifyMaxTurns bounds each verifier's model calls (default 6).
+	VerifyMaxTurns int
 }
 
 // Team is one run's coordination plane: the board and the assignments.
@@ -117,6 +123,7 @@ type Team struct {
 	planning    bool
 	dispatched  int
 	verified    int
+	claims      []record.Claim // the ledger's claims, K1… in record order
 
 	slots *slots
 	wg    sync.WaitGroup

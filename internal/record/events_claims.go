@@ -1,0 +1,47 @@
+package record
+
+// Event types of the claim ledger and of adaptive effort (SPEC R-VERIFY-1,
+// R-EFFORT-1, R-SYNTH-1). The ledger itself is a fold over these events and
+// the verdicts, reports and board events (internal/claims).
+const (
+	// TypeClaim gives one claim of a report its stable id; payload Claim.
+	TypeClaim = "claim"
+	// TypeEffort is one step of an effort wave; payload Effort.
+	TypeEffort = "effort"
+)
+
+// Claim is one claim of a report, as the ledger knows it.
+type Claim struct {
+	ID         string   `json:"id"`        // K1, K2, … in record order
+	Text       string   `json:"text"`      // as the agent stated it
+	StatedBy   string   `json:"stated_by"` // the agent (A1, I1, …); also the event's agent
+	Item       string   `json:"item,omitempty"`
+	Evidence   []string `json:"evidence,omitempty"`
+	Artifacts  []string `json:"artifacts,omitempty"` // the report's artifacts
+	Assignment string   `json:"assignment,omitempty"`
+}
+
+// Effort phases.
+const (
+	EffortWave         = "wave"         // a wave starts: its targets
+	EffortInvestigator = "investigator" // one investigator ended
+	EffortOutcome      = "outcome"      // a wave ended: each target's status
+)
+
+// Effort is one step of adaptive Max Team Effort.
+type Effort struct {
+	Phase        string   `json:"phase"`
+	Wave         int      `json:"wave"`
+	Claims       []string `json:"claims,omitempty"` // the targets (K ids)
+	Claim        string   `json:"claim,omitempty"`
+	Investigator string   `json:"investigator,omitempty"`
+	Framing      string   `json:"framing,omitempty"`
+	// State is how the investigator ended (reported, or the termination).
+	State string `json:"state,omitempty"`
+	// Usage is what the investigator's model calls cost.
+	PromptTokens     int `json:"prompt_tokens,omitempty"`
+	CompletionTokens int `json:"completion_tokens,omitempty"`
+	Turns            int `json:"turns,omitempty"`
+	// Statuses maps each target to its status after the wave.
+	Statuses map[string]string `json:"statuses,omitempty"`
+}
