@@ -32,6 +32,11 @@ type TeamConfig struct {
 	MergeIgnore []string `json:"merge_ignore,omitempty"`
 	// VerifyMaxTurns bounds each verifier's model calls (0: 6).
 	VerifyMaxTurns int `json:"verify_max_turns,omitempty"`
+	// Effort is team.EffortAdaptive or team.EffortOff ("": off); Width
+	// investigators per claim (0: 2), at most Waves waves (0: 2).
+	Effort      string `json:"effort,omitempty"`
+	EffortWidth int    `json:"effort_width,omitempty"`
+	EffortWaves int    `json:"effort_waves,omitempty"`
 }
 
 func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *control) *team.Team {
@@ -59,6 +64,9 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 		MergeIgnore:    tc.MergeIgnore,
 		VerifierTools:  kit.readOnly,
 		VerifyMaxTurns: tc.VerifyMaxTurns,
+		Effort:         tc.Effort,
+		EffortWidth:    tc.EffortWidth,
+		EffortWaves:    tc.EffortWaves,
 	})
 }
 

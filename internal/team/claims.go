@@ -33,3 +33,13 @@ func (t *Team) claimOf(text string) (id, item string) {
 func normClaim(s string) string {
 	return strings.ToLower(strings.Join(strings.Fields(s), " "))
 }
+
+// itemOf is a ledger claim's item; the caller holds t.mu.
+func (t *Team) itemOf(id string) string {
+	for _, k := range t.claims {
+		if k.ID == id {
+			return k.Item
+		}
+	}
+	return ""
+}

@@ -66,6 +66,14 @@ func (t *Team) Restore(dir string, events []record.Event, agents map[string]*che
 			}
 		case EventVerdict:
 			t.verified++
+		case record.TypeEffort:
+			var ef record.Effort
+			if e.Decode(&ef) == nil {
+				t.waves = max(t.waves, ef.Wave)
+				if ef.Phase == record.EffortInvestigator {
+					t.investigators++
+				}
+			}
 		case record.TypeClaim:
 			var k record.Claim
 			if e.Decode(&k) == nil {

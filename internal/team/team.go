@@ -108,22 +108,28 @@ type Config struct {
 	VerifierTools func(agentID string) []tool.Tool
 	// VerifyMaxTurns bounds each verifier's model calls (default 6).
 	VerifyMaxTurns int
+	// Effort is EffortAdaptive or EffortOff (""); EffortWidth investigators
+	// (default 2) per claim, at most EffortWaves waves (default 2).
+	Effort                   string
+	EffortWidth, EffortWaves int
 }
 
 // Team is one run's coordination plane: the board and the assignments.
 type Team struct {
 	cfg Config
 
-	mu          sync.Mutex
-	board       *board.Board
-	assignments map[string]*Assignment
-	order       []string
-	notices     []notice
-	changed     chan struct{} // closed and replaced when a notice arrives
-	planning    bool
-	dispatched  int
-	verified    int
-	claims      []record.Claim // the ledger's claims, K1… in record order
+	mu            sync.Mutex
+	board         *board.Board
+	assignments   map[string]*Assignment
+	order         []string
+	notices       []notice
+	changed       chan struct{} // closed and replaced when a notice arrives
+	planning      bool
+	dispatched    int
+	verified      int
+	claims        []record.Claim // the ledger's claims, K1… in record order
+	waves         int            // effort waves run
+	investigators int            // investigators started (I1, I2, …)
 
 	slots *slots
 	wg    sync.WaitGroup
@@ -141,6 +147,12 @@ func New(ctx context.Context, cfg Config) *Team {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.EffortWidth <= 0 {
+		cfg.EffortWidth = 2
+	}
+	if cfg.EffortWaves == 0 {
+		cfg.EffortWaves = 2
 	}
 	if cfg.SubBudget.MaxTurns == 0 {
 		cfg.SubBudget.MaxTurns = 30
@@ -196,7 +208,17 @@ func (t *Team) mutateFor(callID, by string, op func(*board.Board) (board.Event, 
 // Gate is the final-answer gate (R-PLAN-2): finish is refused while any
 // active item is open or in progress and, for a run started in planning
 // mode, until one branch was delegated and one claim independently verified.
+//
+// Once the board allows it, adaptive effort (effort.go) may defer finish
+// for one more wave on unsettled load-bearing claims.
 func (t *Team) Gate(string) error {
+	if err := t.gateBoard(); err != nil {
+		return err
+	}
+	return t.maybeEffort()
+}
+
+func (t *Team) gateBoard() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var missing []string

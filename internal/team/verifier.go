@@ -58,17 +58,22 @@ func (t *Team) verifyTool() tool.Tool {
 			if err := t.checkRefs(t.cfg.FS, "verify", a.Evidence); err != nil {
 				return tool.Errorf("%v", err)
 			}
-			v := t.runVerifier(ctx, a, "")
+			v := t.runVerifier(ctx, a, "", "")
 			return tool.Result{Output: v.render()}
 		})
 }
 
 // runVerifier runs one verifier on a claim and records its verdict; focus,
-// when set, is added to its task (an effort wave's focused verification).
-func (t *Team) runVerifier(ctx context.Context, a verifyArgs, focus string) Verdict {
+// when set, is added to its task (an effort wave's focused verification);
+// claimID, when set, is the ledger claim checked (else the claim stated
+// last with the same words).
+func (t *Team) runVerifier(ctx context.Context, a verifyArgs, focus, claimID string) Verdict {
 	v := t.verify(ctx, a, focus)
 	t.mu.Lock()
 	v.ClaimID, v.Item = t.claimOf(a.Claim)
+	if claimID != "" {
+		v.ClaimID, v.Item = claimID, t.itemOf(claimID)
+	}
 	t.verified++
 	t.record(EventVerdict, VerifierID, v)
 	t.mu.Unlock()
