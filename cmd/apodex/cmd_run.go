@@ -70,6 +70,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&f.team.Effort, "effort", "adaptive", "team: adaptive|off: at finish, investigate unsettled load-bearing claims in effort waves")
 	fs.IntVar(&f.team.EffortWidth, "effort-width", 2, "team: investigators per claim in an effort wave")
 	fs.IntVar(&f.team.EffortWaves, "effort-waves", 2, "team: effort waves at most")
+	fs.StringVar(&f.team.Synthesis, "synthesis", "on", "team: on|off: a writer writes the .md deliverables from the claim–evidence graph after finish")
 	durationFlag(fs, &f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.StringVar(&f.mergeIgnore, "merge-ignore", "__pycache__,*.pyc,.pytest_cache", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
 	fs.BoolVar(&f.requireFinish, "require-finish", false, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
@@ -90,6 +91,8 @@ func (f *runFlags) check() error {
 		return errors.New("--concurrency must be ≥ 1 and the subagent budgets ≥ 0")
 	case f.team.Effort != "adaptive" && f.team.Effort != "off":
 		return fmt.Errorf("--effort %q: use adaptive or off", f.team.Effort)
+	case f.team.Synthesis != "on" && f.team.Synthesis != "off":
+		return fmt.Errorf("--synthesis %q: use on or off", f.team.Synthesis)
 	case f.team.EffortWidth < 1 || f.team.EffortWaves < 0:
 		return errors.New("--effort-width must be ≥ 1 and --effort-waves ≥ 0")
 	case f.team.Plan && f.mode != run.ModeTeam:

@@ -1,5 +1,7 @@
 package record
 
+import "encoding/json"
+
 // Event types of the claim ledger and of adaptive effort (SPEC R-VERIFY-1,
 // R-EFFORT-1, R-SYNTH-1). The ledger itself is a fold over these events and
 // the verdicts, reports and board events (internal/claims).
@@ -44,4 +46,31 @@ type Effort struct {
 	Turns            int `json:"turns,omitempty"`
 	// Statuses maps each target to its status after the wave.
 	Statuses map[string]string `json:"statuses,omitempty"`
+}
+
+// TypeSynthesis is one step of synthesis (R-SYNTH-1/2); payload Synthesis.
+const TypeSynthesis = "synthesis"
+
+// Synthesis phases.
+const (
+	SynthesisGraph   = "graph"   // pass 1: the claim–evidence graph
+	SynthesisRequest = "request" // the writer asked for evidence: a board item
+	SynthesisCheck   = "check"   // after the writer: its citations checked
+)
+
+// Synthesis is one step of synthesis.
+type Synthesis struct {
+	Phase string `json:"phase"`
+	// Graph is the claim–evidence graph (internal/claims.Ledger as JSON).
+	Graph     json.RawMessage `json:"graph,omitempty"`
+	Reports   []string        `json:"reports,omitempty"`
+	Artifacts []string        `json:"artifacts,omitempty"`
+	// Claim, Reason and Item describe a request_evidence.
+	Claim  string `json:"claim,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Item   string `json:"item,omitempty"`
+	// Citations counts what the check resolved; Failures says, with the
+	// line, what it did not.
+	Citations int      `json:"citations,omitempty"`
+	Failures  []string `json:"failures,omitempty"`
 }

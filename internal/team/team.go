@@ -112,6 +112,13 @@ type Config struct {
 	// (default 2) per claim, at most EffortWaves waves (default 2).
 	Effort                   string
 	EffortWidth, EffortWaves int
+	// Synthesis, when set and Reports is not empty, has a writer write the
+	// report deliverables Reports from the claim–evidence graph once finish
+	// is accepted (synthesis.go); Contract is the contract as the writer
+	// reads it.
+	Synthesis bool
+	Reports   []string
+	Contract  string
 }
 
 // Team is one run's coordination plane: the board and the assignments.
@@ -130,6 +137,7 @@ type Team struct {
 	claims        []record.Claim // the ledger's claims, K1… in record order
 	waves         int            // effort waves run
 	investigators int            // investigators started (I1, I2, …)
+	synthFailures []string       // the writer's citation failures
 
 	slots *slots
 	wg    sync.WaitGroup
@@ -215,7 +223,10 @@ func (t *Team) Gate(string) error {
 	if err := t.gateBoard(); err != nil {
 		return err
 	}
-	return t.maybeEffort()
+	if err := t.maybeEffort(); err != nil {
+		return err
+	}
+	return t.maybeSynthesis()
 }
 
 func (t *Team) gateBoard() error {
