@@ -56,6 +56,7 @@ func commands() []command {
 		{"verify", "rerun a run's task verifier on its final state", cmdVerify},
 		{"evidence", "list a run's evidence ids (Q): kind, source, span, and where each was cited", cmdEvidence},
 		{"claims", "print a team run's claim ledger: claims, evidence, artifacts, verdicts, statuses, load-bearing flags", cmdClaims},
+		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", cmdReview},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
 		{"messages", "list a run's messages and their state", cmdMessages},

@@ -136,6 +136,10 @@ type Clause struct {
 	// MinCitations how many citations they must carry at least.
 	Outputs      []string
 	MinCitations int
+	// Dimensions, Sees and JudgeModel configure a rubric (rubric.go).
+	Dimensions []Dimension
+	Sees       string
+	JudgeModel string
 
 	filesDigest string
 }
@@ -281,16 +285,19 @@ type (
 		NotEqualInput    string   `json:"not_equal_input,omitempty"`
 	}
 	wireClause struct {
-		Kind        string   `json:"kind"`
-		Name        string   `json:"name,omitempty"`
-		Command     string   `json:"command"`
-		Files       string   `json:"files,omitempty"`
-		FilesSHA256 string   `json:"files_sha256,omitempty"`
-		Compare     string   `json:"compare,omitempty"`
-		Tolerance   *float64 `json:"tolerance,omitempty"`
-		Timeout     string   `json:"timeout,omitempty"`
-		Outputs     []string `json:"outputs,omitempty"`
-		MinCites    int      `json:"min_citations,omitempty"`
+		Kind        string      `json:"kind"`
+		Name        string      `json:"name,omitempty"`
+		Command     string      `json:"command"`
+		Files       string      `json:"files,omitempty"`
+		FilesSHA256 string      `json:"files_sha256,omitempty"`
+		Compare     string      `json:"compare,omitempty"`
+		Tolerance   *float64    `json:"tolerance,omitempty"`
+		Timeout     string      `json:"timeout,omitempty"`
+		Outputs     []string    `json:"outputs,omitempty"`
+		MinCites    int         `json:"min_citations,omitempty"`
+		Dimensions  []Dimension `json:"dimensions,omitempty"`
+		Sees        string      `json:"sees,omitempty"`
+		JudgeModel  string      `json:"judge_model,omitempty"`
 	}
 )
 
@@ -326,6 +333,7 @@ func (c *Contract) MarshalJSON() ([]byte, error) {
 			Kind: v.Kind, Name: v.Name, Command: v.Command, Files: v.FilesSpec,
 			FilesSHA256: v.filesDigest, Compare: v.Compare, Tolerance: v.Tolerance,
 			Timeout: durString(v.Timeout), Outputs: v.Outputs, MinCites: v.MinCitations,
+			Dimensions: v.Dimensions, Sees: v.Sees, JudgeModel: v.JudgeModel,
 		})
 	}
 	var b bytes.Buffer

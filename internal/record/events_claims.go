@@ -74,3 +74,20 @@ type Synthesis struct {
 	Citations int      `json:"citations,omitempty"`
 	Failures  []string `json:"failures,omitempty"`
 }
+
+// TypeReview is a person's decision on a run awaiting review (a human
+// clause, R-VERIFY-2), appended after run_finished; payload Review.
+const TypeReview = "review"
+
+// Review decisions.
+const (
+	ReviewApproved = "approved"
+	ReviewRejected = "rejected"
+)
+
+// Review is one decision of apodex review.
+type Review struct {
+	Decision string `json:"decision"`
+	Note     string `json:"note,omitempty"`
+	By       string `json:"by,omitempty"`
+}

@@ -16,11 +16,13 @@ import (
 
 // Info is what the record says about a run, for `runs` and `show`.
 type Info struct {
-	RunID       string                 `json:"run_id"`
-	RunDir      string                 `json:"run_dir"`
-	Objective   string                 `json:"objective"`
-	Mode        string                 `json:"mode,omitempty"` // react or team
-	Status      string                 `json:"status"`
+	RunID     string `json:"run_id"`
+	RunDir    string `json:"run_dir"`
+	Objective string `json:"objective"`
+	Mode      string `json:"mode,omitempty"` // react or team
+	Status    string `json:"status"`
+	// Review is the decision on a run that awaited review.
+	Review      *record.Review         `json:"review,omitempty"`
 	Termination string                 `json:"termination_reason,omitempty"`
 	Summary     string                 `json:"summary,omitempty"`
 	Partial     string                 `json:"partial_result,omitempty"`
@@ -200,6 +202,15 @@ func Load(dir string) (Info, error) {
 			info.Turns, info.ToolCalls = rf.Turns, rf.ToolCalls // the loop's own count, including calls that got no reply
 			info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files
 			info.Failures = rf.Failures
+		case record.TypeReview:
+			var rv record.Review
+			if e.Decode(&rv) == nil && info.Status == StatusAwaitingReview {
+				info.Review = &rv
+				info.Status = StatusFailed
+				if rv.Decision == record.ReviewApproved {
+					info.Status = StatusCompleted
+				}
+			}
 		}
 	}
 	if info.Finished != nil {

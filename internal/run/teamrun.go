@@ -112,3 +112,14 @@ func synthesisFailed(s *Summary, failures []string) {
 		s.Error = "the final gate failed: " + strings.Join(failures, "; ")
 	}
 }
+
+// deliverablePaths are the contract's deliverables, for a rubric's judge.
+func deliverablePaths(c *contract.Contract) []string {
+	var out []string
+	if c != nil {
+		for _, d := range c.Deliverables {
+			out = append(out, d.Path)
+		}
+	}
+	return out
+}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/evidence"
+	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/sandbox"
 )
 
@@ -66,6 +67,12 @@ type Env struct {
 	// Evidence is the run's Q, which source_alignment checks citations
 	// against; nil: every citation cites an unknown id.
 	Evidence evidence.Texts
+	// Judge is the model a rubric clause's judge calls (rubric.go); nil:
+	// rubric clauses fail saying so.
+	Judge llm.Model
+	// Deliverables are the paths a rubric's judge reads (sees:
+	// deliverables).
+	Deliverables []string
 }
 
 // Result is the verdict of one clause.
@@ -80,6 +87,10 @@ type Result struct {
 	Stdout     string `json:"stdout,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
+	// Scores are a rubric's scores and justifications; Pending marks a
+	// human clause awaiting review.
+	Scores  []Score `json:"scores,omitempty"`
+	Pending bool    `json:"pending,omitempty"`
 }
 
 // Label names the clause the result belongs to, as contract.Clause.Label.
@@ -102,6 +113,11 @@ func Run(ctx context.Context, env Env, c contract.Clause) Result {
 	switch {
 	case c.Kind == contract.KindSourceAlignment:
 		return align(env, c, r)
+	case c.Kind == contract.KindRubric:
+		return rubric(ctx, env, c, r)
+	case c.Kind == contract.KindHuman:
+		r.Pending, r.Detail = true, "awaiting review: approve or reject with apodex review RUN --approve|--reject --note TEXT"
+		return r
 	case c.Kind != contract.KindTests && c.Kind != contract.KindRecompute:
 		r.Detail = fmt.Sprintf("clause kind %q is not supported by this verifier", c.Kind)
 		return r
