@@ -143,3 +143,71 @@ func TestEffortWaveEndToEnd(t *testing.T) {
 		t.Errorf("claims: %d; want 2 reported and 4 from investigators", len(g.Claims))
 	}
 }
+
+// A second wave goes only to the claim still unsettled (the settled one is
+// never re-investigated), and after --effort-waves waves finish is taken.
+func TestEffortLaterWavesOnlyUnsettled(t *testing.T) {
+	home, inputs := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(inputs, "data.csv"), []byte("n\n40\n2\n"), 0o644)
+	var mu sync.Mutex
+	lead := 0
+	investigated := map[string]int{} // claim text -> investigators
+	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		defer mu.Unlock()
+		task := firstUser(req)
+		switch req.Header.Get(llm.HeaderRole) {
+		case llm.CallerSubagent:
+			text := "the total is 45"
+			if req.Header.Get(llm.HeaderAgent) == "A2" {
+				text = "the mean is 21"
+			}
+			return calls(call("report", map[string]any{"summary": "done", "claims": []map[string]any{{"text": text, "evidence": []string{"/inputs/data.csv"}}}}))
+		case "investigator":
+			for _, c := range []string{"the total is 45", "the mean is 21"} {
+				if strings.Contains(task, c) {
+					investigated[c]++
+				}
+			}
+			return calls(call("report", map[string]any{"summary": "could not tell"}))
+		case llm.CallerVerifier:
+			if strings.Contains(task, "the total is 45") {
+				return calls(call("verdict", map[string]any{"verdict": "refuted", "checks": []string{"awk"}}))
+			}
+			return calls(call("verdict", map[string]any{"verdict": "insufficient", "checks": []string{"read"}}))
+		}
+		lead++
+		switch lead {
+		case 1:
+			return calls(call("board_add", map[string]any{"title": "sum", "objective": "sum n"}),
+				call("board_add", map[string]any{"title": "mean", "objective": "mean of n"}),
+				call("board_add", map[string]any{"title": "report", "objective": "report", "deps": []string{"T1", "T2"}}),
+				call("dispatch", map[string]any{"item": "T1", "role": "summer", "instructions": "Sum.", "tools": []string{"read_file"}}),
+				call("dispatch", map[string]any{"item": "T2", "role": "averager", "instructions": "Mean.", "tools": []string{"read_file"}}))
+		case 2, 3:
+			return calls(call("wait", map[string]any{"timeout_s": 5}))
+		case 4:
+			return calls(call("board_resolve", map[string]any{"id": "T1", "note": "ok"}), call("board_resolve", map[string]any{"id": "T2", "note": "ok"}),
+				call("board_resolve", map[string]any{"id": "T3", "note": "ok"}), finish("done"))
+		}
+		return calls(finish("done"))
+	})
+	args := append(openaiArgs(home, srv), "--mode", "team", "--sandbox", "none", "--json", "--inputs", inputs, "--effort-width", "1", "Sum and mean")
+	if code, stdout, stderr := cli(t, args...); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var waves [][]string
+	for _, e := range decodeAll[record.Effort](t, events(t, onlyRun(t, home)), record.TypeEffort) {
+		if e.Phase == record.EffortWave {
+			waves = append(waves, e.Claims)
+		}
+	}
+	if len(waves) != 2 || len(waves[0]) != 2 || len(waves[1]) != 1 {
+		t.Fatalf("waves %v; want two: both claims, then only the unsettled one", waves)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if investigated["the total is 45"] != 1 || investigated["the mean is 21"] != 2 {
+		t.Errorf("investigators per claim %v; want the refuted one once, the unsettled one in both waves", investigated)
+	}
+}
