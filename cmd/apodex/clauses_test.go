@@ -103,6 +103,9 @@ func TestHumanClauseReview(t *testing.T) {
 	if s.Status != run.StatusAwaitingReview {
 		t.Fatalf("status %s; want awaiting_review", s.Status)
 	}
+	if _, text, _ := cli(t, "show", "--home", home, s.RunID); !strings.Contains(text, "status:      awaiting_review") || !strings.Contains(text, "review:      pending") {
+		t.Errorf("show while pending: %q", text)
+	}
 	_, out, _ := cli(t, "runs", "--home", home, "--status", "awaiting_review")
 	if !strings.Contains(out, s.RunID) {
 		t.Errorf("runs --status awaiting_review: %q", out)
@@ -117,6 +120,9 @@ func TestHumanClauseReview(t *testing.T) {
 	_, show, _ := cli(t, "show", "--home", home, "--json", s.RunID)
 	if !strings.Contains(show, `"status": "completed"`) && !strings.Contains(show, `"status":"completed"`) || !strings.Contains(show, "looks right") {
 		t.Errorf("show after approve: %.400s", show)
+	}
+	if _, text, _ := cli(t, "show", "--home", home, s.RunID); !strings.Contains(text, "review:      approved by user: looks right") {
+		t.Errorf("show: %q", text)
 	}
 	if code, _, errOut := cli(t, "review", "--home", home, "--reject", s.RunID); code == 0 || !strings.Contains(errOut, "not awaiting review") {
 		t.Errorf("a second review: exit %d, %q", code, errOut)
