@@ -87,6 +87,11 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.BoolVar(&f.team.Plan, "plan", false, "team: start the lead in planning mode (board and read-only tools until finish_planning)")
 	fs.IntVar(&f.team.SubBudget.MaxTurns, "sub-max-turns", 30, "team: model calls per subagent")
 	fs.IntVar(&f.team.SubBudget.MaxToolCalls, "sub-max-tool-calls", 100, "team: tool calls per subagent")
+	fs.IntVar(&f.team.VerifyMaxTurns, "verify-max-turns", 6, "team: model calls per verifier (verify)")
+	fs.StringVar(&f.team.Effort, "effort", "adaptive", "team: adaptive|off: at finish, investigate unsettled load-bearing claims in effort waves")
+	fs.IntVar(&f.team.EffortWidth, "effort-width", 2, "team: investigators per claim in an effort wave")
+	fs.IntVar(&f.team.EffortWaves, "effort-waves", 2, "team: effort waves at most")
+	fs.StringVar(&f.team.Synthesis, "synthesis", "on", "team: on|off: a writer writes the .md deliverables from the claim–evidence graph after finish")
 	durationFlag(fs, &f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.StringVar(&f.mergeIgnore, "merge-ignore", "__pycache__,*.pyc,.pytest_cache", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
 	fs.BoolVar(&f.requireFinish, "require-finish", false, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
@@ -103,8 +108,14 @@ func (f *runFlags) check() error {
 		return fmt.Errorf("--mode %q: use react or team", f.mode)
 	case f.team.Isolation != "per-agent" && f.team.Isolation != "shared":
 		return fmt.Errorf("--isolation %q: use per-agent or shared", f.team.Isolation)
-	case f.team.Concurrency < 1 || f.team.SubBudget.MaxTurns < 0 || f.team.SubBudget.MaxToolCalls < 0 || f.team.SubTimeout < 0:
+	case f.team.Concurrency < 1 || f.team.SubBudget.MaxTurns < 0 || f.team.SubBudget.MaxToolCalls < 0 || f.team.VerifyMaxTurns < 0 || f.team.SubTimeout < 0:
 		return errors.New("--concurrency must be ≥ 1 and the subagent budgets ≥ 0")
+	case f.team.Effort != "adaptive" && f.team.Effort != "off":
+		return fmt.Errorf("--effort %q: use adaptive or off", f.team.Effort)
+	case f.team.Synthesis != "on" && f.team.Synthesis != "off":
+		return fmt.Errorf("--synthesis %q: use on or off", f.team.Synthesis)
+	case f.team.EffortWidth < 1 || f.team.EffortWaves < 0:
+		return errors.New("--effort-width must be ≥ 1 and --effort-waves ≥ 0")
 	case f.team.Plan && f.mode != run.ModeTeam:
 		return errors.New("--plan needs --mode team")
 	case f.attempts < 1 || f.cmdTimeout <= 0:

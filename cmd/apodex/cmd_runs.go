@@ -54,9 +54,9 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("unexpected argument %q; to see one run use `apodex show RUN`", pos[0])
 	}
 	switch *status {
-	case "", run.StatusRunning, StatusStopped, run.StatusCompleted, run.StatusFailed:
+	case "", run.StatusRunning, StatusStopped, run.StatusCompleted, run.StatusFailed, run.StatusAwaitingReview:
 	default:
-		return usagef("--status %q: use running, stopped, completed or failed", *status)
+		return usagef("--status %q: use running, stopped, completed, failed or awaiting_review", *status)
 	}
 	if *limit < 0 {
 		return usagef("--limit must be ≥ 0")

@@ -48,6 +48,11 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "mode:        %s\n", info.Mode)
 	}
 	fmt.Fprintf(stdout, "status:      %s\n", info.Status)
+	if rv := info.Review; rv != nil {
+		fmt.Fprintf(stdout, "review:      %s by %s: %s\n", rv.Decision, rv.By, rv.Note)
+	} else if info.Status == run.StatusAwaitingReview {
+		fmt.Fprintf(stdout, "review:      pending: apodex review %s --approve|--reject --note TEXT\n", info.RunID)
+	}
 	fmt.Fprintf(stdout, "termination: %s\n", dash(info.Termination))
 	if info.Trainable {
 		fmt.Fprintln(stdout, "trainable:   yes")

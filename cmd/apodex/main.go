@@ -58,6 +58,8 @@ func commands() []command {
 		{"grade", "grade a run's process by the HDS6 rubric (mapper, judge, reviewer, arbiter); writes RUN/grade.json", cmdGrade},
 		{"export", "export runs or evals as training data: chat JSONL, ATIF v1.7 or the native archive, with filters", cmdExport},
 		{"pivot", "find where a failed run parted from its successful siblings (JSON for an RL trainer)", cmdPivot},
+		{"claims", "print a team run's claim ledger: claims, evidence, artifacts, verdicts, statuses, load-bearing flags", cmdClaims},
+		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", cmdReview},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
 		{"messages", "list a run's messages and their state", cmdMessages},

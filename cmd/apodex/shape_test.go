@@ -45,7 +45,7 @@ func TestBadFlagsAreOneLine(t *testing.T) {
 		{[]string{"run", "--timeout", "5", "x"}, []string{"-timeout", "5m"}},
 		{[]string{"run", "--scratch-quota", "lots", "x"}, []string{"-scratch-quota", "256MiB"}},
 		{[]string{"show", "--nope", "latest"}, []string{"-nope"}},
-		{[]string{"runs", "--status", "sleeping"}, []string{"running, stopped, completed or failed"}},
+		{[]string{"runs", "--status", "sleeping"}, []string{"running, stopped, completed, failed or awaiting_review"}},
 		{[]string{"run", "--quiet", "--verbose", "--provider", "scripted", "x"}, []string{"--quiet and --verbose"}},
 		{[]string{"run", "--log-level", "chatty", "x"}, []string{"debug, info, warn or error"}},
 	}

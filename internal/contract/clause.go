@@ -24,8 +24,11 @@ func (p *parser) clauses(n *yaml.Node, c *Contract) {
 
 func (p *parser) clause(e *yaml.Node, i int, c *Contract) (Clause, bool) {
 	where := fmt.Sprintf("verify[%d]", i)
-	if kindOf(e) == KindSourceAlignment {
+	switch k := kindOf(e); k {
+	case KindSourceAlignment:
 		return p.alignClause(e, i, c)
+	case KindRubric, KindHuman:
+		return p.rubricClause(e, i, k)
 	}
 	m, ok := p.fields(e, where, "kind", "name", "command", "files", "compare", "tolerance", "timeout", "must_pass", "report")
 	if !ok {
@@ -40,7 +43,7 @@ func (p *parser) clause(e *yaml.Node, i int, c *Contract) (Clause, bool) {
 		cl.Kind = s
 	} else {
 		if good {
-			p.fail(v, "%s.kind: unknown kind %q; supported: tests, recompute, source_alignment", where, s)
+			p.fail(v, "%s.kind: unknown kind %q; supported: tests, recompute, source_alignment, rubric, human", where, s)
 		}
 		ok = false
 	}

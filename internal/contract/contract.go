@@ -182,6 +182,10 @@ type Clause struct {
 	MustPass []string
 	Report   string
 	Line     int
+	// Dimensions, Sees and JudgeModel configure a rubric (rubric.go).
+	Dimensions []Dimension
+	Sees       string
+	JudgeModel string
 
 	filesDigest string
 }
@@ -335,18 +339,21 @@ type (
 		NotEqualInput    string   `json:"not_equal_input,omitempty"`
 	}
 	wireClause struct {
-		Kind        string   `json:"kind"`
-		Name        string   `json:"name,omitempty"`
-		Command     string   `json:"command"`
-		Files       string   `json:"files,omitempty"`
-		FilesSHA256 string   `json:"files_sha256,omitempty"`
-		Compare     string   `json:"compare,omitempty"`
-		Tolerance   *float64 `json:"tolerance,omitempty"`
-		Timeout     string   `json:"timeout,omitempty"`
-		Outputs     []string `json:"outputs,omitempty"`
-		MinCites    int      `json:"min_citations,omitempty"`
-		MustPass    []string `json:"must_pass,omitempty"`
-		Report      string   `json:"report,omitempty"`
+		Kind        string      `json:"kind"`
+		Name        string      `json:"name,omitempty"`
+		Command     string      `json:"command"`
+		Files       string      `json:"files,omitempty"`
+		FilesSHA256 string      `json:"files_sha256,omitempty"`
+		Compare     string      `json:"compare,omitempty"`
+		Tolerance   *float64    `json:"tolerance,omitempty"`
+		Timeout     string      `json:"timeout,omitempty"`
+		Outputs     []string    `json:"outputs,omitempty"`
+		MinCites    int         `json:"min_citations,omitempty"`
+		MustPass    []string    `json:"must_pass,omitempty"`
+		Report      string      `json:"report,omitempty"`
+		Dimensions  []Dimension `json:"dimensions,omitempty"`
+		Sees        string      `json:"sees,omitempty"`
+		JudgeModel  string      `json:"judge_model,omitempty"`
 	}
 )
 
@@ -384,6 +391,7 @@ func (c *Contract) MarshalJSON() ([]byte, error) {
 			FilesSHA256: v.filesDigest, Compare: v.Compare, Tolerance: v.Tolerance,
 			Timeout: durString(v.Timeout), Outputs: v.Outputs, MinCites: v.MinCitations,
 			MustPass: v.MustPass, Report: v.Report,
+			Dimensions: v.Dimensions, Sees: v.Sees, JudgeModel: v.JudgeModel,
 		})
 	}
 	if c.MaxDeliverables != 0 && c.MaxDeliverables != DefaultMaxDeliverables {

@@ -94,6 +94,28 @@ type Verification struct {
 	Stdout     string `json:"stdout,omitempty"`
 	Stderr     string `json:"stderr,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
+	// MustPass is each must_pass test id's status in the clause's report;
+	// Scores a rubric's scores; Pending marks a human clause awaiting
+	// review.
+	MustPass []TestOutcome `json:"must_pass,omitempty"`
+	Scores   []RubricScore `json:"scores,omitempty"`
+	Pending  bool          `json:"pending,omitempty"`
+}
+
+// TestOutcome is one test's status as a clause's test report gave it
+// (passed, failed, skipped, error, or missing when the report lacks it).
+type TestOutcome struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// RubricScore is a rubric judge's score of one dimension.
+type RubricScore struct {
+	Dimension     string  `json:"dimension"`
+	Score         float64 `json:"score"`
+	Threshold     float64 `json:"threshold"`
+	Justification string  `json:"justification,omitempty"`
+	Passed        bool    `json:"passed"`
 }
 
 // Message is a user message as it was delivered to an agent (To): passed on

@@ -54,14 +54,15 @@ type Report struct {
 
 // ReportBody is a subagent's report as it made it.
 type ReportBody struct {
-	Summary       string   `json:"summary"`
-	Claims        []Claim  `json:"claims,omitempty"`
-	Artifacts     []string `json:"artifacts,omitempty"`
-	OpenQuestions []string `json:"open_questions,omitempty"`
+	Summary       string        `json:"summary"`
+	Claims        []ReportClaim `json:"claims,omitempty"`
+	Artifacts     []string      `json:"artifacts,omitempty"`
+	OpenQuestions []string      `json:"open_questions,omitempty"`
 }
 
-// Claim is one statement with the evidence that supports it.
-type Claim struct {
+// ReportClaim is one statement of a report with the evidence that supports
+// it; the claim ledger gives it an id (a claim event).
+type ReportClaim struct {
 	Text     string   `json:"text"`
 	Evidence []string `json:"evidence,omitempty"`
 }
@@ -76,10 +77,19 @@ type Planning struct {
 // Verdict is what the verifier said of one claim.
 type Verdict struct {
 	Claim    string `json:"claim"`
-	Verdict  string `json:"verdict"` // supported, refuted, insufficient, format_violation
+	ClaimID  string `json:"claim_id,omitempty"` // the ledger's K id, when a report stated it
+	Item     string `json:"item,omitempty"`     // the board item the claim is attached to
+	Verdict  string `json:"verdict"`            // supported, refuted, insufficient, format_violation
 	Location string `json:"location,omitempty"`
 	Repair   string `json:"repair,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Checks is what the verifier ran or read.
+	Checks []string `json:"checks,omitempty"`
+	// Cut says what of the evidence did not reach the verifier's prompt
+	// whole (a directory, a missing file, a file over the budget).
+	Cut []string `json:"cut,omitempty"`
+	// Evidence are the refs it was given.
+	Evidence []string `json:"evidence,omitempty"`
 }
 
 // Merge is a subagent's worktree merged into the shared workspace: what was

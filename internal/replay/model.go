@@ -208,7 +208,12 @@ func (m *replayModel) Generate(ctx context.Context, req *llm.Request) (*llm.Resp
 	case llm.PurposeSummary:
 		return m.summary(req)
 	case llm.PurposeVerify:
-		return m.verdict(req)
+		m.mu.Lock()
+		agentTurns := m.next[req.Agent] < len(m.turns[req.Agent])
+		m.mu.Unlock()
+		if !agentTurns { // a record of the one-call verifier
+			return m.verdict(req)
+		}
 	case llm.PurposeFinalize:
 		return m.finalize(req)
 	}

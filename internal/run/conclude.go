@@ -25,6 +25,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 		log.Append(record.TypeDelivery, "", d)
 	}
 	var failures []string
+	pending := false // a human clause awaits review
 	if claimed && !d.OK {
 		for _, e := range d.Entries {
 			if e.Status != publish.Delivered {
@@ -59,6 +60,10 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 			s.Verify = verify.RunAll(ctx, env, c.Verify)
 			for _, r := range s.Verify {
 				log.Append(record.TypeVerification, "", verificationOf(r))
+				if r.Pending {
+					pending = true
+					continue
+				}
 				if !r.Passed {
 					failures = append(failures, fmt.Sprintf("verification %s: %s", r.Label(), r.Detail))
 				}
@@ -74,6 +79,8 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 		if s.Error == "" {
 			s.Error = "the final gate failed: " + strings.Join(failures, "; ")
 		}
+	case pending:
+		s.Status = StatusAwaitingReview
 	default:
 		s.Status = StatusCompleted
 	}
@@ -82,7 +89,8 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 // verificationOf is a verifier clause's result as recorded.
 func verificationOf(r verify.Result) record.Verification {
 	return record.Verification{Index: r.Index, Name: r.Name, Kind: r.Kind, Command: r.Command, Passed: r.Passed,
-		Detail: r.Detail, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, DurationMS: r.DurationMS}
+		Detail: r.Detail, ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, DurationMS: r.DurationMS,
+		MustPass: r.MustPass, Scores: r.Scores, Pending: r.Pending}
 }
 
 // taskMessage is the agent's first user message: the objective and, under

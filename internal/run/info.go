@@ -16,11 +16,13 @@ import (
 
 // Info is what the record says about a run, for `runs` and `show`.
 type Info struct {
-	RunID       string                 `json:"run_id"`
-	RunDir      string                 `json:"run_dir"`
-	Objective   string                 `json:"objective"`
-	Mode        string                 `json:"mode,omitempty"` // react or team
-	Status      string                 `json:"status"`
+	RunID     string `json:"run_id"`
+	RunDir    string `json:"run_dir"`
+	Objective string `json:"objective"`
+	Mode      string `json:"mode,omitempty"` // react or team
+	Status    string `json:"status"`
+	// Review is the decision on a run that awaited review.
+	Review      *record.Review         `json:"review,omitempty"`
 	Termination string                 `json:"termination_reason,omitempty"`
 	Summary     string                 `json:"summary,omitempty"`
 	Partial     string                 `json:"partial_result,omitempty"`
@@ -152,6 +154,13 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 			info.Files = []record.FileEntry{}
 		}
 		info.NotTrainable = trainability(dir, st)
+		if rv := st.Review; rv != nil && info.Status == StatusAwaitingReview {
+			info.Review = rv
+			info.Status = StatusFailed
+			if rv.Decision == record.ReviewApproved {
+				info.Status = StatusCompleted
+			}
+		}
 	} else { // a live run is not hashed and checked on every look
 		info.NotTrainable = []string{"the record is incomplete: the run has not finished (no run_finished)"}
 	}

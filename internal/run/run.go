@@ -133,6 +133,9 @@ const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 	StatusRunning   = "running" // no run_finished yet: live, or interrupted
+	// StatusAwaitingReview: everything else passed and a human clause
+	// waits for apodex review (a review event decides it).
+	StatusAwaitingReview = "awaiting_review"
 )
 
 // Execute performs one run. The error is non-nil only when the run could not

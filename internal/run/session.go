@@ -182,7 +182,11 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		s.Error = out.Err.Error()
 	}
 	conclude(context.WithoutCancel(ctx), &s, ctl.current(), ss.plane, log,
-		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q})
+		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q,
+			Judge: cfg.Model, Deliverables: deliverablePaths(ctl.current())})
+	if tm != nil {
+		synthesisFailed(&s, tm.SynthesisFailures())
+	}
 	s.Files = producedFiles(ss.fs)
 	s.Turns, s.ToolCalls, s.Usage = totals(ss.dir, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{

@@ -3,9 +3,11 @@ package run
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/team"
 )
@@ -30,10 +32,28 @@ type TeamConfig struct {
 	// MergeIgnore are the patterns a per-agent merge leaves out (nil: the
 	// defaults, __pycache__, *.pyc, .pytest_cache).
 	MergeIgnore []string `json:"merge_ignore,omitempty"`
+	// VerifyMaxTurns bounds each verifier's model calls (0: 6).
+	VerifyMaxTurns int `json:"verify_max_turns,omitempty"`
+	// Effort is team.EffortAdaptive or team.EffortOff ("": off); Width
+	// investigators per claim (0: 2), at most Waves waves (0: 2).
+	Effort      string `json:"effort,omitempty"`
+	EffortWidth int    `json:"effort_width,omitempty"`
+	EffortWaves int    `json:"effort_waves,omitempty"`
+	// Synthesis is "on" or "off" ("": off): the report deliverables (the
+	// contract's .md files) are written by a writer from the claim graph.
+	Synthesis string `json:"synthesis,omitempty"`
 }
 
 func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *control) *team.Team {
 	tc := cfg.Team
+	var reports []string
+	if ctl.contract != nil {
+		for _, d := range ctl.contract.Deliverables {
+			if strings.EqualFold(filepath.Ext(d.Path), ".md") {
+				reports = append(reports, d.Path)
+			}
+		}
+	}
 	return team.New(ctx, team.Config{
 		Model: cfg.Model, Log: ac.Log, FS: kit.fs, Evidence: kit.ev.registry(),
 		Tools:        kit.tools, // recall is added by each subagent's own loop
@@ -53,8 +73,16 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 			ctl.hold(ctx) // a paused run pauses its subagents too
 			return nil
 		},
-		RequireFinish: cfg.RequireFinish,
-		MergeIgnore:   tc.MergeIgnore,
+		RequireFinish:  cfg.RequireFinish,
+		MergeIgnore:    tc.MergeIgnore,
+		VerifierTools:  kit.readOnly,
+		VerifyMaxTurns: tc.VerifyMaxTurns,
+		Effort:         tc.Effort,
+		EffortWidth:    tc.EffortWidth,
+		EffortWaves:    tc.EffortWaves,
+		Synthesis:      tc.Synthesis == "on",
+		Reports:        reports,
+		Contract:       contractText(ctl.contract),
 	})
 }
 
@@ -63,4 +91,35 @@ func both(a, b func(context.Context) []llm.Message) func(context.Context) []llm.
 	return func(ctx context.Context) []llm.Message {
 		return append(a(ctx), b(ctx)...)
 	}
+}
+
+func contractText(c *contract.Contract) string {
+	if c == nil {
+		return ""
+	}
+	return taskMessage(c)
+}
+
+// synthesisFailed fails a completed run whose report's citations did not
+// resolve (R-SYNTH-2).
+func synthesisFailed(s *Summary, failures []string) {
+	if len(failures) == 0 {
+		return
+	}
+	s.Failures = append(s.Failures, failures...)
+	if s.Status == StatusCompleted {
+		s.Status, s.Termination = StatusFailed, string(agent.GateFailed)
+		s.Error = "the final gate failed: " + strings.Join(failures, "; ")
+	}
+}
+
+// deliverablePaths are the contract's deliverables, for a rubric's judge.
+func deliverablePaths(c *contract.Contract) []string {
+	var out []string
+	if c != nil {
+		for _, d := range c.Deliverables {
+			out = append(out, d.Path)
+		}
+	}
+	return out
 }

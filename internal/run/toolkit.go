@@ -1,6 +1,7 @@
 package run
 
 import (
+	"slices"
 	"time"
 
 	"github.com/apodex/apodex/internal/publish"
@@ -35,4 +36,28 @@ func (k *toolkit) list(id string, fs *workspace.FS) []tool.Tool {
 		env.Evidence, evTools = k.ev.forAgent(id)
 	}
 	return append(append(tool.Builtins(env), evTools...), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{})
+}
+
+// verifierNames are the read-only tools a verifier gets (R-VERIFY-1).
+var verifierNames = []string{"read_file", "grep", "list_files", "search", "fetch", "bash"}
+
+// readOnly returns the verifier's tools: reading, searching and bash over
+// planes that are all read-only in the sandbox (no publishing lease).
+func (k *toolkit) readOnly(id string) []tool.Tool {
+	view := k.fs.View(nil)
+	view.ReadOnly = true
+	env := tool.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout}
+	all := tool.Builtins(env)
+	if k.ev != nil {
+		var evTools []tool.Tool
+		env.Evidence, evTools = k.ev.forAgent(id)
+		all = append(tool.Builtins(env), evTools...)
+	}
+	var out []tool.Tool
+	for _, tl := range all {
+		if slices.Contains(verifierNames, tl.Spec().Name) {
+			out = append(out, tl)
+		}
+	}
+	return out
 }

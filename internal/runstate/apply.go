@@ -42,6 +42,8 @@ func (s *State) apply(e record.Event, p any) error {
 				s.Turns++
 			}
 		}
+	case *record.Review:
+		s.Review = p
 	case *record.Evidence:
 		s.Evidence = append(s.Evidence, *p)
 	case *record.CorpusIndex:

@@ -90,6 +90,10 @@ type State struct {
 	Evidence []record.Evidence   `json:"evidence,omitempty"`
 	Corpus   *record.CorpusIndex `json:"corpus,omitempty"`
 
+	// Review is a person's decision on a run awaiting review (the last
+	// one), appended after run_finished.
+	Review *record.Review `json:"review,omitempty"`
+
 	Finished    *record.RunFinished `json:"finished,omitempty"`
 	FinishedAt  time.Time           `json:"finished_at,omitzero"`
 	FinishedSeq int64               `json:"finished_seq,omitempty"`

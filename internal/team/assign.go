@@ -208,6 +208,7 @@ func (t *Team) end(a *Assignment, rep *Report, state, reason, merge string) {
 	a.Report = rep
 	if rep != nil {
 		t.record(record.TypeReport, a.ID, record.Report{Assignment: a.ID, Item: a.Item, ReportBody: *rep})
+		t.recordClaims(a.ID, a.ID, a.Item, rep)
 		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Attach(a.Item, []string{"report:" + a.ID}) })
 	}
 	t.setState(a, state, reason)

@@ -2,6 +2,7 @@ package team
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/apodex/apodex/internal/evidence"
@@ -38,6 +39,9 @@ func (t *Team) checkRefs(fs *workspace.FS, what string, refs []string) error {
 				return fmt.Errorf("%s cites %s, which is no bash call on the record; %s", what, ref, validRefs)
 			}
 		case strings.HasPrefix(ref, "/"):
+			if what == "verify" && dirExists(fs, ref) {
+				continue // the verifier gets its listing, and the cut is said
+			}
 			if !fileExists(fs, ref) {
 				return fmt.Errorf("%s cites %s, which is not an existing file; %s", what, ref, validRefs)
 			}
@@ -46,6 +50,18 @@ func (t *Team) checkRefs(fs *workspace.FS, what string, refs []string) error {
 		}
 	}
 	return nil
+}
+
+func dirExists(fs *workspace.FS, ref string) bool {
+	if fs == nil {
+		return false
+	}
+	p, err := fs.Resolve(ref)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(p.Host)
+	return err == nil && st.IsDir()
 }
 
 func fileExists(fs *workspace.FS, ref string) bool {
@@ -111,7 +127,8 @@ func (t *Team) expandRef(ref string) string {
 	case strings.HasPrefix(ref, commandPrefix) && t.cfg.Log != nil:
 		return t.commandText(strings.TrimPrefix(ref, commandPrefix))
 	}
-	return t.evidenceText(ref)
+	text, _ := t.fileEvidence(ref, maxEvidenceBytes)
+	return text
 }
 
 // commandText is a recorded bash call's arguments and what it showed.

@@ -18,7 +18,7 @@ import (
 type Report = record.ReportBody
 
 // Claim is one statement with the evidence that supports it.
-type Claim = record.Claim
+type Claim = record.ReportClaim
 
 func renderReport(r *Report) string {
 	var b strings.Builder

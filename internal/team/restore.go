@@ -44,6 +44,24 @@ func (t *Team) Restore(dir string, st *runstate.State, events []record.Event, ag
 			ended[a.ID] = ra.EndedSeq
 		}
 	}
+	// The claim ledger and effort waves so far (ids and counts go on).
+	for _, e := range events {
+		switch e.Type {
+		case record.TypeEffort:
+			var ef record.Effort
+			if e.Decode(&ef) == nil {
+				t.waves = max(t.waves, ef.Wave)
+				if ef.Phase == record.EffortInvestigator {
+					t.investigators++
+				}
+			}
+		case record.TypeClaim:
+			var k record.Claim
+			if e.Decode(&k) == nil {
+				t.claims = append(t.claims, k)
+			}
+		}
+	}
 	t.verified += len(st.Verdicts)
 	t.planning = st.Planning
 	// Owners the record left on the board that no live assignment explains

@@ -92,21 +92,42 @@ type Config struct {
 	// run's pause gate).
 	SubBeforeCall func(ctx context.Context) []llm.Message
 	Now           func() time.Time
+	// VerifierTools, if set, builds the verifier's read-only tools
+	// (read_file, grep, list_files, search, fetch, and bash with every
+	// plane read-only); the verdict tool is added to them.
+	VerifierTools func(agentID string) []tool.Tool
+	// VerifyMaxTurns bounds each verifier's model calls (default 6).
+	VerifyMaxTurns int
+	// Effort is EffortAdaptive or EffortOff (""); EffortWidth investigators
+	// (default 2) per claim, at most EffortWaves waves (default 2).
+	Effort                   string
+	EffortWidth, EffortWaves int
+	// Synthesis, when set and Reports is not empty, has a writer write the
+	// report deliverables Reports from the claim–evidence graph once finish
+	// is accepted (synthesis.go); Contract is the contract as the writer
+	// reads it.
+	Synthesis bool
+	Reports   []string
+	Contract  string
 }
 
 // Team is one run's coordination plane: the board and the assignments.
 type Team struct {
 	cfg Config
 
-	mu          sync.Mutex
-	board       *board.Board
-	assignments map[string]*Assignment
-	order       []string
-	notices     []notice
-	changed     chan struct{} // closed and replaced when a notice arrives
-	planning    bool
-	dispatched  int
-	verified    int
+	mu            sync.Mutex
+	board         *board.Board
+	assignments   map[string]*Assignment
+	order         []string
+	notices       []notice
+	changed       chan struct{} // closed and replaced when a notice arrives
+	planning      bool
+	dispatched    int
+	verified      int
+	claims        []record.Claim // the ledger's claims, K1… in record order
+	waves         int            // effort waves run
+	investigators int            // investigators started (I1, I2, …)
+	synthFailures []string       // the writer's citation failures
 
 	slots *slots
 	wg    sync.WaitGroup
@@ -124,6 +145,12 @@ func New(ctx context.Context, cfg Config) *Team {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.EffortWidth <= 0 {
+		cfg.EffortWidth = 2
+	}
+	if cfg.EffortWaves == 0 {
+		cfg.EffortWaves = 2
 	}
 	if cfg.SubBudget.MaxTurns == 0 {
 		cfg.SubBudget.MaxTurns = 30
@@ -179,7 +206,20 @@ func (t *Team) mutateFor(callID, by string, op func(*board.Board) (board.Event, 
 // Gate is the final-answer gate (R-PLAN-2): finish is refused while any
 // active item is open or in progress and, for a run started in planning
 // mode, until one branch was delegated and one claim independently verified.
+//
+// Once the board allows it, adaptive effort (effort.go) may defer finish
+// for one more wave on unsettled load-bearing claims.
 func (t *Team) Gate(string) error {
+	if err := t.gateBoard(); err != nil {
+		return err
+	}
+	if err := t.maybeEffort(); err != nil {
+		return err
+	}
+	return t.maybeSynthesis()
+}
+
+func (t *Team) gateBoard() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var missing []string

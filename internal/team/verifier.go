@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/apodex/apodex/internal/record"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/llm"
-	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 )
 
@@ -19,6 +21,8 @@ const (
 	Insufficient     = "insufficient"
 	FormatViolation  = "format_violation"
 	maxEvidenceBytes = 48 << 10
+	// DefaultVerifyMaxTurns is the verifier's model-call budget.
+	DefaultVerifyMaxTurns = 6
 )
 
 // Verdict is what the verifier says of one claim.
@@ -31,9 +35,9 @@ type verifyArgs struct {
 }
 
 // verifyTool sends one claim, its evidence and the applicable constraint —
-// not the task — to a verifier whose only job is to attack it.
+// not the task — to a verifier agent whose only job is to attack it.
 func (t *Team) verifyTool() tool.Tool {
-	return tool.Define("verify", "Have an independent verifier attack ONE claim with its evidence (and the delivery constraint, if any). Returns a verdict: supported, refuted, insufficient or format_violation, with where and what to repair.", 0,
+	return tool.Define("verify", "Have an independent verifier attack ONE claim with its evidence (and the delivery constraint, if any). It reads the evidence and may recompute with read-only tools. Returns a verdict: supported, refuted, insufficient or format_violation, with where and what to repair, and what of the evidence was cut.", 0,
 		func(ctx context.Context, a verifyArgs) tool.Result {
 			if strings.TrimSpace(a.Claim) == "" || len(a.Evidence) == 0 {
 				return tool.Errorf("verify needs one claim and at least one evidence ref")
@@ -41,99 +45,162 @@ func (t *Team) verifyTool() tool.Tool {
 			if err := t.checkRefs(t.cfg.FS, "verify", a.Evidence); err != nil {
 				return tool.Errorf("%v", err)
 			}
-			v := t.verify(ctx, a)
-			t.mu.Lock()
-			t.verified++
-			t.record(record.TypeVerdict, VerifierID, v)
-			t.mu.Unlock()
-			out := fmt.Sprintf("verdict: %s", v.Verdict)
-			if v.Location != "" {
-				out += "\nlocation: " + v.Location
-			}
-			if v.Reason != "" {
-				out += "\nreason: " + v.Reason
-			}
-			if v.Repair != "" {
-				out += "\nrequired repair: " + v.Repair
-			}
-			return tool.Result{Output: out}
+			v := t.runVerifier(ctx, a, "", "")
+			return tool.Result{Output: renderVerdict(v)}
 		})
 }
 
-func (t *Team) verify(ctx context.Context, a verifyArgs) Verdict {
-	v := Verdict{Claim: a.Claim, Verdict: Insufficient}
-	var ev strings.Builder
-	for _, ref := range a.Evidence {
-		fmt.Fprintf(&ev, "### %s\n%s\n\n", ref, t.expandRef(ref))
+// runVerifier runs one verifier on a claim and records its verdict; focus,
+// when set, is added to its task (an effort wave's focused verification);
+// claimID, when set, is the ledger claim checked (else the claim stated
+// last with the same words).
+func (t *Team) runVerifier(ctx context.Context, a verifyArgs, focus, claimID string) Verdict {
+	v := t.verify(ctx, a, focus)
+	t.mu.Lock()
+	v.ClaimID, v.Item = t.claimOf(a.Claim)
+	if claimID != "" {
+		v.ClaimID, v.Item = claimID, t.itemOf(claimID)
 	}
-	prompt := fmt.Sprintf("Claim:\n%s\n\nEvidence:\n%s", a.Claim, clipBytes(ev.String(), maxEvidenceBytes))
+	t.verified++
+	t.record(record.TypeVerdict, VerifierID, v)
+	t.mu.Unlock()
+	return v
+}
+
+// render is the verdict as the lead reads it.
+func renderVerdict(v Verdict) string {
+	out := fmt.Sprintf("verdict: %s", v.Verdict)
+	if v.ClaimID != "" {
+		out += " (claim " + v.ClaimID + ")"
+	}
+	for _, kv := range [][2]string{{"location", v.Location}, {"reason", v.Reason}, {"required repair", v.Repair}} {
+		if kv[1] != "" {
+			out += "\n" + kv[0] + ": " + kv[1]
+		}
+	}
+	if len(v.Checks) > 0 {
+		out += "\nchecks: " + strings.Join(v.Checks, "; ")
+	}
+	for _, c := range v.Cut {
+		out += "\nevidence cut: " + c
+	}
+	if v.Item != "" && (v.Verdict == Refuted || v.Verdict == FormatViolation) {
+		out += fmt.Sprintf("\nthis claim is attached to board item %s: reopen just that item with board_reopen {\"id\": %q} and re-dispatch it with the repair", v.Item, v.Item)
+	}
+	return out
+}
+
+// verify runs the verifier agent: its context is the claim, the evidence
+// expanded to its exact text, and the constraint, never the lead's history.
+func (t *Team) verify(ctx context.Context, a verifyArgs, focus string) Verdict {
+	v := Verdict{Claim: a.Claim, Verdict: Insufficient, Evidence: a.Evidence}
+	ev, cuts := t.packEvidence(a.Evidence, maxEvidenceBytes)
+	v.Cut = cuts
+	prompt := fmt.Sprintf("Claim:\n%s\n\nEvidence:\n%s", a.Claim, ev)
+	if len(cuts) > 0 {
+		prompt += "\nNot all evidence fits here; read the rest with your tools:\n- " + strings.Join(cuts, "\n- ") + "\n"
+	}
 	if a.Constraint != "" {
-		prompt += "\nDelivery constraint:\n" + a.Constraint
+		prompt += "\nDelivery constraint:\n" + a.Constraint + "\n"
 	}
-	cctx, cancel := context.WithTimeout(llm.WithCaller(ctx, llm.Caller{Agent: VerifierID, Role: llm.CallerVerifier}), 2*time.Minute)
+	if focus != "" {
+		prompt += "\nFocus:\n" + focus + "\n"
+	}
+	prompt += "\nEnd with the verdict tool."
+	box := &verdictBox{}
+	var tools []tool.Tool
+	if t.cfg.VerifierTools != nil {
+		tools = t.cfg.VerifierTools(VerifierID)
+	}
+	tools = append(tools, verdictTool(box))
+	set := tool.NewSet(tools...)
+	turns := t.cfg.VerifyMaxTurns
+	if turns <= 0 {
+		turns = DefaultVerifyMaxTurns
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	start := t.cfg.Now()
-	resp, err := llm.WithRetry(t.cfg.Model, t.cfg.Retry).Generate(cctx, &llm.Request{Purpose: llm.PurposeVerify, Agent: VerifierID, Messages: []llm.Message{
-		{Role: llm.RoleSystem, Content: verifierPrompt},
-		{Role: llm.RoleUser, Content: prompt},
-	}})
-	if err != nil {
-		v.Reason = "the verifier could not answer: " + err.Error()
+	fs := t.cfg.FS.View(nil)
+	fs.ReadOnly = true
+	out := agent.Run(cctx, agent.Config{
+		ID: VerifierID, Role: llm.CallerVerifier, FinishTool: "verdict",
+		Model: purposeModel{t.cfg.Model, llm.PurposeVerify}, Tools: set, Log: t.cfg.Log, FS: fs,
+		System: verifierPrompt + "\n" + agent.ToolNotes(set), Budget: agent.Budget{MaxTurns: turns},
+		Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+	}, prompt)
+	if got := box.get(); got != nil {
+		got.Claim, got.Evidence, got.Cut = a.Claim, a.Evidence, cuts
+		return *got
+	}
+	if out.Termination == agent.Completed && out.Summary != "" {
+		// A tool-free answer: take it as a verdict if it is one.
+		if got, err := parseVerdict(out.Summary); err == nil {
+			got.Claim, got.Evidence, got.Cut = a.Claim, a.Evidence, cuts
+			return got
+		}
+		v.Reason = "the verifier's answer was not a verdict: " + clipBytes(out.Summary, 300)
 		return v
 	}
-	t.recordReply(resp, start)
-	text := strings.TrimSpace(resp.Message.Content)
+	v.Reason = fmt.Sprintf("the verifier ended without a verdict (%s)", out.Termination)
+	if out.Err != nil {
+		v.Reason += ": " + out.Err.Error()
+	}
+	return v
+}
+
+func parseVerdict(text string) (Verdict, error) {
+	text = strings.TrimSpace(text)
 	if i, j := strings.Index(text, "{"), strings.LastIndex(text, "}"); i >= 0 && j > i {
 		text = text[i : j+1]
 	}
 	var got Verdict
 	if err := json.Unmarshal([]byte(text), &got); err != nil {
-		v.Reason = "the verifier's answer was not a verdict: " + clipBytes(resp.Message.Content, 300)
-		return v
+		return got, err
 	}
 	switch got.Verdict {
 	case Supported, Refuted, Insufficient, FormatViolation:
-		got.Claim = a.Claim
-		return got
+		return got, nil
 	}
-	v.Reason = fmt.Sprintf("the verifier gave an unknown verdict %q", got.Verdict)
-	return v
+	return got, fmt.Errorf("unknown verdict %q", got.Verdict)
 }
 
 // VerifierID is the agent id of the verifier's calls and verdicts.
 const VerifierID = "verifier"
 
-// recordReply records the verifier's reply as a model_response of the
-// verifier, so its usage is in the run's totals.
-func (t *Team) recordReply(resp *llm.Response, start time.Time) {
-	m := resp.Message
-	m.Role, m.ToolCalls = llm.RoleAssistant, nil
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return
-	}
-	t.record(record.TypeModelResponse, VerifierID, record.ModelResponse{Purpose: record.PurposeVerify, Message: raw, Usage: resp.Usage,
-		FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: t.cfg.Now().Sub(start).Milliseconds()})
+// verdictBox keeps the verdict a verifier ended with.
+type verdictBox struct {
+	mu sync.Mutex
+	v  *Verdict
 }
 
-// evidenceText reads a file ref from the shared planes, or takes the ref as
-// quoted text.
-func (t *Team) evidenceText(ref string) string {
-	if !strings.HasPrefix(ref, "/") {
-		return ref
-	}
-	p, err := t.cfg.FS.Resolve(ref)
-	if err != nil {
-		return "(cannot read: " + err.Error() + ")"
-	}
-	f, err := t.cfg.FS.Open(p)
-	if err != nil {
-		return "(cannot read: " + err.Error() + ")"
-	}
-	defer f.Close()
-	buf := make([]byte, maxEvidenceBytes)
-	n, _ := f.Read(buf)
-	return string(buf[:n])
+func (b *verdictBox) get() *Verdict {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.v
+}
+
+type verdictArgs struct {
+	Verdict  string   `json:"verdict" desc:"supported, refuted, insufficient or format_violation."`
+	Location string   `json:"location,omitempty" desc:"file:line or evidence id where the problem is (empty if supported)."`
+	Repair   string   `json:"repair,omitempty" desc:"What must change for the claim to hold (empty if supported)."`
+	Checks   []string `json:"checks" desc:"What you ran or read to decide, one entry each."`
+	Reason   string   `json:"reason,omitempty" desc:"One sentence: why."`
+}
+
+// verdictTool ends the verifier with its verdict.
+func verdictTool(box *verdictBox) tool.Tool {
+	return tool.Define("verdict", "End your check with the verdict: supported | refuted | insufficient | format_violation, the location, the required repair and the checks you made.", 0,
+		func(_ context.Context, a verdictArgs) tool.Result {
+			switch a.Verdict {
+			case Supported, Refuted, Insufficient, FormatViolation:
+			default:
+				return tool.Errorf("verdict %q is not one of supported, refuted, insufficient, format_violation; call verdict again with one of them", a.Verdict)
+			}
+			box.mu.Lock()
+			box.v = &Verdict{Verdict: a.Verdict, Location: a.Location, Repair: a.Repair, Checks: a.Checks, Reason: a.Reason}
+			box.mu.Unlock()
+			return tool.Result{Output: "verdict recorded", Finish: &tool.Finish{Summary: a.Verdict}}
+		})
 }
 
 func clipBytes(s string, n int) string {
@@ -141,4 +208,17 @@ func clipBytes(s string, n int) string {
 		return s
 	}
 	return s[:n] + "\n[… cut]"
+}
+
+// purposeModel marks every request of a runtime agent (the verifier) with
+// its purpose, so a scripted or replaying model knows it.
+type purposeModel struct {
+	llm.Model
+	purpose string
+}
+
+func (m purposeModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	r := *req
+	r.Purpose = m.purpose
+	return m.Model.Generate(ctx, &r)
 }

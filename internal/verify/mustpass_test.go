@@ -144,7 +144,7 @@ func TestMustPassJUnit(t *testing.T) {
 		}
 	}
 	r := run(cp, "test_add, test_neg, test_gone")
-	want := []TestOutcome{{"test_add", "passed"}, {"test_neg", "failed"}, {"test_gone", "not reported"}}
+	want := []TestOutcome{{ID: "test_add", Status: "passed"}, {ID: "test_neg", Status: "failed"}, {ID: "test_gone", Status: "not reported"}}
 	if !slices.Equal(r.MustPass, want) {
 		t.Errorf("outcomes %v, want %v", r.MustPass, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/record"
 	"io"
 	"regexp"
 	"slices"
@@ -81,10 +82,7 @@ func judgeReport(mustPass []string, results []testResult) (bool, string, []TestO
 // TestOutcome is what the report said of one must_pass id: "passed",
 // another status, several (a test reported twice, differently), or "not
 // reported".
-type TestOutcome struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-}
+type TestOutcome = record.TestOutcome
 
 // normID brings the id forms of pytest ("dir/test_a.py::TestX::test_y"),
 // unittest ("test_a.TestX.test_y") and JUnit (classname "dir.test_a.TestX",

@@ -54,6 +54,7 @@ import (
 
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/evidence"
+	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/sandbox"
 )
 
@@ -86,6 +87,12 @@ type Env struct {
 	// made (and removed after it); "" means the system's temporary
 	// directory.
 	Scratch string
+	// Judge is the model a rubric clause's judge calls (rubric.go); nil:
+	// rubric clauses fail saying so.
+	Judge llm.Model
+	// Deliverables are the paths a rubric's judge reads (sees:
+	// deliverables).
+	Deliverables []string
 }
 
 // Result is the verdict of one clause.
@@ -103,6 +110,10 @@ type Result struct {
 	// MustPass is each must_pass id's status in the report (tests clauses
 	// with must_pass only).
 	MustPass []TestOutcome `json:"must_pass,omitempty"`
+	// Scores are a rubric's scores and justifications; Pending marks a
+	// human clause awaiting review.
+	Scores  []Score `json:"scores,omitempty"`
+	Pending bool    `json:"pending,omitempty"`
 }
 
 // Label names the clause the result belongs to, as contract.Clause.Label.
@@ -124,6 +135,10 @@ func RunAll(ctx context.Context, env Env, clauses []contract.Clause) []Result {
 var kinds = map[string]func(ctx context.Context, env Env, c contract.Clause, r *Result){
 	contract.KindTests:     runCommand,
 	contract.KindRecompute: runCommand,
+	contract.KindRubric:    func(ctx context.Context, env Env, c contract.Clause, r *Result) { *r = rubric(ctx, env, c, *r) },
+	contract.KindHuman: func(_ context.Context, _ Env, _ contract.Clause, r *Result) {
+		r.Pending, r.Detail = true, "awaiting review: approve or reject with apodex review RUN --approve|--reject --note TEXT"
+	},
 }
 
 // Run runs one clause and judges it.

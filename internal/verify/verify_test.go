@@ -222,7 +222,7 @@ func TestUnrunnable(t *testing.T) {
 	if r := Run(context.Background(), Env{}, cl); r.Passed || !strings.Contains(r.Detail, "no sandbox") {
 		t.Errorf("no runner: %+v", r)
 	}
-	if r := Run(context.Background(), Env{Runner: sandbox.None{}}, contract.Clause{Kind: "rubric", Command: "true"}); r.Passed || !strings.Contains(r.Detail, "not supported") {
+	if r := Run(context.Background(), Env{Runner: sandbox.None{}}, contract.Clause{Kind: "essay", Command: "true"}); r.Passed || !strings.Contains(r.Detail, "not supported") {
 		t.Errorf("unknown kind: %+v", r)
 	}
 }

@@ -81,6 +81,9 @@ type FS struct {
 	// (a relative directory, e.g. "A1"): the shared isolation's disjoint
 	// path convention (R-PLANE-2). The rest of /workspace stays readable.
 	Own string
+	// ReadOnly binds every plane read-only in the sandbox (the verifier's
+	// bash, R-VERIFY-1); ResolveWrite refuses every write.
+	ReadOnly bool
 
 	mu     sync.Mutex
 	hashes map[string]map[string]hashEntry // plane -> rel -> last hash, see snapshot.go
@@ -90,7 +93,7 @@ type FS struct {
 // writes are decided by outputsWrite: one view per agent, so the gate knows
 // who is writing.
 func (w *FS) View(outputsWrite func(planePath string, size int64) error) *FS {
-	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared}
+	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared, ReadOnly: w.ReadOnly}
 }
 
 // Path is a resolved location.
@@ -126,6 +129,9 @@ func (w *FS) Root(plane string) string {
 // With Own set, /workspace is read-only except /workspace/<Own>, which must
 // exist on the host.
 func (w *FS) Mounts() []sandbox.Mount {
+	if w.ReadOnly {
+		return []sandbox.Mount{{Source: w.Inputs, Target: "/inputs"}, {Source: w.Workspace, Target: "/workspace"}, {Source: w.Outputs, Target: "/outputs"}}
+	}
 	if w.Own != "" {
 		return []sandbox.Mount{
 			{Source: w.Inputs, Target: "/inputs"},
@@ -159,6 +165,9 @@ func (w *FS) ResolveWrite(p string) (Path, error) {
 	plane, rel, err := split(p)
 	if err != nil {
 		return Path{}, err
+	}
+	if w.ReadOnly {
+		return Path{}, refuse("cannot write %s: this agent only reads (a verifier checks, it does not change the planes)", "/"+plane+"/"+rel)
 	}
 	if plane == Inputs {
 		return Path{}, refuse("cannot write %s: /inputs is read-only; write your files under /workspace (deliverables under /outputs)", "/"+plane+"/"+rel)

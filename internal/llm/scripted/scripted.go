@@ -181,8 +181,22 @@ func runtimeReply(req *llm.Request) *llm.Response {
 		text = "Partial result (scripted): the work so far is in /workspace; last observation: " + last
 	}
 	resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text}, FinishReason: "stop", Model: "scripted"}
+	if req.Purpose == llm.PurposeVerify && offers(req, "verdict") {
+		// The verifier agent ends with its verdict tool.
+		resp.Message.Content, resp.FinishReason = "", "tool_calls"
+		resp.Message.ToolCalls = []llm.ToolCall{{ID: fmt.Sprintf("verdict_%d", len(req.Messages)), Name: "verdict", Arguments: text}}
+	}
 	resp.Usage = estimate(req, &resp.Message)
 	return resp
+}
+
+func offers(req *llm.Request, name string) bool {
+	for _, t := range req.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 var numbers = regexp.MustCompile(`[0-9][0-9.,]*[0-9]|[0-9]`)
@@ -205,7 +219,7 @@ func verdict(req *llm.Request) string {
 		ok = strings.Contains(evidence, strings.TrimSpace(claim))
 	}
 	if ok {
-		return `{"verdict": "supported", "reason": "the evidence states it"}`
+		return `{"verdict": "supported", "reason": "the evidence states it", "checks": ["compared the claim's numbers with the evidence"]}`
 	}
 	return `{"verdict": "insufficient", "location": "evidence", "reason": "the evidence does not state the claim", "repair": "cite the file that states it"}`
 }

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/llm/llmtest"
+	"github.com/apodex/apodex/internal/record"
+)
+
+const leadSecret = "LEAD-HISTORY-ONLY-5521"
+
+// synthesisRun runs a team whose subagent claims the total is 42 and whose
+// report deliverable is written by the writer; writer plays the writer's
+// turns (by its turn number), refute makes the lead's verify refute K1.
+func synthesisRun(t *testing.T, refute bool, writer func(turn int) llmtest.Turn) (srv *llmtest.Server, code int, stdout, dir string) {
+	t.Helper()
+	home, work := t.TempDir(), t.TempDir()
+	inputs := filepath.Join(work, "data")
+	os.MkdirAll(inputs, 0o755)
+	os.WriteFile(filepath.Join(inputs, "data.csv"), []byte("n\n40\n2\n"), 0o644)
+	task := filepath.Join(work, "task.yaml")
+	os.WriteFile(task, []byte("objective: Sum n and report it\ninputs: ./data\ndeliverables:\n  - path: /outputs/report.md\n    non_empty: true\n"), 0o644)
+	var mu sync.Mutex
+	lead, wturn := 0, 0
+	srv = llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		defer mu.Unlock()
+		switch req.Header.Get(llm.HeaderRole) {
+		case llm.CallerSubagent:
+			return calls(call("report", map[string]any{"summary": "summed", "claims": []map[string]any{{"text": "the total is 42", "evidence": []string{"/inputs/data.csv"}}}}))
+		case llm.CallerVerifier:
+			v := "supported"
+			if refute {
+				v = "refuted"
+			}
+			return calls(call("verdict", map[string]any{"verdict": v, "checks": []string{"awk"}}))
+		case "writer":
+			wturn++
+			return writer(wturn)
+		}
+		lead++
+		switch lead {
+		case 1:
+			return calls(call("board_add", map[string]any{"title": "sum", "objective": "sum n " + leadSecret}),
+				call("dispatch", map[string]any{"item": "T1", "role": "summer", "instructions": "Sum n.", "tools": []string{"read_file"}}))
+		case 2:
+			return calls(call("wait", map[string]any{"timeout_s": 5}))
+		case 3:
+			return calls(call("verify", map[string]any{"claim": "the total is 42", "evidence": []string{"/inputs/data.csv"}}))
+		case 4:
+			return calls(call("board_resolve", map[string]any{"id": "T1", "note": "ok", "refs": []string{"report:A1"}}), finish("done"))
+		default:
+			// After a request_evidence: cancel the writer's item, finish again.
+			for _, it := range []string{"T2"} {
+				if strings.Contains(lastText(req), "on the board as "+it) {
+					return calls(call("board_cancel", map[string]any{"id": it, "reason": "the graph has it"}), finish("done"))
+				}
+			}
+			return calls(finish("done"))
+		}
+	})
+	args := append(openaiArgs(home, srv), "--mode", "team", "--sandbox", "none", "--json", "--task", task)
+	code, stdout, stderr := cli(t, args...)
+	if strings.Contains(stderr, "panic") {
+		t.Fatal(stderr)
+	}
+	return srv, code, stdout, onlyRun(t, home)
+}
+
+func lastText(req llmtest.Request) string {
+	var b strings.Builder
+	for _, m := range req.Messages {
+		b.WriteString(m.Content + "\n")
+	}
+	return b.String()
+}
+
+func writeReport(text string) func(int) llmtest.Turn {
+	return func(turn int) llmtest.Turn {
+		if turn == 1 {
+			return calls(call("claim_outputs", map[string]any{"paths": []string{"/outputs/report.md"}}),
+				call("write_file", map[string]any{"path": "/outputs/report.md", "content": text}))
+		}
+		return calls(finish("written"))
+	}
+}
+
+// A writer request follows the lead's finish, holds the graph's claim ids
+// but not the lead's messages, and its report's citations resolve.
+func TestSynthesisWriterEndToEnd(t *testing.T) {
+	srv, code, stdout, dir := synthesisRun(t, false, writeReport("# Total\n\nThe total is 42 [K1].\n"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stdout)
+	}
+	var wreqs []llmtest.Request
+	for _, req := range srv.Requests() {
+		if req.Header.Get(llm.HeaderRole) == "writer" {
+			wreqs = append(wreqs, req)
+		}
+	}
+	if len(wreqs) == 0 {
+		t.Fatal("no writer request")
+	}
+	raw := string(wreqs[0].Raw)
+	if !strings.Contains(raw, "[K1] the total is 42") || strings.Contains(raw, leadSecret) {
+		t.Errorf("the writer's request should hold K1 and not the lead's history: %.600s", raw)
+	}
+	if !strings.Contains(raw, "/outputs/report.md") {
+		t.Error("the writer's request does not name the report path")
+	}
+	var graph, check *record.Synthesis
+	for _, s := range decodeAll[record.Synthesis](t, events(t, dir), record.TypeSynthesis) {
+		switch s.Phase {
+		case record.SynthesisGraph:
+			graph = &s
+		case record.SynthesisCheck:
+			check = &s
+		}
+	}
+	if graph == nil || !strings.Contains(string(graph.Graph), `"K1"`) {
+		t.Errorf("no graph with K1 in the synthesis events: %+v", graph)
+	}
+	if check == nil || check.Citations != 1 || len(check.Failures) != 0 {
+		t.Errorf("synthesis check %+v; want 1 citation resolved, no failure", check)
+	}
+	if got := fileContent(t, filepath.Join(dir, "outputs", "report.md")); !strings.Contains(got, "[K1]") {
+		t.Errorf("report: %q", got)
+	}
+}
+
+// A refuted claim cited as support fails delivery with the line.
+func TestSynthesisRefutedCitationFails(t *testing.T) {
+	_, code, stdout, _ := synthesisRun(t, true, writeReport("# Total\n\nThe total is 42 [K1].\n"))
+	if code == 0 {
+		t.Fatal("exit 0; want failure")
+	}
+	s := decodeSummary(t, stdout)
+	if !strings.Contains(strings.Join(s.Failures, "\n"), "/outputs/report.md:3 cites refuted claim K1") {
+		t.Errorf("failures %q; want the line of the refuted citation", s.Failures)
+	}
+}
+
+// A writer's request_evidence puts a new item on the board and the lead
+// gets the next request; the writer runs again at the next finish.
+func TestSynthesisRequestEvidence(t *testing.T) {
+	runs := 0
+	srv, code, stdout, dir := synthesisRun(t, false, func(turn int) llmtest.Turn {
+		if turn == 1 {
+			runs++
+			return calls(call("request_evidence", map[string]any{"claim": "K1", "reason": "the source of the column is not in the graph"}))
+		}
+		return writeReport("The total is 42 [K1].\n")(turn - 1)
+	})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stdout)
+	}
+	var adds []board.Event
+	for _, b := range decodeAll[board.Event](t, events(t, dir), "board") {
+		if b.Op == board.OpAdd && b.By == "writer" {
+			adds = append(adds, b)
+		}
+	}
+	if len(adds) != 1 || adds[0].ID != "T2" {
+		t.Errorf("writer's board items %+v; want T2", adds)
+	}
+	reqs := srv.Requests()
+	for i, req := range reqs {
+		if req.Header.Get(llm.HeaderRole) == "writer" && strings.Contains(string(req.Raw), "request_evidence") && i+1 < len(reqs) {
+			if reqs[i+1].Header.Get(llm.HeaderRole) != llm.CallerLead || !strings.Contains(lastText(reqs[i+1]), "T2") {
+				t.Errorf("the request after the writer's request_evidence is %s, want the lead's with T2", reqs[i+1].Header.Get(llm.HeaderRole))
+			}
+			break
+		}
+	}
+}
