@@ -34,6 +34,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/verify"
 )
 
@@ -117,9 +118,9 @@ type Summary struct {
 
 // Status of a run as shown to users.
 const (
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusRunning   = "running" // no run_finished yet: live, or interrupted
+	StatusCompleted = runinfo.StatusCompleted
+	StatusFailed    = runinfo.StatusFailed
+	StatusRunning   = runinfo.StatusRunning // no run_finished yet: live, or interrupted
 )
 
 // Execute performs one run. The error is non-nil only when the run could not

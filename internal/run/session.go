@@ -11,9 +11,11 @@ import (
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/inbox"
+	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
@@ -110,45 +112,44 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ctx = llm.WithCaller(ctx, llm.Caller{Run: ss.id}) // every model call names its run
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	ctl := &control{in: ss.in, log: log, cancel: cancelRun, now: cfg.Now, budget: cfg.Budget, contract: ss.c,
-		hard:   &hardTimer{fire: func() { cancelRun(agent.ErrHardTimeout) }},
-		status: func() string { return statusText(ss.dir) }}
+	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Now: cfg.Now, Budget: cfg.Budget, Contract: ss.c,
+		Status: func() string { return runinfo.StatusText(ss.dir) }})
 	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
 	if cfg.Timeout > 0 {
-		ctl.hard.set(time.Now().Add(cfg.Timeout - elapsed))
+		ctl.SetTimeout(cfg.Now().Add(cfg.Timeout - elapsed))
 	}
-	defer ctl.hard.stop()
+	defer ctl.Stop()
 	if cfg.SoftDeadline > 0 {
-		ctl.soft = ss.start.Add(cfg.SoftDeadline - elapsed)
+		ctl.SetSoftDeadline(ss.start.Add(cfg.SoftDeadline - elapsed))
 	}
 	if rs != nil {
-		ctl.replay(rs.st)
+		ctl.Replay(rs.st)
 	}
 	ss.ev.noteIndex(log)
-	stopWatch := ctl.watch(ctx)
+	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
 	ac := agent.Config{
 		Model: cfg.Model, Log: log, FS: ss.fs, Budget: cfg.Budget, Retry: cfg.Retry,
 		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now,
-		Adjust: ctl.adjust, RequireFinish: cfg.RequireFinish,
+		Adjust: ctl.Adjust, RequireFinish: cfg.RequireFinish,
 	}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
 		tm = newTeam(ctx, cfg, ac, ss.kit, ss.dir, ctl)
 		ac.ID, ac.Role, ac.Gate = "lead", llm.CallerLead, tm.Gate
-		ac.BeforeCall = both(ctl.beforeCall("lead"), tm.BeforeCall)
+		ac.BeforeCall = both(ctl.BeforeCall("lead"), tm.BeforeCall)
 		ac.Tools = tool.NewSet(tm.Guard(append(ss.kit.list("lead", ss.fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
 		ac.System = tm.LeadSystem(ac.Tools)
 	} else {
 		ac.ID, ac.Role = "main", llm.CallerSingle
-		ac.BeforeCall = ctl.beforeCall("main")
+		ac.BeforeCall = ctl.BeforeCall("main")
 		ac.Tools = tool.NewSet(append(ss.kit.list("main", ss.fs), ac.Evicted.Tool())...)
 		ac.System = agent.SystemPrompt(ac.Tools)
 	}
 	if cfg.SoftDeadline > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
 		fin := min(max(cfg.SoftDeadline/10, 5*time.Second), 60*time.Second)
-		ac.Deadlines = agent.Deadlines{Soft: ctl.soft, WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
+		ac.Deadlines = agent.Deadlines{Soft: ctl.SoftDeadline(), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
 	}
 
 	var out agent.Outcome
@@ -181,7 +182,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if out.Err != nil {
 		s.Error = out.Err.Error()
 	}
-	conclude(context.WithoutCancel(ctx), &s, ctl.current(), ss.plane, log,
+	conclude(context.WithoutCancel(ctx), &s, ctl.Current(), ss.plane, log,
 		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q})
 	s.Files = producedFiles(ss.fs)
 	s.Turns, s.ToolCalls, s.Usage = totals(ss.dir, out, tm != nil)
@@ -193,6 +194,6 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
-	s.Trainable, s.NotTrainable = Trainability(ss.dir)
+	s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
 	return s, nil
 }

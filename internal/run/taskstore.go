@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
 )
@@ -20,12 +21,8 @@ import (
 // contract reads, at their original absolute paths under taskDir/root.
 const taskDir = "task"
 
-// contractEvent is the recorded contract: what the user typed (u0) kept
-// apart from the normalized objective and the acceptance clauses.
-func contractEvent(c *contract.Contract) record.Contract {
-	raw, _ := c.MarshalJSON() // cannot fail: plain strings and numbers
-	return record.Contract{U0: c.U0, Objective: c.Objective, File: c.File, Hash: c.Hash(), Contract: raw}
-}
+// contractEvent is the recorded contract (see live.ContractEvent).
+var contractEvent = live.ContractEvent
 
 // storeTask stores the task file's text and every file the contract reads
 // as blobs, named in ev: the run no longer needs the task file.

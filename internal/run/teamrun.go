@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/team"
 )
@@ -32,7 +33,7 @@ type TeamConfig struct {
 	MergeIgnore []string `json:"merge_ignore,omitempty"`
 }
 
-func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *control) *team.Team {
+func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *live.Control) *team.Team {
 	tc := cfg.Team
 	return team.New(ctx, team.Config{
 		Model: cfg.Model, Log: ac.Log, FS: kit.fs, Evidence: kit.ev.registry(),
@@ -48,9 +49,9 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 		Plan:         tc.Plan,
 		OnStep:       ac.OnStep,
 		Now:          cfg.Now,
-		Wake:         ctl.wake,
+		Wake:         ctl.Wake,
 		SubBeforeCall: func(ctx context.Context) []llm.Message {
-			ctl.hold(ctx) // a paused run pauses its subagents too
+			ctl.Hold(ctx) // a paused run pauses its subagents too
 			return nil
 		},
 		RequireFinish: cfg.RequireFinish,
