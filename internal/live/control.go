@@ -26,6 +26,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/taskstore"
 )
 
 // ErrUserCancel is the cause of a run cancelled by `apodex cancel`.
@@ -283,7 +284,7 @@ func (c *Control) revise(m inbox.Message) {
 	c.version++
 	next := c.contract.Revise(m.Text)
 	c.contract = next
-	ev := ContractEvent(next)
+	ev := taskstore.Event(next)
 	ev.Version, ev.Reason, ev.Message, ev.Text = c.version+1, "user message "+m.ID, m.ID, m.Text
 	c.log.Append(record.TypeContract, "user", ev)
 	if err := c.log.Sync(); err == nil {
@@ -466,9 +467,3 @@ func (c *Control) Watch(ctx context.Context) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// ContractEvent is the recorded contract: what the user typed (u0) kept
-// apart from the normalized objective and the acceptance clauses.
-func ContractEvent(c *contract.Contract) record.Contract {
-	raw, _ := c.MarshalJSON() // cannot fail: plain strings and numbers
-	return record.Contract{U0: c.U0, Objective: c.Objective, File: c.File, Hash: c.Hash(), Contract: raw}
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -163,7 +164,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		cfg.ModelInfo = rec.Started.Model
 	}
 	cfg.Evidence = RecordedEvidence(set.Evidence)
-	c, err := recordedContract(dir, st)
+	c, err := taskstore.Rebuild(dir, st)
 	if err != nil {
 		log.Close()
 		return Summary{}, err

@@ -18,6 +18,10 @@
 //     is recorded as a warning event;
 //   - every finished run is marked trainable or not, with the reasons
 //     (Trainability); package replay re-executes one and compares.
+//
+// Live control (pause, cancel, budgets, message delivery) is package live,
+// the read models (show, status, runs) package runinfo, the task kept in
+// the run package taskstore; the names run re-exports keep callers working.
 package run
 
 import (
@@ -35,6 +39,7 @@ import (
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
 )
 
@@ -207,14 +212,14 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	// The run keeps its own copy of the task and works from it: the task
 	// file may move or go once the run has started.
-	ce := contractEvent(c)
-	if err := storeTask(log, c, &ce); err != nil {
+	ce := taskstore.Event(c)
+	if err := taskstore.Store(log, c, &ce); err != nil {
 		ce.TaskRef, ce.Files = "", nil
 		appendEvent(log, record.TypeWarning, "", record.Warning{Code: "task", Message: fmt.Sprintf("the run could not keep its own copy of the task (%v): verify and resume will read the task file %s", err, c.File)})
 	}
 	log.Append(record.TypeContract, "", ce)
 	if ce.TaskRef != "" {
-		if kept, err := materialize(dir, ce); err == nil {
+		if kept, err := taskstore.Materialize(dir, ce); err == nil {
 			ss.c = kept
 		} else {
 			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "task", Message: fmt.Sprintf("the run works from the task file %s: its own copy did not load (%v)", c.File, err)})
