@@ -466,4 +466,3 @@ func (c *Control) Watch(ctx context.Context) (stop func()) {
 	}()
 	return func() { cancel(); <-done }
 }
-
