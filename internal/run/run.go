@@ -26,6 +26,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -94,7 +95,15 @@ type Config struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 	NewID  func() string
+	// Halt, when closed, stops the run the way a kill would: its agents are
+	// cancelled, nothing is concluded and no run_finished is written, so
+	// the run can be resumed; Execute and Resume then return ErrHalted.
+	// Replay plays the segments of a resumed run with it.
+	Halt <-chan struct{}
 }
+
+// ErrHalted: the run was stopped through Config.Halt and can be resumed.
+var ErrHalted = errors.New("run: halted (resumable)")
 
 // Summary is what a finished run reports (the --json object).
 type Summary struct {

@@ -126,6 +126,13 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		ctl.Replay(rs.st)
 	}
 	ss.ev.noteIndex(log)
+	go func() {
+		select {
+		case <-cfg.Halt:
+			cancelRun(ErrHalted)
+		case <-ctx.Done():
+		}
+	}()
 	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
 	ac := agent.Config{
@@ -175,6 +182,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		tm.Shutdown(string(out.Termination))
 	}
 	stopWatch()
+	if errors.Is(context.Cause(ctx), ErrHalted) {
+		return s, errors.Join(ErrHalted, log.Close()) // as a kill: no conclusion, no run_finished
+	}
 	ss.plane.Release(ac.ID, string(out.Termination))
 
 	s.Termination = string(out.Termination)
