@@ -83,8 +83,9 @@ func benchConfig(b *testing.B, runner sandbox.Runner, call func(i int) llm.ToolC
 		resp.Usage = llm.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2, Reported: true}
 		return resp, nil
 	})
-	tools := tool.NewSet(append(tool.Builtins(tool.Env{FS: fs, Runner: runner}), tool.FinishTool{})...)
-	return agent.Config{Model: model, Tools: tools, Log: log, FS: fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}, dir
+	tools := append(tool.Builtins(tool.Env{FS: fs, Runner: runner}), tool.FinishTool{})
+	rt := agent.Runtime{Model: model, Log: log, FS: fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}
+	return rt.Assemble(agent.Spec{Tools: tools}), dir
 }
 
 // runSteps times one agent.Run of b.N tool steps and the finish step.

@@ -18,7 +18,6 @@ import (
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/team"
-	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/workspace"
 )
@@ -135,29 +134,25 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}()
 	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
-	ac := agent.Config{
-		Model: cfg.Model, Log: log, FS: ss.fs, Budget: cfg.Budget, Retry: cfg.Retry,
-		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now,
-		Adjust: ctl.Adjust, RequireFinish: cfg.RequireFinish,
-	}
+	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: cfg.Retry, Context: cfg.Context,
+		OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now, RequireFinish: cfg.RequireFinish}
+	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: cfg.Budget, Adjust: ctl.Adjust, Recall: true}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
-		tm = newTeam(ctx, cfg, ac, ss.kit, ss.dir, ctl)
-		ac.ID, ac.Role, ac.Gate = "lead", llm.CallerLead, tm.Gate
-		ac.BeforeCall = both(ctl.BeforeCall("lead"), tm.BeforeCall)
-		ac.Tools = tool.NewSet(tm.Guard(append(ss.kit.list("lead", ss.fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
-		ac.System = tm.LeadSystem(ac.Tools)
+		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl)
+		spec.ID, spec.Role, spec.Gate = "lead", llm.CallerLead, tm.Gate
+		spec.BeforeCall = both(ctl.BeforeCall("lead"), tm.BeforeCall)
+		spec.Tools, spec.Guard, spec.Prompt = append(ss.kit.list("lead", ss.fs), tm.LeadTools()...), tm.Guard, tm.LeadSystem
 	} else {
-		ac.ID, ac.Role = "main", llm.CallerSingle
-		ac.BeforeCall = ctl.BeforeCall("main")
-		ac.Tools = tool.NewSet(append(ss.kit.list("main", ss.fs), ac.Evicted.Tool())...)
-		ac.System = agent.SystemPrompt(ac.Tools)
+		spec.BeforeCall = ctl.BeforeCall("main")
+		spec.Tools = ss.kit.list("main", ss.fs)
 	}
 	if cfg.SoftDeadline > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
 		fin := min(max(cfg.SoftDeadline/10, 5*time.Second), 60*time.Second)
-		ac.Deadlines = agent.Deadlines{Soft: ctl.SoftDeadline(), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
+		spec.Deadlines = agent.Deadlines{Soft: ctl.SoftDeadline(), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
 	}
+	ac := rt.Assemble(spec)
 
 	var out agent.Outcome
 	done := false

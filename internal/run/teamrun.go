@@ -33,10 +33,10 @@ type TeamConfig struct {
 	MergeIgnore []string `json:"merge_ignore,omitempty"`
 }
 
-func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *live.Control) *team.Team {
+func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, dir string, ctl *live.Control) *team.Team {
 	tc := cfg.Team
 	return team.New(ctx, team.Config{
-		Model: cfg.Model, Log: ac.Log, FS: kit.fs, Evidence: kit.ev.registry(),
+		Model: cfg.Model, Log: rt.Log, FS: kit.fs, Evidence: kit.ev.registry(),
 		Tools:        kit.tools, // recall is added by each subagent's own loop
 		Release:      func(id, reason string) { kit.plane.Release(id, reason) },
 		Isolation:    tc.Isolation,
@@ -47,7 +47,7 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 		Retry:        cfg.Retry,
 		Context:      cfg.Context,
 		Plan:         tc.Plan,
-		OnStep:       ac.OnStep,
+		OnStep:       rt.OnStep,
 		Now:          cfg.Now,
 		Wake:         ctl.Wake,
 		SubBeforeCall: func(ctx context.Context) []llm.Message {

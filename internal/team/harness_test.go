@@ -137,14 +137,11 @@ func (h *harness) run(model llm.Model, edit func(*team.Config)) agent.Outcome {
 		edit(&cfg)
 	}
 	h.team = team.New(ctx, cfg)
-	lead := agent.Config{
-		ID: "lead", Model: model, Log: h.log, FS: h.fs, System: team.LeadPrompt,
-		Tools:      tool.NewSet(h.team.Guard(append(h.tools("lead", h.fs), h.team.LeadTools()...))...),
-		Gate:       h.team.Gate,
-		BeforeCall: h.team.BeforeCall,
-		Budget:     agent.Budget{MaxTurns: h.leadTurns},
-		Retry:      llm.RetryPolicy{MaxAttempts: 1},
-	}
+	lead := agent.Runtime{Model: model, Log: h.log, FS: h.fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}.Assemble(agent.Spec{
+		ID: "lead", Prompt: func(*tool.Set) string { return team.LeadPrompt },
+		Tools: append(h.tools("lead", h.fs), h.team.LeadTools()...), Guard: h.team.Guard,
+		Gate: h.team.Gate, BeforeCall: h.team.BeforeCall, Budget: agent.Budget{MaxTurns: h.leadTurns},
+	})
 	h.out = agent.Run(ctx, lead, "Do the objective with your team.")
 	h.team.Shutdown(string(h.out.Termination))
 	if ctx.Err() != nil {
