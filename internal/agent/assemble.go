@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
@@ -20,6 +21,7 @@ type Runtime struct {
 	Context       Context
 	OnStep        func(Step)
 	Now           func() time.Time
+	Clock         clock.Clock // nil: the system clock
 	RequireFinish bool
 }
 
@@ -69,6 +71,6 @@ func (r Runtime) Assemble(s Spec) Config {
 		ID: s.ID, Role: s.Role, FinishTool: s.FinishTool, Model: r.Model, Tools: set, Evicted: evicted,
 		Log: r.Log, FS: r.FS, System: prompt(set), Budget: s.Budget, Retry: r.Retry, Context: r.Context,
 		Deadlines: s.Deadlines, Gate: s.Gate, BeforeCall: s.BeforeCall, Adjust: s.Adjust, Restore: s.Restore,
-		OnStep: r.OnStep, Now: r.Now, RequireFinish: r.RequireFinish,
+		OnStep: r.OnStep, Now: r.Now, Clock: r.Clock, RequireFinish: r.RequireFinish,
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/checkpoint"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
@@ -39,6 +40,9 @@ type Config struct {
 	// Cancel ends the whole run (a cancel command, the hard timeout).
 	Cancel context.CancelCauseFunc
 	Now    func() time.Time
+	// Clock runs the hard timeout (and is Now when Now is nil); nil is the
+	// system clock.
+	Clock clock.Clock
 	// Status answers a progress query from the board and the record.
 	Status   func() string
 	Budget   agent.Budget
@@ -67,12 +71,13 @@ type Control struct {
 
 // New makes the live control of a run.
 func New(cfg Config) *Control {
+	clk := clock.Or(cfg.Clock)
 	now := cfg.Now
 	if now == nil {
-		now = time.Now
+		now = clk.Now
 	}
 	c := &Control{in: cfg.Inbox, log: cfg.Log, cancel: cfg.Cancel, now: now, status: cfg.Status, budget: cfg.Budget, contract: cfg.Contract}
-	c.hard = &hardTimer{now: now, fire: func() { c.cancel(agent.ErrHardTimeout) }}
+	c.hard = &hardTimer{clock: clk, now: now, fire: func() { c.cancel(agent.ErrHardTimeout) }}
 	return c
 }
 
@@ -108,7 +113,8 @@ func (c *Control) markRevised(id string) {
 type hardTimer struct {
 	mu    sync.Mutex
 	at    time.Time
-	timer *time.Timer
+	timer clock.Timer
+	clock clock.Clock
 	now   func() time.Time
 	fire  func()
 }
@@ -121,7 +127,7 @@ func (h *hardTimer) set(at time.Time) {
 	}
 	h.at, h.timer = at, nil
 	if !at.IsZero() {
-		h.timer = time.AfterFunc(at.Sub(h.now()), h.fire)
+		h.timer = h.clock.AfterFunc(at.Sub(h.now()), h.fire)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/checkpoint"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
@@ -127,7 +128,7 @@ type ResumeConfig struct {
 func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	cfg := rc.Config
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = clock.Or(cfg.Clock).Now
 	}
 	switch Liveness(dir) {
 	case Finished:

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
@@ -94,7 +95,11 @@ type Config struct {
 	// none. The CLI's --log-level writes it into the run directory.
 	Logger *slog.Logger
 	Now    func() time.Time
-	NewID  func() string
+	// Clock runs the run's timers: deadlines, the hard timeout, retry
+	// backoff, team waits (and is Now when Now is nil); nil is the system
+	// clock.
+	Clock clock.Clock
+	NewID func() string
 	// Halt, when closed, stops the run the way a kill would: its agents are
 	// cancelled, nothing is concluded and no run_finished is written, so
 	// the run can be resumed; Execute and Resume then return ErrHalted.
@@ -141,7 +146,7 @@ const (
 // start; how a started run ended is in the Summary.
 func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = clock.Or(cfg.Clock).Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

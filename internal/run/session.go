@@ -111,7 +111,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ctx = llm.WithCaller(ctx, llm.Caller{Run: ss.id}) // every model call names its run
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Now: cfg.Now, Budget: cfg.Budget, Contract: ss.c,
+	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Now: cfg.Now, Clock: cfg.Clock, Budget: cfg.Budget, Contract: ss.c,
 		Status: func() string { return runinfo.StatusText(ss.dir) }})
 	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
 	if cfg.Timeout > 0 {
@@ -135,7 +135,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
 	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: cfg.Retry, Context: cfg.Context,
-		OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now, RequireFinish: cfg.RequireFinish}
+		OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now, Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
 	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: cfg.Budget, Adjust: ctl.Adjust, Recall: true}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {

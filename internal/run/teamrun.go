@@ -49,6 +49,7 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 		Plan:         tc.Plan,
 		OnStep:       rt.OnStep,
 		Now:          cfg.Now,
+		Clock:        cfg.Clock,
 		Wake:         ctl.Wake,
 		SubBeforeCall: func(ctx context.Context) []llm.Message {
 			ctl.Hold(ctx) // a paused run pauses its subagents too

@@ -151,10 +151,12 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 		}
 	}
 	tools = append(tools, newReportTool(rep, fs, t.claimRefs(fs)))
-	if t.cfg.SubTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, t.cfg.SubTimeout, errTimeout)
-		defer cancel()
+	if t.cfg.SubTimeout > 0 { // on the team's clock
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		timer := t.cfg.Clock.AfterFunc(t.cfg.SubTimeout, func() { cancel(errTimeout) })
+		defer timer.Stop()
 	}
 	out := agent.Run(ctx, t.runtime(fs).Assemble(agent.Spec{
 		ID: a.ID, Role: llm.CallerSubagent, FinishTool: "report", Tools: tools,
@@ -322,5 +324,5 @@ func mergeEvent(id string, rep worktree.MergeReport) record.Merge {
 // the subagent's own view of the planes.
 func (t *Team) runtime(fs *workspace.FS) agent.Runtime {
 	return agent.Runtime{Model: t.cfg.Model, Log: t.cfg.Log, FS: fs, Retry: t.cfg.Retry, Context: t.cfg.Context,
-		OnStep: t.cfg.OnStep, Now: t.cfg.Now, RequireFinish: t.cfg.RequireFinish}
+		OnStep: t.cfg.OnStep, Now: t.cfg.Now, Clock: t.cfg.Clock, RequireFinish: t.cfg.RequireFinish}
 }

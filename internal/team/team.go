@@ -34,6 +34,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
@@ -92,6 +93,9 @@ type Config struct {
 	// run's pause gate).
 	SubBeforeCall func(ctx context.Context) []llm.Message
 	Now           func() time.Time
+	// Clock times the wait tool's timeout and the subagents' deadlines;
+	// nil is the system clock.
+	Clock clock.Clock
 }
 
 // Team is one run's coordination plane: the board and the assignments.
@@ -122,8 +126,9 @@ func New(ctx context.Context, cfg Config) *Team {
 	if cfg.Isolation == "" {
 		cfg.Isolation = PerAgent
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = cfg.Clock.Now
 	}
 	if cfg.SubBudget.MaxTurns == 0 {
 		cfg.SubBudget.MaxTurns = 30
