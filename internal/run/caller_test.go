@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/llm/openai"
@@ -149,17 +150,18 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 	})
 
 	t.Run("single", func(t *testing.T) {
+		clk := clock.NewFake(time.Unix(0, 0))
 		srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
 			if kindOf(req) == "salvage" {
 				return llmtest.Turn{Content: "partial: nothing done yet"}
 			}
-			time.Sleep(300 * time.Millisecond) // the soft deadline comes during the steps
+			clk.Advance(300 * time.Millisecond) // the soft deadline comes during the steps
 			return calls(tc("list_files", `{"path":"/workspace"}`))
 		})
 		cfg := config(t, "single-run", nil)
 		cfg.Model = openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
 		cfg.Sandbox = "none"
-		cfg.SoftDeadline = time.Second
+		cfg.SoftDeadline, cfg.Clock = time.Second, clk
 		s, err := run.Execute(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
