@@ -3,7 +3,6 @@ package run_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -15,16 +14,8 @@ import (
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 )
-
-// sandboxKind is bwrap when it is there; the scripted demos also run
-// without isolation.
-func sandboxKind() string {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		return "none"
-	}
-	return "bwrap"
-}
 
 // teamRun runs the team-csv example and returns its record.
 func teamRun(t *testing.T) (run.Summary, []record.Event) {
@@ -34,7 +25,7 @@ func teamRun(t *testing.T) (run.Summary, []record.Event) {
 		t.Fatal(err)
 	}
 	cfg := config(t, "team", nil)
-	cfg.Model, cfg.Mode, cfg.InputsDir, cfg.Sandbox = m, run.ModeTeam, "../../examples/team-csv/inputs", sandboxKind()
+	cfg.Model, cfg.Mode, cfg.InputsDir, cfg.Sandbox = m, run.ModeTeam, "../../examples/team-csv/inputs", runtest.SandboxKind()
 	s, err := run.Execute(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +33,7 @@ func teamRun(t *testing.T) (run.Summary, []record.Event) {
 	if s.Status != run.StatusCompleted {
 		t.Fatalf("the team demo ended %s (%s): %s", s.Status, s.Termination, s.Error)
 	}
-	return s, readEvents(t, s.RunDir)
+	return s, runtest.Events(t, s.RunDir)
 }
 
 // perAgent counts the events of typ by envelope agent.
@@ -171,7 +162,7 @@ func TestActivityCases(t *testing.T) {
 			}
 			log.Close()
 			var got []string
-			acts := run.Activity(readEvents(t, dir))
+			acts := run.Activity(runtest.Events(t, dir))
 			for _, a := range acts {
 				got = append(got, fmt.Sprintf("%s:%d/%d/%d/%d/%s", a.Agent, a.Turns, a.ToolCalls, a.ToolErrors, a.ModelErrors, a.State))
 			}
@@ -197,7 +188,7 @@ func TestLoadReadsTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config(t, "gate", script(finish("done, without writing anything")))
-	cfg.Contract, cfg.Sandbox, cfg.Retry = task, sandboxKind(), llm.RetryPolicy{MaxAttempts: 1}
+	cfg.Contract, cfg.Sandbox, cfg.Retry = task, runtest.SandboxKind(), llm.RetryPolicy{MaxAttempts: 1}
 	s, err := run.Execute(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

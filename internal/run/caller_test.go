@@ -16,6 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/llm/openai"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // kindOf tells a request's conversation by its content alone, so that the
@@ -133,7 +134,7 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 		// sum, with the prompt/completion split.
 		var want llm.Usage
 		responses := 0
-		for _, e := range readEvents(t, s.RunDir) {
+		for _, e := range runtest.Events(t, s.RunDir) {
 			if e.Type == record.TypeModelResponse {
 				responses++
 				want = want.Add(decode[record.ModelResponse](t, e).Usage)
@@ -196,7 +197,7 @@ func TestTextOnlyModelCompletes(t *testing.T) {
 		t.Errorf("summary %q", s.Summary)
 	}
 	finishes := 0
-	for _, e := range readEvents(t, s.RunDir) {
+	for _, e := range runtest.Events(t, s.RunDir) {
 		if e.Type == record.TypeTextFinish && decode[record.TextFinish](t, e).Accepted {
 			finishes++
 		}

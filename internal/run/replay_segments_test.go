@@ -16,6 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // cancelledRun runs an agent whose second command sleeps until `apodex
@@ -34,7 +35,7 @@ func cancelledRun(t *testing.T) run.Summary {
 		return scripted.Calls(finish("not reached")...), nil
 	})
 	dir = filepath.Join(cfg.Home, "runs", "cancelled")
-	cfg.Sandbox = sandboxKind()
+	cfg.Sandbox = runtest.SandboxKind()
 	s, err := run.Execute(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func waitForCalls(dir string, n int) {
 	defer tick.Stop()
 	for range tick.C {
 		c, err := record.Read(dir)
-		if err == nil && len(ofType(c.Events, record.TypeToolCall)) >= n {
+		if err == nil && len(runtest.OfType(c.Events, record.TypeToolCall)) >= n {
 			return
 		}
 	}
@@ -69,7 +70,7 @@ func waitForCalls(dir string, n int) {
 // again (its result and the missing b.txt are as recorded) instead of
 // running to its end, and no turn is asked for after it.
 func TestReplayOfACancelledRun(t *testing.T) {
-	bwrapOrSkip(t)
+	runtest.NeedSandbox(t)
 	s := cancelledRun(t)
 	rep := replayOf(t, s.RunDir)
 	mustBeIdentical(t, rep)
@@ -104,7 +105,7 @@ func killedAndResumed(t *testing.T) run.Summary {
 		return scripted.Calls(finish("wrote a, b and c")...), nil
 	})
 	dir = filepath.Join(cfg.Home, "runs", "resumed")
-	cfg.Sandbox, cfg.Halt = sandboxKind(), halt
+	cfg.Sandbox, cfg.Halt = runtest.SandboxKind(), halt
 	if _, err := run.Execute(context.Background(), cfg); !errors.Is(err, run.ErrHalted) {
 		t.Fatalf("the first segment ended with %v, want run.ErrHalted", err)
 	}
@@ -146,7 +147,7 @@ func cutAfterLast(t *testing.T, dir, typ string) {
 // interrupted again (not run to its end: no late.txt), the replay resumes
 // from its own record, and the rest matches.
 func TestReplayOfAResumedRun(t *testing.T) {
-	bwrapOrSkip(t)
+	runtest.NeedSandbox(t)
 	s := killedAndResumed(t)
 	rep, err := replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir(), Keep: true})
 	if err != nil {
@@ -163,7 +164,7 @@ func TestReplayOfAResumedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(ofType(c.Events, record.TypeResumed)); n != 1 {
+	if n := len(runtest.OfType(c.Events, record.TypeResumed)); n != 1 {
 		t.Errorf("the replay resumed %d times, want once", n)
 	}
 	if _, err := os.Stat(filepath.Join(rep.ReplayDir, "workspace", "late.txt")); err == nil {

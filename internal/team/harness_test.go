@@ -18,6 +18,7 @@ import (
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
@@ -52,21 +53,8 @@ type harness struct {
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	fs := &workspace.FS{
-		Inputs:    filepath.Join(dir, "inputs"),
-		Workspace: filepath.Join(dir, "workspace"),
-		Outputs:   filepath.Join(dir, "outputs"),
-	}
-	for _, d := range []string{fs.Inputs, fs.Workspace, fs.Outputs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log, err := record.Create(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { log.Close() })
+	fs := runtest.Planes(t, dir)
+	log := runtest.Record(t, dir)
 	plane, err := publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging")})
 	if err != nil {
 		t.Fatal(err)
