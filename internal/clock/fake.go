@@ -38,6 +38,7 @@ func (t *fakeTimer) Stop() bool {
 	}
 	t.done = true
 	t.c.remove(t)
+	t.c.signal()
 	return true
 }
 
@@ -62,10 +63,7 @@ func (c *Fake) add(d time.Duration, f func()) *fakeTimer {
 		t.ch = make(chan time.Time, 1)
 	}
 	c.timers = append(c.timers, t)
-	if c.changed != nil {
-		close(c.changed)
-		c.changed = nil
-	}
+	c.signal()
 	if d <= 0 {
 		c.fireDue()
 	}
@@ -91,9 +89,15 @@ func (c *Fake) Timers() int {
 // before Advance, so the code under test has set the timer the advance
 // must fire. It returns false if done is closed first.
 func (c *Fake) WaitTimers(n int, done <-chan struct{}) bool {
+	return c.WaitFor(func(timers int) bool { return timers >= n }, done)
+}
+
+// WaitFor blocks until ok holds of the number of waiting timers (checked
+// whenever a timer is added, stopped or fired); false if done closes first.
+func (c *Fake) WaitFor(ok func(timers int) bool, done <-chan struct{}) bool {
 	for {
 		c.mu.Lock()
-		if len(c.timers) >= n {
+		if ok(len(c.timers)) {
 			c.mu.Unlock()
 			return true
 		}
@@ -110,6 +114,14 @@ func (c *Fake) WaitTimers(n int, done <-chan struct{}) bool {
 	}
 }
 
+// signal wakes WaitFor; c.mu is held.
+func (c *Fake) signal() {
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
+}
+
 // fireDue fires the timers due at c.now, earliest first; c.mu is held.
 func (c *Fake) fireDue() {
 	sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
@@ -117,6 +129,7 @@ func (c *Fake) fireDue() {
 		t := c.timers[0]
 		c.timers = c.timers[1:]
 		t.done = true
+		c.signal()
 		if t.f != nil {
 			go t.f()
 		} else {

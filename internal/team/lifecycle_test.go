@@ -13,7 +13,6 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
-	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
@@ -239,11 +238,9 @@ func TestAssignmentFailures(t *testing.T) {
 		return calls(finish("gave up on both")), nil
 	}
 	sm := scripted.New(byAgent(map[string]scripted.Policy{"lead": lead}))
-	clk := clock.NewFake(time.Unix(0, 0))
 	model := llm.ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		switch req.Agent {
-		case "A1": // its time budget runs out on the team's clock while it works
-			clk.Advance(300 * time.Millisecond)
+		case "A1":
 			<-ctx.Done()
 			return nil, context.Cause(ctx)
 		case "A2":
@@ -251,7 +248,7 @@ func TestAssignmentFailures(t *testing.T) {
 		}
 		return sm.Generate(ctx, req)
 	})
-	out := h.run(model, func(c *team.Config) { c.SubTimeout, c.Clock = 300*time.Millisecond, clk })
+	out := h.run(model, func(c *team.Config) { c.SubTimeout = 300 * time.Millisecond })
 	if out.Termination != agent.Completed {
 		t.Fatalf("termination = %s (%v)", out.Termination, out.Err)
 	}
