@@ -12,12 +12,11 @@ build:
 	$(GO) build -o $(BIN) ./cmd/apodex
 
 # The demo plays a scripted (deterministic) policy: no model endpoint needed.
-# Without bubblewrap it falls back to --sandbox none, loudly.
+# --sandbox auto uses bubblewrap when it is installed, else the built-in
+# native sandbox; the demo never runs without isolation.
 demo: build
-	@sandbox=bwrap; if ! command -v bwrap >/dev/null 2>&1; then \
-	  echo "bubblewrap not found (apt-get install -y bubblewrap); running the demo WITHOUT a sandbox" >&2; sandbox=none; fi; \
 	./$(BIN) run --provider scripted --script $(DEMO)/script.json --task $(DEMO)/task.yaml \
-	  --home $(HOME_DEMO) --sandbox $$sandbox
+	  --home $(HOME_DEMO) --sandbox auto
 
 # Search a corpus, quote it and cite the evidence ids; source alignment checks it.
 demo-search: build
@@ -32,12 +31,16 @@ test:
 # compaction over 300 steps, a 64-subagent team, replay speed, resume time.
 bench:
 	$(GO) test -run XXX -bench '^BenchmarkStep' -benchtime 200x -count 5 ./internal/agent/
-	$(GO) test -run XXX -bench 'BenchmarkBwrapTrue' -count 5 ./internal/sandbox/
+	$(GO) test -run XXX -bench 'BenchmarkSandboxTrue' -count 5 ./internal/sandbox/
 	$(GO) test -run XXX -bench 'Compaction300' -benchtime 1x ./internal/agent/
 	$(GO) test -run XXX -bench 'Team64x20' -benchtime 1x ./internal/team/
 	$(GO) test -run XXX -bench 'Replay|Resume' -benchtime 1x ./internal/run/
 	$(GO) test -run XXX -bench 'Corpus10k' -benchtime 1x ./internal/corpus/
 	$(GO) test -run XXX -bench 'Follow' -benchtime 200x ./internal/record/
+	$(GO) test -run XXX -bench 'Stage1000|Finish1000' -benchtime 30x -count 5 ./internal/world/
+	$(GO) test -run XXX -bench 'EvalThroughput' -benchtime 1x -count 3 ./internal/eval/
+	$(GO) test -run XXX -bench 'StreamLatency' -benchtime 200x ./internal/web/
+	$(GO) test -run XXX -bench 'Export500' -benchtime 20x ./internal/trajectory/
 
 clean:
 	rm -rf bin .apodex-demo

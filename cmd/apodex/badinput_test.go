@@ -171,7 +171,7 @@ func TestConfigurationErrors(t *testing.T) {
 		}, []string{"budgets"}},
 		{"bad sandbox", func(home string) []string {
 			return append(openaiArgs(home, srv), "--sandbox", "docker", "objective")
-		}, []string{"bwrap or none"}},
+		}, []string{"auto, bwrap, native or none"}},
 		{"unknown provider", func(home string) []string {
 			return []string{"run", "--home", home, "--provider", "gemini", "objective"}
 		}, []string{"openai, anthropic or scripted"}},

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,9 +24,6 @@ func demoRun(t *testing.T, wantCode int, extra ...string) (home, id string) {
 	t.Helper()
 	home = t.TempDir()
 	args := append([]string{"run", "--home", home, "--provider", "scripted", "--quiet", "--json"}, extra...)
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		args = append(args, "--sandbox", "none")
-	}
 	code, out, errOut := cli(t, args...)
 	if code != wantCode {
 		t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errOut)

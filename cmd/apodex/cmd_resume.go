@@ -62,7 +62,9 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Retry: llm.RetryPolicy{}, Logger: logger}}
 	stop := out.startProgress(ctx, dir, after, stderr)
+	stopTelemetry := startTelemetry(ctx, dir, after, stderr)
 	s, err := run.Resume(ctx, dir, rc)
 	stop(s.RunID != "")
+	stopTelemetry(s.RunID != "")
 	return out.finish(s, err, stdout, stderr)
 }

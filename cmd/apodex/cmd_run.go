@@ -13,7 +13,24 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/world"
 )
+
+// loadWorld finds the stored world of --world and its task.
+func loadWorld(id, home, task, inputs string) (*world.World, *contract.Contract, error) {
+	if task != "" || inputs != "" {
+		return nil, nil, errors.New("--world brings its own task and inputs: drop --task and --inputs")
+	}
+	w, err := world.NewStore(homeDir(home)).Get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := w.Contract()
+	if err != nil {
+		return nil, nil, fmt.Errorf("world %s: %w", w.ID, err)
+	}
+	return w, c, nil
+}
 
 // runFlags are apodex run's flags.
 type runFlags struct {
@@ -21,9 +38,11 @@ type runFlags struct {
 	out           outputFlags
 	home, inputs  string
 	task          string
+	world         string
 	override      bool
 	sandbox       string
-	network       bool
+	network       networkFlag
+	limits        limitFlags
 	corpus        string
 	fetchPrivate  bool
 	budget        agent.Budget
@@ -43,6 +62,7 @@ func (f *runFlags) register(fs *flagSet) {
 	f.out.register(fs)
 	fs.StringVar(&f.task, "task", "", "task contract file (task.yaml): objective, inputs, budget, deliverables, verification")
 	fs.BoolVar(&f.override, "objective-override", false, "with --task, let an OBJECTIVE argument replace the task file's objective")
+	fs.StringVar(&f.world, "world", "", "run one rollout of a stored world (an id from `apodex worlds list`): its task, inputs and workspace")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	fs.IntVar(&f.budget.MaxTurns, "max-turns", 50, "stop after this many model calls (0: no limit)")
@@ -55,9 +75,10 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.Float64Var(&f.ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
 	durationFlag(fs, &f.cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
 	fs.IntVar(&f.attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
-	sizeFlag(fs, &f.scratchQuota, "scratch-quota", 256<<20, "how much every agent may write under /outputs/scratch, e.g. 256MiB or 1GiB")
-	fs.StringVar(&f.sandbox, "sandbox", "bwrap", "bwrap (isolated, the default) or none (no isolation: only if you trust the model with your machine)")
-	fs.BoolVar(&f.network, "network", false, "let sandboxed commands use the network, and fetch reach http(s) URLs")
+	sizeFlag(fs, &f.scratchQuota, "scratch-quota", 256<<20, "how much every agent may write under /outputs/scratch, with bash or the file tools, e.g. 256MiB or 1GiB")
+	fs.StringVar(&f.sandbox, "sandbox", "auto", "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
+	fs.Var(&f.network, "network", "let sandboxed commands reach the network (and fetch reach http(s) URLs): --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
+	f.limits.register(fs)
 	fs.StringVar(&f.corpus, "corpus", "", "directory of documents the agent searches (search, fetch) and reads at /inputs/corpus (overrides the task file's corpus)")
 	fs.BoolVar(&f.fetchPrivate, "fetch-private", false, "with --network: let fetch reach private and loopback addresses")
 	fs.StringVar(&f.mode, "mode", "react", "react (one agent) or team (a lead that plans on a Task Board and dispatches subagents it designs)")
@@ -74,8 +95,8 @@ func (f *runFlags) register(fs *flagSet) {
 // check validates the flags' values; the message says what to do.
 func (f *runFlags) check() error {
 	switch {
-	case f.sandbox != "bwrap" && f.sandbox != "none":
-		return fmt.Errorf("--sandbox %q: use bwrap or none", f.sandbox)
+	case f.sandbox != "auto" && f.sandbox != "bwrap" && f.sandbox != "native" && f.sandbox != "none":
+		return fmt.Errorf("--sandbox %q: use auto, bwrap, native or none", f.sandbox)
 	case f.budget.MaxTurns < 0 || f.budget.MaxToolCalls < 0 || f.budget.MaxTokens < 0 || f.timeout < 0 || f.soft < 0 || f.ctxw.Window < 0 || f.scratchQuota < 0:
 		return errors.New("budgets, deadlines, --scratch-quota and --context-window must be ≥ 0")
 	case f.mode != run.ModeReact && f.mode != run.ModeTeam:
@@ -113,6 +134,7 @@ func (f *runFlags) applyContract(set map[string]bool, c *contract.Contract) {
 	if b.Timeout > 0 && !set["timeout"] {
 		f.timeout = b.Timeout
 	}
+	f.limits.applyContract(set, b)
 	if b.Concurrency > 0 && !set["concurrency"] {
 		f.team.Concurrency = b.Concurrency
 	}
@@ -122,7 +144,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("run", "[flags] OBJECTIVE   (or --task task.yaml)", stdout, stderr)
 	var f runFlags
 	f.register(fs)
-	pos, err := fs.parse(args)
+	pos, err := fs.parse(joinNetwork(args))
 	if err != nil {
 		return err
 	}
@@ -132,7 +154,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
 	var c *contract.Contract
+	var w *world.World
 	switch {
+	case f.world != "":
+		if w, c, err = loadWorld(f.world, f.home, f.task, f.inputs); err != nil {
+			return usagef("%v", err)
+		}
+		if objective != "" {
+			return usagef("--world %s brings its own objective; drop the OBJECTIVE argument", f.world)
+		}
+		f.applyContract(given, c)
 	case f.task != "":
 		if c, err = contract.Load(f.task); err != nil {
 			return usagef("the task file is not valid:\n%v", err)
@@ -164,16 +195,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := run.Config{
 		Home: home, Objective: objective, Contract: c, InputsDir: f.inputs,
 		Model: model, ModelInfo: info, Budget: f.budget,
-		Sandbox: f.sandbox, Network: f.network, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
+		Sandbox: f.sandbox, Network: f.network.on(), HostNetwork: f.network.mode == "host", Limits: f.limits.Limits, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
 		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
-		Mode: f.mode, Team: f.team, Logger: logger, NewID: func() string { return id },
+		Mode: f.mode, Team: f.team, Logger: logger, NewID: func() string { return id }, World: w,
 		RequireFinish: f.requireFinish,
 		Evidence:      run.EvidenceConfig{Corpus: f.corpus, FetchPrivate: f.fetchPrivate},
 	}
 	cfg.Team.MergeIgnore = ignoreList(f.mergeIgnore)
 	stop := f.out.startProgress(ctx, dir, 0, stderr)
+	stopTelemetry := startTelemetry(ctx, dir, 0, stderr)
 	s, err := run.Execute(ctx, cfg)
 	stop(s.RunID != "")
+	stopTelemetry(s.RunID != "")
 	return f.out.finish(s, err, stdout, stderr)
 }
 

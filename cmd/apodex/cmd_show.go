@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/apodex/apodex/internal/grade"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/state"
@@ -22,9 +23,13 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	home := fs.homeFlag()
 	jsonOut := fs.jsonFlag("a JSON object")
 	artifacts := fs.Bool("artifacts", false, "print the artifact index: each file the agents produced with its provenance chain")
+	showGrade := fs.Bool("grade", false, "print the run's HDS6 grade (grade.json, from `apodex grade`)")
 	dir, err := fs.oneRun(args, home)
 	if err != nil {
 		return err
+	}
+	if *showGrade {
+		return showGradeOf(dir, *jsonOut, stdout)
 	}
 	if *artifacts {
 		return showArtifacts(dir, *jsonOut, stdout, stderr)
@@ -268,4 +273,17 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+func showGradeOf(dir string, jsonOut bool, stdout io.Writer) error {
+	g, err := grade.Read(dir)
+	if err != nil {
+		return fmt.Errorf("%s has no grade yet (%v); run `apodex grade %s`", filepath.Base(dir), err, filepath.Base(dir))
+	}
+	if jsonOut {
+		writeJSON(stdout, g)
+		return nil
+	}
+	printGrade(stdout, g)
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -312,7 +311,7 @@ curl -sS -m 5 http://127.0.0.1:`+port+`/escaped-curl && echo CONNECTED`),
 			t.Errorf("file deltas %v, want %v", deltas, want)
 		}
 		rs := decodeAll[record.RunStarted](t, evs, record.TypeRunStarted)[0]
-		if rs.Model.Provider != "openai" || rs.Model.BaseURL != srv.URL || !rs.Model.Stream || rs.Sandbox.Kind != "bwrap" || rs.Sandbox.Network || len(rs.Inputs) != 1 {
+		if rs.Model.Provider != "openai" || rs.Model.BaseURL != srv.URL || !rs.Model.Stream || (rs.Sandbox.Kind != "bwrap" && rs.Sandbox.Kind != "native") || rs.Sandbox.Network || len(rs.Inputs) != 1 {
 			t.Errorf("run_started %+v", rs)
 		}
 		rf := decodeAll[record.RunFinished](t, evs, record.TypeRunFinished)[0]
@@ -393,9 +392,6 @@ func TestDemo(t *testing.T) {
 	home := t.TempDir()
 	args := []string{"run", "--home", home, "--provider", "scripted",
 		"--script", "../../examples/csv-sum/script.json", "--task", "../../examples/csv-sum/task.yaml"}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		args = append(args, "--sandbox", "none") // as make demo does
-	}
 	code, out, errOut := cli(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)

@@ -19,7 +19,7 @@ import (
 // scripted model makes one tool call per turn for b.N turns, then finishes.
 // Everything else is real: the record (event writes, blobs, the fsync at each
 // step boundary), the planes on disk, the built-in tools and, for bash, the
-// bubblewrap sandbox. ns/step is the wall time of agent.Run over b.N; the
+// sandbox (bubblewrap and native). ns/step is the wall time of agent.Run over b.N; the
 // final finish turn is amortised into it.
 //
 //	go test -run XXX -bench '^BenchmarkStep' -benchtime 200x -count 5 ./internal/agent/
@@ -35,17 +35,22 @@ func BenchmarkStepFileTool(b *testing.B) {
 	}
 }
 
+// BenchmarkStepBash runs on each sandbox backend (bwrap, native).
 func BenchmarkStepBash(b *testing.B) {
-	runner, err := sandbox.New("bwrap")
-	if err != nil {
-		b.Skipf("no sandbox here: %v", err)
-	}
-	cfg, dir := benchConfig(b, runner, func(int) llm.ToolCall {
-		return scripted.Call("bash", map[string]string{"command": "echo hi > f"})
-	})
-	runSteps(b, cfg)
-	if n := count(b, dir, record.TypeFileDelta); n != 1 {
-		b.Fatalf("file_delta events %d, want 1 (f is created once, then rewritten unchanged)", n)
+	for _, kind := range []string{sandbox.KindBwrap, sandbox.KindNative} {
+		b.Run(kind, func(b *testing.B) {
+			runner, err := sandbox.New(kind)
+			if err != nil {
+				b.Skipf("no %s sandbox here: %v", kind, err)
+			}
+			cfg, dir := benchConfig(b, runner, func(int) llm.ToolCall {
+				return scripted.Call("bash", map[string]string{"command": "echo hi > f"})
+			})
+			runSteps(b, cfg)
+			if n := count(b, dir, record.TypeFileDelta); n != 1 {
+				b.Fatalf("file_delta events %d, want 1 (f is created once, then rewritten unchanged)", n)
+			}
+		})
 	}
 }
 

@@ -131,6 +131,9 @@ type Budget struct {
 	SoftDeadline time.Duration
 	Timeout      time.Duration
 	Concurrency  int
+	// Sandbox limits per command (bytes; processes): mem_limit,
+	// pids_limit, tmp_size, workspace_quota; sizes take units (256MiB).
+	MemLimit, PidsLimit, TmpSize, WorkspaceQuota int64
 }
 
 // Deliverable is one required file under /outputs and its constraints
@@ -315,6 +318,10 @@ type (
 		SoftDeadline string `json:"soft_deadline,omitempty"`
 		Timeout      string `json:"timeout,omitempty"`
 		Concurrency  int    `json:"concurrency,omitempty"`
+		MemLimit     int64  `json:"mem_limit,omitempty"`
+		PidsLimit    int64  `json:"pids_limit,omitempty"`
+		TmpSize      int64  `json:"tmp_size,omitempty"`
+		Workspace    int64  `json:"workspace_quota,omitempty"`
 	}
 	wireDeliverable struct {
 		Path             string   `json:"path"`
@@ -354,6 +361,7 @@ func (c *Contract) MarshalJSON() ([]byte, error) {
 			Turns: c.Budget.Turns, ToolCalls: c.Budget.ToolCalls, Tokens: c.Budget.Tokens,
 			SoftDeadline: durString(c.Budget.SoftDeadline), Timeout: durString(c.Budget.Timeout),
 			Concurrency: c.Budget.Concurrency,
+			MemLimit:    c.Budget.MemLimit, PidsLimit: c.Budget.PidsLimit, TmpSize: c.Budget.TmpSize, Workspace: c.Budget.WorkspaceQuota,
 		},
 		Deliverables: []wireDeliverable{},
 		Verify:       []wireClause{},

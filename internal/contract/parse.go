@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox"
 	"io"
 	"os"
 	"path"
@@ -155,7 +156,7 @@ func (p *parser) inputs(n *yaml.Node, c *Contract) {
 }
 
 func (p *parser) budget(n *yaml.Node, b *Budget) {
-	m, ok := p.fields(n, "budget", "turns", "tool_calls", "tokens", "soft_deadline", "timeout", "concurrency")
+	m, ok := p.fields(n, "budget", "turns", "tool_calls", "tokens", "soft_deadline", "timeout", "concurrency", "mem_limit", "pids_limit", "tmp_size", "workspace_quota")
 	if !ok {
 		return
 	}
@@ -167,6 +168,24 @@ func (p *parser) budget(n *yaml.Node, b *Budget) {
 			if x, ok := p.count(v, "budget."+f.key); ok {
 				*f.dst = int(x)
 			}
+		}
+	}
+	if v := m["pids_limit"]; v != nil {
+		if x, ok := p.count(v, "budget.pids_limit"); ok {
+			b.PidsLimit = int64(x)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"mem_limit", &b.MemLimit}, {"tmp_size", &b.TmpSize}, {"workspace_quota", &b.WorkspaceQuota}} {
+		if v := m[f.key]; v != nil {
+			n, err := sandbox.ParseSize(v.Value)
+			if err != nil || v.Kind != yaml.ScalarNode || n <= 0 {
+				p.fail(v, "budget.%s: want a positive size such as 256MiB or 4GiB, got %s", f.key, describe(v))
+				continue
+			}
+			*f.dst = n
 		}
 	}
 	if v := m["soft_deadline"]; v != nil {

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 }
 
 func build(bin string) error {
-	if _, err := sandbox.New("bwrap"); err != nil {
+	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
 		skipReason = fmt.Sprintf("no bubblewrap sandbox: %v", err)
 		return nil
 	}

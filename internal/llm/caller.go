@@ -24,6 +24,12 @@ const (
 	CallerVerifier   = "verifier"
 	CallerSummarizer = "summarizer"
 	CallerSalvage    = "salvage"
+
+	// The process grader's four stages (internal/grade).
+	CallerGradeMapper   = "grade-mapper"
+	CallerGradeJudge    = "grade-judge"
+	CallerGradeReviewer = "grade-reviewer"
+	CallerGradeArbiter  = "grade-arbiter"
 )
 
 // The headers a Caller is sent as.

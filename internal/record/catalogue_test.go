@@ -225,3 +225,38 @@ func TestEveryTypeConstantRegistered(t *testing.T) {
 		t.Fatalf("found only %d Type constants: the test no longer reads the package", n)
 	}
 }
+
+// TestDocsNameEveryNestedField fails when a field of a nested object the
+// docs describe (a "### Name" section for a struct of this package) is not
+// documented there.
+func TestDocsNameEveryNestedField(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/record.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested := map[string]reflect.Type{
+		"SandboxSettings": reflect.TypeOf(record.SandboxSettings{}),
+		"RunSettings":     reflect.TypeOf(record.RunSettings{}),
+		"TeamSettings":    reflect.TypeOf(record.TeamSettings{}),
+		"LimitSettings":   reflect.TypeOf(record.LimitSettings{}),
+		"ToolMeta":        reflect.TypeOf(record.ToolMeta{}),
+		"ModelSettings":   reflect.TypeOf(record.ModelSettings{}),
+		"Span":            reflect.TypeOf(record.Span{}),
+	}
+	for name, typ := range nested {
+		start := strings.Index(string(doc), "### "+name+"\n")
+		if start < 0 {
+			t.Errorf("docs/record.md has no section \"### %s\"", name)
+			continue
+		}
+		sec := string(doc[start+4:])
+		if end := strings.Index(sec, "\n### "); end >= 0 {
+			sec = sec[:end]
+		}
+		for _, f := range jsonFields(typ) {
+			if !strings.Contains(sec, "`"+f+"`") {
+				t.Errorf("docs/record.md, section %s: field `%s` is not documented", name, f)
+			}
+		}
+	}
+}

@@ -17,6 +17,8 @@ type RunSettings struct {
 	Timeout        Duration         `json:"timeout"`
 	Sandbox        string           `json:"sandbox"`
 	Network        bool             `json:"network"`
+	HostNetwork    bool             `json:"host_network,omitempty"`
+	Limits         LimitSettings    `json:"limits,omitzero"`
 	CommandTimeout Duration         `json:"command_timeout"`
 	ScratchQuota   int64            `json:"scratch_quota"`
 	MaxAttempts    int              `json:"max_attempts"`
@@ -24,6 +26,19 @@ type RunSettings struct {
 	U0             string           `json:"u0,omitempty"`
 	RequireFinish  bool             `json:"require_finish,omitempty"`
 	Evidence       EvidenceSettings `json:"evidence"`
+	// World names the stored world a rollout was built from (absent for
+	// other runs); the world event repeats it.
+	World *World `json:"world,omitempty"`
+}
+
+// LimitSettings are the per-command sandbox limits asked for (zero: the
+// default); the sandbox settings record what was enforced and how.
+type LimitSettings struct {
+	MemLimit       int64 `json:"mem_limit,omitempty"`
+	PidsLimit      int64 `json:"pids_limit,omitempty"`
+	TmpSize        int64 `json:"tmp_size,omitempty"`
+	WorkspaceQuota int64 `json:"workspace_quota,omitempty"`
+	WorkspaceFiles int64 `json:"workspace_files,omitempty"`
 }
 
 // EvidenceSettings is how the run's evidence plane was set up.

@@ -52,9 +52,19 @@ type ModelSettings struct {
 
 // SandboxSettings says how commands were isolated.
 type SandboxSettings struct {
-	Kind    string `json:"kind"` // "bwrap" or "none"
+	Kind    string `json:"kind"` // "bwrap", "native", "none" or "unavailable"
 	Version string `json:"version,omitempty"`
 	Network bool   `json:"network"`
+	// NetworkMode is "outbound" (own namespace via pasta, no host
+	// loopback) or "host" when Network is set.
+	NetworkMode string `json:"network_mode,omitempty"`
+	// UID is the host uid commands run as (never 0 when isolated).
+	UID int `json:"uid,omitempty"`
+	// Limits per command (bytes, processes) and how they are enforced.
+	MemLimit  int64  `json:"mem_limit,omitempty"`
+	PidsLimit int64  `json:"pids_limit,omitempty"`
+	TmpSize   int64  `json:"tmp_size,omitempty"`
+	Mechanism string `json:"limits_mechanism,omitempty"`
 }
 
 // Budget is the run's limits; zero means unlimited.
@@ -141,6 +151,10 @@ type ToolMeta struct {
 	StderrBytes   int64    `json:"stderr_bytes,omitempty"`
 	StdoutBytes   int64    `json:"stdout_bytes,omitempty"`
 	TimedOut      bool     `json:"timed_out,omitempty"`
+	// bash: the host uid the command ran as, and the limit it hit (a
+	// limit line names the flag that raises it).
+	UID   *int   `json:"uid,omitempty"`
+	Limit string `json:"limit,omitempty"`
 }
 
 // FileDelta is one file changed by a tool call. When the new content was

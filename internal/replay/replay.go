@@ -177,10 +177,14 @@ func replayConfig(rec run.Recorded, home, dir string, model llm.Model) run.Confi
 		Model: model, ModelInfo: info, Mode: st.Mode, Team: st.Team, Budget: st.Budget, Context: st.Context,
 		SoftDeadline: st.SoftDeadline, Timeout: st.Timeout, Sandbox: st.Sandbox, Network: st.Network,
 		CommandTimeout: st.CommandTimeout, ScratchQuota: st.ScratchQuota, RequireFinish: st.RequireFinish,
+		Limits: st.Limits.Sandbox(), HostNetwork: st.HostNetwork,
 	}
 	cfg.Retry.MaxAttempts = max(st.MaxAttempts, 1)
 	cfg.Evidence = run.RecordedEvidence(st.Evidence)
 	cfg.Evidence.Recorded = dir // fetched pages come from the record, not the network
+	if w := run.ReplayWorld(dir, rec.Started); w != nil {
+		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
+	}
 	return cfg
 }
 

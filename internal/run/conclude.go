@@ -51,7 +51,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 		}
 	}
 	if len(c.Verify) > 0 {
-		runner, err := sandbox.New("bwrap")
+		runner, err := sandbox.New(sandbox.KindAuto)
 		if err != nil && verify.NeedsSandbox(c.Verify) {
 			failures = append(failures, "verification: cannot run the verifier without a sandbox: "+err.Error())
 		} else {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/sandbox"
 )
 
 // copyDir copies the regular files of src into dst.
@@ -359,8 +359,8 @@ func appendTo(t *testing.T, path, s string) {
 // BenchmarkReplay measures replay speed in events of the original record
 // per second (the replay runs every tool for real, in the sandbox).
 func BenchmarkReplay(b *testing.B) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		b.Skip("no bwrap")
+	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
+		b.Skip(err)
 	}
 	long := func(n int) scripted.Policy {
 		return func(turn int, _ *llm.Request) (*llm.Response, error) {

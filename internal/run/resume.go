@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox"
 	"path/filepath"
 	"time"
 
@@ -30,6 +31,8 @@ type Settings struct {
 	Timeout        time.Duration           `json:"timeout"`
 	Sandbox        string                  `json:"sandbox"`
 	Network        bool                    `json:"network"`
+	HostNetwork    bool                    `json:"host_network,omitempty"`
+	Limits         Limits                  `json:"limits,omitzero"`
 	CommandTimeout time.Duration           `json:"command_timeout"`
 	ScratchQuota   int64                   `json:"scratch_quota"`
 	MaxAttempts    int                     `json:"max_attempts"`
@@ -41,7 +44,7 @@ type Settings struct {
 
 func settingsOf(cfg Config, c *contract.Contract) Settings {
 	return Settings{Mode: cfg.Mode, Team: cfg.Team, Budget: cfg.Budget, Context: cfg.Context,
-		SoftDeadline: cfg.SoftDeadline, Timeout: cfg.Timeout, Sandbox: cfg.Sandbox, Network: cfg.Network,
+		SoftDeadline: cfg.SoftDeadline, Timeout: cfg.Timeout, Sandbox: cfg.Sandbox, Network: cfg.Network, HostNetwork: cfg.HostNetwork, Limits: limitsOf(cfg.Limits),
 		CommandTimeout: cfg.CommandTimeout, ScratchQuota: cfg.ScratchQuota, MaxAttempts: cfg.Retry.MaxAttempts,
 		TaskFile: c.File, U0: c.U0, RequireFinish: cfg.RequireFinish, Evidence: cfg.Evidence.settings()}
 }
@@ -59,8 +62,11 @@ func (s Settings) Record() *record.RunSettings {
 		Context: record.ContextSettings{Window: s.Context.Window, At: s.Context.At, To: s.Context.To,
 			KeepRecent: s.Context.KeepRecent, KeepTail: s.Context.KeepTail},
 		SoftDeadline: record.Duration(s.SoftDeadline), Timeout: record.Duration(s.Timeout),
-		Sandbox: s.Sandbox, Network: s.Network, CommandTimeout: record.Duration(s.CommandTimeout),
-		ScratchQuota: s.ScratchQuota, MaxAttempts: s.MaxAttempts, TaskFile: s.TaskFile, U0: s.U0,
+		Sandbox: s.Sandbox, Network: s.Network, HostNetwork: s.HostNetwork,
+		Limits: record.LimitSettings{MemLimit: s.Limits.Memory, PidsLimit: s.Limits.Pids, TmpSize: s.Limits.TmpSize,
+			WorkspaceQuota: s.Limits.WorkspaceBytes, WorkspaceFiles: s.Limits.WorkspaceFiles},
+		CommandTimeout: record.Duration(s.CommandTimeout),
+		ScratchQuota:   s.ScratchQuota, MaxAttempts: s.MaxAttempts, TaskFile: s.TaskFile, U0: s.U0,
 		RequireFinish: s.RequireFinish, Evidence: s.Evidence,
 	}
 }
@@ -80,10 +86,30 @@ func SettingsFrom(r *record.RunSettings) Settings {
 		Budget: budget(r.Budget),
 		Context: agent.Context{Window: r.Context.Window, At: r.Context.At, To: r.Context.To,
 			KeepRecent: r.Context.KeepRecent, KeepTail: r.Context.KeepTail},
-		SoftDeadline: r.SoftDeadline.D(), Timeout: r.Timeout.D(), Sandbox: r.Sandbox, Network: r.Network,
+		SoftDeadline: r.SoftDeadline.D(), Timeout: r.Timeout.D(), Sandbox: r.Sandbox, Network: r.Network, HostNetwork: r.HostNetwork,
+		Limits: Limits{Memory: r.Limits.MemLimit, Pids: r.Limits.PidsLimit, TmpSize: r.Limits.TmpSize,
+			WorkspaceBytes: r.Limits.WorkspaceQuota, WorkspaceFiles: r.Limits.WorkspaceFiles},
 		CommandTimeout: r.CommandTimeout.D(), ScratchQuota: r.ScratchQuota, MaxAttempts: r.MaxAttempts,
 		TaskFile: r.TaskFile, U0: r.U0, RequireFinish: r.RequireFinish, Evidence: r.Evidence,
 	}
+}
+
+// Limits are the per-command sandbox limits a run was started with.
+type Limits struct {
+	Memory         int64 `json:"mem_limit,omitempty"`
+	Pids           int64 `json:"pids_limit,omitempty"`
+	TmpSize        int64 `json:"tmp_size,omitempty"`
+	WorkspaceBytes int64 `json:"workspace_quota,omitempty"`
+	WorkspaceFiles int64 `json:"workspace_files,omitempty"`
+}
+
+func limitsOf(l sandbox.Limits) Limits {
+	return Limits{l.Memory, l.Pids, l.TmpSize, l.Workspace.Bytes, l.Workspace.Files}
+}
+
+// Sandbox is the limits as the sandbox takes them.
+func (l Limits) Sandbox() sandbox.Limits {
+	return sandbox.Limits{Memory: l.Memory, Pids: l.Pids, TmpSize: l.TmpSize, Workspace: sandbox.Quota{Bytes: l.WorkspaceBytes, Files: l.WorkspaceFiles}}
 }
 
 // Recorded is what the record says a run was started with.
@@ -156,11 +182,16 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		return Summary{}, errors.New("run: the record does not start with run_started")
 	}
 	rec := Recorded{Started: *st.Started, Settings: SettingsFrom(st.Settings), At: st.StartedAt}
+	if rw, ok := recordedWorld(rec.Started); ok { // its workspace lived in an overlay that died with the process
+		log.Close()
+		return Summary{}, &ConfigError{fmt.Sprintf("run %s is a rollout of world %s, which cannot be resumed yet: start a fresh one with apodex run --world %s (apodex eval resume reruns an eval's unfinished rollouts)", filepath.Base(dir), rw.ID, rw.ID)}
+	}
 	set := rec.Settings
 	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = set.Mode, set.Team, set.Budget, set.Context
 	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = set.SoftDeadline, set.Timeout, set.Sandbox, set.Network
 	cfg.CommandTimeout, cfg.ScratchQuota, cfg.Retry.MaxAttempts = set.CommandTimeout, set.ScratchQuota, max(set.MaxAttempts, 1)
 	cfg.RequireFinish = set.RequireFinish
+	cfg.Limits, cfg.HostNetwork = set.Limits.Sandbox(), set.HostNetwork
 	if cfg.ModelInfo.Provider == "" {
 		cfg.ModelInfo = rec.Started.Model
 	}

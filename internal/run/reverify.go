@@ -51,7 +51,7 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 		rv.Passed = rv.Passed && f.OK
 	}
 	if len(task.Verify) > 0 {
-		runner, err := sandbox.New("bwrap")
+		runner, err := sandbox.New(sandbox.KindAuto)
 		if err != nil && verify.NeedsSandbox(task.Verify) {
 			return rv, err
 		}

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox"
 	"io"
 	"log/slog"
 	"os"
@@ -43,6 +44,7 @@ import (
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/world"
 )
 
 // Version is the runtime's version, recorded in every run.
@@ -79,9 +81,16 @@ type Config struct {
 	// by default a second consecutive tool-free reply is taken as finish.
 	RequireFinish bool
 	Team          TeamConfig
-	// Sandbox is "bwrap", "none" or "" (bwrap, refusing bash if unavailable).
+	// Sandbox is "auto" or "" (bwrap if usable, else native), "bwrap",
+	// "native" or "none"; bash is refused when the one asked for is
+	// unavailable.
 	Sandbox string
-	Network bool
+	// Network lets commands reach the network: outbound only, through a
+	// user-mode stack in their own network namespace, unless HostNetwork
+	// shares the host's (loopback included).
+	Network, HostNetwork bool
+	// Limits bound every sandboxed command (zero fields: the defaults).
+	Limits sandbox.Limits
 	// Evidence configures the corpus and fetch (R-SEARCH).
 	Evidence EvidenceConfig
 	// CommandTimeout is bash's default timeout; 0 means 120 s.
@@ -89,6 +98,10 @@ type Config struct {
 	// ScratchQuota bounds /outputs/scratch in bytes; 0 means 256 MiB.
 	ScratchQuota int64
 	Retry        llm.RetryPolicy
+	// World, when set, makes the run a rollout of that stored world: its
+	// inputs and /workspace come from the store (see stageWorld), and the
+	// record names the world and its generator version.
+	World *world.World
 	// Progress receives one line per step; nil for none.
 	Progress io.Writer
 	// Logger receives the runtime's debug log (steps, lifecycle); nil for
@@ -186,7 +199,16 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot create the record in %s: %v", dir, err)}
 	}
-	inputs, err := copyInputs(c.Inputs, fs.Inputs)
+	var roll *world.Rollout
+	var inputs []record.FileEntry
+	if cfg.World != nil {
+		if roll, err = stageWorld(cfg.World, dir, fs); err == nil {
+			inputs = roll.Inputs
+			defer roll.Finish() // on every early return; a no-op after the one below
+		}
+	} else {
+		inputs, err = copyInputs(c.Inputs, fs.Inputs)
+	}
 	if err != nil {
 		log.Close()
 		os.RemoveAll(dir)
@@ -220,9 +242,12 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
 		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": Version, "sandbox": ss.sbx.Version},
-		Settings: settingsOf(cfg, c).Record(),
+		Settings: settings(cfg, c, roll),
 	}); err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
+	}
+	if roll != nil {
+		log.Append(record.TypeWorld, "", roll.Record)
 	}
 	// The run keeps its own copy of the task and works from it: the task
 	// file may move or go once the run has started.
@@ -245,5 +270,20 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		fmt.Fprintf(cfg.Progress, "apodex: run %s with %s model %s; record in %s\n", id, cfg.ModelInfo.Provider, cfg.ModelInfo.Name, dir)
 	}
 	ss.warnSandbox()
-	return ss.run(ctx, nil)
+	s, err := ss.run(ctx, nil)
+	if roll != nil {
+		if ferr := roll.Finish(); ferr != nil {
+			s.Warnings = append(s.Warnings, "the rollout's workspace was not kept: "+ferr.Error())
+		}
+	}
+	return s, err
+}
+
+func settings(cfg Config, c *contract.Contract, roll *world.Rollout) *record.RunSettings {
+	s := settingsOf(cfg, c).Record()
+	if roll != nil {
+		w := roll.Record
+		s.World = &w
+	}
+	return s
 }

@@ -59,7 +59,7 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		release()
 		return nil, fmt.Errorf("run: message inbox: %w", err)
 	}
-	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network)
+	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, cfg.Limits)
 	ss.sbx, ss.warn = sbx, warn
 	if ss.ev, err = openEvidence(cfg, dir, fs, log); err != nil {
 		release()

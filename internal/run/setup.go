@@ -51,6 +51,11 @@ func checkInputs(dir, home string) error {
 }
 
 func makeRunDir(dir string) (*workspace.FS, error) {
+	// The run directory is private (0700): what commands leave in the
+	// planes is no one else's business on this machine.
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		_ = os.Chmod(dir, 0o700)
+	}
 	fs := &workspace.FS{
 		Inputs:    filepath.Join(dir, "inputs"),
 		Workspace: filepath.Join(dir, "workspace"),
@@ -64,19 +69,31 @@ func makeRunDir(dir string) (*workspace.FS, error) {
 	return fs, nil
 }
 
-func chooseSandbox(kind string, network bool) (sandbox.Runner, record.SandboxSettings, *record.Warning) {
+func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (sandbox.Runner, record.SandboxSettings, *record.Warning) {
 	set := record.SandboxSettings{Kind: "bwrap", Network: network}
+	if network {
+		set.NetworkMode = "outbound"
+		if hostNetwork || kind == "none" {
+			set.NetworkMode = "host"
+		}
+	}
 	if kind == "none" {
 		set.Kind = "none"
 		return sandbox.None{}, set, &record.Warning{Code: "no_sandbox", Message: "--sandbox none: shell commands run WITHOUT isolation, with your user's full access to this machine; this run is not trainable"}
 	}
-	r, err := sandbox.New("bwrap")
+	r, err := sandbox.New(kind)
 	if err != nil {
 		set.Kind = "unavailable"
 		return nil, set, &record.Warning{Code: "sandbox_unavailable", Message: err.Error() + "; bash calls will be refused"}
 	}
-	set.Version = sandbox.Version()
-	return r, set, nil
+	set.Kind = sandbox.KindOf(r)
+	if set.Kind == sandbox.KindBwrap {
+		set.Version = sandbox.Version()
+	}
+	eff := sandbox.Effective(lim)
+	set.UID, set.MemLimit, set.PidsLimit, set.TmpSize = sandbox.CommandUID(), eff.Memory, eff.Pids, eff.TmpSize
+	set.Mechanism = sandbox.Mechanism(lim)
+	return sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork}), set, nil
 }
 
 func progress(w io.Writer, lg *slog.Logger) func(agent.Step) {

@@ -53,8 +53,9 @@ func trainability(dir string, st *runstate.Loaded) []string {
 	if p := InputProblems(dir, rs.Inputs); len(p) > 0 {
 		why = append(why, "the initial state cannot be rebuilt: "+strings.Join(p, "; "))
 	}
+	why = append(why, worldProblems(dir, *rs)...)
 	switch rs.Sandbox.Kind {
-	case "bwrap":
+	case "bwrap", "native":
 	case "none":
 		why = append(why, "isolation was off (--sandbox none)")
 	case "unavailable":

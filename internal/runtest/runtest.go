@@ -68,22 +68,18 @@ func OfType(events []record.Event, typ string) []record.Event {
 	return out
 }
 
-// NeedSandbox skips a test whose meaning depends on bash in bubblewrap.
+// NeedSandbox skips a test whose meaning depends on real isolation
+// (bubblewrap, or the native backend where bubblewrap is missing).
 func NeedSandbox(t testing.TB) {
 	t.Helper()
-	if err := sandbox.Available(); err != nil {
-		t.Skipf("no bubblewrap sandbox here: %v", err)
+	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
+		t.Skipf("no sandbox here: %v", err)
 	}
 }
 
-// SandboxKind is "bwrap" where it is available, else "none": the scripted
-// demos run either way.
-func SandboxKind() string {
-	if sandbox.Available() != nil {
-		return "none"
-	}
-	return "bwrap"
-}
+// SandboxKind is the sandbox the tests' runs ask for: auto (bubblewrap
+// when it is there, else native).
+func SandboxKind() string { return sandbox.KindAuto }
 
 // Start is the fake clock's starting time.
 var Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -12,7 +12,10 @@ import (
 	"time"
 )
 
-// Bwrap runs commands under bubblewrap.
+// Bwrap runs commands under bubblewrap, started by the helper: for a root
+// runtime the helper binds the mount sources into a private staging tmpfs
+// (so 0700 directories on the way do not matter), drops to SandboxUID and
+// becomes bwrap as pid 1 of its own pid namespace.
 //
 // The sandbox's root is a tmpfs made by bwrap and remounted read-only once
 // every mount point exists, so nothing outside /tmp, /dev and the writable
@@ -55,18 +58,7 @@ func (b *Bwrap) Run(ctx context.Context, spec Spec) (Result, error) {
 		}
 		path = p
 	}
-	etc, err := hostEtc.acquire()
-	if err != nil {
-		return Result{}, err
-	}
-	defer hostEtc.release(etc) // the copy must outlive the sandbox
-	args, err := bwrapArgs(spec, etc.dir())
-	if err != nil {
-		return Result{}, err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = []string{} // bwrap needs none; the command's comes from --setenv
-	return supervise(ctx, cmd, spec)
+	return launch(ctx, KindBwrap, path, spec)
 }
 
 // bwrapArgs builds bwrap's argv (without argv[0]) for spec, binding etc
@@ -88,14 +80,17 @@ func bwrapArgs(spec Spec, etc string) ([]string, error) {
 		return nil, err
 	}
 
-	args := []string{"--unshare-all"}
+	args := []string{"--unshare-all", "--unshare-user", "--disable-userns"}
 	if spec.Network {
 		args = append(args, "--share-net")
 	}
 	args = append(args, "--die-with-parent", "--new-session", "--cap-drop", "ALL")
 	args = append(args, systemArgs()...)
 	args = append(args, "--ro-bind", etc, "/etc")
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	// bwrap's own cover of /proc/sys fails in an unprivileged user
+	// namespace; bind the host's read-only over it (namespaced knobs such as
+	// fs/mqueue would otherwise be writable).
+	args = append(args, "--proc", "/proc", "--ro-bind-try", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger", "--dev", "/dev", "--tmpfs", "/tmp")
 	for _, m := range mounts {
 		op := "--ro-bind"
 		if m.Writable {

@@ -39,7 +39,7 @@ func (None) Run(ctx context.Context, spec Spec) (Result, error) {
 	cmd := exec.Command("/bin/sh", "-c", spec.Command)
 	cmd.Dir = hostPath(spec.Mounts, filepath.Clean(dir))
 	cmd.Env = env
-	return supervise(ctx, cmd, spec)
+	return supervise(ctx, cmd, spec, nil)
 }
 
 // hostPath maps a sandbox path to the host through the mounts.

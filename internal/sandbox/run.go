@@ -69,7 +69,18 @@ func (c *capture) Write(p []byte) (int, error) {
 // its pid, which is the group id, cannot be reused); SIGKILL the whole group,
 // which also removes background children the command left behind; reap;
 // then wait for the pipes to reach EOF, at most drainGrace.
-func supervise(ctx context.Context, cmd *exec.Cmd, spec Spec) (Result, error) {
+// hooks let a runner act on the started process: started runs right after
+// the start (an error kills the process and fails Run); kill runs with
+// every kill of the process group.
+type hooks struct {
+	started func(pid int) error
+	kill    func()
+}
+
+func supervise(ctx context.Context, cmd *exec.Cmd, spec Spec, h *hooks) (Result, error) {
+	if h == nil {
+		h = &hooks{}
+	}
 	if err := ctx.Err(); err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("sandbox: not started: %w", err)
 	}
@@ -110,6 +121,19 @@ func supervise(ctx context.Context, cmd *exec.Cmd, spec Spec) (Result, error) {
 		return Result{}, fmt.Errorf("sandbox: start %s: %w", cmd.Path, err)
 	}
 	pid := cmd.Process.Pid
+	kill := func() {
+		killGroup(pid)
+		if h.kill != nil {
+			h.kill()
+		}
+	}
+	if h.started != nil {
+		if err := h.started(pid); err != nil {
+			kill()
+			_ = cmd.Wait()
+			return Result{}, err
+		}
+	}
 
 	stdout := &capture{limit: limit}
 	stderr := &capture{limit: limit}
@@ -127,7 +151,7 @@ func supervise(ctx context.Context, cmd *exec.Cmd, spec Spec) (Result, error) {
 		select {
 		case <-ctx.Done():
 			killed.Store(true)
-			killGroup(pid)
+			kill()
 		case <-exited:
 		}
 	}()
@@ -141,7 +165,7 @@ func supervise(ctx context.Context, cmd *exec.Cmd, spec Spec) (Result, error) {
 	close(exited)
 	<-watcherDone
 	if !reaped {
-		killGroup(pid)
+		kill()
 		err = cmd.Wait()
 	}
 	if err != nil && !errors.As(err, new(*exec.ExitError)) {

@@ -1,17 +1,35 @@
 // Package sandbox runs one shell command in isolation and knows nothing about
 // agents.
 //
-// Guarantees of the bubblewrap runner (Bwrap):
+// Guarantees of the isolating runners, Bwrap (bubblewrap) and Native (the
+// runtime's own namespaces, no bubblewrap needed), which pass one
+// conformance suite:
 //   - the command sees only the mounts it is given plus read-only system
-//     directories (/usr, /bin, /lib*, an allow-list of /etc), a fresh tmpfs
-//     /tmp, /proc and a minimal /dev; everything else, the root included, is
-//     read-only; every namespace is unshared, so there is no network unless
-//     Spec.Network is set; all capabilities are dropped; it runs in a new
-//     session and dies with its parent;
-//   - at Spec.Timeout, or when ctx ends, the whole process group is killed,
-//     and with it (through the PID namespace) everything the command started;
+//     directories (/usr, /bin, /lib*, an allow-list of /etc), a fresh sized
+//     tmpfs /tmp, /proc with /proc/sys read-only and a minimal /dev;
+//     everything else, the root included, is read-only, and every mount is
+//     nosuid,nodev; it has its own user, mount, pid, ipc, uts and network
+//     namespaces, so no network unless Spec.Network (the host's) or
+//     Spec.Outbound (outbound only, through pasta, without the host's
+//     loopback); it holds no capabilities and cannot create further user
+//     namespaces;
+//   - it never runs as host uid 0: under a root runtime it runs as
+//     SandboxUID, the writable mounts' contents are given to that uid first,
+//     and after the command no setuid or setgid bit is left in them;
+//   - Spec.Limits bound its memory and processes (cgroups where this process
+//     may create them, else rlimits; Result.Mechanism says which), its /tmp
+//     (tmpfs size) and the writable mounts' contents (Quota); Result.Limit
+//     names the limit that stopped it and LimitNote how to raise it;
+//   - at Spec.Timeout, or when ctx ends, the process group and the
+//     command's cgroup are killed, and with them (through the PID namespace)
+//     everything the command started, also when that lands during the
+//     sandbox's startup; if the runtime dies, the command dies too;
 //   - stdout and stderr are each kept up to Spec.OutputLimit bytes; the rest is
 //     counted and discarded, so a command printing gigabytes costs no memory.
+//
+// Both re-execute the running binary as a helper (helper_linux.go): any
+// program importing this package, test binaries included, serves as its own
+// helper through this package's init.
 //
 // Shared by every runner: the command's environment is exactly Spec.Env (or
 // a minimal default), never the caller's; background processes left in the
@@ -21,8 +39,9 @@
 // ExitCode -1 with a nil error; ctx being cancelled gives ExitCode -1 and an
 // error wrapping context.Canceled.
 //
-// The None runner gives no isolation at all; callers must only use it when the
-// user asked for it explicitly, and must record that they did.
+// The None runner gives no isolation and no limits at all; callers must only
+// use it when the user asked for it explicitly, and must record that they
+// did.
 package sandbox
 
 import (
@@ -33,13 +52,16 @@ import (
 )
 
 // ErrUnavailable is returned by New when no sandbox can be built here.
-var ErrUnavailable = errors.New("sandbox: bubblewrap (bwrap) is not available; install it (apt-get install -y bubblewrap) or pass --sandbox none to run commands without isolation")
+var ErrUnavailable = errors.New("sandbox: no sandbox is available (bubblewrap missing and the native sandbox cannot create namespaces here); install bubblewrap (apt-get install -y bubblewrap) or pass --sandbox none to run commands without isolation")
 
 // Mount binds a host directory into the sandbox.
 type Mount struct {
 	Source   string // host path
 	Target   string // path inside the sandbox
 	Writable bool
+	// Quota, if set on a writable mount, bounds what the command may leave
+	// in it (see Quota).
+	Quota *Quota `json:"-"`
 }
 
 // Spec is one command to run.
@@ -49,8 +71,12 @@ type Spec struct {
 	// Dir is the working directory inside the sandbox.
 	Dir    string
 	Mounts []Mount
-	// Network shares the host network namespace.
+	// Network shares the host network namespace (loopback included).
 	Network bool
+	// Outbound gives the command its own network namespace with outbound
+	// access through pasta but no way to the host's loopback (network.go);
+	// Network wins if both are set. None treats it as Network.
+	Outbound bool
 	// Timeout kills the process group after this long; 0 means no limit
 	// beyond ctx.
 	Timeout time.Duration
@@ -58,6 +84,9 @@ type Spec struct {
 	OutputLimit int
 	// Env is the complete environment ("K=V"); nil means a minimal default.
 	Env []string
+	// Limits bound the command's memory, processes and /tmp (zero fields:
+	// the defaults). None ignores them.
+	Limits Limits
 }
 
 // Result is what a command did.
@@ -73,6 +102,18 @@ type Result struct {
 	StderrBytes int64
 	TimedOut    bool
 	Duration    time.Duration
+	// Limit names the limit the command ran into (LimitMemory, LimitPids),
+	// "" if none was hit or the runner cannot tell.
+	Limit string
+	// UID is the host uid the command ran as; Mechanism says how its
+	// limits were enforced (see Mechanism). None leaves both zero.
+	UID       int
+	Mechanism string
+	// Limits are the limits the command ran under.
+	Limits Limits
+	// QuotaNote says which mount quota the command exceeded and how to
+	// raise it ("" none); Limit is then the quota's name.
+	QuotaNote string
 }
 
 // Truncated reports whether any output was cut.
@@ -86,19 +127,55 @@ type Runner interface {
 	Run(ctx context.Context, spec Spec) (Result, error)
 }
 
-// New returns the runner for kind: "bwrap" or "" (bubblewrap, which must be
-// usable here, else an error wrapping ErrUnavailable) or "none" (no
-// isolation; see None). It never falls back from bwrap to none by itself.
+// Kinds of runner New knows.
+const (
+	KindAuto   = "auto"
+	KindBwrap  = "bwrap"
+	KindNative = "native"
+	KindNone   = "none"
+)
+
+// New returns the runner for kind: "bwrap" (bubblewrap, which must be
+// usable here, else an error wrapping ErrUnavailable), "native" (the
+// built-in namespace sandbox, see Native), "auto" or "" (bwrap when usable,
+// else native) or "none" (no isolation; see None). It never falls back to
+// none by itself.
 func New(kind string) (Runner, error) {
 	switch kind {
-	case "", "bwrap":
+	case KindBwrap:
 		path, err := probe()
 		if err != nil {
 			return nil, err
 		}
 		return &Bwrap{Path: path}, nil
-	case "none":
+	case KindNative:
+		if err := nativeAvailable(); err != nil {
+			return nil, err
+		}
+		return Native{}, nil
+	case "", KindAuto:
+		if path, err := probe(); err == nil {
+			return &Bwrap{Path: path}, nil
+		}
+		if err := nativeAvailable(); err != nil {
+			return nil, err
+		}
+		return Native{}, nil
+	case KindNone:
 		return None{}, nil
 	}
-	return nil, fmt.Errorf("sandbox: unknown kind %q (want bwrap or none)", kind)
+	return nil, fmt.Errorf("sandbox: unknown kind %q (want auto, bwrap, native or none)", kind)
+}
+
+// KindOf names a runner New returned ("bwrap", "native", "none").
+func KindOf(r Runner) string {
+	switch Unwrap(r).(type) {
+	case *Bwrap:
+		return KindBwrap
+	case Native:
+		return KindNative
+	case None:
+		return KindNone
+	}
+	return fmt.Sprintf("%T", r)
 }

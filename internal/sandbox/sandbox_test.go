@@ -18,11 +18,27 @@ import (
 func runners(t *testing.T) map[string]Runner {
 	t.Helper()
 	rs := map[string]Runner{"none": None{}}
+	for name, r := range sandboxes(t) {
+		rs[name] = r
+	}
+	return rs
+}
+
+// sandboxes returns the isolating runners (the conformance suite): bwrap
+// where bubblewrap works, and native, which must work everywhere the tests
+// run.
+func sandboxes(t testing.TB) map[string]Runner {
+	t.Helper()
+	rs := map[string]Runner{}
 	if err := Available(); err != nil {
-		t.Logf("bwrap unavailable, testing none only: %v", err)
+		t.Logf("bwrap unavailable: %v", err)
 	} else {
 		rs["bwrap"] = &Bwrap{}
 	}
+	if err := nativeAvailable(); err != nil {
+		t.Fatalf("native sandbox unavailable: %v", err)
+	}
+	rs["native"] = Native{}
 	return rs
 }
 
@@ -94,16 +110,25 @@ func TestNew(t *testing.T) {
 	if _, err := New("docker"); err == nil {
 		t.Error(`New("docker") succeeded`)
 	}
-	for _, kind := range []string{"", "bwrap"} {
-		r, err := New(kind)
-		if avail := Available(); avail != nil {
-			if !errors.Is(err, ErrUnavailable) {
-				t.Errorf("New(%q) = %v, want ErrUnavailable", kind, err)
-			}
-			continue
+	r, err := New("bwrap")
+	if avail := Available(); avail != nil {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf(`New("bwrap") = %v, want ErrUnavailable`, err)
 		}
-		if b, ok := r.(*Bwrap); err != nil || !ok || b.Path == "" {
-			t.Errorf("New(%q) = %#v, %v", kind, r, err)
+	} else if b, ok := r.(*Bwrap); err != nil || !ok || b.Path == "" {
+		t.Errorf(`New("bwrap") = %#v, %v`, r, err)
+	}
+	if r, err := New("native"); err != nil || KindOf(r) != KindNative {
+		t.Errorf(`New("native") = %#v, %v`, r, err)
+	}
+	// auto: bwrap where it works, else native; never none.
+	want := KindNative
+	if Available() == nil {
+		want = KindBwrap
+	}
+	for _, kind := range []string{"", "auto"} {
+		if r, err := New(kind); err != nil || KindOf(r) != want {
+			t.Errorf("New(%q) = %#v, %v; want %s", kind, r, err, want)
 		}
 	}
 }
@@ -243,7 +268,7 @@ func TestEscapedProcessDoesNotHang(t *testing.T) {
 			if res.ExitCode != 0 || string(res.Stdout) != "hi\n" {
 				t.Errorf("exit %d stdout %q", res.ExitCode, res.Stdout)
 			}
-			if name == "bwrap" {
+			if name != "none" {
 				assertGone(t, token) // the PID namespace takes it down
 			}
 		})

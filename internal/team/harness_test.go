@@ -61,7 +61,7 @@ func newHarness(t testing.TB) *harness {
 	}
 	plane.OnEvent = func(ev publish.LeaseEvent) { log.Append(record.TypeLease, ev.Agent, ev.Lease) }
 	h := &harness{t: t, dir: dir, fs: fs, log: log, plane: plane, deadline: testDeadline, leadTurns: 60}
-	if r, err := sandbox.New("bwrap"); err == nil {
+	if r, err := sandbox.New(sandbox.KindAuto); err == nil {
 		h.runner = r
 	}
 	return h

@@ -27,8 +27,15 @@ func bashTool(env Env) Tool {
 	if env.Outputs != nil {
 		planes = "/inputs is read-only there; /workspace, /outputs/scratch/ (shared, within a quota, never delivered) and /tmp are writable, and /tmp does not persist. /outputs is read-only unless you hold the publishing lease (claim_outputs); then changes to your declared paths are kept when the command ends, and anything else under /outputs is not."
 	}
-	desc := fmt.Sprintf("Run a shell command (/bin/sh -c) in the sandbox, in /workspace. %s %s Returns the exit code, stdout and stderr. Default timeout %s, at most %s; at the timeout the whole process group is killed.",
-		planes, network, seconds(env.DefaultTimeout), seconds(env.MaxTimeout))
+	where := "in the sandbox, in /workspace"
+	if sandbox.KindOf(env.Runner) == sandbox.KindNone {
+		// --sandbox none: say plainly that the plane paths do not exist.
+		where = "directly on this machine WITHOUT a sandbox (--sandbox none), starting in the host directory that holds /workspace"
+		planes = "The paths /inputs, /workspace and /outputs are NOT mapped inside commands: they do not exist there; use paths relative to the starting directory for the workspace, and the file tools for /inputs and /outputs."
+		network = "The host's network is reachable."
+	}
+	desc := fmt.Sprintf("Run a shell command (/bin/sh -c) %s. %s %s Returns the exit code, stdout and stderr. Default timeout %s, at most %s; at the timeout the whole process group is killed.",
+		planes, network, where, seconds(env.DefaultTimeout), seconds(env.MaxTimeout))
 	return Define("bash", desc, env.ObservationLimit,
 		func(ctx context.Context, a bashArgs) Result { return bash(ctx, env, a) })
 }
@@ -90,6 +97,11 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		StdoutBytes: res.StdoutBytes,
 		StderrBytes: res.StderrBytes,
 	}
+	if res.Mechanism != "" {
+		uid := res.UID
+		meta.UID = &uid
+	}
+	meta.Limit = res.Limit
 	var deltas []FileDelta
 	after, afterErr := snapshot(env.FS)
 	if beforeErr == nil && afterErr == nil {
@@ -109,6 +121,9 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 	}
 	section(&b, "stdout", res.Stdout, res.StdoutBytes)
 	section(&b, "stderr", res.Stderr, res.StderrBytes)
+	if note := res.LimitNote(); note != "" {
+		b.WriteString("limit: " + note + "\n")
+	}
 	if published != "" {
 		b.WriteString(strings.TrimSuffix(published, "\n") + "\n")
 	}

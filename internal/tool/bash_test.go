@@ -111,7 +111,7 @@ func TestBashNetworkFlag(t *testing.T) {
 
 // TestBashBwrap runs the real sandbox where bubblewrap works here.
 func TestBashBwrap(t *testing.T) {
-	runner, err := sandbox.New("bwrap")
+	runner, err := sandbox.New(sandbox.KindAuto)
 	if err != nil {
 		t.Skipf("no sandbox: %v", err)
 	}

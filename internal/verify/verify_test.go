@@ -22,10 +22,7 @@ type state struct {
 
 func newState(t *testing.T) state {
 	t.Helper()
-	if err := sandbox.Available(); err != nil {
-		t.Skip(err)
-	}
-	runner, err := sandbox.New("bwrap")
+	runner, err := sandbox.New(sandbox.KindAuto)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/apodex/apodex/internal/eval"
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/world"
+)
+
+// cmdEval is `apodex eval SUITE.yaml`, `eval show ID`, `eval resume ID`.
+func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "show":
+			return evalShow(args[1:], stdout, stderr)
+		case "resume":
+			return evalRun(ctx, "resume", args[1:], stdout, stderr)
+		}
+	}
+	return evalRun(ctx, "", args, stdout, stderr)
+}
+
+func evalRun(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	name, synopsis := "eval", "SUITE.yaml [--parallel P]   (also: eval show ID, eval resume ID)"
+	if sub != "" {
+		name, synopsis = "eval resume", "ID [--parallel P]"
+	}
+	fs := newFlagSet(name, synopsis, stdout, stderr)
+	home := fs.homeFlag()
+	parallel := fs.Int("parallel", runtime.NumCPU(), "rollouts at once")
+	sbx := fs.String("sandbox", sandbox.KindAuto, "auto (bwrap if usable, else native), bwrap, native, or none (no isolation: only with models you trust with this machine)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("give one %s", map[string]string{"": "suite file (see examples/suite/suite.yaml)", "resume": "eval id"}[sub])
+	}
+	if *parallel < 1 {
+		return usagef("need --parallel ≥ 1")
+	}
+	if *sbx != "none" {
+		if _, err := sandbox.New(*sbx); err != nil {
+			return usagef("--sandbox %s: %v; pass --sandbox auto, or none to run without isolation", *sbx, err)
+		}
+	}
+	opts := eval.Options{Home: homeDir(*home), Parallel: *parallel, Sandbox: *sbx, NewModel: evalModel}
+	if !*quiet {
+		opts.Progress = stderr
+	}
+	var id string
+	if sub == "resume" {
+		id = pos[0]
+		err = eval.Resume(ctx, id, opts)
+	} else {
+		s, lerr := eval.LoadSuite(pos[0])
+		if lerr != nil {
+			return usagef("%v", lerr)
+		}
+		id, err = eval.Start(ctx, s, opts)
+	}
+	if id != "" {
+		fmt.Fprintf(stdout, "eval %s: results in %s/results.jsonl; see `apodex eval show %s`\n", id, eval.Dir(opts.Home, id), id)
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("stopped; `apodex eval resume %s` runs what is missing", id)
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// evalModel builds a configuration's model the way `apodex run` does;
+// provider "oracle" plays the world's reference solution.
+func evalModel(c eval.Config, w *world.World) (llm.Model, record.ModelSettings, error) {
+	if c.Provider == "oracle" {
+		return eval.Oracle(w)
+	}
+	m := modelFlags{provider: c.Provider, model: c.Model, baseURL: c.BaseURL, script: c.Script}
+	return m.build()
+}
+
+func evalShow(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("eval show", "ID [--json] [--plot FILE.png]", stdout, stderr)
+	home := fs.homeFlag()
+	jsonOut := fs.Bool("json", false, "print JSON")
+	plot := fs.String("plot", "", "write a PNG of score against tokens per configuration")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("give one eval id")
+	}
+	h := homeDir(*home)
+	plan, err := eval.ReadPlan(h, pos[0])
+	if err != nil {
+		return fmt.Errorf("%v", err)
+	}
+	results, err := eval.ReadResults(h, pos[0])
+	if err != nil {
+		return fmt.Errorf("%v", err)
+	}
+	rep := eval.Summarize(plan, results)
+	if *plot != "" {
+		f, err := os.Create(*plot)
+		if err == nil {
+			err = eval.Plot(f, plan, results)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("--plot %s: %v", *plot, err)
+		}
+	}
+	if *jsonOut {
+		writeJSON(stdout, rep)
+		return nil
+	}
+	fmt.Fprintf(stdout, "eval %s (%s): %d/%d rollouts done\n", rep.ID, rep.Suite, rep.Done, rep.Total)
+	fmt.Fprintf(stdout, "%-14s %-6s %5s %-16s %-8s %-6s %-6s %-6s %-6s %-9s %-7s %s\n",
+		"config", "mode", "n", "pass (95% CI)", "complete", "prov", "recov", "interv", "wall_s", "tokens", "lift", "compute")
+	for _, c := range rep.Configs {
+		ratio := "-"
+		if c.ComputeRatio != nil {
+			ratio = fmt.Sprintf("%.2fx", *c.ComputeRatio)
+		}
+		fmt.Fprintf(stdout, "%-14s %-6s %5d %-16s %-8s %-6s %-6s %-6s %-6.1f %-9.0f %+-7.2f %s\n",
+			c.Name, c.Mode, c.Rollouts, fmt.Sprintf("%.2f [%.2f,%.2f]", c.PassRate, c.Interval[0], c.Interval[1]),
+			opt(c.Mean.Completeness), opt(c.Mean.Provenance), opt(c.Mean.Recovery), opt(c.Mean.Intervention),
+			c.Mean.WallS, c.Mean.Tokens, c.Lift, ratio)
+	}
+	if *plot != "" {
+		var cols []string
+		for i, c := range rep.Configs {
+			cols = append(cols, c.Name+"="+eval.Palette[i%len(eval.Palette)].Name)
+		}
+		fmt.Fprintf(stdout, "plot: %s (x tokens, y score; squares are pass rates with 95%% bars; colours %s)\n", *plot, strings.Join(cols, ", "))
+	}
+	return nil
+}
+
+func opt(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *v)
+}

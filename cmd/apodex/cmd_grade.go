@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apodex/apodex/internal/grade"
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+)
+
+func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("grade", "[flags] RUN", stdout, stderr)
+	home := fs.homeFlag()
+	jsonOut := fs.jsonFlag("grade.json")
+	var mf modelFlags
+	mf.register(fs)
+	stages := map[string]*string{}
+	for _, s := range []string{"mapper", "judge", "reviewer", "arbiter"} {
+		stages[s] = fs.String(s+"-model", "", "model name for the "+s+" stage (default: --model, else the run's model)")
+	}
+	dir, err := fs.oneRun(args, home)
+	if err != nil {
+		return err
+	}
+	c, err := record.Read(dir)
+	if err != nil {
+		return err
+	}
+	var rs record.RunStarted
+	if len(c.Events) == 0 || c.Events[0].Decode(&rs) != nil {
+		return fmt.Errorf("%s: the record does not start with run_started; grade a run that started", dir)
+	}
+	if rs.Model.Provider == "scripted" && mf.provider == "" {
+		return usagef("%s ran on the scripted model, which cannot grade; pass --provider openai --base-url URL --model NAME (or anthropic) for the graders", rs.RunID)
+	}
+	build := func(stage string) (llm.Model, error) {
+		n := mf
+		if v := *stages[stage]; v != "" {
+			n.model = v
+		}
+		m, _, err := n.fromRecord(dir, rs.Model)
+		return m, err
+	}
+	var ms grade.Models
+	for stage, p := range map[string]*llm.Model{"mapper": &ms.Mapper, "judge": &ms.Judge, "reviewer": &ms.Reviewer, "arbiter": &ms.Arbiter} {
+		if *p, err = build(stage); err != nil {
+			return err
+		}
+	}
+	res, err := grade.Run(ctx, dir, ms)
+	if err != nil {
+		return err
+	}
+	if err := grade.Write(dir, res); err != nil {
+		return fmt.Errorf("writing %s: %w", grade.File, err)
+	}
+	if *jsonOut {
+		writeJSON(stdout, res)
+		return nil
+	}
+	printGrade(stdout, res)
+	return nil
+}
+
+// printGrade is the text view of a grade (also `show --grade`).
+func printGrade(w io.Writer, g *grade.Result) {
+	fmt.Fprintf(w, "grade:       %s %d/%d\n", g.Rubric, g.Total, g.Max)
+	for _, c := range g.Capabilities {
+		fmt.Fprintf(w, "  %-44s %d/%d\n", c.Name, c.Score, c.Max)
+	}
+	for _, it := range g.Items {
+		var stages []string
+		for _, h := range it.History {
+			stages = append(stages, fmt.Sprintf("%s %d", h.Stage, h.Band))
+		}
+		fmt.Fprintf(w, "  %-16s band %d  cites %v  (%s) %s\n", it.Item, it.Band, it.Cites, strings.Join(stages, " → "), oneLine(it.Rationale))
+	}
+	var st []string
+	for _, s := range g.Stages {
+		st = append(st, fmt.Sprintf("%s %d call(s) %d tokens", s.Stage, s.Attempts, s.Usage.TotalTokens))
+	}
+	fmt.Fprintf(w, "grader cost: %d tokens (%s)\n", g.Usage.TotalTokens, strings.Join(st, "; "))
+}

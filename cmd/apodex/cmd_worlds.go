@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/world"
+	"github.com/apodex/apodex/internal/world/gen"
+)
+
+// cmdWorlds is `apodex worlds build|list|show|check|gen`.
+func cmdWorlds(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	subs := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"build": worldsBuild, "list": worldsList, "show": worldsShow, "check": worldsCheck, "gen": worldsGen,
+	}
+	if len(args) == 0 || subs[args[0]] == nil {
+		fmt.Fprintln(stdout, "Usage: apodex worlds build DIR... | list | show ID [--json] | check ID [--json] |\n       gen file|search|code --seed N [--count K] [--level 1-5] --out DIR [--build]")
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+			return nil
+		}
+		return usagef("unknown subcommand %q", args[0])
+	}
+	return subs[args[0]](ctx, args[1:], stdout, stderr)
+}
+
+func worldsBuild(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("worlds build", "DIR...", stdout, stderr)
+	home := fs.homeFlag()
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("give one or more world directories (each with a world.yaml; make some with `apodex worlds gen`)")
+	}
+	st := world.NewStore(homeDir(*home))
+	var failed error
+	for _, dir := range pos {
+		w, fresh, err := st.Build(dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "apodex worlds build: %s: %v\n", dir, err)
+			failed = exitError(exitFailed)
+			continue
+		}
+		note := "stored"
+		if !fresh {
+			note = "already stored"
+		}
+		fmt.Fprintf(stdout, "%s  %s  %s (%s)\n", w.ID, w.Name, note, dir)
+	}
+	return failed
+}
+
+func worldsList(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("worlds list", "[--json]", stdout, stderr)
+	home := fs.homeFlag()
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if _, err := fs.parse(args); err != nil {
+		return err
+	}
+	ws, err := world.NewStore(homeDir(*home)).List()
+	if err != nil {
+		return fmt.Errorf("%v", err)
+	}
+	if *jsonOut {
+		if ws == nil {
+			ws = []*world.World{}
+		}
+		writeJSON(stdout, ws)
+		return nil
+	}
+	if len(ws) == 0 {
+		fmt.Fprintln(stdout, "no worlds stored; make some with `apodex worlds gen file --seed 1 --out worlds/ --build`")
+	}
+	for _, w := range ws {
+		fmt.Fprintf(stdout, "%s  %-7s %-22s %s  %d files\n", w.ID, w.Family, w.Name, coords(w.Diff), len(w.Files))
+	}
+	return nil
+}
+
+func coords(d map[string]float64) string {
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, d[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func oneWorld(name string, args []string, stdout, stderr io.Writer) (*world.World, bool, error) {
+	fs := newFlagSet("worlds "+name, "ID [--json]", stdout, stderr)
+	home := fs.homeFlag()
+	jsonOut := fs.Bool("json", false, "print JSON")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(pos) != 1 {
+		return nil, false, usagef("give one world id (see `apodex worlds list`)")
+	}
+	w, err := world.NewStore(homeDir(*home)).Get(pos[0])
+	if err != nil {
+		return nil, false, err
+	}
+	return w, *jsonOut, nil
+}
+
+func worldsShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	w, jsonOut, err := oneWorld("show", args, stdout, stderr)
+	if w == nil {
+		return err
+	}
+	if jsonOut {
+		writeJSON(stdout, w)
+		return nil
+	}
+	fmt.Fprintf(stdout, "world %s  %s (%s)\n", w.ID, w.Name, w.Family)
+	if w.Gen.Name != "" {
+		fmt.Fprintf(stdout, "generator: %s v%s seed %d level %d\n", w.Gen.Name, w.Gen.Version, w.Gen.Seed, w.Gen.Level)
+	}
+	fmt.Fprintf(stdout, "difficulty: %s\n", coords(w.Diff))
+	fmt.Fprintf(stdout, "objective: %s\n", oneLine(w.Manifest.Contract.Objective))
+	fmt.Fprintf(stdout, "stored in %s (read-only), %d files, %d bytes:\n", w.Dir, len(w.Files), w.Bytes)
+	for _, f := range w.Files {
+		fmt.Fprintf(stdout, "  %s  %d bytes  %s\n", f.Path, f.Bytes, f.SHA256[:12])
+	}
+	return nil
+}
+
+func worldsCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	w, jsonOut, err := oneWorld("check", args, stdout, stderr)
+	if w == nil {
+		return err
+	}
+	runner, err := sandbox.New(sandbox.KindAuto)
+	if err != nil {
+		fmt.Fprintf(stderr, "apodex worlds check: %v; the verifier runs WITHOUT isolation\n", err)
+		runner = sandbox.None{}
+	}
+	rep := world.Check(ctx, w, runner)
+	if jsonOut {
+		writeJSON(stdout, rep)
+	} else {
+		mark := "usable"
+		if !rep.OK {
+			mark = "NOT usable"
+		}
+		fmt.Fprintf(stdout, "world %s: %s\n", w.ID, mark)
+		fmt.Fprintf(stdout, "  reference solution: %s\n", passFail(rep.Solution.Passed, rep.Solution.Failures))
+		fmt.Fprintf(stdout, "  empty delivery:     %s\n", passFail(rep.Empty.Passed, rep.Empty.Failures))
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stdout, "  PROBLEM: %s\n", oneLine(p))
+		}
+	}
+	if !rep.OK {
+		return exitError(exitFailed)
+	}
+	return nil
+}
+
+func passFail(ok bool, failures []string) string {
+	if ok {
+		return "passes the verifier"
+	}
+	if len(failures) > 0 {
+		return "fails (" + oneLine(failures[0]) + ")"
+	}
+	return "fails"
+}
+
+func worldsGen(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("worlds gen", "file|search|code --seed N [--count K] [--level 1-5] --out DIR [--build]", stdout, stderr)
+	home := fs.homeFlag()
+	seed := fs.Int64("seed", 1, "first seed")
+	count := fs.Int("count", 1, "worlds to generate, seeds N, N+1, …")
+	level := fs.Int("level", 1, "difficulty level, 1 (easy) to 5 (hard)")
+	out := fs.String("out", "", "directory to write the worlds into, one sub-directory each (<family>-l<level>-s<seed>)")
+	doBuild := fs.Bool("build", false, "also store each world (as `apodex worlds build`)")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1:
+		return usagef("name one family: file, search or code")
+	case *out == "":
+		return usagef("pass --out DIR, where the world directories go")
+	case *count < 1 || *level < 1 || *level > 5:
+		return usagef("need --count ≥ 1 and --level 1 to 5")
+	}
+	st := world.NewStore(homeDir(*home))
+	for i := 0; i < *count; i++ {
+		s := gen.Spec{Family: pos[0], Seed: *seed + int64(i), Level: *level}
+		dir := filepath.Join(*out, s.Name())
+		if _, err := gen.Generate(s, dir); err != nil {
+			return usagef("%v", err)
+		}
+		if !*doBuild {
+			fmt.Fprintln(stdout, dir)
+			continue
+		}
+		w, _, err := st.Build(dir)
+		if err != nil {
+			return fmt.Errorf("%v", err)
+		}
+		fmt.Fprintf(stdout, "%s  %s\n", w.ID, dir)
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package run
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/world"
+)
+
+// stageWorld gives a world rollout its fresh state (world.Stage): inputs
+// linked from the store instead of copied, and /workspace an overlay of the
+// stored workspace. The caller must Finish the rollout.
+func stageWorld(w *world.World, dir string, fs *workspace.FS) (*world.Rollout, error) {
+	r, err := world.Stage(w, dir)
+	if err != nil {
+		return nil, &ConfigError{fmt.Sprintf("cannot stage world %s: %v; check it with `apodex worlds check %s`", w.ID, err, w.ID)}
+	}
+	fs.Workspace = r.Workspace
+	return r, nil
+}
+
+// recordedWorld is the world a run's run_started names, if any.
+var recordedWorld = runinfo.RecordedWorld
+
+// homeOf is the apodex home of the run in dir (<home>/runs/<id>).
+func homeOf(dir string) string { return filepath.Dir(filepath.Dir(dir)) }
+
+// ReplayWorld is the stored world a replay of the run in dir starts from.
+func ReplayWorld(dir string, rs record.RunStarted) *world.World {
+	rw, ok := recordedWorld(rs)
+	if !ok {
+		return nil
+	}
+	w, err := world.NewStore(homeOf(dir)).Get(rw.ID)
+	if err != nil {
+		return nil
+	}
+	return w
+}

@@ -1,0 +1,364 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests here run against every isolating backend (sandboxes): they are
+// the hardening half of the conformance suite (issue 11).
+
+// hostUID reads the real uid of pid as the host sees it.
+func hostUID(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			uid, _ := strconv.Atoi(strings.Fields(rest)[0])
+			return uid
+		}
+	}
+	t.Fatalf("no Uid in status of %d", pid)
+	return -1
+}
+
+// E1: nothing under /proc/sys opens for writing, and the command's host uid
+// is not 0.
+func TestNeverHostRoot(t *testing.T) {
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			token := sleepToken()
+			probe := `n=0; for f in $(find /proc/sys -type f 2>/dev/null) /proc/sysrq-trigger; do n=$((n+1)); if (: >> "$f") 2>/dev/null; then echo "WRITABLE $f"; fi; done; echo "probed $n"; cat /proc/self/uid_map; t=` + strings.Replace(token, ".", "; sleep $t.", 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			type out struct {
+				res Result
+				err error
+			}
+			done := make(chan out, 1)
+			go func() {
+				res, err := r.Run(ctx, Spec{Command: probe})
+				done <- out{res, err}
+			}()
+			var pids []int
+			for range 500 {
+				if pids = procsWith(token); len(pids) > 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if len(pids) == 0 {
+				cancel()
+				o := <-done
+				t.Fatalf("sleeper never started: %+v %v", o.res, o.err)
+			}
+			if uid := hostUID(t, pids[0]); uid == 0 {
+				t.Errorf("command runs as host uid 0")
+			} else if os.Geteuid() == 0 && uid != SandboxUID {
+				t.Errorf("command runs as host uid %d, want %d", uid, SandboxUID)
+			}
+			cancel()
+			o := <-done
+			if strings.Contains(string(o.res.Stdout), "WRITABLE") {
+				t.Errorf("writable kernel settings:\n%s", o.res.Stdout)
+			}
+			if !strings.Contains(string(o.res.Stdout), "probed ") || strings.Contains(string(o.res.Stdout), "probed 1\n") {
+				t.Errorf("probe did not run: %q %q", o.res.Stdout, o.res.Stderr)
+			}
+			if o.res.UID != hostUIDOf() {
+				t.Errorf("Result.UID %d, want %d", o.res.UID, hostUIDOf())
+			}
+		})
+	}
+}
+
+func hostUIDOf() int { uid, _, _ := ids(); return uid }
+
+// E3: a setuid copy made in a writable mount keeps no setuid/setgid bit.
+func TestNoSetuidSurvives(t *testing.T) {
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			res := run(t, r, Spec{Command: "cp /bin/sh /workspace/py && chmod 6755 /workspace/py && mkdir /workspace/d && chmod 2775 /workspace/d && ls -l /workspace/py",
+				Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			for _, p := range []string{"py", "d"} {
+				fi, err := os.Stat(filepath.Join(ws, p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+					t.Errorf("%s keeps %v after the command", p, fi.Mode())
+				}
+			}
+			out := run(t, r, Spec{Command: "grep ' /workspace ' /proc/self/mountinfo", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			if !strings.Contains(string(out.Stdout), "nosuid") || !strings.Contains(string(out.Stdout), "nodev") {
+				t.Errorf("/workspace not nosuid,nodev: %q", out.Stdout)
+			}
+		})
+	}
+}
+
+// The runtime keeps access to, and the command can change, files the
+// runtime wrote.
+func TestRuntimeFilesUsable(t *testing.T) {
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			if err := os.WriteFile(filepath.Join(ws, "f"), []byte("a"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, r, Spec{Command: "echo b >> /workspace/f && echo c > /workspace/g", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, "f")); err != nil || string(b) != "ab\n" {
+				t.Errorf("f = %q, %v", b, err)
+			}
+		})
+	}
+}
+
+func TestLimits(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Command: "for i in $(seq 200); do sleep 30 & done; echo forked", Limits: Limits{Pids: 64}, Timeout: 20 * time.Second})
+			if strings.Contains(res.Mechanism, "pids=none") {
+				t.Logf("no process limit here (%s): not a root runtime and no delegated cgroup", res.Mechanism)
+			} else if strings.Contains(string(res.Stdout), "forked") && res.ExitCode == 0 && res.Limit == "" {
+				t.Errorf("pids 64: 200 sleepers forked: %+v", res)
+			} else if res.Limit != LimitPids && strings.HasPrefix(Mechanism(Limits{}), "memory=cgroup") {
+				t.Errorf("pids limit not reported: %q (%s)", res.Limit, res.Stderr)
+			}
+			res = run(t, r, Spec{Command: `python3 -c "b = b'x' * (512 << 20); print('allocated')"`, Limits: Limits{Memory: 256 << 20}, Timeout: 20 * time.Second})
+			if res.ExitCode == 0 || strings.Contains(string(res.Stdout), "allocated") {
+				t.Errorf("memory 256MiB: 512 MiB allocated: %+v", res)
+			}
+			res = run(t, r, Spec{Command: "dd if=/dev/zero of=/tmp/big bs=1M count=64", Limits: Limits{TmpSize: 16 << 20}})
+			if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "No space left") {
+				t.Errorf("tmp 16MiB: 64 MiB written: %d %s", res.ExitCode, res.Stderr)
+			}
+		})
+	}
+}
+
+// A cancel landing anywhere in the sandbox's startup still kills the
+// command.
+func TestCancelDuringStartup(t *testing.T) {
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			for i := range 25 {
+				token := sleepToken()
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(time.Duration(i)*time.Millisecond, cancel)
+				_, _ = r.Run(ctx, Spec{Command: "sleep " + token})
+				cancel()
+				assertGone(t, token)
+			}
+		})
+	}
+}
+
+// helperParentEnv makes TestHelperParent run a sandboxed sleeper.
+const helperParentEnv = "APODEX_TEST_SANDBOX_PARENT"
+
+// TestHelperParent is not a test: it is the process TestDiesWithRuntime
+// SIGKILLs.
+func TestHelperParent(t *testing.T) {
+	spec := os.Getenv(helperParentEnv)
+	if spec == "" {
+		t.Skip("helper process only")
+	}
+	kind, token, _ := strings.Cut(spec, ":")
+	r, err := New(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = r.Run(context.Background(), Spec{Command: "sleep " + token})
+}
+
+// If the runtime dies, its sandboxed commands die too.
+func TestDiesWithRuntime(t *testing.T) {
+	for name := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			token := sleepToken()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperParent$")
+			cmd.Env = append(os.Environ(), helperParentEnv+"="+name+":"+token)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; len(procsWith(token)) == 0; i++ {
+				if i > 500 {
+					_ = cmd.Process.Kill()
+					t.Fatal("sleeper never started")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			assertGone(t, token)
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"256MiB": 256 << 20, "4GiB": 4 << 30, "16M": 16 << 20, "1000000": 1e6, "10GB": 10e9, "1.5KiB": 1536} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "12 parsecs", "-1"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func BenchmarkSandboxTrue(b *testing.B) {
+	for name, r := range sandboxes(b) {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				res, err := r.Run(context.Background(), Spec{Command: "true"})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+		})
+	}
+}
+
+// Outbound: a non-loopback interface is up, but the host's 127.0.0.1
+// services are out of reach.
+func TestOutboundNetwork(t *testing.T) {
+	if pastaPath() == "" {
+		t.Skip("pasta not installed (apt-get install -y passt)")
+	}
+	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {
+		t.Skipf("pasta cannot open /dev/net/tun here: %v", err)
+	} else {
+		f.Close()
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for /dev/tcp")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprint(c, "hello from host")
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	for name, r := range sandboxes(t) {
+		if _, _, drop := ids(); name == "bwrap" && !drop {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Outbound: true, Command: fmt.Sprintf(`cat /proc/net/dev; cat /proc/net/route; for h in 127.0.0.1 $(awk 'NR==2 {print $3}' /proc/net/route | sed 's/../& /g' | awk '{printf "%%d.%%d.%%d.%%d", "0x"$4, "0x"$3, "0x"$2, "0x"$1}'); do echo "try $h"; timeout 1 bash -c "exec 3<>/dev/tcp/$h/%s && cat <&3" && echo REACHED; done; true`, port)})
+			out := string(res.Stdout)
+			if strings.Contains(out, "hello from host") || strings.Contains(out, "REACHED") {
+				t.Errorf("host loopback reachable with Outbound: %s", out)
+			}
+			up := false
+			for _, line := range strings.Split(out, "\n") {
+				if iface, _, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && iface != "lo" && !strings.Contains(iface, "|") && !strings.HasPrefix(iface, "Inter") {
+					up = true
+				}
+			}
+			if !up || !strings.Contains(out, "00000000") {
+				t.Errorf("no outside interface or default route with Outbound: exit %d %s %s", res.ExitCode, out, res.Stderr)
+			}
+		})
+	}
+}
+
+// A workspace quota stops a command that grows /workspace past it, and
+// what was written before stays.
+func TestWorkspaceQuota(t *testing.T) {
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true}}
+			res := run(t, r, Spec{Command: "echo keep > /workspace/keep; for i in $(seq 100); do head -c 1048576 /dev/urandom > /workspace/f$i; sleep 0.02; done",
+				Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 4 << 20}}, Timeout: 30 * time.Second})
+			if res.Limit != "workspace_quota" || !strings.Contains(res.LimitNote(), "--workspace-quota") {
+				t.Errorf("limit %q note %q", res.Limit, res.LimitNote())
+			}
+			if _, err := os.Stat(filepath.Join(ws, "f100")); err == nil {
+				t.Error("the command was not stopped")
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, "keep")); string(b) != "keep\n" {
+				t.Error("what was written before the limit was lost")
+			}
+			res = run(t, r, Spec{Command: "touch /workspace/a /workspace/b /workspace/c", Mounts: mounts, Limits: Limits{Workspace: Quota{Files: 2}}})
+			if res.Limit != "workspace_quota" {
+				t.Errorf("file count: limit %q", res.Limit)
+			}
+		})
+	}
+}
+
+// The runtime's chown before and setuid sweep after a command never reach
+// through a link in a writable mount to a host file (a parallel command
+// could plant one at any time).
+func TestSweepsStayInMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the chown runs for a root runtime only")
+	}
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			host, ws := t.TempDir(), t.TempDir()
+			hostFile := filepath.Join(host, "suid")
+			if err := os.WriteFile(hostFile, []byte("x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(hostFile, 0o755|os.ModeSetuid); err != nil {
+				t.Fatal(err)
+			}
+			for link, to := range map[string]string{"file": hostFile, "dir": host} {
+				if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := run(t, r, Spec{Command: "ls -l /workspace", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			fi, err := os.Stat(hostFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode()&os.ModeSetuid == 0 {
+				t.Error("the setuid sweep followed a link to a host file")
+			}
+			if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 {
+				t.Errorf("a host file behind a link was given to uid %d", st.Uid)
+			}
+		})
+	}
+}

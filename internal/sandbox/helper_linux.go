@@ -1,0 +1,200 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+)
+
+// The helper is the first process of every sandboxed command: the runner
+// re-executes the current binary (apodex, or a test binary) with helperEnv
+// set, and this package's init takes over before main or TestMain run. It
+// reads its plan from fd 3 (the runner writes the plan only once the helper
+// sits in its cgroups, so nothing it starts escapes them), applies the
+// rlimits, then either becomes bubblewrap as the sandbox uid or builds the
+// native sandbox itself (native.go). It never returns to the host program.
+
+// helperEnv marks a process as the sandbox helper.
+const helperEnv = "APODEX_SANDBOX_HELPER"
+
+// helperExit is the helper's exit status when it cannot set up the sandbox;
+// its reason is on stderr, prefixed "apodex sandbox:".
+const helperExit = 125
+
+func init() {
+	if os.Getenv(helperEnv) == "1" {
+		runtime.LockOSThread()
+		helperMain()
+	}
+}
+
+// plan is what the helper is asked to do.
+type plan struct {
+	Backend string `json:"backend"` // "bwrap" or "native"
+	Bwrap   string `json:"bwrap,omitempty"`
+	// UID and GID are the host ids the command runs as; Drop says the
+	// helper starts as host root and must switch to them.
+	UID     int      `json:"uid"`
+	GID     int      `json:"gid"`
+	Drop    bool     `json:"drop"`
+	Etc     string   `json:"etc"`
+	Spec    specPlan `json:"spec"`
+	Rlimits []rlim   `json:"rlimits,omitempty"`
+	// Landlock applies a Landlock domain (native) when the kernel has it.
+	Landlock bool `json:"landlock"`
+}
+
+// specPlan is the part of Spec the helper needs.
+type specPlan struct {
+	Command string   `json:"command"`
+	Dir     string   `json:"dir"`
+	Mounts  []Mount  `json:"mounts"`
+	Env     []string `json:"env"`
+	Network bool     `json:"network"`
+	TmpSize int64    `json:"tmp_size"`
+}
+
+type rlim struct {
+	Resource int    `json:"resource"`
+	Value    uint64 `json:"value"`
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "apodex sandbox: "+format+"\n", args...)
+	os.Exit(helperExit)
+}
+
+func helperMain() {
+	f := os.NewFile(3, "plan")
+	raw, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		fail("reading the plan: %v", err)
+	}
+	var p plan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		fail("bad plan: %v", err)
+	}
+	if len(raw) == 0 {
+		os.Exit(helperExit) // the runner gave up before the start
+	}
+	for _, r := range p.Rlimits {
+		lim := &syscall.Rlimit{Cur: r.Value, Max: r.Value}
+		if err := syscall.Setrlimit(r.Resource, lim); err != nil {
+			fail("setrlimit %d: %v", r.Resource, err)
+		}
+	}
+	switch p.Backend {
+	case "bwrap":
+		helperBwrap(p)
+	case "native":
+		helperNative(p)
+	}
+	fail("unknown backend %q", p.Backend)
+}
+
+// helperBwrap execs bubblewrap. Started as host root, it first binds every
+// mount source (opened while still root, so a 0700 run directory on the way
+// does not matter) into a private tmpfs the sandbox uid can traverse, then
+// drops to that uid, so bwrap's user namespace maps the command onto it and
+// never onto host root.
+func helperBwrap(p plan) {
+	spec := Spec{Command: p.Spec.Command, Dir: p.Spec.Dir, Env: p.Spec.Env, Network: p.Spec.Network, Mounts: p.Spec.Mounts}
+	etc := p.Etc
+	if p.Drop {
+		stage := os.TempDir()
+		fds := make([]int, len(spec.Mounts)+1)
+		for i, src := range append([]string{etc}, sources(spec.Mounts)...) {
+			fd, err := syscall.Open(src, oPath|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				fail("open %s: %v", src, err)
+			}
+			fds[i] = fd
+		}
+		must(syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""), "make / private")
+		must(syscall.Mount("tmpfs", stage, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755,size=64k"), "stage tmpfs")
+		bindFD := func(fd int, name string) string {
+			dst := filepath.Join(stage, name)
+			must(os.Mkdir(dst, 0o755), "stage dir")
+			must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), dst, "", syscall.MS_BIND, ""), "stage bind")
+			syscall.Close(fd)
+			return dst
+		}
+		etc = bindFD(fds[0], "etc")
+		for i := range spec.Mounts {
+			spec.Mounts[i].Source = bindFD(fds[i+1], strconv.Itoa(i))
+		}
+		dropTo(p.UID, p.GID)
+	}
+	args, err := bwrapArgs(spec, etc)
+	if err != nil {
+		fail("%v", err)
+	}
+	if p.Spec.TmpSize > 0 {
+		args = withTmpSize(args, p.Spec.TmpSize)
+	}
+	if err := syscall.Exec(p.Bwrap, append([]string{"bwrap"}, args...), []string{}); err != nil {
+		fail("exec %s: %v", p.Bwrap, err)
+	}
+}
+
+// withTmpSize puts --size before bwrap's --tmpfs /tmp.
+func withTmpSize(args []string, size int64) []string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--tmpfs" && args[i+1] == "/tmp" {
+			out := append([]string{}, args[:i]...)
+			out = append(out, "--size", strconv.FormatInt(size, 10))
+			return append(out, args[i:]...)
+		}
+	}
+	return args
+}
+
+func sources(ms []Mount) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Source
+	}
+	return out
+}
+
+// dropTo switches the whole process to uid/gid with no supplementary
+// groups, and re-arms the parent-death signal the credential change cleared.
+func dropTo(uid, gid int) {
+	ppid := os.Getppid()
+	must(syscall.Setgroups([]int{}), "setgroups")
+	must(syscall.Setgid(gid), "setgid")
+	must(syscall.Setuid(uid), "setuid")
+	setPdeathsig()
+	if os.Getppid() != ppid {
+		os.Exit(helperExit) // the runner died while we switched
+	}
+}
+
+func setPdeathsig() {
+	const prSetPdeathsig = 1
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0)
+}
+
+func must(err error, what string) {
+	if err != nil {
+		fail("%s: %v", what, err)
+	}
+}
+
+// selfExe is the binary the runner re-executes as the helper.
+var selfExe = func() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("sandbox: cannot find the running binary to start the sandbox helper: %w", err)
+	}
+	return p, nil
+}
+
+// oPath is O_PATH, which package syscall does not name.
+const oPath = 0x200000

@@ -1,0 +1,348 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// SandboxUID and SandboxGID are the host ids sandboxed commands run as when
+// the runtime runs as root (nobody/nogroup): never host uid 0. A runtime
+// that is not root runs commands as itself.
+const (
+	SandboxUID = 65534
+	SandboxGID = 65534
+)
+
+// ids returns the host uid/gid commands run as, and whether the runtime must
+// switch to them (it is root).
+func ids() (uid, gid int, drop bool) {
+	if os.Geteuid() == 0 {
+		return SandboxUID, SandboxGID, true
+	}
+	return os.Geteuid(), os.Getegid(), false
+}
+
+// Mechanism says how the limits of a command are enforced, e.g.
+// "memory=cgroup-v1 pids=cgroup-v1 tmp=tmpfs"; it is recorded with the run.
+func Mechanism(lim Limits) string {
+	cg := newCgroup(lim.withDefaults())
+	defer cg.remove()
+	return mechanism(cg, lim.withDefaults())
+}
+
+func mechanism(cg *cgroup, lim Limits) string {
+	mem, pids := cg.memory, cg.pids
+	if mem == "" && lim.Memory > 0 {
+		mem = "rlimit-as"
+	}
+	if pids == "" && lim.Pids > 0 {
+		pids = "rlimit-nproc"
+		if _, _, drop := ids(); !drop {
+			pids = "none"
+		}
+	}
+	if mem == "" {
+		mem = "none"
+	}
+	if pids == "" {
+		pids = "none"
+	}
+	return fmt.Sprintf("memory=%s pids=%s tmp=tmpfs", mem, pids)
+}
+
+// launch runs spec through the helper (helper_linux.go) with the given
+// backend and returns its result.
+func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, error) {
+	env, err := envOf(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	dir := spec.Dir
+	if dir == "" {
+		dir = "/tmp"
+	}
+	if !filepath.IsAbs(dir) {
+		return Result{}, fmt.Errorf("sandbox: dir %q is not absolute", spec.Dir)
+	}
+	mounts, err := checkMounts(spec.Mounts)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("sandbox: not started: %w", err)
+	}
+	exe, err := selfExe()
+	if err != nil {
+		return Result{}, err
+	}
+	etc, err := hostEtc.acquire()
+	if err != nil {
+		return Result{}, err
+	}
+	defer hostEtc.release(etc) // the copy must outlive the sandbox
+
+	uid, gid, drop := ids()
+	outbound := spec.Outbound && !spec.Network
+	lim := spec.Limits.withDefaults()
+	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
+		Spec:     specPlan{Command: spec.Command, Dir: dir, Mounts: mounts, Env: env, Network: spec.Network, TmpSize: lim.TmpSize},
+		Landlock: backend == "native"}
+	for i, m := range mounts {
+		if m.Target == "/workspace" && m.Writable && m.Quota == nil {
+			q := lim.Workspace
+			q.Name, q.Hint = "workspace_quota", "--workspace-quota / --workspace-files (task budget key workspace_quota)"
+			mounts[i].Quota = &q
+		}
+	}
+	start, err := ownMounts(mounts, drop, uid, gid)
+	if err != nil {
+		return Result{}, err
+	}
+	quotas := newQuotaWatch(mounts, start)
+	var quotaHit struct {
+		sync.Mutex
+		m   Mount
+		why string
+	}
+	cg := newCgroup(lim)
+	defer cg.remove()
+	if cg.memory == "" && lim.Memory > 0 {
+		p.Rlimits = append(p.Rlimits, rlim{Resource: syscall.RLIMIT_AS, Value: uint64(lim.Memory)})
+	}
+	if cg.pids == "" && lim.Pids > 0 && drop {
+		const rlimitNproc = 6
+		p.Rlimits = append(p.Rlimits, rlim{Resource: rlimitNproc, Value: uint64(lim.Pids)})
+	}
+
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	defer planR.Close()
+	defer planW.Close()
+	cmd := exec.Command(exe)
+	cmd.Args = []string{"apodex-sandbox"}
+	cmd.Env = []string{helperEnv + "=1"}
+	cmd.ExtraFiles = []*os.File{planR}
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cg.v2 != "" {
+		attr.UseCgroupFD, attr.CgroupFD = true, cg.v2fd
+	}
+	switch {
+	case backend == "bwrap" && drop:
+		// bwrap runs as pid 1 of its own pid namespace: if it dies (the
+		// runtime died and the parent-death signal fired) the kernel kills
+		// everything below it, even a child bwrap had not yet told to die
+		// with it.
+		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+		if outbound {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+			p.Spec.Network = true // bwrap shares the helper's namespace
+		}
+	case backend == "bwrap":
+		// Not root: the helper gets a user namespace of its own (the
+		// runtime's uid as 0) so it can be pid 1 of a pid namespace, as
+		// above, and own the network namespace pasta wires out.
+		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+		if outbound {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+			p.Spec.Network = true
+		}
+	case backend == "native":
+		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		if !spec.Network {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+		}
+		// A new user namespace: for a root runtime an identity map (the
+		// helper can still read 0700 directories on the way to the mounts;
+		// the command switches to the sandbox uid), else the runtime's uid
+		// as 0.
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		if drop {
+			all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+			attr.UidMappings, attr.GidMappings, attr.GidMappingsEnableSetgroups = all, all, true
+		} else {
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+		}
+	}
+	cmd.SysProcAttr = attr
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return Result{}, err
+	}
+	stopPasta := func() {}
+	defer func() { stopPasta() }()
+	stopWatch := make(chan struct{})
+	var killer func()
+	go quotas.run(stopWatch, func(m Mount, why string) {
+		quotaHit.Lock()
+		quotaHit.m, quotaHit.why = m, why
+		k := killer
+		quotaHit.Unlock()
+		if k != nil {
+			k()
+		}
+	})
+	res, err := supervise(ctx, cmd, spec, &hooks{
+		started: func(pid int) error {
+			quotaHit.Lock()
+			killer = func() { killGroup(pid); cg.kill() }
+			quotaHit.Unlock()
+			planR.Close()
+			if err := cg.join(pid); err != nil {
+				return err
+			}
+			if outbound {
+				stop, err := startPasta(pid, attr.Cloneflags&syscall.CLONE_NEWUSER != 0)
+				if err != nil {
+					return err
+				}
+				stopPasta = stop
+			}
+			_, err := planW.Write(raw) // the plan is small: fits the pipe
+			planW.Close()
+			return err
+		},
+		kill: cg.kill,
+	})
+	close(stopWatch)
+	quotaHit.Lock()
+	m, why := quotaHit.m, quotaHit.why
+	quotaHit.Unlock()
+	end, serr := stripSetid(mounts)
+	if serr != nil && err == nil {
+		err = serr
+	}
+	if why == "" {
+		m, why = quotas.final(end)
+	}
+	if why != "" {
+		res.Limit = m.Quota.Name
+		if res.Limit == "" {
+			res.Limit = "quota"
+		}
+		res.QuotaNote = fmt.Sprintf("%s is over its quota (%s); what was written is kept; delete files there to make room, or raise it with %s", m.Target, why, m.Quota.Hint)
+	}
+	if err == nil && res.Limit == "" {
+		res.Limit = cg.hit()
+		if res.Limit == "" && res.ExitCode == helperExit && strings.HasPrefix(string(res.Stderr), "apodex sandbox:") {
+			res.ExitCode = 1 // a setup failure, as bwrap reports its own
+		}
+	}
+	res.UID, res.Limits = uid, lim
+	res.Mechanism = mechanism(cg, lim)
+	return res, err
+}
+
+// ownMounts gives the writable mounts' contents to the sandbox uid when
+// give is set, so the command can change what the runtime wrote there (the
+// runtime, root, keeps full access); only entries not already owned are
+// changed. The same walk measures the mounts that have a quota. Every change
+// goes through an os.Root of the mount, so a concurrent command swapping a
+// directory for a link cannot point it at a host file; links themselves are
+// not followed.
+func ownMounts(ms []Mount, give bool, uid, gid int) (tally, error) {
+	return eachEntry(ms, give, func(root *os.Root, rel string, fi fs.FileInfo) error {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !give || !ok || (int(st.Uid) == uid && int(st.Gid) == gid) {
+			return nil
+		}
+		// A file the runtime is replacing right now (a parallel file tool
+		// call) may be gone: nothing to give.
+		if err := root.Lchown(rel, uid, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sandbox: give %s to the sandbox uid %d: %w", filepath.Join(root.Name(), rel), uid, err)
+		}
+		return nil
+	})
+}
+
+// stripSetid clears setuid and setgid bits on everything in the writable
+// mounts after a command (chmod works on a nosuid mount; the bits must not
+// outlive the sandbox in the run directory), and measures the mounts that
+// have a quota. Links are skipped; the chmod resolves inside the mount only.
+func stripSetid(ms []Mount) (tally, error) {
+	return eachEntry(ms, true, func(root *os.Root, rel string, fi fs.FileInfo) error {
+		m := fi.Mode()
+		if m&fs.ModeSymlink != 0 || m&(fs.ModeSetuid|fs.ModeSetgid) == 0 {
+			return nil
+		}
+		if err := root.Chmod(rel, m.Perm()|(m&fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sandbox: clear setuid/setgid on %s: %w", filepath.Join(root.Name(), rel), err)
+		}
+		return nil
+	})
+}
+
+// tally is what eachEntry measured of the mounts with a quota, by index:
+// bytes (as the quota counts them) and entries.
+type tally map[int][2]int64
+
+// eachEntry calls f on every entry of the writable mounts (the mount's own
+// directory included, as "."), all of them when every is set, else only
+// those with a quota, through an os.Root of the mount, and measures the
+// mounts with a quota on the way. It returns the first error of f.
+func eachEntry(ms []Mount, every bool, f func(root *os.Root, rel string, fi fs.FileInfo) error) (tally, error) {
+	var first error
+	t := tally{}
+	for i, m := range ms {
+		q := m.Quota
+		if !m.Writable || (!every && q == nil) {
+			continue
+		}
+		root, err := os.OpenRoot(m.Source)
+		if err != nil {
+			return t, fmt.Errorf("sandbox: open mount %s: %w", m.Source, err)
+		}
+		var bytes, files int64
+		// Discovery by path (fast; it never follows links); every change
+		// goes through root.
+		_ = filepath.WalkDir(m.Source, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			rel, err := filepath.Rel(m.Source, p)
+			if err != nil {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			if rel != "." && q != nil {
+				files++
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && !q.Apparent {
+					bytes += st.Blocks * 512
+				} else if q.Apparent && fi.Mode().IsRegular() {
+					bytes += fi.Size()
+				}
+			}
+			if err := f(root, rel, fi); err != nil && first == nil {
+				first = err
+			}
+			return nil
+		})
+		root.Close()
+		if q != nil {
+			t[i] = [2]int64{bytes, files}
+		}
+	}
+	return t, first
+}
+
+// CommandUID is the host uid sandboxed commands run as in this process.
+func CommandUID() int { uid, _, _ := ids(); return uid }
+
+// Effective returns lim with the defaults filled in.
+func Effective(lim Limits) Limits { return lim.withDefaults() }

@@ -1,0 +1,227 @@
+// Package trajectory turns finished runs into training data (SPEC R-DATA):
+// chat-format JSONL with tool calls, Harbor's ATIF v1.7 trajectories and the
+// native record as one archive; the filters that drop unfit rollouts; and
+// pivot localization against sibling rollouts.
+//
+// Guarantees:
+//   - everything is read from the run's record (through source.go, the one
+//     adapter to the record) and its blobs; nothing is re-executed;
+//   - a chat line is one agent's whole model-visible history: every
+//     assistant tool call is answered by exactly one tool message with its
+//     tool_call_id, in order; a team run gives one line per agent, each
+//     naming the lead's run and its parent;
+//   - a filter never drops silently: Select returns every trajectory with
+//     kept or dropped and each reason.
+package trajectory
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/apodex/apodex/internal/checkpoint"
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// Run is what the exports need of one finished run. It is built by Load
+// from the record alone; the lead may switch Load to the run-state
+// projection without touching the rest of the package.
+type Run struct {
+	Dir       string
+	ID        string
+	Objective string
+	Model     record.ModelSettings
+	Events    []record.Event
+	// Agents are the agents that took turns (not the verifier or other
+	// runtime callers), lead or main first, then subagents by id.
+	Agents []*Agent
+	// Verified: the run completed and every verification recorded passed
+	// (at least one was recorded).
+	Verified bool
+	// Delivered: the reconciled manifest was delivered whole (ok).
+	Delivered   bool
+	HasDelivery bool
+	Status      string
+	Termination string
+	Usage       llm.Usage
+	// Answer is the run's final summary (finish), for gold matching.
+	Answer string
+	Files  []record.FileEntry
+}
+
+// Agent is one agent's trajectory.
+type Agent struct {
+	ID     string
+	Role   string // single, lead or the subagent's role
+	Parent string // "" for the top agent
+	// DispatchCall is the parent's tool call that dispatched this agent.
+	DispatchCall string
+	History      []llm.Message
+	Tools        []llm.ToolSpec
+	Usage        llm.Usage
+}
+
+// Load reads the run in dir.
+func Load(dir string) (*Run, error) {
+	c, err := record.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	evs := c.Events
+	if len(evs) == 0 || evs[0].Type != record.TypeRunStarted {
+		return nil, fmt.Errorf("trajectory: %s: the record does not start with run_started", dir)
+	}
+	var rs record.RunStarted
+	if err := evs[0].Decode(&rs); err != nil {
+		return nil, err
+	}
+	r := &Run{Dir: dir, ID: rs.RunID, Objective: rs.Objective, Model: rs.Model, Events: evs}
+	turnTakers := map[string]bool{}
+	toolsRef := map[string]string{}
+	roles := map[string]string{}
+	parents := map[string]string{}
+	dispatch := map[string]string{}
+	verifications, failed := 0, false
+	for _, e := range evs {
+		switch e.Type {
+		case record.TypeModelResponse:
+			var mr record.ModelResponse
+			if e.Decode(&mr) == nil && mr.Purpose == "" {
+				turnTakers[e.Agent] = true
+			}
+		case record.TypeModelRequest:
+			var mq record.ModelRequest
+			if e.Decode(&mq) == nil && mq.ToolsRef != "" {
+				toolsRef[e.Agent] = mq.ToolsRef
+			}
+		case record.TypeAssignment:
+			var a struct {
+				Assignment string `json:"assignment"`
+				Role       string `json:"role"`
+				State      string `json:"state"`
+				CallID     string `json:"call_id"`
+			}
+			if e.Decode(&a) == nil && a.State == "created" {
+				roles[a.Assignment] = a.Role
+				parents[a.Assignment] = e.Agent
+				dispatch[a.Assignment] = a.CallID
+			}
+		case record.TypeVerification:
+			var v struct {
+				Passed bool `json:"passed"`
+			}
+			if e.Decode(&v) == nil {
+				verifications++
+				failed = failed || !v.Passed
+			}
+		case record.TypeDelivery:
+			var d struct {
+				OK bool `json:"ok"`
+			}
+			if e.Decode(&d) == nil {
+				r.HasDelivery, r.Delivered = true, d.OK
+			}
+		case record.TypeRunFinished:
+			var rf record.RunFinished
+			if e.Decode(&rf) == nil {
+				r.Status, r.Termination, r.Usage, r.Answer, r.Files = rf.Status, rf.Termination, rf.Usage, rf.Summary, rf.Files
+				failed = failed || len(rf.Failures) > 0
+			}
+		}
+	}
+	r.Verified = r.Status == "completed" && verifications > 0 && !failed
+	hist, err := checkpoint.Agents(dir, evs)
+	if err != nil {
+		return nil, err
+	}
+	for id := range turnTakers {
+		a := hist[id]
+		if a == nil {
+			continue
+		}
+		ag := &Agent{ID: id, History: a.History, Usage: a.Usage, Role: roles[id], Parent: parents[id], DispatchCall: dispatch[id]}
+		if ag.Role == "" {
+			ag.Role = id
+			if id == "main" {
+				ag.Role = llm.CallerSingle
+			}
+		}
+		if ref := toolsRef[id]; ref != "" {
+			ag.Tools, _ = readTools(dir, ref)
+		}
+		r.Agents = append(r.Agents, ag)
+	}
+	sort.Slice(r.Agents, func(i, j int) bool {
+		a, b := r.Agents[i], r.Agents[j]
+		if (a.Parent == "") != (b.Parent == "") {
+			return a.Parent == ""
+		}
+		return a.ID < b.ID
+	})
+	return r, nil
+}
+
+func readTools(dir, ref string) ([]llm.ToolSpec, error) {
+	p, err := record.BlobPath(dir, ref)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var specs []llm.ToolSpec
+	return specs, json.Unmarshal(raw, &specs)
+}
+
+// Calls are the run's tool calls with their results, in record order.
+type Call struct {
+	Seq       int64
+	Agent     string
+	Name      string
+	Arguments string
+	CallID    string
+	Result    *record.ToolResult
+	ResultSeq int64
+}
+
+// Calls pairs every tool_call with its tool_result.
+func (r *Run) Calls() []*Call {
+	var out []*Call
+	open := map[string]*Call{}
+	for _, e := range r.Events {
+		switch e.Type {
+		case record.TypeToolCall:
+			var tc record.ToolCall
+			if e.Decode(&tc) != nil {
+				continue
+			}
+			c := &Call{Seq: e.Seq, Agent: e.Agent, Name: tc.Name, Arguments: tc.Arguments, CallID: tc.CallID}
+			open[e.Agent+"\x00"+tc.CallID] = c
+			out = append(out, c)
+		case record.TypeToolResult:
+			var tr record.ToolResult
+			if e.Decode(&tr) != nil {
+				continue
+			}
+			if c := open[e.Agent+"\x00"+tr.CallID]; c != nil && c.Result == nil {
+				c.Result, c.ResultSeq = &tr, e.Seq
+			}
+		}
+	}
+	return out
+}
+
+// normArgs is a call's arguments in a canonical form (keys sorted), so the
+// same call written with other spacing compares equal.
+func normArgs(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return strings.TrimSpace(s)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

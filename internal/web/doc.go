@@ -1,0 +1,26 @@
+// Package web is apodex serve: the JSON API over a home's runs and the page
+// that shows them live. It is the only package that serves HTTP.
+//
+// Guarantees:
+//   - every answer under /api is JSON; every refusal is a 4xx with
+//     {"error": "..."} saying what to do, and no handler panic reaches the
+//     client (a recovered panic is a 500 with a JSON error);
+//   - without a token the server answers only requests whose Host is a
+//     loopback name (no DNS rebinding); with a token every /api request needs
+//     "Authorization: Bearer TOKEN" or the cookie the page gets from
+//     /?token=TOKEN, compared in constant time;
+//   - a POST is refused when its Origin (or Sec-Fetch-Site) says it comes
+//     from another site, when it is not application/json, and when its body
+//     is over MaxBody bytes;
+//   - files are read only under the run's planes (inputs, workspace,
+//     outputs) through an os.Root, so neither ".." nor a symlink leaves the
+//     run directory; they are served as text with nosniff and a sandboxing CSP;
+//   - the stream is one SSE event per record event, "id: <seq>", in seq order
+//     without gaps, from the record's subscriber (record.Follow); a client that
+//     reconnects with Last-Event-ID gets exactly the events after it;
+//   - messages and controls go through internal/inbox, the same queue as
+//     apodex say / pause / resume / cancel.
+//
+// Run state is read through data.go and claims.go only, so the projections
+// other packages build can replace them in one place.
+package web

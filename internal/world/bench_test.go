@@ -1,0 +1,85 @@
+package world_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apodex/apodex/internal/world"
+)
+
+// bigWorld stores a world with n files under plane (workspace or inputs).
+func bigWorld(b *testing.B, plane string, n int) *world.World {
+	b.Helper()
+	dir := b.TempDir()
+	os.WriteFile(filepath.Join(dir, "world.yaml"), []byte("name: big\nfamily: code\nobjective: Look around.\n"), 0o644)
+	for i := 0; i < n; i++ {
+		p := filepath.Join(dir, plane, fmt.Sprintf("d%02d", i%50), fmt.Sprintf("f%04d.txt", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(fmt.Sprintf("file %d\n", i)), 0o644)
+	}
+	w, _, err := world.NewStore(b.TempDir()).Build(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// BenchmarkStage1000 measures a fresh rollout sandbox from a stored
+// 1,000-file world: Stage alone, b.N times into fresh run directories
+// (the overlays are finished after the timed loop). Under workspace/ the
+// files are behind one overlay mount; under inputs/ each is a hard link.
+func BenchmarkStage1000(b *testing.B) {
+	for _, plane := range []string{"workspace", "inputs"} {
+		b.Run(plane, func(b *testing.B) {
+			w := bigWorld(b, plane, 1000)
+			dirs := runDirs(b, b.N)
+			rs := make([]*world.Rollout, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r, err := world.Stage(w, dirs[i])
+				if err != nil {
+					b.Fatal(err)
+				}
+				rs[i] = r
+			}
+			b.StopTimer()
+			for _, r := range rs {
+				r.Finish()
+			}
+		})
+	}
+}
+
+// BenchmarkFinish1000 measures keeping a 1,000-file terminal workspace
+// (links to the store, one changed file copied) and unmounting.
+func BenchmarkFinish1000(b *testing.B) {
+	w := bigWorld(b, "workspace", 1000)
+	dirs := runDirs(b, b.N)
+	rs := make([]*world.Rollout, b.N)
+	for i := range rs {
+		r, err := world.Stage(w, dirs[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(r.Workspace, "d00", "f0000.txt"), []byte("changed\n"), 0o644)
+		rs[i] = r
+	}
+	b.ResetTimer()
+	for _, r := range rs {
+		if err := r.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func runDirs(b *testing.B, n int) []string {
+	root := b.TempDir()
+	out := make([]string, n)
+	for i := range out {
+		out[i] = filepath.Join(root, fmt.Sprint(i))
+		os.MkdirAll(filepath.Join(out[i], "workspace"), 0o755)
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package world
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/worktree"
+)
+
+// Sandbox kinds of a rollout's /workspace (record.World.Sandbox).
+const (
+	SandboxOverlay = worktree.Overlay
+	SandboxCopy    = worktree.Copy
+	SandboxEmpty   = "empty" // the world has no initial workspace
+)
+
+// Rollout is the fresh mutable state of one run of a world: inputs linked
+// from the store and a /workspace whose lower layer is the store.
+type Rollout struct {
+	World     *World
+	Inputs    []record.FileEntry // what the agent sees at /inputs, hashed
+	Workspace string             // the /workspace host directory while the run lasts
+	Record    record.World       // what the record says about it
+	runDir    string
+	wt        *worktree.Worktree
+}
+
+// Stage prepares runDir/inputs (hard links to the store's inputs/ and,
+// under inputs/corpus/, its corpus/) and the rollout's workspace: an
+// overlay of the store's workspace/ under runDir/world/, or runDir/workspace
+// when the world has none. Finish must be called when the run is over.
+func Stage(w *World, runDir string) (*Rollout, error) {
+	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace")}
+	r.Record = record.World{ID: w.ID, Name: w.Name, Family: w.Family, Sandbox: SandboxEmpty,
+		Generator: record.WorldGenerator{Name: w.Gen.Name, Version: w.Gen.Version, Seed: w.Gen.Seed, Level: w.Gen.Level}}
+	var err error
+	if r.Inputs, err = LinkInputs(w, filepath.Join(runDir, "inputs")); err != nil {
+		return nil, err
+	}
+	if isDir(w.Workspace()) {
+		wt, err := worktree.CreateView(w.Workspace(), filepath.Join(runDir, "world"), "workspace")
+		if err != nil {
+			return nil, fmt.Errorf("world: the rollout's workspace: %w", err)
+		}
+		r.wt, r.Workspace = wt, wt.Dir
+		r.Record.Sandbox, r.Record.Fallback = wt.Kind, wt.Fallback
+	}
+	return r, nil
+}
+
+// Finish keeps the terminal workspace in runDir/workspace (where `apodex
+// verify` and `show` look) and removes the overlay; calling it again does
+// nothing. Nothing is copied: a file the rollout changed or created is
+// moved out of the overlay's upper layer, an unchanged one is a hard link
+// to the (read-only) store, a deleted one is absent.
+func (r *Rollout) Finish() error {
+	if r.wt == nil {
+		return nil
+	}
+	wt := r.wt
+	r.wt = nil
+	dst := filepath.Join(r.runDir, "workspace")
+	if wt.Kind != worktree.Overlay { // a copy: move it into place whole
+		if err := os.Remove(dst); err != nil {
+			return errors.Join(err, wt.Close())
+		}
+		if err := os.Rename(wt.Dir, dst); err != nil {
+			return errors.Join(err, wt.Close())
+		}
+		return errors.Join(wt.Close(), os.RemoveAll(filepath.Join(r.runDir, "world")))
+	}
+	type move struct {
+		rel     string
+		changed bool
+	}
+	var moves []move
+	var dirs []string
+	upper := wt.Upper()
+	err := filepath.WalkDir(wt.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(wt.Dir, p)
+		switch {
+		case d.IsDir():
+			dirs = append(dirs, rel)
+		case d.Type().IsRegular():
+			fi, err := os.Lstat(filepath.Join(upper, rel))
+			moves = append(moves, move{rel, err == nil && fi.Mode().IsRegular()})
+		}
+		return nil
+	})
+	for _, d := range dirs {
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(dst, d), 0o755)
+		}
+	}
+	for _, m := range moves { // changed files: copied from upper before Close removes it
+		if err == nil && m.changed {
+			err = copyFile(filepath.Join(upper, m.rel), filepath.Join(dst, m.rel))
+		}
+	}
+	if cerr := wt.Close(); err == nil {
+		err = cerr
+	}
+	for _, m := range moves {
+		if err != nil {
+			break
+		}
+		if !m.changed {
+			from, to := filepath.Join(r.World.Workspace(), m.rel), filepath.Join(dst, m.rel)
+			if err = os.Link(from, to); err != nil {
+				err = copyFile(from, to)
+			}
+		}
+	}
+	return errors.Join(err, os.RemoveAll(filepath.Join(r.runDir, "world")))
+}
+
+// LinkInputs fills dst with hard links to w's inputs (and its corpus under
+// dst/corpus), copying where a link cannot be made, and returns the files
+// by plane path.
+func LinkInputs(w *World, dst string) ([]record.FileEntry, error) {
+	entries := []record.FileEntry{}
+	made := map[string]bool{}
+	for _, f := range w.Files {
+		var rel string
+		switch {
+		case hasPrefix(f.Path, "inputs/"):
+			rel = f.Path[len("inputs/"):]
+		case hasPrefix(f.Path, "corpus/"):
+			rel = f.Path
+		default:
+			continue
+		}
+		to := filepath.Join(dst, filepath.FromSlash(rel))
+		from := filepath.Join(w.Dir, filepath.FromSlash(f.Path))
+		if d := filepath.Dir(to); !made[d] {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, fmt.Errorf("world: link inputs: %w", err)
+			}
+			made[d] = true
+		}
+		if err := os.Link(from, to); err != nil {
+			if err := copyFile(from, to); err != nil {
+				return nil, fmt.Errorf("world: link inputs: %w", err)
+			}
+		}
+		entries = append(entries, record.FileEntry{Path: "/inputs/" + rel, SHA256: workspace.HashPrefix + f.SHA256, Bytes: f.Bytes})
+	}
+	return entries, nil
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// copyTreeInto copies the regular files under src into dst, replacing what
+// is there; a missing src copies nothing. Written files are owner-writable
+// whatever the store's modes.
+func copyTreeInto(src, dst string) error {
+	if !isDir(src) {
+		return nil
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		os.Remove(to)
+		return copyFile(p, to)
+	})
+}
