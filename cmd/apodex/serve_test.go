@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/apodex/apodex/internal/runtest"
 )
