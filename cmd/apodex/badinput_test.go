@@ -10,6 +10,7 @@ import (
 
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // Problems with the model endpoint end the run with exit 1 and a message
@@ -28,7 +29,7 @@ func TestEndpointFailures(t *testing.T) {
 			t.Errorf("exit %d, stderr:\n%s", code, errOut)
 		}
 		noCrashText(t, out, errOut)
-		evs := events(t, onlyRun(t, home))
+		evs := runtest.Events(t, onlyRun(t, home))
 		if n := len(decodeAll[record.ModelRetry](t, evs, record.TypeModelRetry)); n != 1 {
 			t.Errorf("%d model_retry events with --retries 2, want 1", n)
 		}
@@ -61,7 +62,7 @@ func TestEndpointFailures(t *testing.T) {
 		if errOut != "" {
 			t.Errorf("--quiet run wrote to stderr:\n%s", errOut)
 		}
-		evs := events(t, onlyRun(t, home))
+		evs := runtest.Events(t, onlyRun(t, home))
 		retries := decodeAll[record.ModelRetry](t, evs, record.TypeModelRetry)
 		if len(retries) != 1 || retries[0].Attempt != 1 || !strings.Contains(retries[0].Error, "429") {
 			t.Errorf("model_retry events %+v", retries)
@@ -83,7 +84,7 @@ func TestEndpointFailures(t *testing.T) {
 		if s.Termination != "hard_timeout" || s.Status != "failed" {
 			t.Errorf("summary %+v", s)
 		}
-		evs := events(t, s.RunDir)
+		evs := runtest.Events(t, s.RunDir)
 		if evs[len(evs)-1].Type != record.TypeRunFinished {
 			t.Errorf("the record does not end with run_finished")
 		}
@@ -92,7 +93,7 @@ func TestEndpointFailures(t *testing.T) {
 
 // A command that never ends is killed at its timeout and the run goes on.
 func TestCommandTimeoutIsAnObservation(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	srv := llmtest.NewOpenAI(t, llmtest.Script(
 		calls(call("bash", map[string]any{"command": "echo started; sleep 1000", "timeout_s": 1})),
 		calls(finish("gave up on sleeping")),
@@ -110,7 +111,7 @@ func TestCommandTimeoutIsAnObservation(t *testing.T) {
 	if !strings.Contains(o, "timed out after 1s") || !strings.Contains(o, "started") {
 		t.Errorf("observation %q", o)
 	}
-	for _, r := range decodeAll[record.ToolResult](t, events(t, onlyRun(t, home)), record.TypeToolResult) {
+	for _, r := range decodeAll[record.ToolResult](t, runtest.Events(t, onlyRun(t, home)), record.TypeToolResult) {
 		if r.Name == "bash" && (r.Meta == nil || !r.Meta.TimedOut) {
 			t.Errorf("tool_result meta %v, want timed_out", r.Meta)
 		}
@@ -120,7 +121,7 @@ func TestCommandTimeoutIsAnObservation(t *testing.T) {
 // A command printing about a gigabyte: the sandbox keeps the first 8 MiB,
 // the model reads a small cut that states the real size, the run goes on.
 func TestGigabyteFlood(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	srv := llmtest.NewOpenAI(t, llmtest.Script(calls(bash("yes | head -c 1000000000"))))
 	home := t.TempDir()
 	code, out, errOut := cli(t, append(openaiArgs(home, srv), "--quiet", "objective")...)
@@ -132,7 +133,7 @@ func TestGigabyteFlood(t *testing.T) {
 	if len(o) > 32<<10 || !statesSize || !strings.Contains(o, "bytes cut of") {
 		t.Errorf("the model read %d bytes:\n%.500s", len(o), o)
 	}
-	for _, r := range decodeAll[record.ToolResult](t, events(t, onlyRun(t, home)), record.TypeToolResult) {
+	for _, r := range decodeAll[record.ToolResult](t, runtest.Events(t, onlyRun(t, home)), record.TypeToolResult) {
 		if r.Name == "bash" && (r.FullRef == "" || r.FullBytes < 8<<20 || r.FullBytes > 8<<20+1024 || r.Meta == nil || r.Meta.StdoutBytes != 1_000_000_000) {
 			t.Errorf("tool_result full_bytes %d meta %v", r.FullBytes, r.Meta)
 		}

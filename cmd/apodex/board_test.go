@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // demoRun runs a bundled example with the scripted model and returns the
@@ -173,7 +174,7 @@ func TestBoardAndShowJSON(t *testing.T) {
 		t.Fatalf("show --json: exit %d\n%s", code, out)
 	}
 	calls := map[string]int{}
-	for _, e := range events(t, filepath.Join(home, "runs", id)) {
+	for _, e := range runtest.Events(t, filepath.Join(home, "runs", id)) {
 		if e.Type == record.TypeToolCall {
 			calls[e.Agent]++
 		}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // The checked path from outside: finished runs replay identical; a run
 // whose input was changed afterwards reports the divergence and is marked
 // not trainable, in show and show --json.
 func TestReplayCommand(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home := t.TempDir()
 	code, out, errOut := cli(t, "run", "--home", home, "--provider", "scripted", "--json", "--quiet",
 		"--script", "../../examples/csv-sum/script.json", "--task", "../../examples/csv-sum/task.yaml")
@@ -59,7 +60,7 @@ func TestReplayCommand(t *testing.T) {
 }
 
 func TestReplayTeamCommand(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home := t.TempDir()
 	code, out, errOut := cli(t, "run", "--home", home, "--provider", "scripted", "--json", "--quiet", "--mode", "team",
 		"--script", "../../examples/team-csv/script.json", "--inputs", "../../examples/team-csv/inputs", "Sum north and south, report both")

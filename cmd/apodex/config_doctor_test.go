@@ -10,6 +10,7 @@ import (
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // clearModelEnv keeps the developer's environment out of a test.
@@ -77,7 +78,7 @@ func TestConfigProfile(t *testing.T) {
 // endpoint as fine (exit 0), with the tool-call probe answered.
 func TestDoctorEndpoint(t *testing.T) {
 	clearModelEnv(t)
-	needSandbox(t) // without bubblewrap the sandbox check fails, rightly
+	runtest.NeedSandbox(t) // without bubblewrap the sandbox check fails, rightly
 	home := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // TestCheckedScenario is the issue's "how it will be checked": the CLI against
@@ -23,7 +24,7 @@ import (
 // connection to the host, a failing command and a 5 MB flood; then the record
 // is read, and `runs` and `show` are asked about the run.
 func TestCheckedScenario(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home, inputs := t.TempDir(), t.TempDir()
 	csv := "region,value\nnorth,1\nsouth,2\n"
 	if err := os.WriteFile(filepath.Join(inputs, "data.csv"), []byte(csv), 0o644); err != nil {
@@ -231,7 +232,7 @@ curl -sS -m 5 http://127.0.0.1:`+port+`/escaped-curl && echo CONNECTED`),
 			t.Errorf("stated size %d, want at least 5000000", total)
 		}
 		var flood *record.ToolResult
-		for _, r := range decodeAll[record.ToolResult](t, events(t, runDir), record.TypeToolResult) {
+		for _, r := range decodeAll[record.ToolResult](t, runtest.Events(t, runDir), record.TypeToolResult) {
 			if r.Turn == 7 {
 				flood = &r
 			}
@@ -253,7 +254,7 @@ curl -sS -m 5 http://127.0.0.1:`+port+`/escaped-curl && echo CONNECTED`),
 	})
 
 	t.Run("record", func(t *testing.T) {
-		evs := events(t, runDir)
+		evs := runtest.Events(t, runDir)
 		types := map[string]int{}
 		for i, e := range evs {
 			if e.Seq != int64(i+1) {
@@ -365,7 +366,7 @@ curl -sS -m 5 http://127.0.0.1:`+port+`/escaped-curl && echo CONNECTED`),
 // Calls of one turn run in parallel; each file change is still recorded
 // once, as the change of the call that made it.
 func TestParallelFileChangesRecordedOnce(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	srv := llmtest.NewOpenAI(t, llmtest.Script(calls(
 		call("write_file", map[string]any{"path": "/workspace/a.txt", "content": "by write_file\n"}),
 		bash("sleep 0.3; echo by the first bash > /workspace/c.txt"),
@@ -377,7 +378,7 @@ func TestParallelFileChangesRecordedOnce(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	got := map[string][]string{}
-	for _, d := range decodeAll[record.FileDelta](t, events(t, onlyRun(t, home)), record.TypeFileDelta) {
+	for _, d := range decodeAll[record.FileDelta](t, runtest.Events(t, onlyRun(t, home)), record.TypeFileDelta) {
 		got[d.Path] = append(got[d.Path], d.CallID)
 	}
 	want := map[string][]string{"/workspace/a.txt": {"call_0_0"}, "/workspace/c.txt": {"call_0_1"}, "/workspace/d.txt": {"call_0_2"}}
@@ -465,7 +466,7 @@ func TestRecordNamesTheToolsOffered(t *testing.T) {
 	}
 	slices.Sort(offered)
 	runDir := onlyRun(t, home)
-	evs := events(t, runDir)
+	evs := runtest.Events(t, runDir)
 	started := decodeAll[record.RunStarted](t, evs, record.TypeRunStarted)[0].Tools
 	slices.Sort(started)
 	if !slices.Equal(started, offered) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/apodex/apodex/internal/runtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,7 +109,7 @@ func TestEffortWaveEndToEnd(t *testing.T) {
 	}
 	mu.Unlock()
 
-	efforts := decodeAll[record.Effort](t, events(t, dir), record.TypeEffort)
+	efforts := decodeAll[record.Effort](t, runtest.Events(t, dir), record.TypeEffort)
 	var waves, inv int
 	for _, e := range efforts {
 		switch e.Phase {
@@ -197,7 +198,7 @@ func TestEffortLaterWavesOnlyUnsettled(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	var waves [][]string
-	for _, e := range decodeAll[record.Effort](t, events(t, onlyRun(t, home)), record.TypeEffort) {
+	for _, e := range decodeAll[record.Effort](t, runtest.Events(t, onlyRun(t, home)), record.TypeEffort) {
 		if e.Phase == record.EffortWave {
 			waves = append(waves, e.Claims)
 		}

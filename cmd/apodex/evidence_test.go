@@ -13,6 +13,7 @@ import (
 
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 const needle = "The harbour light was relit on 2 May 1946 by the volunteer crew."
@@ -119,7 +120,7 @@ func TestEvidenceFromOutside(t *testing.T) {
 		t.Fatalf("read_file of an input has no evidence footer:\n%s", seen["read"])
 	}
 	runDir := onlyRun(t, home)
-	idx := decodeAll[record.CorpusIndex](t, events(t, runDir), record.TypeCorpusIndex)
+	idx := decodeAll[record.CorpusIndex](t, runtest.Events(t, runDir), record.TypeCorpusIndex)
 	if len(idx) != 1 || idx[0].State != "built" || idx[0].Docs != 301 {
 		t.Fatalf("corpus_index %+v", idx)
 	}
@@ -162,7 +163,7 @@ func TestEvidenceFromOutside(t *testing.T) {
 		if len(s.Verify) != 1 || s.Verify[0].Passed || !strings.Contains(s.Verify[0].Detail, c.want) {
 			t.Fatalf("verification %+v, want %q\n%s", s.Verify, c.want, errOut)
 		}
-		idx := decodeAll[record.CorpusIndex](t, events(t, onlyRun(t, h2)), record.TypeCorpusIndex)
+		idx := decodeAll[record.CorpusIndex](t, runtest.Events(t, onlyRun(t, h2)), record.TypeCorpusIndex)
 		if len(idx) != 1 || idx[0].State != "reused" {
 			t.Fatalf("second run on the same corpus: %+v", idx)
 		}
@@ -231,7 +232,7 @@ func TestEvidenceSurvivesResume(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	runDir := onlyRun(t, home)
-	before := events(t, runDir)
+	before := runtest.Events(t, runDir)
 	var cut int64
 	for _, e := range before {
 		var tr record.ToolResult
@@ -254,7 +255,7 @@ func TestEvidenceSurvivesResume(t *testing.T) {
 	if s.Status != "completed" || len(s.Verify) != 1 || !s.Verify[0].Passed {
 		t.Fatalf("resumed run: %+v", s)
 	}
-	after := decodeAll[record.Evidence](t, events(t, runDir), record.TypeEvidence)
+	after := decodeAll[record.Evidence](t, runtest.Events(t, runDir), record.TypeEvidence)
 	if len(after) != 5 || after[4].ID != "E5" || after[4].Kind != record.EvidenceFetch {
 		t.Fatalf("evidence after resume: %+v", after)
 	}

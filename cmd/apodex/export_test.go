@@ -132,11 +132,11 @@ func TestExportChatAndATIF(t *testing.T) {
 		t.Errorf("react run: %d lines, want 1", n)
 	}
 	tl := per[team]
-	if len(tl) != 4 {
-		t.Fatalf("team run: %d lines, want 4 (lead and three subagents)", len(tl))
+	if len(tl) != 5 {
+		t.Fatalf("team run: %d lines, want 5 (lead, three subagents, the verifier)", len(tl))
 	}
-	if tl[0].Metadata.Agent != "lead" || tl[0].Metadata.Parent != "" || len(tl[0].Metadata.Children) != 3 {
-		t.Errorf("first team line is not the lead with three children: %+v", tl[0].Metadata)
+	if tl[0].Metadata.Agent != "lead" || tl[0].Metadata.Parent != "" || len(tl[0].Metadata.Children) != 4 {
+		t.Errorf("first team line is not the lead with four children: %+v", tl[0].Metadata)
 	}
 	for _, l := range tl[1:] {
 		if l.Metadata.Parent != team+"/lead" || !strings.Contains(strings.Join(tl[0].Metadata.Children, " "), l.Metadata.Trajectory) {
@@ -198,8 +198,11 @@ func TestExportChatAndATIF(t *testing.T) {
 				}
 			}
 		}
-		if id == team && (len(tr.Subs) != 3 || refs != 3) {
-			t.Errorf("team: %d embedded subagents and %d refs, want 3 and 3", len(tr.Subs), refs)
+		// Three dispatched subagents, each referenced from its dispatch's
+		// result, and the verifier the runtime started for the lead's
+		// verify (embedded, referenced by no dispatch).
+		if id == team && (len(tr.Subs) != 4 || refs != 3) {
+			t.Errorf("team: %d embedded subagents and %d refs, want 4 and 3", len(tr.Subs), refs)
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // graderEndpoint plays the four grader roles by the X-Apodex-Role header.
@@ -74,7 +75,7 @@ func TestGradeFourStages(t *testing.T) {
 	home := t.TempDir()
 	id := scriptedRun(t, home, "--script", "../../examples/csv-sum/script.json", "--task", "../../examples/csv-sum/task.yaml")
 	dir := filepath.Join(home, "runs", id)
-	evs := events(t, dir)
+	evs := runtest.Events(t, dir)
 	g := &graderEndpoint{cite: seqsOf(evs, record.TypeToolCall)[0], bad: seqsOf(evs, record.TypeVerification)[0]}
 	srv := llmtest.NewOpenAI(t, g.policy)
 

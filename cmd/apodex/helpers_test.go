@@ -15,7 +15,6 @@ import (
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/sandbox"
 )
 
 // cli runs the CLI in-process, as a user would from a shell.
@@ -29,14 +28,6 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // openaiArgs are the flags that point a run at srv.
 func openaiArgs(home string, srv *llmtest.Server) []string {
 	return []string{"run", "--home", home, "--provider", "openai", "--base-url", srv.URL, "--model", "m"}
-}
-
-// needSandbox skips tests whose meaning depends on real isolation.
-func needSandbox(t *testing.T) {
-	t.Helper()
-	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
-		t.Skipf("no bubblewrap sandbox: %v", err)
-	}
 }
 
 // call builds a tool call whose arguments are args as JSON.
@@ -76,19 +67,6 @@ func onlyRun(t *testing.T, home string) string {
 		t.Fatalf("want one run under %s, found %v", home, dirs)
 	}
 	return dirs[0]
-}
-
-// events reads a run's record; record.Read itself rejects seq gaps.
-func events(t *testing.T, runDir string) []record.Event {
-	t.Helper()
-	c, err := record.Read(runDir)
-	if err != nil {
-		t.Fatalf("reading the record: %v", err)
-	}
-	if c.TornTail {
-		t.Errorf("the record of a finished run has a torn tail")
-	}
-	return c.Events
 }
 
 // decodeAll decodes the payloads of the events of type typ.

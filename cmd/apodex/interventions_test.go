@@ -31,6 +31,7 @@ import (
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // ivPatience bounds every wait for something the run must do; a run that
@@ -714,7 +715,7 @@ func TestCancelEndsLiveRun(t *testing.T) {
 	if code != 1 || s.Termination != "cancelled" || s.Status != run.StatusFailed {
 		t.Errorf("exit %d, summary %+v", code, s)
 	}
-	evs := events(t, r.dir)
+	evs := runtest.Events(t, r.dir)
 	for i, e := range evs {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d", i, e.Seq)
@@ -769,7 +770,7 @@ func TestCancelWhileModelCallInFlight(t *testing.T) {
 	if code != 1 || s.Termination != "cancelled" {
 		t.Errorf("exit %d, termination %q", code, s.Termination)
 	}
-	if got := ivControls(events(t, r.dir)); !slices.Equal(got, []string{"cancel"}) {
+	if got := ivControls(runtest.Events(t, r.dir)); !slices.Equal(got, []string{"cancel"}) {
 		t.Errorf("control events %v, want the cancel recorded", got)
 	}
 }
@@ -803,7 +804,7 @@ func TestNothingWritesAfterTheRunReturns(t *testing.T) {
 	if code, s := r.finish(); code != 1 || s.Termination != "cancelled" {
 		t.Errorf("exit %d, termination %q", code, s.Termination)
 	}
-	if got := ivControls(events(t, r.dir)); !slices.Equal(got, []string{"cancel"}) {
+	if got := ivControls(runtest.Events(t, r.dir)); !slices.Equal(got, []string{"cancel"}) {
 		t.Errorf("control events %v: the cancel that ended the run is not in its record", got)
 	}
 }
@@ -1249,7 +1250,7 @@ func TestBudgetChangeAppliedAndRecorded(t *testing.T) {
 		r.g.release(sub)
 		code, s := r.finish()
 		var ctl []map[string]any
-		for _, e := range events(t, r.dir) {
+		for _, e := range runtest.Events(t, r.dir) {
 			if e.Type == record.TypeControl {
 				var c map[string]any
 				e.Decode(&c)
@@ -1258,7 +1259,7 @@ func TestBudgetChangeAppliedAndRecorded(t *testing.T) {
 		}
 		var bad []string
 		leadTurns := 0 // the turn budget is the lead's; the summary counts every agent
-		for _, e := range events(t, r.dir) {
+		for _, e := range runtest.Events(t, r.dir) {
 			if e.Type == record.TypeModelResponse && e.Agent == "lead" {
 				leadTurns++
 			}
@@ -1339,7 +1340,7 @@ func TestObservationsAndMessagesStayApart(t *testing.T) {
 	if code != 0 || s.Termination != "completed" {
 		t.Errorf("exit %d, termination %q: %s", code, s.Termination, s.Error)
 	}
-	evs := events(t, r.dir)
+	evs := runtest.Events(t, r.dir)
 	sawReport := false
 	for _, e := range evs {
 		switch e.Type {

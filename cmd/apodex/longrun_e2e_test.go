@@ -17,6 +17,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // lrFiles writes n text files of size bytes each into a new directory:
@@ -154,7 +155,7 @@ func TestLongRunCompaction(t *testing.T) {
 	if s.Status != "completed" {
 		t.Fatalf("summary %+v", s)
 	}
-	evs := events(t, s.RunDir)
+	evs := runtest.Events(t, s.RunDir)
 	agentReqs := ep.agentRequests()
 	if len(agentReqs) != 14 {
 		t.Fatalf("%d agent requests, want 14 (12 reads, a recall, finish)", len(agentReqs))
@@ -280,7 +281,7 @@ func TestLongRunTier2StaysBounded(t *testing.T) {
 	srv := llmtest.NewOpenAI(t, ep.policy)
 	s := peRun(t, 0, append(openaiArgs(home, srv), "--inputs", inputs, "--context-window", fmt.Sprint(lrWindow), "read every file")...)
 	agentReqs := ep.agentRequests()
-	cs := lrCompactions(t, events(t, s.RunDir))
+	cs := lrCompactions(t, runtest.Events(t, s.RunDir))
 	summaries := func(req llmtest.Request) int {
 		n := 0
 		for _, m := range req.Messages {
@@ -392,7 +393,7 @@ func TestLongRunSoftDeadline(t *testing.T) {
 				t.Errorf("notes.txt = %q", got)
 			}
 
-			evs := events(t, s.RunDir)
+			evs := runtest.Events(t, s.RunDir)
 			prs := decodeAll[record.PartialResult](t, evs, record.TypePartialResult)
 			if len(prs) != 1 || prs[0].Source != tt.source || prs[0].Text != s.Partial || (tt.finalHangs != (prs[0].Error != "")) {
 				t.Errorf("partial_result events %+v", prs)
@@ -451,7 +452,7 @@ func TestLongRunRetries429Then500(t *testing.T) {
 					t.Errorf("attempt %d sent a different body", i+1)
 				}
 			}
-			evs := events(t, s.RunDir)
+			evs := runtest.Events(t, s.RunDir)
 			retries := decodeAll[record.ModelRetry](t, evs, record.TypeModelRetry)
 			if len(retries) != len(tt.errs) {
 				t.Fatalf("%d model_retry events %+v, want %d", len(retries), retries, len(tt.errs))

@@ -9,6 +9,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // Budgets end a run with exit 1, the enumerated reason and a closed record.
@@ -36,7 +37,7 @@ func TestBudgets(t *testing.T) {
 			if s.Termination != tt.reason || s.Status != "failed" || s.Turns != tt.turns || s.ToolCalls != tt.toolCalls {
 				t.Errorf("summary %+v, want %s after %d turns and %d tool calls", s, tt.reason, tt.turns, tt.toolCalls)
 			}
-			evs := events(t, s.RunDir)
+			evs := runtest.Events(t, s.RunDir)
 			rf := decodeAll[record.RunFinished](t, evs, record.TypeRunFinished)
 			if len(rf) != 1 || rf[0].Termination != tt.reason {
 				t.Errorf("run_finished %+v", rf)
@@ -66,7 +67,7 @@ func TestReplyWithoutToolsIsNudged(t *testing.T) {
 	if msgs[len(msgs)-2].Content != "I would sum the column." || last.Role != "user" || !strings.Contains(last.Content, "finish") {
 		t.Errorf("messages after a reply without tools: %+v", msgs[len(msgs)-2:])
 	}
-	if n := len(decodeAll[record.Observation](t, events(t, onlyRun(t, home)), record.TypeObservation)); n != 1 {
+	if n := len(decodeAll[record.Observation](t, runtest.Events(t, onlyRun(t, home)), record.TypeObservation)); n != 1 {
 		t.Errorf("%d observation events, want 1", n)
 	}
 }
@@ -92,7 +93,7 @@ func TestCancelledRun(t *testing.T) {
 	if s.Termination != "cancelled" || s.Turns != 2 || s.ToolCalls != 1 {
 		t.Errorf("summary %+v", s)
 	}
-	evs := events(t, s.RunDir)
+	evs := runtest.Events(t, s.RunDir)
 	if evs[len(evs)-1].Type != record.TypeRunFinished {
 		t.Errorf("the record of a cancelled run does not end with run_finished")
 	}

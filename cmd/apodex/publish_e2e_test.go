@@ -22,6 +22,7 @@ import (
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/state"
 	"github.com/apodex/apodex/internal/verify"
 )
@@ -200,7 +201,7 @@ func peProvenance(t *testing.T, home, id, artifact, from string) {
 // a hard link), then writes its report from the input: only the report is
 // delivered, and no link ever reaches the outputs directory.
 func TestPublishLeaseManifestAndLinks(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home, inputs := t.TempDir(), peInputs(t)
 	passwd := fileContent(t, "/etc/passwd")
 	claim := func(paths ...string) llmtest.Turn {
@@ -305,7 +306,7 @@ func TestPublishLeaseManifestAndLinks(t *testing.T) {
 	})
 
 	t.Run("record", func(t *testing.T) {
-		evs := events(t, runDir)
+		evs := runtest.Events(t, runDir)
 		short, leases := peLeases(t, evs)
 		if want := []string{"refused main ", "granted main main", "released main main"}; !slices.Equal(short, want) {
 			t.Fatalf("lease events %q, want %q", short, want)
@@ -343,7 +344,7 @@ func TestPublishLeaseManifestAndLinks(t *testing.T) {
 // file tool and shell, within --scratch-quota; past it writes are refused
 // with a clear error; scratch is never delivered nor reported.
 func TestPublishScratch(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home := t.TempDir()
 	srv := llmtest.NewOpenAI(t, llmtest.Script(
 		// 0: scratch without the lease.
@@ -402,7 +403,7 @@ func TestPublishScratch(t *testing.T) {
 	if d == nil || !d.OK || len(d.Entries) != 1 || d.Entries[0].Path != "/outputs/report.md" || len(d.Undeclared) != 0 {
 		t.Fatalf("delivery %+v: want report.md alone, scratch neither delivered nor reported", d)
 	}
-	dev := peOnlyDelivery(t, events(t, s.RunDir))
+	dev := peOnlyDelivery(t, runtest.Events(t, s.RunDir))
 	for _, e := range dev.Entries {
 		if strings.HasPrefix(e.Path, "/outputs/scratch") {
 			t.Errorf("the delivery event lists %s", e.Path)
@@ -455,7 +456,7 @@ func TestPublishEmptyOrGoodReport(t *testing.T) {
 			if failed != (tt.code != 0) || (tt.code == 0 && len(s.Failures) > 0) {
 				t.Errorf("failures %q", s.Failures)
 			}
-			evs := events(t, s.RunDir)
+			evs := runtest.Events(t, s.RunDir)
 			if d := peOnlyDelivery(t, evs); d.Entries[0] != e {
 				t.Errorf("delivery event %+v, summary entry %+v", d.Entries[0], e)
 			}
@@ -526,7 +527,7 @@ func peVerdicts(rs []verify.Result) []string {
 // passes; a failing clause is named; `apodex verify` reruns them. A planted
 // passing test and reward file in the workspace change nothing.
 func TestTaskContractClauses(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	task := peTask(t)
 	const testsLabel, recomputeLabel = `verify[0] "report states the sum" (tests)`, `verify[1] "sum recomputed" (recompute)`
 	tests := []struct {
@@ -580,7 +581,7 @@ func TestTaskContractClauses(t *testing.T) {
 				}
 			}
 
-			evs := events(t, s.RunDir)
+			evs := runtest.Events(t, s.RunDir)
 			var clauses []verify.Result
 			for _, e := range evs {
 				var r verify.Result

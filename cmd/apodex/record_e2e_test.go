@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // stoppedExample runs examples/csv-sum to its end, then cuts its record
@@ -14,7 +15,7 @@ import (
 // empties /outputs, as a run killed there leaves it.
 func stoppedExample(t *testing.T, n int) (home, dir string) {
 	t.Helper()
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home = t.TempDir()
 	code, _, stderr := cli(t, "run", "--home", home, "--provider", "scripted", "--script", "../../examples/csv-sum/script.json",
 		"--task", "../../examples/csv-sum/task.yaml", "--quiet")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // bashScript writes a scripted policy that runs each command with bash,
@@ -43,7 +44,7 @@ func sandboxRun(t *testing.T, flags []string, commands ...string) (string, []rec
 	}
 	dir := onlyRun(t, home)
 	var res []record.ToolResult
-	for _, r := range decodeAll[record.ToolResult](t, events(t, dir), record.TypeToolResult) {
+	for _, r := range decodeAll[record.ToolResult](t, runtest.Events(t, dir), record.TypeToolResult) {
 		if r.Name == "bash" {
 			res = append(res, r)
 		}
@@ -58,7 +59,7 @@ func sandboxRun(t *testing.T, flags []string, commands ...string) (string, []rec
 // observations naming the flag, setuid bits do not survive, the run
 // directory is private, and the record names the uid and the mechanism.
 func TestSandboxHardeningE2E(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	kinds := []string{"native"}
 	if _, err := exec.LookPath("bwrap"); err == nil {
 		kinds = append(kinds, "bwrap")
@@ -94,7 +95,7 @@ func TestSandboxHardeningE2E(t *testing.T) {
 			if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 				t.Errorf("run directory mode %v, %v", fi.Mode(), err)
 			}
-			rs := decodeAll[record.RunStarted](t, events(t, dir), record.TypeRunStarted)[0]
+			rs := decodeAll[record.RunStarted](t, runtest.Events(t, dir), record.TypeRunStarted)[0]
 			if rs.Sandbox.Kind != kind || (os.Geteuid() == 0 && rs.Sandbox.UID == 0) || rs.Sandbox.Mechanism == "" || rs.Sandbox.MemLimit != 256<<20 || rs.Sandbox.PidsLimit != 64 || rs.Sandbox.TmpSize != 16<<20 {
 				t.Errorf("sandbox settings %+v", rs.Sandbox)
 			}
@@ -105,7 +106,7 @@ func TestSandboxHardeningE2E(t *testing.T) {
 // --network gives the sandbox an outside interface but not the host's
 // loopback; --network host shares the host's network.
 func TestNetworkModesE2E(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	if _, err := exec.LookPath("pasta"); err != nil {
 		t.Skip("pasta not installed (apt-get install -y passt)")
 	}
@@ -125,14 +126,14 @@ func TestNetworkModesE2E(t *testing.T) {
 			if out := res[0].Output; strings.Contains(out, "hello from host") || !strings.Contains(out, "interfaces: lo ") {
 				t.Errorf("--network: host loopback reached or no outside interface:\n%s", out)
 			}
-			if rs := decodeAll[record.RunStarted](t, events(t, dir), record.TypeRunStarted)[0]; rs.Sandbox.NetworkMode != "outbound" {
+			if rs := decodeAll[record.RunStarted](t, runtest.Events(t, dir), record.TypeRunStarted)[0]; rs.Sandbox.NetworkMode != "outbound" {
 				t.Errorf("network mode %q", rs.Sandbox.NetworkMode)
 			}
 			dir, res = sandboxRun(t, []string{"--sandbox", kind, "--network", "host"}, probe)
 			if out := res[0].Output; !strings.Contains(out, "hello from host") {
 				t.Errorf("--network host: host server not reached:\n%s", out)
 			}
-			if rs := decodeAll[record.RunStarted](t, events(t, dir), record.TypeRunStarted)[0]; rs.Sandbox.NetworkMode != "host" {
+			if rs := decodeAll[record.RunStarted](t, runtest.Events(t, dir), record.TypeRunStarted)[0]; rs.Sandbox.NetworkMode != "host" {
 				t.Errorf("network mode %q", rs.Sandbox.NetworkMode)
 			}
 		})

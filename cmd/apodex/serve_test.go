@@ -13,6 +13,8 @@ import (
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 func TestServeRefusesAnOpenAddressWithoutAToken(t *testing.T) {
@@ -50,7 +52,7 @@ func serveCLI(t *testing.T, args ...string) string {
 }
 
 func TestServeListsRunsAndGeneratesAToken(t *testing.T) {
-	needSandbox(t) // the team demo's script expects the sandbox's outputs
+	runtest.NeedSandbox(t) // the team demo's script expects the sandbox's outputs
 	home := t.TempDir()
 	if code, _, stderr := cli(t, "run", "--home", home, "--provider", "scripted", "--script", "../../examples/team-csv/script.json",
 		"--mode", "team", "--inputs", "../../examples/team-csv/inputs", "--quiet", "Sum north and south and report"); code != exitOK {
@@ -90,7 +92,7 @@ func TestServeListsRunsAndGeneratesAToken(t *testing.T) {
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, apodex run exports its spans with
 // the GenAI token usage.
 func TestRunExportsSpans(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	var mu sync.Mutex
 	usage := map[string]int64{}
 	names := map[string]int{}

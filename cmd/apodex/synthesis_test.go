@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/apodex/apodex/internal/runtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,7 +116,7 @@ func TestSynthesisWriterEndToEnd(t *testing.T) {
 		t.Error("the writer's request does not name the report path")
 	}
 	var graph, check *record.Synthesis
-	for _, s := range decodeAll[record.Synthesis](t, events(t, dir), record.TypeSynthesis) {
+	for _, s := range decodeAll[record.Synthesis](t, runtest.Events(t, dir), record.TypeSynthesis) {
 		switch s.Phase {
 		case record.SynthesisGraph:
 			graph = &s
@@ -161,7 +162,7 @@ func TestSynthesisRequestEvidence(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
 	var adds []board.Event
-	for _, b := range decodeAll[board.Event](t, events(t, dir), "board") {
+	for _, b := range decodeAll[board.Event](t, runtest.Events(t, dir), record.TypeBoard) {
 		if b.Op == board.OpAdd && b.By == "writer" {
 			adds = append(adds, b)
 		}

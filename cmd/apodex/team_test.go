@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // teamAgentOf names the agent behind a request to the fake endpoint, which
@@ -81,7 +82,7 @@ type teamAssignment struct {
 // the other they fail instead of passing. Then the record, `show` and
 // `board` are read.
 func TestTeamModeEndToEnd(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home, inputs := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(inputs, "numbers.txt"), []byte("left 3\nright 4\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ echo 3 > /workspace/left.txt`)),
 	if s.RunDir != dir {
 		t.Errorf("summary run_dir %s; the run is in %s", s.RunDir, dir)
 	}
-	evs := events(t, dir)
+	evs := runtest.Events(t, dir)
 
 	// Board ids and dependencies.
 	var adds []board.Event

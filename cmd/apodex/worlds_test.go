@@ -17,6 +17,7 @@ import (
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -82,7 +83,7 @@ func TestWorldsGenIdsLevelsAndCheck(t *testing.T) {
 }
 
 func TestRunWorldRecordsTheWorld(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home := t.TempDir()
 	id := genIDs(t, home, "file", "--seed", "3", "--level", "1")[0]
 	script := filepath.Join(t.TempDir(), "script.json")
@@ -98,7 +99,7 @@ func TestRunWorldRecordsTheWorld(t *testing.T) {
 		t.Errorf("a world rollout in bwrap is not trainable: %v", s.NotTrainable)
 	}
 	dir := onlyRun(t, home)
-	evs := events(t, dir)
+	evs := runtest.Events(t, dir)
 	ws := decodeAll[record.World](t, evs, record.TypeWorld)
 	if len(ws) != 1 || ws[0].ID != id || ws[0].Generator.Version == "" || ws[0].Generator.Name != "file" {
 		t.Fatalf("world events %+v, want one naming %s and its generator", ws, id)
@@ -144,7 +145,7 @@ func TestEvalChildProcess(t *testing.T) {
 // reports pass rates with intervals, vectors, lift and compute; --plot
 // writes a PNG.
 func TestEvalKillAndResume(t *testing.T) {
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home := t.TempDir()
 	var ids []string
 	for _, fam := range []string{"code", "file", "search"} {
@@ -296,7 +297,7 @@ func TestBundledSuitesLoad(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
-	needSandbox(t)
+	runtest.NeedSandbox(t)
 	home := t.TempDir()
 	code, stdout, stderr := cli(t, "eval", "../../examples/suite/oracle.yaml", "--home", home, "--parallel", "2", "--quiet")
 	if code != 0 {

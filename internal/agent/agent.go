@@ -26,6 +26,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
@@ -119,6 +120,9 @@ type Config struct {
 	// blob; default 16 MiB.
 	MaxContentBlob int64
 	Now            func() time.Time
+	// Clock runs the deadline timers (and is Now when Now is nil); nil is
+	// the system clock.
+	Clock clock.Clock
 }
 
 // Restore is where a resumed agent picks up.
@@ -151,8 +155,9 @@ func (c *Config) defaults() {
 	if c.MaxContentBlob <= 0 {
 		c.MaxContentBlob = 16 << 20
 	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = c.Clock.Now
 	}
 	if c.Role == "" {
 		c.Role = llm.CallerSingle

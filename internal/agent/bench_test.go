@@ -3,8 +3,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,9 +10,9 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
-	"github.com/apodex/apodex/internal/workspace"
 )
 
 // The step benchmarks measure the harness's own cost per step: a zero-latency
@@ -62,21 +60,8 @@ func BenchmarkStepBash(b *testing.B) {
 func benchConfig(b *testing.B, runner sandbox.Runner, call func(i int) llm.ToolCall) (agent.Config, string) {
 	b.Helper()
 	dir := b.TempDir()
-	fs := &workspace.FS{
-		Inputs:    filepath.Join(dir, "inputs"),
-		Workspace: filepath.Join(dir, "workspace"),
-		Outputs:   filepath.Join(dir, "outputs"),
-	}
-	for _, d := range []string{fs.Inputs, fs.Workspace, fs.Outputs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	log, err := record.Create(dir, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { log.Close() })
+	fs := runtest.Planes(b, dir)
+	log := runtest.Record(b, dir)
 	n := b.N
 	model := scripted.New(func(turn int, _ *llm.Request) (*llm.Response, error) {
 		resp := scripted.Calls(scripted.Call("finish", map[string]string{"summary": "done"}))
@@ -88,8 +73,9 @@ func benchConfig(b *testing.B, runner sandbox.Runner, call func(i int) llm.ToolC
 		resp.Usage = llm.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2, Reported: true}
 		return resp, nil
 	})
-	tools := tool.NewSet(append(tool.Builtins(tool.Env{FS: fs, Runner: runner}), tool.FinishTool{})...)
-	return agent.Config{Model: model, Tools: tools, Log: log, FS: fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}, dir
+	tools := append(tool.Builtins(tool.Env{FS: fs, Runner: runner}), tool.FinishTool{})
+	rt := agent.Runtime{Model: model, Log: log, FS: fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}
+	return rt.Assemble(agent.Spec{Tools: tools}), dir
 }
 
 // runSteps times one agent.Run of b.N tool steps and the finish step.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
@@ -263,12 +264,15 @@ func TestSoftDeadlineWithInjectedClock(t *testing.T) {
 }
 
 func TestSoftDeadlineRealTimeWithHangingEndpoint(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
 	hang := llm.ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		clk.Advance(150 * time.Millisecond) // the deadline passes while the endpoint hangs
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
 	cfg, dir := newConfig(t, hang)
-	cfg.Deadlines = Deadlines{Soft: time.Now().Add(150 * time.Millisecond), Finalize: 100 * time.Millisecond}
+	cfg.Clock = clk
+	cfg.Deadlines = Deadlines{Soft: clk.Now().Add(150 * time.Millisecond), Finalize: 100 * time.Millisecond}
 	out := Run(context.Background(), cfg, "task")
 	if out.Termination != SoftDeadline {
 		t.Fatalf("termination %s: %v", out.Termination, out.Err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 )
@@ -29,15 +30,16 @@ type Deadlines struct {
 }
 
 // softTimer cancels the loop's context at the soft deadline. The deadline is
-// on the injected clock; the timer runs on real time, and can be moved while
+// on the injected clock, and so is the timer (Config.Clock); it can be moved while
 // the loop runs (a user extends the deadline).
 type softTimer struct {
+	clock clock.Clock
 	fire  func()
-	timer *time.Timer
+	timer clock.Timer
 	at    time.Time
 }
 
-func newSoftTimer(fire func()) *softTimer { return &softTimer{fire: fire} }
+func newSoftTimer(c clock.Clock, fire func()) *softTimer { return &softTimer{clock: c, fire: fire} }
 
 func (s *softTimer) set(at, now time.Time) {
 	if at.Equal(s.at) {
@@ -49,7 +51,7 @@ func (s *softTimer) set(at, now time.Time) {
 	}
 	s.timer = nil
 	if !at.IsZero() {
-		s.timer = time.AfterFunc(at.Sub(now), s.fire)
+		s.timer = s.clock.AfterFunc(at.Sub(now), s.fire)
 	}
 }
 

@@ -42,7 +42,7 @@ func Run(ctx context.Context, cfg Config, task string) Outcome {
 	model := l.retrying()
 	loopCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	l.soft = newSoftTimer(func() { cancel(ErrSoftDeadline) })
+	l.soft = newSoftTimer(l.cfg.Clock, func() { cancel(ErrSoftDeadline) })
 	defer l.soft.stop()
 	l.soft.set(cfg.Deadlines.Soft, cfg.Now())
 	out := l.run(loopCtx, model)
@@ -73,6 +73,9 @@ type loop struct {
 // retrying wraps the model with the retry policy, recording every retry.
 func (l *loop) retrying() llm.Model {
 	retry := l.cfg.Retry
+	if retry.Clock == nil {
+		retry.Clock = l.cfg.Clock // backoff waits on the agent's clock
+	}
 	onRetry := retry.OnRetry
 	retry.OnRetry = func(attempt int, err error, wait time.Duration) {
 		l.append(record.TypeModelRetry, record.ModelRetry{Turn: l.turns, Attempt: attempt, Error: err.Error(), WaitMS: wait.Milliseconds()})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/apodex/apodex/internal/clock"
 )
 
 // ErrNoRetryBudget is wrapped, together with the last model error, when the
@@ -30,8 +32,11 @@ type RetryPolicy struct {
 	Rand func() float64
 	// Sleep waits d or until ctx is done; default a timer raced against ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock compared with ctx's deadline; default time.Now.
+	// Now is the clock compared with ctx's deadline; default Clock's.
 	Now func() time.Time
+	// Clock times the waits when Sleep and Now are not given; nil is the
+	// system clock (tests pass a clock.Fake).
+	Clock clock.Clock
 	// OnRetry, if set, is called before each wait with the number of the
 	// attempt that just failed (1 for the first, so it is also the retry's
 	// ordinal), its error and the wait about to be slept.
@@ -52,10 +57,11 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.Rand = rand.Float64
 	}
 	if p.Sleep == nil {
-		p.Sleep = sleep
+		c := p.Clock
+		p.Sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c, d) }
 	}
 	if p.Now == nil {
-		p.Now = time.Now
+		p.Now = clock.Or(p.Clock).Now
 	}
 	return p
 }
@@ -76,17 +82,6 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 	half := d / 2
 	// min guards float rounding at the top of huge ranges.
 	return min(half+time.Duration(r*float64(d-half)), d)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // WithRetry returns a Model that retries m's retryable errors (IsRetryable)

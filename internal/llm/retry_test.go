@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apodex/apodex/internal/clock"
 )
 
 // fakeClock is an injected clock whose Sleep only advances time.
@@ -313,6 +315,7 @@ func TestBackoffJitterBounds(t *testing.T) {
 }
 
 func TestDefaultSleep(t *testing.T) {
+	sleep := RetryPolicy{}.withDefaults().Sleep
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
@@ -320,5 +323,30 @@ func TestDefaultSleep(t *testing.T) {
 	}
 	if err := sleep(context.Background(), 0); err != nil {
 		t.Errorf("sleep(0) = %v", err)
+	}
+}
+
+// The backoff waits on the policy's clock: a fake one holds the retry until
+// it is advanced past the wait, however long that wait is.
+func TestBackoffWaitsOnTheClock(t *testing.T) {
+	c := clock.NewFake(time.Unix(0, 0))
+	p := RetryPolicy{Clock: c, BaseDelay: time.Hour, Rand: func() float64 { return 1 }}.withDefaults()
+	done := make(chan error, 1)
+	go func() { done <- p.Sleep(context.Background(), p.backoff(1)) }()
+	if !c.WaitTimers(1, nil) {
+		t.Fatal("no timer")
+	}
+	c.Advance(59 * time.Minute)
+	select {
+	case err := <-done:
+		t.Fatalf("the wait ended before its hour: %v", err)
+	default:
+	}
+	c.Advance(time.Minute)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !p.Now().Equal(time.Unix(3600, 0)) {
+		t.Errorf("Now is %v, want the fake clock's", p.Now())
 	}
 }

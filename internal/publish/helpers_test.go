@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
@@ -36,9 +37,7 @@ func newFixture(t testing.TB, quota int64, preexisting map[string]string) *fixtu
 		outputs:   filepath.Join(base, "outputs"),
 		staging:   filepath.Join(base, "staging"),
 	}
-	for _, d := range []string{f.inputs, f.workspace, f.outputs} {
-		mkdir(t, d)
-	}
+	runtest.Planes(t, base)
 	put(t, filepath.Join(f.inputs, "data.csv"), "id,value\n1,2\n")
 	for name, content := range preexisting {
 		put(t, filepath.Join(f.outputs, name), content)

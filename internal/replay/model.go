@@ -46,6 +46,9 @@ type replayModel struct {
 	verdicts  []recordedVerdict
 	anomalies []Divergence
 	notes     []string
+	// limit is the last seq of the segment being replayed (0: none): a turn
+	// recorded after it waits for the next segment, as the original's did.
+	limit int64
 
 	gate *orderGate
 }
@@ -168,8 +171,12 @@ func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) m
 			}
 		case record.TypeRunFinished:
 			var rf record.RunFinished
-			if e.Decode(&rf) == nil && byClock(rf.Termination) {
+			switch {
+			case e.Decode(&rf) != nil:
+			case byClock(rf.Termination):
 				out[coordinator] = limit
+			case rf.Termination == "cancelled": // the replay delivers the same cancel
+				out[coordinator] = wait
 			}
 		}
 	}
@@ -224,8 +231,13 @@ func (m *replayModel) Generate(ctx context.Context, req *llm.Request) (*llm.Resp
 		m.mu.Unlock()
 		return nil, m.pastTheRecord(ctx, req.Agent, i)
 	}
-	m.next[req.Agent] = i + 1
 	t := turns[i]
+	if m.limit > 0 && t.seq > m.limit {
+		m.mu.Unlock()
+		<-ctx.Done() // the segment's stop comes first
+		return nil, context.Cause(ctx)
+	}
+	m.next[req.Agent] = i + 1
 	m.mu.Unlock()
 	if note := m.gate.await(ctx, t.seq, req.Agent); note != "" {
 		m.note(note)
@@ -368,6 +380,13 @@ func (m *replayModel) lastSeq() int64 {
 		}
 	}
 	return s
+}
+
+// setLimit starts the segment that ends at seq (0: the last one).
+func (m *replayModel) setLimit(seq int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.limit = seq
 }
 
 func (m *replayModel) note(s string) {

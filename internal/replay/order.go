@@ -68,6 +68,7 @@ type orderGate struct {
 	f      *os.File
 	buf    []byte
 	have   map[orderKey]int
+	lines  int  // complete lines of the replay's log read so far
 	broken bool // the order could not be kept once: no longer enforced
 }
 
@@ -169,7 +170,8 @@ func keysOf(typ, agent string, line []byte) []orderKey {
 		}
 	}
 	switch typ {
-	case record.TypeModelRequest: // the agent has taken its notices and messages for the turn
+	case record.TypeModelRequest, // the agent has taken its notices and messages for the turn
+		record.TypeToolCall: // a call has started (a control or a stop may cut it)
 		ks = append(ks, orderKey{agent, typ})
 	case record.TypeToolResult:
 		if name, _ := field(head, `,"name":`); name == "wait" {
@@ -335,9 +337,61 @@ func (g *orderGate) refresh() {
 				g.have[k]++
 			}
 		}
+		g.lines++
 		rest = rest[i+1:]
 	}
 	g.buf = g.buf[:copy(g.buf, rest)] // keep a line still being written
+}
+
+// allKeys are what a user's input or a stop waits for: every event the gate
+// tracks, the started calls among them.
+func allKeys(k orderKey) bool { return true }
+
+// caughtUp waits until the replay's record holds every tracked event the
+// original recorded before seq (see hold); it returns the replay's line
+// count then and a note when the order could not be kept.
+func (g *orderGate) caughtUp(ctx context.Context, seq int64, what string) (lines int, note string) {
+	note = g.hold(ctx, seq, "", what, allKeys)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refresh()
+	return g.lines, note
+}
+
+// cut truncates the replay's log to its first n lines, as a kill after them
+// would have left it, and reads it again from the start: what the stopped
+// process recorded after the point is gone, as in the original.
+func (g *orderGate) cut(n int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	data, err := os.ReadFile(g.path)
+	if err != nil {
+		return err
+	}
+	off := 0
+	for range n {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			break
+		}
+		off += i + 1
+	}
+	if err := os.Truncate(g.path, int64(off)); err != nil {
+		return err
+	}
+	if g.f != nil {
+		g.f.Close()
+		g.f = nil
+	}
+	g.buf, g.lines, g.have = g.buf[:0], 0, map[orderKey]int{}
+	g.refresh()
+	g.done = map[string]int{} // the steps kept: one per tool result
+	for k, n := range g.have {
+		if k.typ == record.TypeToolResult {
+			g.done[k.agent] = n
+		}
+	}
+	return nil
 }
 
 func (g *orderGate) close() {

@@ -10,11 +10,18 @@
 //     nothing is replayed;
 //   - the report names the first divergence in the original's seq order
 //     (normalization rules in compare.go), or says the runs are identical;
+//   - the user's controls (commands and messages that carried one) are
+//     sent to the replay at the point of the record where they were
+//     applied: a cancelled run stops where the cancel stopped it;
+//   - a resumed run is replayed in its segments: each stop is played as a
+//     kill after the segment's last event (the call it cut off stays
+//     interrupted, as recorded) and the replay is resumed (segments.go);
 //   - the replay reads only the run directory.
 package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -131,7 +138,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	cfg := replayConfig(rec, home, dir, model)
 	cfg.NewID = func() string { return rep.RunID } // the same id: only the home differs
 	cfg.Progress = stepWriter{gate: gate, next: rc.Progress, notes: model.note}
-	if _, err := run.Execute(ctx, cfg); err != nil {
+	if err := playSegments(ctx, segmentsOf(c.Events), cfg, replayDir, gate, model); err != nil {
 		return rep, fmt.Errorf("run: replay: %w", err)
 	}
 	rc2, err := record.Read(replayDir)
@@ -181,23 +188,56 @@ func replayConfig(rec run.Recorded, home, dir string, model llm.Model) run.Confi
 	return cfg
 }
 
-// unreplayed notes what in the record a replay does not reproduce.
-func unreplayed(events []record.Event) []string {
-	var msgs, resumes int
-	for _, e := range events {
-		switch e.Type {
-		case record.TypeMessage, record.TypeControl:
-			msgs++
-		case record.TypeResumed:
-			resumes++
+// playSegments runs the replay segment by segment (see segment): the first
+// started afresh, each next one resumed from the replay's record cut where
+// the original's stop cut it.
+func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir string, gate *orderGate, model *replayModel) error {
+	for i, sg := range segs {
+		model.setLimit(sg.end)
+		halt, cut := make(chan struct{}), make(chan int, 1)
+		cfg.Halt = nil
+		if sg.end > 0 {
+			cfg.Halt = halt
+		}
+		pctx, stop := context.WithCancel(ctx)
+		played := make(chan struct{})
+		go func() {
+			defer close(played)
+			sg.play(pctx, gate, replayDir, halt, cut, model.note)
+		}()
+		var err error
+		if i == 0 {
+			_, err = run.Execute(ctx, cfg)
+		} else {
+			_, err = run.Resume(ctx, replayDir, run.ResumeConfig{Config: cfg})
+		}
+		stop()
+		<-played
+		switch {
+		case sg.end > 0 && errors.Is(err, run.ErrHalted):
+			if err := gate.cut(<-cut); err != nil {
+				return fmt.Errorf("cut the replay's record at the stop: %w", err)
+			}
+		case err != nil:
+			return err
+		case sg.end > 0:
+			return nil // it ended before the recorded stop: the comparison says where
 		}
 	}
-	var out []string
-	if msgs > 0 {
-		out = append(out, fmt.Sprintf("the run received %d user message(s) or control(s); the replay does not deliver them (the agents' recorded turns are replayed as they were)", msgs))
+	return nil
+}
+
+// unreplayed notes what in the record a replay does not reproduce.
+func unreplayed(events []record.Event) []string {
+	msgs := 0
+	for _, e := range events {
+		var m record.Message
+		if e.Type == record.TypeMessage && e.Decode(&m) == nil && m.Control == "" {
+			msgs++
+		}
 	}
-	if resumes > 0 {
-		out = append(out, fmt.Sprintf("the run was resumed %d time(s) after a stop; a call interrupted by the stop has no recorded result, so the replay diverges there", resumes))
+	if msgs == 0 {
+		return nil
 	}
-	return out
+	return []string{fmt.Sprintf("the run received %d user message(s); the replay does not deliver them (the agents' recorded turns are replayed as they were)", msgs)}
 }

@@ -14,10 +14,8 @@ import (
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 )
-
-// sandboxKind is auto: bwrap when it is there, else native.
-func sandboxKind() string { return "auto" }
 
 // teamRun runs the team-csv example and returns its record.
 func teamRun(t *testing.T) (run.Summary, []record.Event) {
@@ -27,7 +25,7 @@ func teamRun(t *testing.T) (run.Summary, []record.Event) {
 		t.Fatal(err)
 	}
 	cfg := config(t, "team", nil)
-	cfg.Model, cfg.Mode, cfg.InputsDir, cfg.Sandbox = m, run.ModeTeam, "../../examples/team-csv/inputs", sandboxKind()
+	cfg.Model, cfg.Mode, cfg.InputsDir, cfg.Sandbox = m, run.ModeTeam, "../../examples/team-csv/inputs", runtest.SandboxKind()
 	s, err := run.Execute(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +33,7 @@ func teamRun(t *testing.T) (run.Summary, []record.Event) {
 	if s.Status != run.StatusCompleted {
 		t.Fatalf("the team demo ended %s (%s): %s", s.Status, s.Termination, s.Error)
 	}
-	return s, readEvents(t, s.RunDir)
+	return s, runtest.Events(t, s.RunDir)
 }
 
 // perAgent counts the events of typ by envelope agent.
@@ -164,7 +162,7 @@ func TestActivityCases(t *testing.T) {
 			}
 			log.Close()
 			var got []string
-			acts := run.Activity(readEvents(t, dir))
+			acts := run.Activity(runtest.Events(t, dir))
 			for _, a := range acts {
 				got = append(got, fmt.Sprintf("%s:%d/%d/%d/%d/%s", a.Agent, a.Turns, a.ToolCalls, a.ToolErrors, a.ModelErrors, a.State))
 			}
@@ -190,7 +188,7 @@ func TestLoadReadsTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config(t, "gate", script(finish("done, without writing anything")))
-	cfg.Contract, cfg.Sandbox, cfg.Retry = task, sandboxKind(), llm.RetryPolicy{MaxAttempts: 1}
+	cfg.Contract, cfg.Sandbox, cfg.Retry = task, runtest.SandboxKind(), llm.RetryPolicy{MaxAttempts: 1}
 	s, err := run.Execute(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/llm/openai"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // kindOf tells a request's conversation by its content alone, so that the
@@ -132,7 +134,7 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 		// sum, with the prompt/completion split.
 		var want llm.Usage
 		responses := 0
-		for _, e := range readEvents(t, s.RunDir) {
+		for _, e := range runtest.Events(t, s.RunDir) {
 			if e.Type == record.TypeModelResponse {
 				responses++
 				want = want.Add(decode[record.ModelResponse](t, e).Usage)
@@ -149,17 +151,18 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 	})
 
 	t.Run("single", func(t *testing.T) {
+		clk := clock.NewFake(time.Unix(0, 0))
 		srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
 			if kindOf(req) == "salvage" {
 				return llmtest.Turn{Content: "partial: nothing done yet"}
 			}
-			time.Sleep(300 * time.Millisecond) // the soft deadline comes during the steps
+			clk.Advance(300 * time.Millisecond) // the soft deadline comes during the steps
 			return calls(tc("list_files", `{"path":"/workspace"}`))
 		})
 		cfg := config(t, "single-run", nil)
 		cfg.Model = openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
 		cfg.Sandbox = "none"
-		cfg.SoftDeadline = time.Second
+		cfg.SoftDeadline, cfg.Clock = time.Second, clk
 		s, err := run.Execute(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -194,7 +197,7 @@ func TestTextOnlyModelCompletes(t *testing.T) {
 		t.Errorf("summary %q", s.Summary)
 	}
 	finishes := 0
-	for _, e := range readEvents(t, s.RunDir) {
+	for _, e := range runtest.Events(t, s.RunDir) {
 		if e.Type == record.TypeTextFinish && decode[record.TextFinish](t, e).Accepted {
 			finishes++
 		}

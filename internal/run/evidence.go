@@ -12,6 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/fetch"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
@@ -44,7 +45,7 @@ func RecordedEvidence(st record.EvidenceSettings) EvidenceConfig {
 }
 
 // corpusName is the corpus's directory under /inputs.
-const corpusName = "corpus"
+const corpusName = taskstore.CorpusName
 
 // copyCorpus copies the corpus (the flag's, else the contract's) to
 // inputs/corpus and returns its entries for run_started.

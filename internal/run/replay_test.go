@@ -17,6 +17,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/sandbox"
 )
 
@@ -57,7 +58,7 @@ func csvSumRun(t *testing.T) (run.Summary, string) {
 		t.Fatal(err)
 	}
 	cfg := config(t, "csv-sum", nil)
-	cfg.Objective, cfg.Contract, cfg.Model, cfg.Sandbox = "", c, m, sandboxKind()
+	cfg.Objective, cfg.Contract, cfg.Model, cfg.Sandbox = "", c, m, runtest.SandboxKind()
 	cfg.Budget.MaxTurns, cfg.Budget.MaxToolCalls = c.Budget.Turns, c.Budget.ToolCalls
 	s, err := run.Execute(context.Background(), cfg)
 	if err != nil {
@@ -71,7 +72,7 @@ func csvSumRun(t *testing.T) (run.Summary, string) {
 
 func replayOf(t *testing.T, dir string) replay.Report {
 	t.Helper()
-	rep, err := replay.Run(context.Background(), dir, replay.Config{TempDir: t.TempDir(), AllowNoSandbox: sandboxKind() == "none"})
+	rep, err := replay.Run(context.Background(), dir, replay.Config{TempDir: t.TempDir(), AllowNoSandbox: runtest.SandboxKind() == "none"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func mustBeIdentical(t *testing.T, rep replay.Report) {
 }
 
 func TestReplayIdentical(t *testing.T) {
-	bwrapOrSkip(t)
+	runtest.NeedSandbox(t)
 	t.Run("csv-sum demo", func(t *testing.T) {
 		s, _ := csvSumRun(t)
 		if !s.Trainable || len(s.NotTrainable) > 0 {
@@ -146,7 +147,7 @@ func TestReplayIdentical(t *testing.T) {
 // moment it runs is reported at the first place it shows, with what the
 // record says and what happened.
 func TestReplayReportsTheFirstDivergence(t *testing.T) {
-	bwrapOrSkip(t)
+	runtest.NeedSandbox(t)
 	cases := []struct {
 		name    string
 		command string
@@ -168,7 +169,7 @@ func TestReplayReportsTheFirstDivergence(t *testing.T) {
 				t.Fatalf("%v %+v", err, s)
 			}
 			var at record.Event
-			for _, e := range readEvents(t, s.RunDir) {
+			for _, e := range runtest.Events(t, s.RunDir) {
 				if e.Type == tc.typ && (strings.Contains(string(e.Raw), `"name":"bash"`) || strings.Contains(string(e.Raw), `"path":"/workspace/now.txt"`)) {
 					at = e
 					break
@@ -192,7 +193,7 @@ func TestReplayReportsTheFirstDivergence(t *testing.T) {
 // What the record says is what the replay is held to: a result edited in
 // the record is the divergence, at its seq.
 func TestReplayHoldsToTheRecord(t *testing.T) {
-	bwrapOrSkip(t)
+	runtest.NeedSandbox(t)
 	s, _ := csvSumRun(t)
 	path := filepath.Join(s.RunDir, record.EventsFile)
 	data, err := os.ReadFile(path)
@@ -200,7 +201,7 @@ func TestReplayHoldsToTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seq int64
-	for _, e := range readEvents(t, s.RunDir) {
+	for _, e := range runtest.Events(t, s.RunDir) {
 		if e.Type == record.TypeToolResult && strings.Contains(string(e.Raw), "6637.00") {
 			seq = e.Seq
 			break

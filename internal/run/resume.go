@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/apodex/apodex/internal/sandbox"
 	"path/filepath"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/checkpoint"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -152,7 +154,7 @@ type ResumeConfig struct {
 func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	cfg := rc.Config
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = clock.Or(cfg.Clock).Now
 	}
 	switch Liveness(dir) {
 	case Finished:
@@ -194,7 +196,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		cfg.ModelInfo = rec.Started.Model
 	}
 	cfg.Evidence = RecordedEvidence(set.Evidence)
-	c, err := recordedContract(dir, st)
+	c, err := taskstore.Rebuild(dir, st)
 	if err != nil {
 		log.Close()
 		return Summary{}, err

@@ -8,6 +8,7 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
 )
 
@@ -36,7 +37,7 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 	if len(st.Contracts) == 0 || st.Contracts[0].File == "" {
 		return rv, fmt.Errorf("run %s has no task file: only runs started with --task have a verifier", rv.RunID)
 	}
-	task, err := recordedContract(dir, st.State)
+	task, err := taskstore.Rebuild(dir, st.State)
 	if err != nil {
 		return rv, err
 	}

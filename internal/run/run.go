@@ -18,12 +18,16 @@
 //     is recorded as a warning event;
 //   - every finished run is marked trainable or not, with the reasons
 //     (Trainability); package replay re-executes one and compares.
+//
+// Live control (pause, cancel, budgets, message delivery) is package live,
+// the read models (show, status, runs) package runinfo, the task kept in
+// the run package taskstore; the names run re-exports keep callers working.
 package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/apodex/apodex/internal/sandbox"
 	"io"
 	"log/slog"
 	"os"
@@ -31,10 +35,14 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/world"
 )
@@ -100,8 +108,20 @@ type Config struct {
 	// none. The CLI's --log-level writes it into the run directory.
 	Logger *slog.Logger
 	Now    func() time.Time
-	NewID  func() string
+	// Clock runs the run's timers: deadlines, the hard timeout, retry
+	// backoff, team waits (and is Now when Now is nil); nil is the system
+	// clock.
+	Clock clock.Clock
+	NewID func() string
+	// Halt, when closed, stops the run the way a kill would: its agents are
+	// cancelled, nothing is concluded and no run_finished is written, so
+	// the run can be resumed; Execute and Resume then return ErrHalted.
+	// Replay plays the segments of a resumed run with it.
+	Halt <-chan struct{}
 }
+
+// ErrHalted: the run was stopped through Config.Halt and can be resumed.
+var ErrHalted = errors.New("run: halted (resumable)")
 
 // Summary is what a finished run reports (the --json object).
 type Summary struct {
@@ -130,19 +150,19 @@ type Summary struct {
 
 // Status of a run as shown to users.
 const (
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusRunning   = "running" // no run_finished yet: live, or interrupted
+	StatusCompleted = runinfo.StatusCompleted
+	StatusFailed    = runinfo.StatusFailed
+	StatusRunning   = runinfo.StatusRunning // no run_finished yet: live, or interrupted
 	// StatusAwaitingReview: everything else passed and a human clause
 	// waits for apodex review (a review event decides it).
-	StatusAwaitingReview = "awaiting_review"
+	StatusAwaitingReview = runinfo.StatusAwaitingReview
 )
 
 // Execute performs one run. The error is non-nil only when the run could not
 // start; how a started run ended is in the Summary.
 func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = clock.Or(cfg.Clock).Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -234,14 +254,14 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	// The run keeps its own copy of the task and works from it: the task
 	// file may move or go once the run has started.
-	ce := contractEvent(c)
-	if err := storeTask(log, c, &ce); err != nil {
+	ce := taskstore.Event(c)
+	if err := taskstore.Store(log, c, &ce); err != nil {
 		ce.TaskRef, ce.Files = "", nil
 		appendEvent(log, record.TypeWarning, "", record.Warning{Code: "task", Message: fmt.Sprintf("the run could not keep its own copy of the task (%v): verify and resume will read the task file %s", err, c.File)})
 	}
 	log.Append(record.TypeContract, "", ce)
 	if ce.TaskRef != "" {
-		if kept, err := materialize(dir, ce); err == nil {
+		if kept, err := taskstore.Materialize(dir, ce); err == nil {
 			ss.c = kept
 		} else {
 			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "task", Message: fmt.Sprintf("the run works from the task file %s: its own copy did not load (%v)", c.File, err)})

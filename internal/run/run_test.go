@@ -19,7 +19,7 @@ import (
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // script plays one list of calls per turn; a turn past the end is an error,
@@ -67,18 +67,6 @@ func sum(content string) string {
 	return "sha256:" + hex.EncodeToString(h[:])
 }
 
-func readEvents(t *testing.T, dir string) []record.Event {
-	t.Helper()
-	c, err := record.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.TornTail {
-		t.Fatal("record has a torn tail")
-	}
-	return c.Events
-}
-
 func decode[T any](t *testing.T, e record.Event) T {
 	t.Helper()
 	var v T
@@ -88,33 +76,16 @@ func decode[T any](t *testing.T, e record.Event) T {
 	return v
 }
 
-func ofType(events []record.Event, typ string) []record.Event {
-	var out []record.Event
-	for _, e := range events {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func bwrapOrSkip(t *testing.T) {
-	t.Helper()
-	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
-		t.Skipf("no sandbox here: %v", err)
-	}
-}
-
 // checkClosedRecord asserts what every run that ends in this process
 // guarantees: run_started first, run_finished last and agreeing with the
 // summary, and the files it lists hashed as they are on disk.
 func checkClosedRecord(t *testing.T, s run.Summary) (record.RunStarted, record.RunFinished, []record.Event) {
 	t.Helper()
-	events := readEvents(t, s.RunDir)
+	events := runtest.Events(t, s.RunDir)
 	if len(events) < 2 || events[0].Type != record.TypeRunStarted || events[len(events)-1].Type != record.TypeRunFinished {
 		t.Fatalf("record does not run from run_started to run_finished: %d events", len(events))
 	}
-	if n, m := len(ofType(events, record.TypeRunStarted)), len(ofType(events, record.TypeRunFinished)); n != 1 || m != 1 {
+	if n, m := len(runtest.OfType(events, record.TypeRunStarted)), len(runtest.OfType(events, record.TypeRunFinished)); n != 1 || m != 1 {
 		t.Fatalf("run_started %d times, run_finished %d times", n, m)
 	}
 	rs := decode[record.RunStarted](t, events[0])
@@ -198,7 +169,7 @@ func TestExecute(t *testing.T) {
 			if len(s.Files) != 1 || s.Files[0].Path != "/workspace/report.txt" || s.Files[0].SHA256 != sum("alpha seen\n") {
 				t.Fatalf("files %+v", s.Files)
 			}
-			for _, e := range ofType(events, record.TypeToolResult) {
+			for _, e := range runtest.OfType(events, record.TypeToolResult) {
 				if tr := decode[record.ToolResult](t, e); tr.IsError {
 					t.Fatalf("%s failed: %s", tr.Name, tr.Output)
 				}
@@ -236,8 +207,8 @@ func TestExecute(t *testing.T) {
 			if s.Sandbox != "none" || rs.Sandbox.Kind != "none" {
 				t.Fatalf("sandbox %q in summary, %+v in record", s.Sandbox, rs.Sandbox)
 			}
-			warnings := ofType(events, record.TypeWarning)
-			if len(warnings) != 1 || warnings[0].Seq > ofType(events, record.TypeToolCall)[0].Seq {
+			warnings := runtest.OfType(events, record.TypeWarning)
+			if len(warnings) != 1 || warnings[0].Seq > runtest.OfType(events, record.TypeToolCall)[0].Seq {
 				t.Fatalf("want one warning before the first command, got %d", len(warnings))
 			}
 			w := decode[record.Warning](t, warnings[0])
@@ -403,7 +374,7 @@ func TestDirLoadList(t *testing.T) {
 		if fmt.Sprint(info.Files) != fmt.Sprint(s.Files) || len(info.Steps) != 2 || info.Steps[0].Tool != "write_file" || info.ToolErrors != 0 {
 			t.Fatalf("files %+v steps %+v", info.Files, info.Steps)
 		}
-		if info.Events != len(readEvents(t, s.RunDir)) {
+		if info.Events != len(runtest.Events(t, s.RunDir)) {
 			t.Fatalf("events %d", info.Events)
 		}
 	}
@@ -504,7 +475,7 @@ func TestLoadTornTail(t *testing.T) {
 }
 
 func TestCancelKillsTheCommandAndClosesTheRecord(t *testing.T) {
-	bwrapOrSkip(t)
+	runtest.NeedSandbox(t)
 	// A unique duration makes the sleep findable among the host's processes.
 	arg := fmt.Sprintf("30.%d", time.Now().UnixNano())
 	cfg := config(t, "20260101-000000-abcdef", script(
@@ -543,7 +514,7 @@ func TestCancelKillsTheCommandAndClosesTheRecord(t *testing.T) {
 	if rf.Termination != string(agent.Cancelled) {
 		t.Fatalf("run_finished %+v", rf)
 	}
-	results := ofType(events, record.TypeToolResult)
+	results := runtest.OfType(events, record.TypeToolResult)
 	if len(results) != 1 || !decode[record.ToolResult](t, results[0]).IsError {
 		t.Fatalf("want the interrupted bash call recorded as failed, got %d results", len(results))
 	}

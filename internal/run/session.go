@@ -11,12 +11,13 @@ import (
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/inbox"
+	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/team"
-	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/workspace"
 )
@@ -110,46 +111,48 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ctx = llm.WithCaller(ctx, llm.Caller{Run: ss.id}) // every model call names its run
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	ctl := &control{in: ss.in, log: log, cancel: cancelRun, now: cfg.Now, budget: cfg.Budget, contract: ss.c,
-		hard:   &hardTimer{fire: func() { cancelRun(agent.ErrHardTimeout) }},
-		status: func() string { return statusText(ss.dir) }}
+	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Now: cfg.Now, Clock: cfg.Clock, Budget: cfg.Budget, Contract: ss.c,
+		Status: func() string { return runinfo.StatusText(ss.dir) }})
 	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
 	if cfg.Timeout > 0 {
-		ctl.hard.set(time.Now().Add(cfg.Timeout - elapsed))
+		ctl.SetTimeout(cfg.Now().Add(cfg.Timeout - elapsed))
 	}
-	defer ctl.hard.stop()
+	defer ctl.Stop()
 	if cfg.SoftDeadline > 0 {
-		ctl.soft = ss.start.Add(cfg.SoftDeadline - elapsed)
+		ctl.SetSoftDeadline(ss.start.Add(cfg.SoftDeadline - elapsed))
 	}
 	if rs != nil {
-		ctl.replay(rs.st)
+		ctl.Replay(rs.st)
 	}
 	ss.ev.noteIndex(log)
-	stopWatch := ctl.watch(ctx)
+	go func() {
+		select {
+		case <-cfg.Halt:
+			cancelRun(ErrHalted)
+		case <-ctx.Done():
+		}
+	}()
+	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
-	ac := agent.Config{
-		Model: cfg.Model, Log: log, FS: ss.fs, Budget: cfg.Budget, Retry: cfg.Retry,
-		Context: cfg.Context, Evicted: agent.NewEvicted(), OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now,
-		Adjust: ctl.adjust, RequireFinish: cfg.RequireFinish,
-	}
+	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: cfg.Retry, Context: cfg.Context,
+		OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now, Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
+	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: cfg.Budget, Adjust: ctl.Adjust, Recall: true}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
-		tm = newTeam(ctx, cfg, ac, ss.kit, ss.dir, ctl)
-		ac.ID, ac.Role, ac.Gate = "lead", llm.CallerLead, tm.Gate
-		ac.BeforeCall = both(ctl.beforeCall("lead"), tm.BeforeCall)
-		ac.Tools = tool.NewSet(tm.Guard(append(ss.kit.list("lead", ss.fs), append(tm.LeadTools(), ac.Evicted.Tool())...))...)
-		ac.System = tm.LeadSystem(ac.Tools)
+		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl)
+		spec.ID, spec.Role, spec.Gate = "lead", llm.CallerLead, tm.Gate
+		spec.BeforeCall = both(ctl.BeforeCall("lead"), tm.BeforeCall)
+		spec.Tools, spec.Guard, spec.Prompt = append(ss.kit.list("lead", ss.fs), tm.LeadTools()...), tm.Guard, tm.LeadSystem
 	} else {
-		ac.ID, ac.Role = "main", llm.CallerSingle
-		ac.BeforeCall = ctl.beforeCall("main")
-		ac.Tools = tool.NewSet(append(ss.kit.list("main", ss.fs), ac.Evicted.Tool())...)
-		ac.System = agent.SystemPrompt(ac.Tools)
+		spec.BeforeCall = ctl.BeforeCall("main")
+		spec.Tools = ss.kit.list("main", ss.fs)
 	}
 	if cfg.SoftDeadline > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
 		fin := min(max(cfg.SoftDeadline/10, 5*time.Second), 60*time.Second)
-		ac.Deadlines = agent.Deadlines{Soft: ctl.soft, WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
+		spec.Deadlines = agent.Deadlines{Soft: ctl.SoftDeadline(), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
 	}
+	ac := rt.Assemble(spec)
 
 	var out agent.Outcome
 	done := false
@@ -174,6 +177,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		tm.Shutdown(string(out.Termination))
 	}
 	stopWatch()
+	if errors.Is(context.Cause(ctx), ErrHalted) {
+		return s, errors.Join(ErrHalted, log.Close()) // as a kill: no conclusion, no run_finished
+	}
 	ss.plane.Release(ac.ID, string(out.Termination))
 
 	s.Termination = string(out.Termination)
@@ -181,9 +187,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if out.Err != nil {
 		s.Error = out.Err.Error()
 	}
-	conclude(context.WithoutCancel(ctx), &s, ctl.current(), ss.plane, log,
+	conclude(context.WithoutCancel(ctx), &s, ctl.Current(), ss.plane, log,
 		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q,
-			Judge: cfg.Model, Deliverables: deliverablePaths(ctl.current())})
+			Judge: cfg.Model, Deliverables: deliverablePaths(ctl.Current())})
 	if tm != nil {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
@@ -197,6 +203,6 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
-	s.Trainable, s.NotTrainable = Trainability(ss.dir)
+	s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
 	return s, nil
 }

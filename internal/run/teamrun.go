@@ -8,6 +8,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/team"
 )
@@ -44,18 +45,18 @@ type TeamConfig struct {
 	Synthesis string `json:"synthesis,omitempty"`
 }
 
-func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir string, ctl *control) *team.Team {
+func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, dir string, ctl *live.Control) *team.Team {
 	tc := cfg.Team
 	var reports []string
-	if ctl.contract != nil {
-		for _, d := range ctl.contract.Deliverables {
+	if ctl.Current() != nil {
+		for _, d := range ctl.Current().Deliverables {
 			if strings.EqualFold(filepath.Ext(d.Path), ".md") {
 				reports = append(reports, d.Path)
 			}
 		}
 	}
 	return team.New(ctx, team.Config{
-		Model: cfg.Model, Log: ac.Log, FS: kit.fs, Evidence: kit.ev.registry(),
+		Model: cfg.Model, Log: rt.Log, FS: kit.fs, Evidence: kit.ev.registry(),
 		Tools:        kit.tools, // recall is added by each subagent's own loop
 		Release:      func(id, reason string) { kit.plane.Release(id, reason) },
 		Isolation:    tc.Isolation,
@@ -66,11 +67,12 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 		Retry:        cfg.Retry,
 		Context:      cfg.Context,
 		Plan:         tc.Plan,
-		OnStep:       ac.OnStep,
+		OnStep:       rt.OnStep,
 		Now:          cfg.Now,
-		Wake:         ctl.wake,
+		Clock:        cfg.Clock,
+		Wake:         ctl.Wake,
 		SubBeforeCall: func(ctx context.Context) []llm.Message {
-			ctl.hold(ctx) // a paused run pauses its subagents too
+			ctl.Hold(ctx) // a paused run pauses its subagents too
 			return nil
 		},
 		RequireFinish:  cfg.RequireFinish,
@@ -82,7 +84,7 @@ func newTeam(ctx context.Context, cfg Config, ac agent.Config, kit *toolkit, dir
 		EffortWaves:    tc.EffortWaves,
 		Synthesis:      tc.Synthesis == "on",
 		Reports:        reports,
-		Contract:       contractText(ctl.contract),
+		Contract:       contractText(ctl.Current()),
 	})
 }
 

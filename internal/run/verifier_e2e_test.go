@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"github.com/apodex/apodex/internal/runtest"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -102,7 +103,7 @@ func TestVerifierAgentEndToEnd(t *testing.T) {
 		t.Errorf("the verifier's second request lacks its bash recomputation")
 	}
 
-	events := readEvents(t, s.RunDir)
+	events := runtest.Events(t, s.RunDir)
 	var vs []team.Verdict
 	bash := false
 	for _, e := range events {
@@ -171,7 +172,7 @@ func TestVerifierEvidenceTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range readEvents(t, s.RunDir) {
+	for _, e := range runtest.Events(t, s.RunDir) {
 		if e.Type == record.TypeVerdict {
 			var v team.Verdict
 			e.Decode(&v)

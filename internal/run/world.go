@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/world"
 )
@@ -22,37 +23,10 @@ func stageWorld(w *world.World, dir string, fs *workspace.FS) (*world.Rollout, e
 }
 
 // recordedWorld is the world a run's run_started names, if any.
-func recordedWorld(rs record.RunStarted) (record.World, bool) {
-	if rs.Settings == nil || rs.Settings.World == nil || rs.Settings.World.ID == "" {
-		return record.World{}, false
-	}
-	return *rs.Settings.World, true
-}
+var recordedWorld = runinfo.RecordedWorld
 
 // homeOf is the apodex home of the run in dir (<home>/runs/<id>).
 func homeOf(dir string) string { return filepath.Dir(filepath.Dir(dir)) }
-
-// worldProblems says why a world run's initial state cannot be rebuilt:
-// its world is no longer stored, or no longer intact, or came from another
-// generator version.
-func worldProblems(dir string, rs record.RunStarted) []string {
-	rw, ok := recordedWorld(rs)
-	if !ok {
-		return nil
-	}
-	w, err := world.NewStore(homeOf(dir)).Get(rw.ID)
-	if err != nil {
-		return []string{fmt.Sprintf("the initial state cannot be rebuilt: world %s: %v", rw.ID, err)}
-	}
-	files, err := world.Files(w.Dir)
-	if err != nil || world.ID(w.Manifest.Canonical, files) != rw.ID {
-		return []string{fmt.Sprintf("the initial state cannot be rebuilt: the stored world %s was modified", rw.ID)}
-	}
-	if w.Gen.Version != rw.Generator.Version {
-		return []string{fmt.Sprintf("the initial state cannot be rebuilt: world %s is generator version %s, the run recorded %s", rw.ID, w.Gen.Version, rw.Generator.Version)}
-	}
-	return nil
-}
 
 // ReplayWorld is the stored world a replay of the run in dir starts from.
 func ReplayWorld(dir string, rs record.RunStarted) *world.World {

@@ -151,26 +151,21 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 		}
 	}
 	tools = append(tools, newReportTool(rep, fs, t.claimRefs(fs)))
-	var evicted *agent.Evicted
-	if t.cfg.Context.Window > 0 {
+	if t.cfg.SubTimeout > 0 { // on the team's clock
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		timer := t.cfg.Clock.AfterFunc(t.cfg.SubTimeout, func() { cancel(errTimeout) })
+		defer timer.Stop()
+	}
+	out := agent.Run(ctx, t.runtime(fs).Assemble(agent.Spec{
+		ID: a.ID, Role: llm.CallerSubagent, FinishTool: "report", Tools: tools,
 		// With compaction on, recall is given here (not by the loop) so the
 		// prompt lists exactly the tools the subagent has.
-		evicted = agent.NewEvicted()
-		tools = append(tools, evicted.Tool())
-	}
-	set := tool.NewSet(tools...)
-	if t.cfg.SubTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, t.cfg.SubTimeout, errTimeout)
-		defer cancel()
-	}
-	out := agent.Run(ctx, agent.Config{
-		ID: a.ID, Role: llm.CallerSubagent, FinishTool: "report", RequireFinish: t.cfg.RequireFinish,
-		Model: t.cfg.Model, Tools: set, Evicted: evicted, Log: t.cfg.Log, FS: fs,
-		System: t.subagentPrompt(a.Role, set), Budget: t.cfg.SubBudget, Retry: t.cfg.Retry,
-		Context: t.cfg.Context, OnStep: t.cfg.OnStep, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall,
-		Restore: restore,
-	}, task)
+		Recall: t.cfg.Context.Window > 0,
+		Prompt: func(set *tool.Set) string { return t.subagentPrompt(a.Role, set) },
+		Budget: t.cfg.SubBudget, BeforeCall: t.cfg.SubBeforeCall, Restore: restore,
+	}), task)
 	if t.cfg.Release != nil {
 		t.cfg.Release(a.ID, string(out.Termination))
 	}
@@ -324,4 +319,11 @@ func mergeEvent(id string, rep worktree.MergeReport) record.Merge {
 	}
 	m.Ignored = rep.Ignored
 	return m
+}
+
+// runtime is what the team's subagents share, for agent.Assemble; fs is
+// the subagent's own view of the planes.
+func (t *Team) runtime(fs *workspace.FS) agent.Runtime {
+	return agent.Runtime{Model: t.cfg.Model, Log: t.cfg.Log, FS: fs, Retry: t.cfg.Retry, Context: t.cfg.Context,
+		OnStep: t.cfg.OnStep, Now: t.cfg.Now, Clock: t.cfg.Clock, RequireFinish: t.cfg.RequireFinish}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
@@ -52,21 +53,8 @@ type harness struct {
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	fs := &workspace.FS{
-		Inputs:    filepath.Join(dir, "inputs"),
-		Workspace: filepath.Join(dir, "workspace"),
-		Outputs:   filepath.Join(dir, "outputs"),
-	}
-	for _, d := range []string{fs.Inputs, fs.Workspace, fs.Outputs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log, err := record.Create(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { log.Close() })
+	fs := runtest.Planes(t, dir)
+	log := runtest.Record(t, dir)
 	plane, err := publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging")})
 	if err != nil {
 		t.Fatal(err)
@@ -137,14 +125,11 @@ func (h *harness) run(model llm.Model, edit func(*team.Config)) agent.Outcome {
 		edit(&cfg)
 	}
 	h.team = team.New(ctx, cfg)
-	lead := agent.Config{
-		ID: "lead", Model: model, Log: h.log, FS: h.fs, System: team.LeadPrompt,
-		Tools:      tool.NewSet(h.team.Guard(append(h.tools("lead", h.fs), h.team.LeadTools()...))...),
-		Gate:       h.team.Gate,
-		BeforeCall: h.team.BeforeCall,
-		Budget:     agent.Budget{MaxTurns: h.leadTurns},
-		Retry:      llm.RetryPolicy{MaxAttempts: 1},
-	}
+	lead := agent.Runtime{Model: model, Log: h.log, FS: h.fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}.Assemble(agent.Spec{
+		ID: "lead", Prompt: func(*tool.Set) string { return team.LeadPrompt },
+		Tools: append(h.tools("lead", h.fs), h.team.LeadTools()...), Guard: h.team.Guard,
+		Gate: h.team.Gate, BeforeCall: h.team.BeforeCall, Budget: agent.Budget{MaxTurns: h.leadTurns},
+	})
 	h.out = agent.Run(ctx, lead, "Do the objective with your team.")
 	h.team.Shutdown(string(h.out.Termination))
 	if ctx.Err() != nil {

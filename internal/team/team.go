@@ -34,6 +34,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
@@ -109,6 +110,9 @@ type Config struct {
 	Synthesis bool
 	Reports   []string
 	Contract  string
+	// Clock times the wait tool's timeout and the subagents' deadlines;
+	// nil is the system clock.
+	Clock clock.Clock
 }
 
 // Team is one run's coordination plane: the board and the assignments.
@@ -143,8 +147,9 @@ func New(ctx context.Context, cfg Config) *Team {
 	if cfg.Isolation == "" {
 		cfg.Isolation = PerAgent
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = cfg.Clock.Now
 	}
 	if cfg.EffortWidth <= 0 {
 		cfg.EffortWidth = 2

@@ -108,7 +108,7 @@ func (t *Team) waitTool() tool.Tool {
 			if a.TimeoutS > 0 {
 				timeout = time.Duration(a.TimeoutS) * time.Second
 			}
-			timer := time.NewTimer(timeout)
+			timer := t.cfg.Clock.NewTimer(timeout)
 			defer timer.Stop()
 			var wake <-chan struct{}
 			if t.cfg.Wake != nil {
@@ -138,7 +138,7 @@ func (t *Team) waitTool() tool.Tool {
 				case <-changed:
 				case <-wake:
 					return tool.Result{Output: "a user message arrived; it is in your next turn. Your assignments keep running."}
-				case <-timer.C:
+				case <-timer.C():
 					return tool.Result{Output: fmt.Sprintf("no assignment ended within %s; they are still running (wait again, or cancel_assignment)", timeout)}
 				case <-ctx.Done():
 					return tool.Errorf("wait interrupted: %v", context.Cause(ctx))

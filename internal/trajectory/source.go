@@ -137,17 +137,23 @@ func Load(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	top := "main"
+	if turnTakers["lead"] {
+		top = "lead"
+	}
 	for id := range turnTakers {
 		a := hist[id]
 		if a == nil {
 			continue
 		}
 		ag := &Agent{ID: id, History: a.History, Usage: a.Usage, Role: roles[id], Parent: parents[id], DispatchCall: dispatch[id]}
+		if ag.Parent == "" && id != top {
+			// An agent the runtime started for the lead (the verifier, an
+			// investigator, the writer) is the lead's child too.
+			ag.Parent = top
+		}
 		if ag.Role == "" {
-			ag.Role = id
-			if id == "main" {
-				ag.Role = llm.CallerSingle
-			}
+			ag.Role = runtimeRole(id)
 		}
 		if ref := toolsRef[id]; ref != "" {
 			ag.Tools, _ = readTools(dir, ref)
@@ -224,4 +230,16 @@ func normArgs(s string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// runtimeRole is the role of an agent no dispatch named: the top agent or
+// one the runtime started (verifier, investigators I1…, writer).
+func runtimeRole(id string) string {
+	switch {
+	case id == "main":
+		return llm.CallerSingle
+	case len(id) > 1 && id[0] == 'I' && id[1] >= '0' && id[1] <= '9':
+		return "investigator"
+	}
+	return id // lead, verifier, writer
 }

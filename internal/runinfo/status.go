@@ -1,4 +1,4 @@
-package run
+package runinfo
 
 import (
 	"fmt"
@@ -79,9 +79,9 @@ func status(dir string, messages bool) (Progress, error) {
 	return p, nil
 }
 
-// statusText is Status in a few lines, the runtime's answer to a progress
+// StatusText is Status in a few lines, the runtime's answer to a progress
 // query. It is called under the inbox lock: it must not take it.
-func statusText(dir string) string {
+func StatusText(dir string) string {
 	p, err := status(dir, false)
 	if err != nil {
 		return "progress unavailable: " + err.Error()

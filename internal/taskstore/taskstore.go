@@ -1,4 +1,11 @@
-package run
+// Package taskstore keeps a run's task inside the run: the normalized
+// contract, the task file's text and every file the contract reads are
+// stored as content-addressed blobs named in the contract event, and the
+// contract in force is rebuilt from the run directory alone (the task file
+// may be moved, edited or deleted after the start). A missing or altered
+// blob is an error naming it; nothing is reloaded from the user's disk
+// except for records that predate self-contained runs.
+package taskstore
 
 import (
 	"bytes"
@@ -20,16 +27,19 @@ import (
 // contract reads, at their original absolute paths under taskDir/root.
 const taskDir = "task"
 
-// contractEvent is the recorded contract: what the user typed (u0) kept
-// apart from the normalized objective and the acceptance clauses.
-func contractEvent(c *contract.Contract) record.Contract {
+// CorpusName is the corpus's directory under a run's /inputs.
+const CorpusName = "corpus"
+
+// Event is the recorded contract: what the user typed (u0) kept apart from
+// the normalized objective and the acceptance clauses.
+func Event(c *contract.Contract) record.Contract {
 	raw, _ := c.MarshalJSON() // cannot fail: plain strings and numbers
 	return record.Contract{U0: c.U0, Objective: c.Objective, File: c.File, Hash: c.Hash(), Contract: raw}
 }
 
-// storeTask stores the task file's text and every file the contract reads
+// Store stores the task file's text and every file the contract reads
 // as blobs, named in ev: the run no longer needs the task file.
-func storeTask(log *record.Log, c *contract.Contract, ev *record.Contract) error {
+func Store(log *record.Log, c *contract.Contract, ev *record.Contract) error {
 	if c.File == "" {
 		return nil
 	}
@@ -80,11 +90,11 @@ func storeTask(log *record.Log, c *contract.Contract, ev *record.Contract) error
 	return nil
 }
 
-// recordedContract rebuilds the contract in force from the run directory
+// Rebuild rebuilds the contract in force from the run directory
 // alone: the task file's text and files from the blobs, the objective the
 // user typed, then every revision. A run without a task file gets the
 // objective it was given. A missing or corrupt blob is an error naming it.
-func recordedContract(dir string, st *runstate.State) (*contract.Contract, error) {
+func Rebuild(dir string, st *runstate.State) (*contract.Contract, error) {
 	if len(st.Contracts) == 0 {
 		if st.Started == nil {
 			return nil, fmt.Errorf("run: the record has no run_started")
@@ -113,7 +123,7 @@ func recordedContract(dir string, st *runstate.State) (*contract.Contract, error
 		}
 	default:
 		var err error
-		if c, err = materialize(dir, first); err != nil {
+		if c, err = Materialize(dir, first); err != nil {
 			return nil, err
 		}
 	}
@@ -129,10 +139,10 @@ func recordedContract(dir string, st *runstate.State) (*contract.Contract, error
 	return c, nil
 }
 
-// materialize writes the task's files from their blobs under
+// Materialize writes the task's files from their blobs under
 // dir/task/root/<original path> (checking every blob's hash), links the
 // inputs the contract names to the run's copy, and loads the task there.
-func materialize(dir string, ce record.Contract) (*contract.Contract, error) {
+func Materialize(dir string, ce record.Contract) (*contract.Contract, error) {
 	root := filepath.Join(dir, taskDir, "root")
 	if err := os.RemoveAll(filepath.Join(dir, taskDir)); err != nil {
 		return nil, fmt.Errorf("run: rebuild the task: %w", err)
@@ -166,7 +176,7 @@ func materialize(dir string, ce record.Contract) (*contract.Contract, error) {
 	if err := json.Unmarshal(ce.Contract, &wire); err == nil {
 		// The task's inputs and corpus were copied into the run: its copy of
 		// the task sees them there.
-		for _, l := range []struct{ key, in string }{{wire.Inputs, "inputs"}, {wire.Corpus, filepath.Join("inputs", corpusName)}} {
+		for _, l := range []struct{ key, in string }{{wire.Inputs, "inputs"}, {wire.Corpus, filepath.Join("inputs", CorpusName)}} {
 			if l.key == "" {
 				continue
 			}

@@ -1,4 +1,4 @@
-package run
+package live_test
 
 import (
 	"context"
@@ -9,8 +9,10 @@ import (
 
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/inbox"
+	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
 )
 
 // The runtime answers a progress query while Deliver holds the inbox lock
@@ -36,11 +38,11 @@ func TestProgressAnswerUnderTheInboxLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &control{in: in, log: log, now: time.Now, cancel: func(error) {}, contract: &contract.Contract{Objective: "count the files"},
-		status: func() string { return statusText(dir) }}
+	c := live.New(live.Config{Inbox: in, Log: log, Now: time.Now, Cancel: func(error) {}, Contract: &contract.Contract{Objective: "count the files"},
+		Status: func() string { return runinfo.StatusText(dir) }})
 
 	got := make(chan []llm.Message, 1)
-	go func() { got <- c.beforeCall("main")(context.Background()) }()
+	go func() { got <- c.BeforeCall("main")(context.Background()) }()
 	var msgs []llm.Message
 	select {
 	case msgs = <-got:

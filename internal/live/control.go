@@ -1,4 +1,14 @@
-package run
+// Package live is a run's live control, its side of the user message
+// queue: before each model call it applies control commands (pause, resume,
+// cancel, budget and deadline changes) to the running agents, holds calls
+// while the run is paused, records each user message once (as a message
+// event, with the runtime's answer to a progress query or the control it
+// carried) and delivers the rest into the coordinator's history; a message
+// that changes the contract records a new contract version. Every change is
+// a typed event appended before it takes effect (control, message,
+// contract); Replay re-applies them to a resumed run without recording them
+// again.
+package live
 
 import (
 	"context"
@@ -11,21 +21,37 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/checkpoint"
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/taskstore"
 )
 
 // ErrUserCancel is the cause of a run cancelled by `apodex cancel`.
 var ErrUserCancel = errors.New("run: cancelled by the user")
 
-// control is the run's side of the user message queue: before a model call
-// it applies control commands (pause, resume, cancel, budget and deadline
-// changes) to the runtime directly, holds the call while the run is paused,
-// and delivers user messages into the coordinator's history.
-type control struct {
+// Config is what a Control needs from its run.
+type Config struct {
+	Inbox *inbox.Inbox
+	Log   *record.Log
+	// Cancel ends the whole run (a cancel command, the hard timeout).
+	Cancel context.CancelCauseFunc
+	Now    func() time.Time
+	// Clock runs the hard timeout (and is Now when Now is nil); nil is the
+	// system clock.
+	Clock clock.Clock
+	// Status answers a progress query from the board and the record.
+	Status   func() string
+	Budget   agent.Budget
+	Contract *contract.Contract
+}
+
+// Control is one run's live control; its methods are safe for concurrent use
+// by all the run's agents.
+type Control struct {
 	in     *inbox.Inbox
 	log    *record.Log
 	cancel context.CancelCauseFunc // ends the whole run
@@ -43,8 +69,40 @@ type control struct {
 	revised  map[string]bool // messages that revised the contract
 }
 
+// New makes the live control of a run.
+func New(cfg Config) *Control {
+	clk := clock.Or(cfg.Clock)
+	now := cfg.Now
+	if now == nil {
+		now = clk.Now
+	}
+	c := &Control{in: cfg.Inbox, log: cfg.Log, cancel: cfg.Cancel, now: now, status: cfg.Status, budget: cfg.Budget, contract: cfg.Contract}
+	c.hard = &hardTimer{clock: clk, now: now, fire: func() { c.cancel(agent.ErrHardTimeout) }}
+	return c
+}
+
+// SetTimeout sets the hard timeout (zero: none); a budget message may move it.
+func (c *Control) SetTimeout(at time.Time) { c.hard.set(at) }
+
+// SetSoftDeadline sets the soft deadline; a budget message may move it.
+func (c *Control) SetSoftDeadline(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.soft = at
+}
+
+// SoftDeadline is the soft deadline in force (zero: none).
+func (c *Control) SoftDeadline() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.soft
+}
+
+// Stop stops the hard timer.
+func (c *Control) Stop() { c.hard.stop() }
+
 // markRevised notes a message that revised the contract; c.mu is held.
-func (c *control) markRevised(id string) {
+func (c *Control) markRevised(id string) {
 	if c.revised == nil {
 		c.revised = map[string]bool{}
 	}
@@ -55,7 +113,9 @@ func (c *control) markRevised(id string) {
 type hardTimer struct {
 	mu    sync.Mutex
 	at    time.Time
-	timer *time.Timer
+	timer clock.Timer
+	clock clock.Clock
+	now   func() time.Time
 	fire  func()
 }
 
@@ -67,7 +127,7 @@ func (h *hardTimer) set(at time.Time) {
 	}
 	h.at, h.timer = at, nil
 	if !at.IsZero() {
-		h.timer = time.AfterFunc(time.Until(at), h.fire)
+		h.timer = h.clock.AfterFunc(at.Sub(h.now()), h.fire)
 	}
 }
 
@@ -79,8 +139,8 @@ func (h *hardTimer) stop() {
 	}
 }
 
-// adjust copies the user's budget and deadline changes into a loop.
-func (c *control) adjust(b *agent.Budget, d *agent.Deadlines) {
+// Adjust copies the user's budget and deadline changes into a loop.
+func (c *Control) Adjust(b *agent.Budget, d *agent.Deadlines) {
 	c.applyControls() // a change sent during the last turn counts before the budget check
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -90,10 +150,10 @@ func (c *control) adjust(b *agent.Budget, d *agent.Deadlines) {
 	}
 }
 
-// hold applies pending controls and blocks while the run is paused. It is
+// Hold applies pending controls and blocks while the run is paused. It is
 // every agent's gate before a model call: a paused run makes no model call
 // and no dispatch; commands already running finish.
-func (c *control) hold(ctx context.Context) {
+func (c *Control) Hold(ctx context.Context) {
 	for {
 		c.applyControls()
 		c.mu.Lock()
@@ -115,7 +175,7 @@ func (c *control) hold(ctx context.Context) {
 }
 
 // changedCh is closed at the next state change; c.mu is held.
-func (c *control) changedCh() chan struct{} {
+func (c *Control) changedCh() chan struct{} {
 	if c.changed == nil {
 		c.changed = make(chan struct{})
 	}
@@ -123,17 +183,17 @@ func (c *control) changedCh() chan struct{} {
 }
 
 // signal wakes everyone waiting for a state change; c.mu is held.
-func (c *control) signal() {
+func (c *Control) signal() {
 	if c.changed != nil {
 		close(c.changed)
 		c.changed = nil
 	}
 }
 
-// wake is the lead's wait hook: it fires once a message that will reach the
+// Wake is the lead's wait hook: it fires once a message that will reach the
 // lead is pending (not a control, not a progress query the runtime answers),
 // including one that arrived before the wait began.
-func (c *control) wake(ctx context.Context) <-chan struct{} {
+func (c *Control) Wake(ctx context.Context) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	go func() {
 		changes := c.in.Notify(ctx)
@@ -155,7 +215,7 @@ func (c *control) wake(ctx context.Context) <-chan struct{} {
 	return out
 }
 
-func (c *control) leadMessagePending() bool {
+func (c *Control) leadMessagePending() bool {
 	msgs, err := c.in.Pending()
 	if err != nil {
 		return false
@@ -168,11 +228,11 @@ func (c *control) leadMessagePending() bool {
 	return false
 }
 
-// beforeCall is the coordinator's hook: the pause gate, then the user
+// BeforeCall is the coordinator's hook: the pause gate, then the user
 // messages, in id order, as user messages marked with their class.
-func (c *control) beforeCall(agentID string) func(ctx context.Context) []llm.Message {
+func (c *Control) BeforeCall(agentID string) func(ctx context.Context) []llm.Message {
 	return func(ctx context.Context) []llm.Message {
-		c.hold(ctx)
+		c.Hold(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -191,7 +251,7 @@ func (c *control) beforeCall(agentID string) func(ctx context.Context) []llm.Mes
 
 // deliver records one user message; it returns the history message for the
 // coordinator, or nil when the runtime answered it itself.
-func (c *control) deliver(agentID string, m inbox.Message) (*llm.Message, int64, error) {
+func (c *Control) deliver(agentID string, m inbox.Message) (*llm.Message, int64, error) {
 	ev := record.Message{ID: m.ID, Text: m.Text, Class: string(m.Class), Sender: m.Sender, To: agentID}
 	if m.Original != m.Text {
 		ev.Original = m.Original
@@ -221,7 +281,7 @@ func (c *control) deliver(agentID string, m inbox.Message) (*llm.Message, int64,
 // revise starts a new contract from a message that changes the objective,
 // a deliverable or an acceptance clause (R-CONTRACT-3): the workspace and the
 // board carry over; new /outputs paths the message names become deliverables.
-func (c *control) revise(m inbox.Message) {
+func (c *Control) revise(m inbox.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.revised[m.ID] {
@@ -230,7 +290,7 @@ func (c *control) revise(m inbox.Message) {
 	c.version++
 	next := c.contract.Revise(m.Text)
 	c.contract = next
-	ev := contractEvent(next)
+	ev := taskstore.Event(next)
 	ev.Version, ev.Reason, ev.Message, ev.Text = c.version+1, "user message "+m.ID, m.ID, m.Text
 	c.log.Append(record.TypeContract, "user", ev)
 	if err := c.log.Sync(); err == nil {
@@ -239,7 +299,7 @@ func (c *control) revise(m inbox.Message) {
 }
 
 // applyControls applies the control commands sent since the last look.
-func (c *control) applyControls() {
+func (c *Control) applyControls() {
 	cmds, err := c.in.Controls()
 	if err != nil {
 		return
@@ -255,7 +315,7 @@ func (c *control) applyControls() {
 }
 
 // apply acts on one control; it returns what it did.
-func (c *control) apply(id, kind string, args map[string]string) string {
+func (c *Control) apply(id, kind string, args map[string]string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.signal()
@@ -277,7 +337,7 @@ func (c *control) apply(id, kind string, args map[string]string) string {
 }
 
 // applyBudget changes limits; a value with + or - is relative. c.mu is held.
-func (c *control) applyBudget(args map[string]string) string {
+func (c *Control) applyBudget(args map[string]string) string {
 	var done []string
 	num := func(cur int, v string) (int, bool) {
 		n, err := strconv.Atoi(strings.TrimLeft(v, "+-"))
@@ -337,7 +397,7 @@ func (c *control) applyBudget(args map[string]string) string {
 }
 
 // budgetNow renders the budgets in force for people (c.mu held).
-func (c *control) budgetNow() string {
+func (c *Control) budgetNow() string {
 	limit := func(n int) string {
 		if n <= 0 {
 			return "unlimited"
@@ -354,18 +414,18 @@ func (c *control) budgetNow() string {
 		limit(c.budget.MaxTurns), limit(c.budget.MaxToolCalls), limit(c.budget.MaxTokens), at(c.soft), at(c.hard.at))
 }
 
-// current is the contract in force.
-func (c *control) current() *contract.Contract {
+// Current is the contract in force.
+func (c *Control) Current() *contract.Contract {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.contract
 }
 
-// replay re-applies recorded controls (pause state, budget and deadline
+// Replay re-applies recorded controls (pause state, budget and deadline
 // changes) to a resumed run, without recording them again: those applied
 // as control commands and those that arrived inside user messages. It also
 // takes up the contract's version count.
-func (c *control) replay(st *runstate.State) {
+func (c *Control) Replay(st *runstate.State) {
 	texts := map[int64]string{}
 	for _, m := range st.Messages {
 		texts[m.Seq] = m.Text
@@ -393,12 +453,12 @@ func (c *control) replay(st *runstate.State) {
 	c.mu.Unlock()
 }
 
-// watch applies control commands as they arrive, while agents are busy in
+// Watch applies control commands as they arrive, while agents are busy in
 // model calls or commands: a cancel ends the run at once (in-flight calls
 // and commands are cancelled), a pause takes hold at the next model call.
 // stop ends the watcher and waits for it, so nothing is written after the
 // run closes its record.
-func (c *control) watch(ctx context.Context) (stop func()) {
+func (c *Control) Watch(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

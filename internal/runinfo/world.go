@@ -1,0 +1,42 @@
+package runinfo
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/world"
+)
+
+// RecordedWorld is the world a run's run_started names, if any.
+func RecordedWorld(rs record.RunStarted) (record.World, bool) {
+	if rs.Settings == nil || rs.Settings.World == nil || rs.Settings.World.ID == "" {
+		return record.World{}, false
+	}
+	return *rs.Settings.World, true
+}
+
+// homeOf is the apodex home of the run in dir (<home>/runs/<id>).
+func homeOf(dir string) string { return filepath.Dir(filepath.Dir(dir)) }
+
+// worldProblems says why a world run's initial state cannot be rebuilt:
+// its world is no longer stored, or no longer intact, or came from another
+// generator version.
+func worldProblems(dir string, rs record.RunStarted) []string {
+	rw, ok := RecordedWorld(rs)
+	if !ok {
+		return nil
+	}
+	w, err := world.NewStore(homeOf(dir)).Get(rw.ID)
+	if err != nil {
+		return []string{fmt.Sprintf("the initial state cannot be rebuilt: world %s: %v", rw.ID, err)}
+	}
+	files, err := world.Files(w.Dir)
+	if err != nil || world.ID(w.Manifest.Canonical, files) != rw.ID {
+		return []string{fmt.Sprintf("the initial state cannot be rebuilt: the stored world %s was modified", rw.ID)}
+	}
+	if w.Gen.Version != rw.Generator.Version {
+		return []string{fmt.Sprintf("the initial state cannot be rebuilt: world %s is generator version %s, the run recorded %s", rw.ID, w.Gen.Version, rw.Generator.Version)}
+	}
+	return nil
+}
