@@ -150,10 +150,32 @@ type Deliverable struct {
 	MinBytes       int64
 	MaxBytes       int64
 	NotEqualInput  string // /inputs/...: the file must differ from it
-	Line           int    // where it was declared in the task file
+	// Kind is KindReport (a report a writer writes from the claim graph
+	// in team synthesis), KindFile (never synthesized), or "" (a report
+	// when it is a .md file); see IsReport.
+	Kind string
+	Line int // where it was declared in the task file
 
 	schema    *jsonschema.Schema
 	schemaRaw []byte
+}
+
+// Deliverable kinds (Deliverable.Kind).
+const (
+	KindReport = "report"
+	KindFile   = "file"
+)
+
+// IsReport says whether a writer writes the deliverable in synthesis: kind
+// report, or no kind and a .md path.
+func (d Deliverable) IsReport() bool {
+	switch d.Kind {
+	case KindReport:
+		return true
+	case KindFile:
+		return false
+	}
+	return strings.EqualFold(path.Ext(d.Path), ".md")
 }
 
 // Clause is one executable verification clause.
@@ -329,6 +351,7 @@ type (
 	}
 	wireDeliverable struct {
 		Path             string   `json:"path"`
+		Kind             string   `json:"kind,omitempty"`
 		NonEmpty         bool     `json:"non_empty,omitempty"`
 		Ext              []string `json:"ext,omitempty"`
 		JSONSchema       string   `json:"json_schema,omitempty"`
@@ -375,7 +398,7 @@ func (c *Contract) MarshalJSON() ([]byte, error) {
 	}
 	for _, d := range c.Deliverables {
 		wd := wireDeliverable{
-			Path: d.Path, NonEmpty: d.NonEmpty, Ext: d.Ext, JSONSchema: d.JSONSchemaSpec,
+			Path: d.Path, Kind: d.Kind, NonEmpty: d.NonEmpty, Ext: d.Ext, JSONSchema: d.JSONSchemaSpec,
 			CSVColumns: d.CSVColumns, MinBytes: d.MinBytes, MaxBytes: d.MaxBytes,
 			NotEqualInput: d.NotEqualInput,
 		}

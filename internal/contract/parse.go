@@ -222,7 +222,7 @@ func (p *parser) deliverables(n *yaml.Node, c *Contract) {
 // deliverable parses one entry; ok means its path is valid and new, so
 // later checks (compare) can refer to it even if a constraint was wrong.
 func (p *parser) deliverable(e *yaml.Node, where string, c *Contract) (Deliverable, bool) {
-	m, ok := p.fields(e, where, "path", "non_empty", "ext", "json_schema", "csv_columns", "min_bytes", "max_bytes", "not_equal_input")
+	m, ok := p.fields(e, where, "path", "kind", "non_empty", "ext", "json_schema", "csv_columns", "min_bytes", "max_bytes", "not_equal_input")
 	if !ok {
 		return Deliverable{}, false
 	}
@@ -236,6 +236,15 @@ func (p *parser) deliverable(e *yaml.Node, where string, c *Contract) (Deliverab
 			p.fail(pn, "%s.path: %s", where, other)
 		} else {
 			d.Path = s
+		}
+	}
+	if v := m["kind"]; v != nil {
+		if s, ok := p.str(v, where+".kind"); ok {
+			if s != KindReport && s != KindFile {
+				p.fail(v, "%s.kind: %q is not a deliverable kind; use report (a writer writes it from the claim graph in team synthesis) or file", where, s)
+			} else {
+				d.Kind = s
+			}
 		}
 	}
 	if v := m["non_empty"]; v != nil {

@@ -338,3 +338,30 @@ func TestLoadErrorsNameTheFile(t *testing.T) {
 		t.Errorf("Load of a big file: %v", err)
 	}
 }
+
+// A deliverable's kind decides whether synthesis writes it: report always,
+// file never, no kind only for .md files; a bad kind names the choices.
+func TestDeliverableKind(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Parse([]byte("objective: o\ndeliverables:\n  - path: /outputs/a.md\n  - path: /outputs/b.txt\n    kind: report\n  - path: /outputs/c.md\n    kind: file\n  - path: /outputs/d.csv\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []string
+	for _, d := range c.Deliverables {
+		if d.IsReport() {
+			reports = append(reports, d.Path)
+		}
+	}
+	if strings.Join(reports, " ") != "/outputs/a.md /outputs/b.txt" {
+		t.Errorf("reports %v, want a.md and b.txt", reports)
+	}
+	raw, err := json.Marshal(c)
+	if err != nil || !strings.Contains(string(raw), `"kind":"report"`) {
+		t.Errorf("the normalized contract drops the kind: %s %v", raw, err)
+	}
+	_, err = Parse([]byte("objective: o\ndeliverables:\n  - path: /outputs/a.md\n    kind: essay\n"), dir)
+	if err == nil || !strings.Contains(err.Error(), "use report") {
+		t.Errorf("bad kind: %v", err)
+	}
+}

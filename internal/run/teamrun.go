@@ -50,7 +50,7 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 	var reports []string
 	if ctl.Current() != nil {
 		for _, d := range ctl.Current().Deliverables {
-			if strings.EqualFold(filepath.Ext(d.Path), ".md") {
+			if d.IsReport() {
 				reports = append(reports, d.Path)
 			}
 		}
