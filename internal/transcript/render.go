@@ -180,12 +180,10 @@ func Args(tool, args string, full bool, n int) string {
 		case string:
 			v = t
 			if strings.ContainsAny(t, " \n\t\"") {
-				b, _ := json.Marshal(t)
-				v = string(b)
+				v = plainJSON(t)
 			}
 		default:
-			b, _ := json.Marshal(t)
-			v = string(b)
+			v = plainJSON(t)
 		}
 		parts = append(parts, k+"="+v)
 	}
@@ -229,4 +227,14 @@ func FirstLine(s string, n int) string {
 		}
 	}
 	return ""
+}
+
+// plainJSON is v as JSON without HTML escaping: a command's > and & stay
+// readable.
+func plainJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }
