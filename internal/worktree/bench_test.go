@@ -57,6 +57,9 @@ func BenchmarkDispatchMerge(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				if w.Kind != Overlay {
+					b.Skipf("overlay unavailable: %s", w.Fallback)
+				}
 				write(b, filepath.Join(w.Dir, fmt.Sprintf("new%d.txt", i)), "new")
 				rep, err := w.Merge()
 				if err != nil || len(rep.Conflicts) > 0 {
