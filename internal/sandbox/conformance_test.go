@@ -88,11 +88,12 @@ func hostUIDOf() int { uid, _, _ := ids(); return uid }
 
 // E3: a setuid copy made in a writable mount keeps no setuid/setgid bit.
 func TestNoSetuidSurvives(t *testing.T) {
-	for name, r := range sandboxes(t) {
+	for name, r := range trackedOrNot(sandboxes(t)) {
+		tracked := strings.HasSuffix(name, "/tracked")
 		t.Run(name, func(t *testing.T) {
 			ws := t.TempDir()
 			res := run(t, r, Spec{Command: "cp /bin/sh /workspace/py && chmod 6755 /workspace/py && mkdir /workspace/d && chmod 2775 /workspace/d && ls -l /workspace/py",
-				Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+				Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked}}})
 			if res.ExitCode != 0 {
 				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
 			}
@@ -105,7 +106,7 @@ func TestNoSetuidSurvives(t *testing.T) {
 					t.Errorf("%s keeps %v after the command", p, fi.Mode())
 				}
 			}
-			out := run(t, r, Spec{Command: "grep ' /workspace ' /proc/self/mountinfo", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			out := run(t, r, Spec{Command: "grep ' /workspace ' /proc/self/mountinfo", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked}}})
 			if !strings.Contains(string(out.Stdout), "nosuid") || !strings.Contains(string(out.Stdout), "nodev") {
 				t.Errorf("/workspace not nosuid,nodev: %q", out.Stdout)
 			}
@@ -300,10 +301,11 @@ func TestOutboundNetwork(t *testing.T) {
 // A workspace quota stops a command that grows /workspace past it, and
 // what was written before stays.
 func TestWorkspaceQuota(t *testing.T) {
-	for name, r := range sandboxes(t) {
+	for name, r := range trackedOrNot(sandboxes(t)) {
+		tracked := strings.HasSuffix(name, "/tracked")
 		t.Run(name, func(t *testing.T) {
 			ws := t.TempDir()
-			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true}}
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked}}
 			res := run(t, r, Spec{Command: "echo keep > /workspace/keep; for i in $(seq 100); do head -c 1048576 /dev/urandom > /workspace/f$i; sleep 0.02; done",
 				Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 4 << 20}}, Timeout: 30 * time.Second})
 			if res.Limit != "workspace_quota" || !strings.Contains(res.LimitNote(), "--workspace-quota") {
@@ -330,7 +332,8 @@ func TestSweepsStayInMounts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the chown runs for a root runtime only")
 	}
-	for name, r := range sandboxes(t) {
+	for name, r := range trackedOrNot(sandboxes(t)) {
+		tracked := strings.HasSuffix(name, "/tracked")
 		t.Run(name, func(t *testing.T) {
 			host, ws := t.TempDir(), t.TempDir()
 			hostFile := filepath.Join(host, "suid")
@@ -345,7 +348,7 @@ func TestSweepsStayInMounts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res := run(t, r, Spec{Command: "ls -l /workspace", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			res := run(t, r, Spec{Command: "ls -l /workspace", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked}}})
 			if res.ExitCode != 0 {
 				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
 			}
@@ -358,6 +361,45 @@ func TestSweepsStayInMounts(t *testing.T) {
 			}
 			if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 {
 				t.Errorf("a host file behind a link was given to uid %d", st.Uid)
+			}
+		})
+	}
+}
+
+// trackedOrNot runs a test over each runner with plain and with Tracked
+// (watched, see package watch) writable mounts.
+func trackedOrNot(rs map[string]Runner) map[string]Runner {
+	out := map[string]Runner{}
+	for name, r := range rs {
+		out[name+"/walked"], out[name+"/tracked"] = r, r
+	}
+	return out
+}
+
+// On a Tracked mount, what the runtime writes between two commands is
+// given to the sandbox uid before the next one, and a setuid bit a
+// command sets on a file that was already there is cleared.
+func TestTrackedMountBetweenCommands(t *testing.T) {
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: true}}
+			if res := run(t, r, Spec{Command: "cp /bin/sh /workspace/sh", Mounts: mounts}); res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			if err := os.WriteFile(filepath.Join(ws, "runtime.txt"), []byte("r\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, r, Spec{Command: "echo more >> /workspace/runtime.txt && chmod 4755 /workspace/sh", Mounts: mounts})
+			if res.ExitCode != 0 {
+				t.Fatalf("the command could not change a file the runtime wrote: exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			fi, err := os.Stat(filepath.Join(ws, "sh"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode()&os.ModeSetuid != 0 {
+				t.Errorf("sh keeps %v after the command", fi.Mode())
 			}
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // SandboxUID and SandboxGID are the host ids sandboxed commands run as when
@@ -255,17 +257,33 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 // not followed.
 func ownMounts(ms []Mount, give bool, uid, gid int) (tally, error) {
 	return eachEntry(ms, give, func(root *os.Root, rel string, fi fs.FileInfo) error {
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !give || !ok || (int(st.Uid) == uid && int(st.Gid) == gid) {
-			return nil
-		}
-		// A file the runtime is replacing right now (a parallel file tool
-		// call) may be gone: nothing to give.
-		if err := root.Lchown(rel, uid, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("sandbox: give %s to the sandbox uid %d: %w", filepath.Join(root.Name(), rel), uid, err)
-		}
+		return giveTo(root, rel, fi, give, uid, gid)
+	}, tend(give, uid, gid))
+}
+
+func giveTo(root *os.Root, rel string, fi fs.FileInfo, give bool, uid, gid int) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !give || !ok || (int(st.Uid) == uid && int(st.Gid) == gid) {
 		return nil
-	})
+	}
+	// A file the runtime is replacing right now (a parallel file tool
+	// call) may be gone: nothing to give.
+	if err := root.Lchown(rel, uid, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sandbox: give %s to the sandbox uid %d: %w", filepath.Join(root.Name(), rel), uid, err)
+	}
+	return nil
+}
+
+// tend is what is done to an entry of a Tracked mount that changed since
+// the last command (before or after one): it is given to the sandbox uid
+// and loses any setuid/setgid bit.
+func tend(give bool, uid, gid int) func(root *os.Root, rel string, fi fs.FileInfo) error {
+	return func(root *os.Root, rel string, fi fs.FileInfo) error {
+		if err := clearSetid(root, rel, fi); err != nil {
+			return err
+		}
+		return giveTo(root, rel, fi, give, uid, gid)
+	}
 }
 
 // stripSetid clears setuid and setgid bits on everything in the writable
@@ -273,16 +291,19 @@ func ownMounts(ms []Mount, give bool, uid, gid int) (tally, error) {
 // outlive the sandbox in the run directory), and measures the mounts that
 // have a quota. Links are skipped; the chmod resolves inside the mount only.
 func stripSetid(ms []Mount) (tally, error) {
-	return eachEntry(ms, true, func(root *os.Root, rel string, fi fs.FileInfo) error {
-		m := fi.Mode()
-		if m&fs.ModeSymlink != 0 || m&(fs.ModeSetuid|fs.ModeSetgid) == 0 {
-			return nil
-		}
-		if err := root.Chmod(rel, m.Perm()|(m&fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("sandbox: clear setuid/setgid on %s: %w", filepath.Join(root.Name(), rel), err)
-		}
+	uid, gid, give := ids()
+	return eachEntry(ms, true, clearSetid, tend(give, uid, gid))
+}
+
+func clearSetid(root *os.Root, rel string, fi fs.FileInfo) error {
+	m := fi.Mode()
+	if m&fs.ModeSymlink != 0 || m&(fs.ModeSetuid|fs.ModeSetgid) == 0 {
 		return nil
-	})
+	}
+	if err := root.Chmod(rel, m.Perm()|(m&fs.ModeSticky)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sandbox: clear setuid/setgid on %s: %w", filepath.Join(root.Name(), rel), err)
+	}
+	return nil
 }
 
 // tally is what eachEntry measured of the mounts with a quota, by index:
@@ -293,17 +314,33 @@ type tally map[int][2]int64
 // directory included, as "."), all of them when every is set, else only
 // those with a quota, through an os.Root of the mount, and measures the
 // mounts with a quota on the way. It returns the first error of f.
-func eachEntry(ms []Mount, every bool, f func(root *os.Root, rel string, fi fs.FileInfo) error) (tally, error) {
+//
+// A Tracked mount is not walked: tracked is called on the entries that
+// changed since the last call for it (whatever every says), and its tally
+// comes from its tree's running totals.
+func eachEntry(ms []Mount, every bool, f, tracked func(root *os.Root, rel string, fi fs.FileInfo) error) (tally, error) {
 	var first error
 	t := tally{}
 	for i, m := range ms {
 		q := m.Quota
-		if !m.Writable || (!every && q == nil) {
+		if !m.Writable || (!every && q == nil && !m.Tracked) {
 			continue
 		}
 		root, err := os.OpenRoot(m.Source)
 		if err != nil {
 			return t, fmt.Errorf("sandbox: open mount %s: %w", m.Source, err)
+		}
+		if m.Tracked {
+			err := eachChanged(root, m.Source, tracked)
+			root.Close()
+			if err != nil && first == nil {
+				first = err
+			}
+			if q != nil {
+				b, f := usageOf(m)
+				t[i] = [2]int64{b, f}
+			}
+			continue
 		}
 		var bytes, files int64
 		// Discovery by path (fast; it never follows links); every change
@@ -339,6 +376,42 @@ func eachEntry(ms []Mount, every bool, f func(root *os.Root, rel string, fi fs.F
 		}
 	}
 	return t, first
+}
+
+// subs are this package's subscriptions to the trees of Tracked mounts.
+var subs struct {
+	sync.Mutex
+	m map[*watch.Tree]*watch.Sub
+}
+
+// eachChanged calls f on every entry of the watched dir that changed since
+// the last call for it (all of them the first time).
+func eachChanged(root *os.Root, dir string, f func(root *os.Root, rel string, fi fs.FileInfo) error) error {
+	tr, err := watch.For(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: watch mount %s: %w", dir, err)
+	}
+	subs.Lock()
+	if subs.m == nil {
+		subs.m = map[*watch.Tree]*watch.Sub{}
+	}
+	sub := subs.m[tr]
+	if sub == nil {
+		sub = tr.Subscribe()
+		subs.m[tr] = sub
+	}
+	subs.Unlock()
+	var first error
+	for _, rel := range sub.Take() {
+		fi, err := root.Lstat(rel)
+		if err != nil {
+			continue // gone again
+		}
+		if err := f(root, rel, fi); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // CommandUID is the host uid sandboxed commands run as in this process.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Quota bounds what a writable mount may hold: allocated bytes (blocks on
@@ -55,6 +57,20 @@ func usage(dir string, apparent bool) (bytes, files int64) {
 	return bytes, files
 }
 
+// usageOf measures a mount: from its watched tree when Tracked.
+func usageOf(m Mount) (bytes, files int64) {
+	if m.Tracked {
+		if t, err := watch.For(m.Source); err == nil {
+			blocks, apparent, n := t.Usage()
+			if m.Quota != nil && m.Quota.Apparent {
+				return apparent, n
+			}
+			return blocks, n
+		}
+	}
+	return usage(m.Source, m.Quota != nil && m.Quota.Apparent)
+}
+
 // over says how m is over its quota ("" if it is not).
 func (q Quota) over(bytes, files int64) string {
 	switch {
@@ -93,7 +109,7 @@ func newQuotaWatch(ms []Mount, start tally) *quotaWatch {
 // its quota, and how.
 func (w *quotaWatch) check() (Mount, string) {
 	for i, m := range w.ms {
-		b, f := usage(m.Source, m.Quota.Apparent)
+		b, f := usageOf(m)
 		if why := m.Quota.over(b, f); why != "" && (b > w.start[i][0] || f > w.start[i][1]) {
 			return m, why
 		}

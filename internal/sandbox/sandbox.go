@@ -62,6 +62,11 @@ type Mount struct {
 	// Quota, if set on a writable mount, bounds what the command may leave
 	// in it (see Quota).
 	Quota *Quota `json:"-"`
+	// Tracked says Source is a lasting directory (a plane, not a per-command
+	// copy) worth watching (package watch): giving its contents to the
+	// sandbox uid, clearing setuid bits and measuring its quota then cost
+	// what changed since the last command, not a walk.
+	Tracked bool `json:"-"`
 }
 
 // Spec is one command to run.

@@ -71,7 +71,9 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		mounts = append(mounts, v.Mounts...)
 	}
 
-	before, beforeErr := snapshot(env.FS)
+	// The deltas come from the planes' tracked indexes: the cost is the
+	// files changed, not the files there (workspace.FS.Mark).
+	mark, beforeErr := env.FS.Mark(workspace.Workspace, workspace.Outputs)
 	res, err := env.Runner.Run(ctx, sandbox.Spec{
 		Command:     a.Command,
 		Dir:         "/workspace",
@@ -85,6 +87,9 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		published = view.After(err != nil || res.TimedOut || res.ExitCode == -1)
 	}
 	if err != nil {
+		if beforeErr == nil {
+			_, _ = env.FS.Since(mark) // end the mark
+		}
 		if published != "" {
 			published = "\n" + published
 		}
@@ -103,14 +108,14 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 	}
 	meta.Limit = res.Limit
 	var deltas []FileDelta
-	after, afterErr := snapshot(env.FS)
-	if beforeErr == nil && afterErr == nil {
-		for i := range before {
-			deltas = append(deltas, env.FS.Changes(before[i], after[i])...)
+	if beforeErr == nil {
+		var afterErr error
+		deltas, afterErr = env.FS.Since(mark)
+		if afterErr != nil {
+			meta.SnapshotError = afterErr.Error()
 		}
-		slices.SortFunc(deltas, func(a, b FileDelta) int { return strings.Compare(a.Path, b.Path) })
 	} else {
-		meta.SnapshotError = fmt.Sprint(beforeErr, afterErr)
+		meta.SnapshotError = beforeErr.Error()
 	}
 
 	var b strings.Builder
@@ -143,19 +148,6 @@ var (
 	readOnlyFS = []byte("Read-only file system")
 	outputsDir = []byte("/outputs")
 )
-
-// snapshot takes the planes a command can change, in a fixed order.
-func snapshot(fs *workspace.FS) ([]workspace.Snapshot, error) {
-	var out []workspace.Snapshot
-	for _, plane := range []string{workspace.Workspace, workspace.Outputs} {
-		s, err := fs.Snapshot(plane)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
 
 // section writes one output stream, saying so when it is empty or was cut
 // by the sandbox.

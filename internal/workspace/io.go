@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 
 	"github.com/apodex/apodex/internal/hostfs"
 )
@@ -174,12 +175,23 @@ func hashOpen(f *os.File) (string, int64, error) {
 		return "", 0, fmt.Errorf("workspace: %s is not a regular file", f.Name())
 	}
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	buf := hashBufs.Get().(*[]byte)
+	n, err := io.CopyBuffer(h, onlyReader{f}, *buf)
+	hashBufs.Put(buf)
 	if err != nil {
 		return "", 0, err
 	}
 	return HashPrefix + hex.EncodeToString(h.Sum(nil)), n, nil
 }
+
+// hashBufs are hashOpen's read buffers: indexing a large workspace hashes
+// every file once, and a buffer per file would make that garbage.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// onlyReader hides WriterTo, so io.CopyBuffer uses the pooled buffer.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
 // HashBytes is HashFile for content in memory.
 func HashBytes(b []byte) string {

@@ -173,7 +173,16 @@ func Diff(before, after Snapshot) []Delta {
 // out; so is a deletion of a file the shared directory no longer has.
 func (w *FS) Changes(before, after Snapshot) []Delta {
 	ds := Diff(before, after)
-	if w.Shared == "" || after.plane != Workspace {
+	if after.plane != Workspace {
+		return ds
+	}
+	return w.own(ds)
+}
+
+// own leaves out of ds the /workspace deltas another agent made (see
+// Changes).
+func (w *FS) own(ds []Delta) []Delta {
+	if w.Shared == "" {
 		return ds
 	}
 	shared, err := os.OpenRoot(w.Shared)
@@ -183,7 +192,11 @@ func (w *FS) Changes(before, after Snapshot) []Delta {
 	defer shared.Close()
 	kept := ds[:0]
 	for _, d := range ds {
-		rel := strings.TrimPrefix(d.Path, "/workspace/")
+		rel, ok := strings.CutPrefix(d.Path, "/workspace/")
+		if !ok {
+			kept = append(kept, d)
+			continue
+		}
 		sum, _, err := HashIn(shared, rel)
 		switch {
 		case d.After != "" && err == nil && sum == d.After:

@@ -87,6 +87,8 @@ type FS struct {
 
 	mu     sync.Mutex
 	hashes map[string]map[string]hashEntry // plane -> rel -> last hash, see snapshot.go
+	index  map[string]*planeIndex          // plane -> tracked files, see track.go
+	marks  []*Mark
 }
 
 // View returns a new FS over the same host directories whose /outputs
@@ -136,13 +138,13 @@ func (w *FS) Mounts() []sandbox.Mount {
 		return []sandbox.Mount{
 			{Source: w.Inputs, Target: "/inputs"},
 			{Source: w.Workspace, Target: "/workspace"},
-			{Source: filepath.Join(w.Workspace, w.Own), Target: "/workspace/" + w.Own, Writable: true},
+			{Source: filepath.Join(w.Workspace, w.Own), Target: "/workspace/" + w.Own, Writable: true, Tracked: true},
 			{Source: w.Outputs, Target: "/outputs"},
 		}
 	}
 	return []sandbox.Mount{
 		{Source: w.Inputs, Target: "/inputs"},
-		{Source: w.Workspace, Target: "/workspace", Writable: true},
+		{Source: w.Workspace, Target: "/workspace", Writable: true, Tracked: true},
 		{Source: w.Outputs, Target: "/outputs"},
 	}
 }

@@ -36,3 +36,47 @@ func BenchmarkCreateClose(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDispatchMerge is a subagent's worktree over a shared workspace
+// of 0 to 100,000 files: create (dispatch), one file written, merge, close.
+//
+//	go test -run '^$' -bench DispatchMerge -benchtime 10x ./internal/worktree/
+func BenchmarkDispatchMerge(b *testing.B) {
+	for _, n := range []int{0, 2000, 20000, 100000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			shared := filepath.Join(b.TempDir(), "shared")
+			write(b, filepath.Join(shared, "keep"), "k")
+			for i := range n {
+				write(b, filepath.Join(shared, fmt.Sprintf("d%04d", i/100), fmt.Sprintf("f%03d.txt", i%100)), "0123456789abcdef")
+			}
+			root := filepath.Join(b.TempDir(), "root")
+			defer Cleanup(root)
+			// The first Create indexes the shared workspace (once per
+			// process); it is outside the timing.
+			w, err := Create(shared, root, "warm")
+			if err != nil {
+				b.Fatal(err)
+			}
+			w.Close()
+			i := 0
+			for b.Loop() {
+				w, err := Create(shared, root, fmt.Sprint(i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if w.Kind != Overlay {
+					b.Skipf("overlay unavailable: %s", w.Fallback)
+				}
+				write(b, filepath.Join(w.Dir, fmt.Sprintf("new%d.txt", i)), "new")
+				rep, err := w.Merge()
+				if err != nil || len(rep.Conflicts) > 0 {
+					b.Fatalf("merge: %v %+v", err, rep)
+				}
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

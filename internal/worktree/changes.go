@@ -65,16 +65,27 @@ func (w *Worktree) Changes() ([]Change, error) {
 // opaque directory, or a file or link where a directory was, hides everything
 // the lower directory had below it.
 func (w *Worktree) overlayChanges() ([]Change, error) {
-	keys := make([]string, 0, len(w.baseline))
-	for p := range w.baseline {
-		keys = append(keys, p)
-	}
-	sort.Strings(keys)
+	// The baseline's paths are sorted only if something hides a lower
+	// directory: a merge of a few files costs a few lookups.
+	var keys []string
 	deleted := make(map[string]bool)
 	hideBelow := func(rel string) {
+		if keys == nil {
+			keys = make([]string, 0, len(w.baseline))
+			for p := range w.baseline {
+				keys = append(keys, p)
+			}
+			sort.Strings(keys)
+		}
 		for i := sort.SearchStrings(keys, rel+"/"); i < len(keys) && strings.HasPrefix(keys[i], rel+"/"); i++ {
 			deleted[keys[i]] = true
 		}
+	}
+	// wasDir: a file or link in upper hides a lower directory only where
+	// the shared directory has one.
+	wasDir := func(rel string) bool {
+		fi, err := os.Lstat(filepath.Join(w.shared, filepath.FromSlash(rel)))
+		return err == nil && fi.IsDir()
 	}
 	hideSelf := func(rel string) {
 		if _, ok := w.baseline[rel]; ok {
@@ -107,14 +118,18 @@ func (w *Worktree) overlayChanges() ([]Change, error) {
 				return err
 			}
 			cur[rel] = h
-			hideBelow(rel)
+			if wasDir(rel) {
+				hideBelow(rel)
+			}
 		case t&fs.ModeSymlink != 0:
 			target, err := os.Readlink(host)
 			if err != nil {
 				return err
 			}
 			cur[rel] = linkPrefix + target
-			hideBelow(rel)
+			if wasDir(rel) {
+				hideBelow(rel)
+			}
 		case t&fs.ModeCharDevice != 0:
 			if fi, err := d.Info(); err == nil && isWhiteout(fi) {
 				hideSelf(rel)
@@ -146,10 +161,20 @@ func diff(base, cur map[string]string, deleted map[string]bool) []Change {
 			out = append(out, Change{Path: p, Kind: Created, Hash: s})
 		}
 	}
-	for p := range base {
-		_, still := cur[p]
-		if !still && (deleted == nil || deleted[p]) {
+	gone := func(p string) {
+		if _, still := cur[p]; !still {
 			out = append(out, Change{Path: p, Kind: Deleted})
+		}
+	}
+	if deleted == nil {
+		for p := range base {
+			gone(p)
+		}
+	} else {
+		for p := range deleted {
+			if _, had := base[p]; had {
+				gone(p)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

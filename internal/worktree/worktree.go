@@ -160,7 +160,7 @@ func (w *Worktree) mountOverlay() error {
 		return err
 	}
 	defer unlock()
-	b, err := scan(w.shared, cacheFor(w.shared))
+	b, err := scanShared(w.shared)
 	if err != nil {
 		return err
 	}
