@@ -3,4 +3,5 @@
 // agent activity and assignments, liveness and trainability. Each is read
 // from the record through the one projection (runstate) and, for liveness,
 // the run's lock file; reading never disturbs a live run and never writes.
+// Render prints an Info as the text of `apodex show`.
 package runinfo
