@@ -120,6 +120,6 @@ func showGradeOf(dir string, jsonOut bool, stdout io.Writer) error {
 		writeJSON(stdout, g)
 		return nil
 	}
-	printGrade(stdout, g)
+	grade.Render(stdout, g)
 	return nil
 }
