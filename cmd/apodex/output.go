@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,12 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runlog"
 	"github.com/apodex/apodex/internal/transcript"
 )
 
@@ -42,71 +40,23 @@ func (o *outputFlags) check() error {
 }
 
 func parseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "", "info":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
+	l, err := runlog.ParseLevel(s)
+	if err != nil {
+		return 0, usagef("%v", err)
 	}
-	return 0, usagef("--log-level %q: use debug, info, warn or error", s)
+	return l, nil
 }
 
 // LogFile is the log --log-level writes in a run directory.
-const LogFile = "apodex.log"
+const LogFile = runlog.File
 
-// logger is the run's logger: nil without --log-level; else a JSON log to
-// apodex.log in dir, held in memory until the run creates dir (a run that
-// never starts leaves no directory behind).
+// logger is the run's logger: nil without --log-level; else runlog.New.
 func (o *outputFlags) logger(dir string) (*slog.Logger, func()) {
 	if o.logLevel == "" {
 		return nil, func() {}
 	}
 	lvl, _ := parseLevel(o.logLevel)
-	w := &dirFile{path: filepath.Join(dir, LogFile)}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), w.close
-}
-
-// dirFile appends to path once path's directory exists; before, it buffers.
-type dirFile struct {
-	path string
-	mu   sync.Mutex
-	f    *os.File
-	buf  bytes.Buffer
-}
-
-func (d *dirFile) Write(p []byte) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.f == nil {
-		if _, err := os.Stat(filepath.Dir(d.path)); err != nil {
-			return d.buf.Write(p)
-		}
-		f, err := os.OpenFile(d.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return d.buf.Write(p)
-		}
-		d.f = f
-		d.f.Write(d.buf.Bytes())
-		d.buf.Reset()
-	}
-	return d.f.Write(p)
-}
-
-func (d *dirFile) close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.f == nil && d.buf.Len() > 0 {
-		if _, err := os.Stat(filepath.Dir(d.path)); err == nil {
-			os.WriteFile(d.path, d.buf.Bytes(), 0o644)
-		}
-	}
-	if d.f != nil {
-		d.f.Close()
-	}
+	return runlog.New(dir, lvl)
 }
 
 // startProgress prints the run in dir's progress on w from its record,
