@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
@@ -59,36 +57,13 @@ func (o *outputFlags) logger(dir string) (*slog.Logger, func()) {
 	return runlog.New(dir, lvl)
 }
 
-// startProgress prints the run in dir's progress on w from its record,
-// after event after, in the background; stop waits for the record's end
-// (or a moment, for a run that never started) and returns.
+// startProgress prints the run's progress on w in the background
+// (progress.Start), unless --quiet.
 func (o *outputFlags) startProgress(ctx context.Context, dir string, after int64, w io.Writer) (stop func(started bool)) {
 	if o.quiet {
 		return func(bool) {}
 	}
-	// Not ended by Ctrl-C: the run records how it ended, and that is worth
-	// printing; stop ends the follower.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	var err error
-	opt := progress.Options{Verbose: o.verbose, Style: transcript.Style{Color: progress.Colour(w)}}
-	go func() {
-		defer close(done)
-		err = progress.Follow(ctx, dir, after, w, opt)
-	}()
-	return func(started bool) {
-		if started {
-			select { // the record ends with run_finished: Follow ends by itself
-			case <-done:
-			case <-time.After(5 * time.Second):
-			}
-		}
-		cancel()
-		<-done
-		if err != nil && started { // a run that never started has no record to follow
-			fmt.Fprintf(w, "apodex: progress stopped: %v\n", err)
-		}
-	}
+	return progress.Start(ctx, dir, after, w, progress.Options{Verbose: o.verbose, Style: transcript.Style{Color: progress.Colour(w)}})
 }
 
 func writeJSON(w io.Writer, v any) {
