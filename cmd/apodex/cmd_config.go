@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 
 	"github.com/apodex/apodex/internal/config"
 )
@@ -79,7 +77,7 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if prof == "" {
 		prof = "(none)"
 	}
-	out = append(out, config.Value{Key: "profile", Value: prof, Source: profileSource(given["profile"], r.Profile)})
+	out = append(out, config.Value{Key: "profile", Value: prof, Source: config.ProfileSource(given["profile"], r.Profile, os.Getenv)})
 	for _, k := range config.Keys {
 		fl := fs.Lookup(config.FlagName(k))
 		if v, ok := r.Values[k]; ok {
@@ -99,35 +97,6 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		writeJSON(stdout, out)
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SETTING\tVALUE\tSOURCE")
-	for _, v := range out {
-		val := v.Value
-		if val == "" {
-			val = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", v.Key, val, v.Source)
-	}
-	tw.Flush()
-	fmt.Fprintln(stdout, "\nfiles, lowest precedence first (flags > env > profile > file defaults > default):")
-	for _, p := range config.Paths(homeDir(*home), os.Getenv) {
-		state := "absent"
-		if _, err := os.Stat(p); err == nil {
-			state = "read"
-		}
-		fmt.Fprintf(stdout, "  %s (%s)\n", p, state)
-	}
+	config.Render(stdout, out, config.Paths(homeDir(*home), os.Getenv))
 	return nil
-}
-
-func profileSource(flag bool, name string) string {
-	switch {
-	case flag:
-		return "flag --profile"
-	case name == "":
-		return "none selected"
-	case os.Getenv("APODEX_PROFILE") == name:
-		return "env APODEX_PROFILE"
-	}
-	return "file (profile = " + fmt.Sprintf("%q", name) + ")"
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/apodex/apodex/internal/grade"
 	"github.com/apodex/apodex/internal/llm"
@@ -61,26 +60,6 @@ func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		writeJSON(stdout, res)
 		return nil
 	}
-	printGrade(stdout, res)
+	grade.Render(stdout, res)
 	return nil
-}
-
-// printGrade is the text view of a grade (also `show --grade`).
-func printGrade(w io.Writer, g *grade.Result) {
-	fmt.Fprintf(w, "grade:       %s %d/%d\n", g.Rubric, g.Total, g.Max)
-	for _, c := range g.Capabilities {
-		fmt.Fprintf(w, "  %-44s %d/%d\n", c.Name, c.Score, c.Max)
-	}
-	for _, it := range g.Items {
-		var stages []string
-		for _, h := range it.History {
-			stages = append(stages, fmt.Sprintf("%s %d", h.Stage, h.Band))
-		}
-		fmt.Fprintf(w, "  %-16s band %d  cites %v  (%s) %s\n", it.Item, it.Band, it.Cites, strings.Join(stages, " → "), oneLine(it.Rationale))
-	}
-	var st []string
-	for _, s := range g.Stages {
-		st = append(st, fmt.Sprintf("%s %d call(s) %d tokens", s.Stage, s.Attempts, s.Usage.TotalTokens))
-	}
-	fmt.Fprintf(w, "grader cost: %d tokens (%s)\n", g.Usage.TotalTokens, strings.Join(st, "; "))
 }

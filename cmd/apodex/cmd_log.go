@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/apodex/apodex/internal/progress"
@@ -59,7 +58,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if !*jsonOut {
-		all = byAgent(all)
+		all = transcript.ByAgent(all)
 	}
 	for _, x := range all {
 		emit(x)
@@ -68,35 +67,6 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "apodex log: the record's last line is torn (the process was killed mid-write); `apodex resume` repairs it")
 	}
 	return nil
-}
-
-// byAgent groups a transcript per agent, each in record order: the run's
-// own entries before the first agent's come first, the rest last (delivery,
-// verification, the end); agents in order of their first entry.
-func byAgent(all []transcript.Entry) []transcript.Entry {
-	runLevel := func(a string) bool { return a == "" || a == "runtime" || a == "user" }
-	first := slices.IndexFunc(all, func(x transcript.Entry) bool { return !runLevel(x.Agent) })
-	if first < 0 {
-		return all
-	}
-	out := append([]transcript.Entry(nil), all[:first]...)
-	var order []string
-	per := map[string][]transcript.Entry{}
-	var tail []transcript.Entry
-	for _, x := range all[first:] {
-		if runLevel(x.Agent) {
-			tail = append(tail, x)
-			continue
-		}
-		if _, ok := per[x.Agent]; !ok {
-			order = append(order, x.Agent)
-		}
-		per[x.Agent] = append(per[x.Agent], x)
-	}
-	for _, a := range order {
-		out = append(out, per[a]...)
-	}
-	return append(out, tail...)
 }
 
 // followLog calls each for every event of the run in dir as it lands, until

@@ -7,38 +7,18 @@ import (
 	"text/tabwriter"
 
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runinfo"
 )
 
-// StatusStopped is how a run whose process died without finishing is shown
-// (the record says running; nobody holds its live lock).
-const StatusStopped = "stopped"
+// Read models with the status people see (a dead process's run is stopped).
+var (
+	loadInfo   = runinfo.LoadLive
+	liveStatus = runinfo.LiveStatus
+	listRuns   = runinfo.ListLive
+)
 
-// loadInfo reads one run for people: a run that is not finished and that no
-// process holds is stopped, not running. (Data loading stays in these small
-// functions so the read model behind them can change.)
-func loadInfo(dir string) (run.Info, error) {
-	info, err := run.Load(dir)
-	if err != nil {
-		return info, err
-	}
-	info.Status = liveStatus(dir, info.Status)
-	return info, nil
-}
-
-func liveStatus(dir, status string) string {
-	if status == run.StatusRunning && run.Liveness(dir) == run.Stopped {
-		return StatusStopped
-	}
-	return status
-}
-
-func listRuns(home string) ([]run.Info, error) {
-	infos, err := run.List(home)
-	for i := range infos {
-		infos[i].Status = liveStatus(infos[i].RunDir, infos[i].Status)
-	}
-	return infos, err
-}
+// StatusStopped is how a run whose process died without finishing is shown.
+const StatusStopped = runinfo.StatusStopped
 
 func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("runs", "[flags]", stdout, stderr)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/apodex/apodex/internal/inbox"
@@ -96,24 +95,9 @@ const budgetWait = 10 * time.Second
 // sayBudget sends one budget control from KEY=VALUE words (the one word
 // without '=' is the run id) and prints the budgets the run then has.
 func sayBudget(ctx context.Context, home string, words []string, stdout, stderr io.Writer) error {
-	var ids, pairs []string
-	for _, w := range words {
-		if strings.Contains(w, "=") {
-			pairs = append(pairs, w)
-		} else {
-			ids = append(ids, w)
-		}
-	}
-	switch {
-	case len(ids) == 0:
-		return usagef("--budget: give the run id, e.g. apodex say --budget turns=+10 deadline=+5m RUN")
-	case len(ids) > 1:
-		return usagef("--budget takes KEY=VALUE pairs and one run id, not %s; e.g. apodex say --budget turns=+10 deadline=+5m RUN", quoteAll(ids))
-	}
-	id := ids[0]
-	b, ok := inbox.ParseBudget(strings.Join(pairs, " "))
-	if !ok || len(b) != len(pairs) {
-		return usagef("--budget %q: use KEY=VALUE pairs with turns, tool_calls, tokens, deadline or timeout (e.g. turns=+10 deadline=+5m)", strings.Join(pairs, " "))
+	id, b, pairs, err := inbox.BudgetArgs(words)
+	if err != nil {
+		return usagef("%v", err)
 	}
 	dir, live, err := liveRun(home, id, stderr)
 	if err != nil {
@@ -127,7 +111,7 @@ func sayBudget(ctx context.Context, home string, words []string, stdout, stderr 
 		return err
 	}
 	if !live {
-		fmt.Fprintf(stdout, "budget change queued for %s: %s\n", filepath.Base(dir), strings.Join(pairs, " "))
+		fmt.Fprintf(stdout, "budget change queued for %s: %s\n", filepath.Base(dir), pairs)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, budgetWait)
@@ -142,7 +126,7 @@ func sayBudget(ctx context.Context, home string, words []string, stdout, stderr 
 			return nil
 		}
 	}
-	fmt.Fprintf(stdout, "budget change sent to %s (%s); the run applies it before its next model call\n", filepath.Base(dir), strings.Join(pairs, " "))
+	fmt.Fprintf(stdout, "budget change sent to %s (%s); the run applies it before its next model call\n", filepath.Base(dir), pairs)
 	return nil
 }
 
@@ -201,24 +185,6 @@ func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stdout, "no messages")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tSEQ\tCLASS\tTEXT")
-	for _, m := range msgs {
-		seq := "-"
-		if m.State == inbox.StateDelivered {
-			seq = fmt.Sprint(m.Seq)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.State, seq, m.Class, clip(oneLine(m.Text), 70))
-	}
-	tw.Flush()
+	inbox.RenderList(stdout, msgs)
 	return nil
-}
-
-// quoteAll renders words as "a", "b".
-func quoteAll(words []string) string {
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = fmt.Sprintf("%q", w)
-	}
-	return strings.Join(q, ", ")
 }

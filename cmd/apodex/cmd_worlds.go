@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/world"
@@ -78,22 +76,9 @@ func worldsList(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, "no worlds stored; make some with `apodex worlds gen file --seed 1 --out worlds/ --build`")
 	}
 	for _, w := range ws {
-		fmt.Fprintf(stdout, "%s  %-7s %-22s %s  %d files\n", w.ID, w.Family, w.Name, coords(w.Diff), len(w.Files))
+		fmt.Fprintf(stdout, "%s  %-7s %-22s %s  %d files\n", w.ID, w.Family, w.Name, world.Coords(w.Diff), len(w.Files))
 	}
 	return nil
-}
-
-func coords(d map[string]float64) string {
-	keys := make([]string, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%g", k, d[k]))
-	}
-	return strings.Join(parts, " ")
 }
 
 func oneWorld(name string, args []string, stdout, stderr io.Writer) (*world.World, bool, error) {
@@ -123,16 +108,7 @@ func worldsShow(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		writeJSON(stdout, w)
 		return nil
 	}
-	fmt.Fprintf(stdout, "world %s  %s (%s)\n", w.ID, w.Name, w.Family)
-	if w.Gen.Name != "" {
-		fmt.Fprintf(stdout, "generator: %s v%s seed %d level %d\n", w.Gen.Name, w.Gen.Version, w.Gen.Seed, w.Gen.Level)
-	}
-	fmt.Fprintf(stdout, "difficulty: %s\n", coords(w.Diff))
-	fmt.Fprintf(stdout, "objective: %s\n", oneLine(w.Manifest.Contract.Objective))
-	fmt.Fprintf(stdout, "stored in %s (read-only), %d files, %d bytes:\n", w.Dir, len(w.Files), w.Bytes)
-	for _, f := range w.Files {
-		fmt.Fprintf(stdout, "  %s  %d bytes  %s\n", f.Path, f.Bytes, f.SHA256[:12])
-	}
+	world.Render(stdout, w)
 	return nil
 }
 
@@ -150,31 +126,12 @@ func worldsCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if jsonOut {
 		writeJSON(stdout, rep)
 	} else {
-		mark := "usable"
-		if !rep.OK {
-			mark = "NOT usable"
-		}
-		fmt.Fprintf(stdout, "world %s: %s\n", w.ID, mark)
-		fmt.Fprintf(stdout, "  reference solution: %s\n", passFail(rep.Solution.Passed, rep.Solution.Failures))
-		fmt.Fprintf(stdout, "  empty delivery:     %s\n", passFail(rep.Empty.Passed, rep.Empty.Failures))
-		for _, p := range rep.Problems {
-			fmt.Fprintf(stdout, "  PROBLEM: %s\n", oneLine(p))
-		}
+		world.RenderCheck(stdout, w, rep)
 	}
 	if !rep.OK {
 		return exitError(exitFailed)
 	}
 	return nil
-}
-
-func passFail(ok bool, failures []string) string {
-	if ok {
-		return "passes the verifier"
-	}
-	if len(failures) > 0 {
-		return "fails (" + oneLine(failures[0]) + ")"
-	}
-	return "fails"
 }
 
 func worldsGen(_ context.Context, args []string, stdout, stderr io.Writer) error {

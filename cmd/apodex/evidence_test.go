@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runtest"
@@ -126,7 +127,7 @@ func TestEvidenceFromOutside(t *testing.T) {
 	}
 
 	code, out, _ = cli(t, "evidence", "--home", home, "--json", filepath.Base(runDir))
-	var list evidenceList
+	var list evidence.Listing
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
 		t.Fatalf("apodex evidence --json: %d\n%s", code, out)
 	}

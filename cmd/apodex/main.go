@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runinfo"
 )
 
 func main() {
@@ -203,6 +204,10 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
+// Text helpers shared by the commands' tables.
+var (
+	oneLine = runinfo.OneLine
+	dash    = runinfo.Dash
+	clip    = runinfo.Clip
+	short   = runinfo.Short
+)

@@ -51,3 +51,35 @@ func finished(dir string) bool {
 	e, err := record.Last(dir)
 	return err == nil && e.Type == record.TypeRunFinished
 }
+
+// StatusStopped is how a run whose process died without finishing is shown
+// (the record says running; nobody holds its live lock).
+const StatusStopped = Stopped
+
+// LiveStatus is status as people see it: a running run that no process
+// holds is stopped.
+func LiveStatus(dir, status string) string {
+	if status == StatusRunning && Liveness(dir) == Stopped {
+		return StatusStopped
+	}
+	return status
+}
+
+// LoadLive is Load with the status as LiveStatus says.
+func LoadLive(dir string) (Info, error) {
+	info, err := Load(dir)
+	if err != nil {
+		return info, err
+	}
+	info.Status = LiveStatus(dir, info.Status)
+	return info, nil
+}
+
+// ListLive is List with each status as LiveStatus says.
+func ListLive(home string) ([]Info, error) {
+	infos, err := List(home)
+	for i := range infos {
+		infos[i].Status = LiveStatus(infos[i].RunDir, infos[i].Status)
+	}
+	return infos, err
+}

@@ -1,0 +1,40 @@
+package otel
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// telemetryWait is how long a command waits, after its run ended, for the
+// spans to be exported.
+const telemetryWait = 10 * time.Second
+
+// Start exports the run in dir as spans in a goroutine it owns when
+// OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise it does nothing at all. An
+// export error is one line on stderr. stop(started) waits for the export
+// (at most telemetryWait) when the run started, else drops it.
+func Start(ctx context.Context, dir string, after int64, version string, stderr io.Writer) (stop func(started bool)) {
+	if !Enabled() {
+		return func(bool) {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // the run's end, not Ctrl-C, ends the export
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := Export(ctx, dir, after, version); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "apodex: OpenTelemetry export: %v (check OTEL_EXPORTER_OTLP_ENDPOINT)\n", err)
+		}
+	}()
+	return func(started bool) {
+		if started {
+			select {
+			case <-done:
+			case <-time.After(telemetryWait):
+			}
+		}
+		cancel()
+		<-done
+	}
+}
