@@ -19,9 +19,6 @@ func fakeRun(t *testing.T, home string, wantCode int, extra []string, turns ...l
 	t.Helper()
 	srv := llmtest.NewOpenAI(t, llmtest.Script(turns...))
 	args := append(openaiArgs(home, srv), "--quiet", "--json")
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		args = append(args, "--sandbox", "none")
-	}
 	args = append(args, extra...)
 	code, out, errOut := cli(t, args...)
 	if code != wantCode {
@@ -34,9 +31,6 @@ func fakeRun(t *testing.T, home string, wantCode int, extra []string, turns ...l
 func scriptedRun(t *testing.T, home string, extra ...string) string {
 	t.Helper()
 	args := append([]string{"run", "--home", home, "--provider", "scripted", "--quiet", "--json"}, extra...)
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		args = append(args, "--sandbox", "none")
-	}
 	code, out, errOut := cli(t, args...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)

@@ -19,8 +19,13 @@ func bwrapCheck() Check {
 	c := Check{Group: "sandbox", Name: "bwrap"}
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
-		c.Status, c.Detail = Fail, "bubblewrap is not installed"
-		c.Fix = "install it (Debian/Ubuntu: apt-get install -y bubblewrap); until then runs need --sandbox none, which does not isolate commands"
+		if _, nerr := sandbox.New(sandbox.KindNative); nerr == nil {
+			c.Status, c.Detail = Warn, "bubblewrap is not installed: --sandbox auto uses the native sandbox (namespaces + Landlock)"
+			c.Fix = "nothing is needed; install bubblewrap (apt-get install -y bubblewrap) to use it instead"
+			return c
+		}
+		c.Status, c.Detail = Fail, "bubblewrap is not installed and the native sandbox is unavailable"
+		c.Fix = "install it (Debian/Ubuntu: apt-get install -y bubblewrap), or allow user namespaces for the native sandbox; until then runs need --sandbox none, which does not isolate commands"
 		return c
 	}
 	if err := sandbox.Available(); err != nil {

@@ -33,8 +33,8 @@ func BenchmarkEvalThroughput(b *testing.B) {
 		}
 		s.Worlds = append(s.Worlds, WorldRef{ID: w.ID})
 	}
-	sbx := "bwrap"
-	if _, err := sandbox.New("bwrap"); err != nil {
+	sbx := sandbox.KindAuto
+	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
 		sbx = "none"
 	}
 	for _, p := range []int{2, 8} {

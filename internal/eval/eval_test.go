@@ -34,8 +34,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{home: t.TempDir(), sbx: "bwrap"}
-	if _, err := sandbox.New("bwrap"); err != nil {
+	f := &fixture{home: t.TempDir(), sbx: sandbox.KindAuto}
+	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
 		f.sbx = "none"
 	}
 	st := world.NewStore(f.home)

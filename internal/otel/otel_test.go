@@ -2,10 +2,10 @@ package otel_test
 
 import (
 	"context"
+	"github.com/apodex/apodex/internal/runtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"sync"
 	"testing"
 
@@ -58,10 +58,8 @@ func teamRun(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandbox := "bwrap"
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("no bubblewrap: the team demo's script expects the sandbox (apt-get install -y bubblewrap)")
-	}
+	runtest.NeedSandbox(t) // the team demo's script expects what the sandbox shows
+	sandbox := runtest.SandboxKind()
 	s, err := run.Execute(context.Background(), run.Config{
 		Home: t.TempDir(), Objective: "Sum north and south and report", Model: m,
 		ModelInfo: record.ModelSettings{Provider: "scripted", Name: "script-1"}, Retry: llm.RetryPolicy{MaxAttempts: 1},

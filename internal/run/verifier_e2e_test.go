@@ -3,7 +3,6 @@ package run_test
 import (
 	"context"
 	"github.com/apodex/apodex/internal/runtest"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -69,10 +68,8 @@ func TestVerifierAgentEndToEnd(t *testing.T) {
 	put(t, filepath.Join(cfg.InputsDir, "data.csv"), "n\n40\n2\n")
 	put(t, filepath.Join(cfg.InputsDir, "sub", "a.txt"), "x")
 	cfg.Model = openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
-	cfg.Mode, cfg.Sandbox = run.ModeTeam, "none"
-	if _, err := exec.LookPath("bwrap"); err == nil {
-		cfg.Sandbox = "" // bubblewrap: the planes are bound read-only
-	}
+	runtest.NeedSandbox(t) // the planes are bound read-only for the verifier
+	cfg.Mode, cfg.Sandbox = run.ModeTeam, runtest.SandboxKind()
 	s, err := run.Execute(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

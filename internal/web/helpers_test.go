@@ -3,10 +3,10 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/apodex/apodex/internal/runtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,9 +39,7 @@ func (s slow) Generate(ctx context.Context, req *llm.Request) (*llm.Response, er
 // what the sandbox shows (without it the demo's gate fails).
 func needBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("no bubblewrap: apt-get install -y bubblewrap to run the team demo under it")
-	}
+	runtest.NeedSandbox(t)
 }
 
 const teamDemo = "../../examples/team-csv"
@@ -64,7 +62,7 @@ func teamConfig(t *testing.T, home, id string, delay time.Duration) run.Config {
 		NewID:     func() string { return id },
 		Mode:      run.ModeTeam,
 		InputsDir: filepath.Join(teamDemo, "inputs"),
-		Sandbox:   "bwrap",
+		Sandbox:   runtest.SandboxKind(),
 	}
 }
 
