@@ -28,6 +28,7 @@ package record
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -125,12 +126,20 @@ func (l *Log) PutBlob(data []byte) (string, error) {
 	if known {
 		return ref, nil
 	}
-	path := filepath.Join(l.dir, BlobsDir, name)
-	if _, err := os.Stat(path); err == nil {
+	// Through a root at blobs/: a link planted there cannot move the write.
+	root, err := os.OpenRoot(filepath.Join(l.dir, BlobsDir))
+	if err != nil {
+		return "", fmt.Errorf("record: store blob: %w", err)
+	}
+	defer root.Close()
+	if _, err := root.Lstat(name); err == nil {
 		l.remember(sum, false)
 		return ref, nil
 	}
-	tmp, err := os.CreateTemp(filepath.Join(l.dir, BlobsDir), ".tmp-*")
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmpName := ".tmp-" + hex.EncodeToString(rnd[:])
+	tmp, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", fmt.Errorf("record: store blob: %w", err)
 	}
@@ -142,10 +151,10 @@ func (l *Log) PutBlob(data []byte) (string, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = root.Rename(tmpName, name)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		root.Remove(tmpName)
 		return "", fmt.Errorf("record: store blob: %w", err)
 	}
 	l.remember(sum, true)

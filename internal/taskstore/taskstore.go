@@ -13,8 +13,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/apodex/apodex/internal/hostfs"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -147,19 +149,26 @@ func Materialize(dir string, ce record.Contract) (*contract.Contract, error) {
 	if err := os.RemoveAll(filepath.Join(dir, taskDir)); err != nil {
 		return nil, fmt.Errorf("run: rebuild the task: %w", err)
 	}
+	// Every write goes through the run's root-confined API: no path in the
+	// record can put a file or a link outside dir/task/root.
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("run: rebuild the task: %w", err)
+	}
+	td, err := hostfs.Open(root)
+	if err != nil {
+		return nil, fmt.Errorf("run: rebuild the task: %w", err)
+	}
+	defer td.Close()
 	write := func(orig, ref string, mode fs.FileMode) error {
 		data, err := readBlob(dir, ref)
 		if err != nil {
 			return err
 		}
-		target, err := under(root, orig)
+		name, err := relName(orig)
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, mode)
+		return td.WriteFile(name, data, mode)
 	}
 	if err := write(ce.File, ce.TaskRef, 0o644); err != nil {
 		return nil, fmt.Errorf("run: rebuild the task file: %w", err)
@@ -184,14 +193,19 @@ func Materialize(dir string, ce record.Contract) (*contract.Contract, error) {
 			if !filepath.IsAbs(in) {
 				in = filepath.Join(filepath.Dir(ce.File), in)
 			}
-			link, err := under(root, in)
+			name, err := relName(in)
 			if err != nil {
 				return nil, err
 			}
-			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-				return nil, err
+			if _, err := td.Lstat(name); err == nil {
+				continue // a path the task's own files already hold
 			}
-			if err := os.Symlink(filepath.Join(dir, l.in), link); err != nil && !os.IsExist(err) {
+			if d := path.Dir(name); d != "." {
+				if err := td.MkdirAll(d, 0o755); err != nil {
+					return nil, err
+				}
+			}
+			if err := td.Symlink(filepath.Join(dir, l.in), name); err != nil {
 				return nil, fmt.Errorf("run: link the task's %s: %w", l.in, err)
 			}
 		}
@@ -203,6 +217,16 @@ func Materialize(dir string, ce record.Contract) (*contract.Contract, error) {
 	}
 	c.File = ce.File
 	return c, nil
+}
+
+// relName is an absolute original path as a name under the task root
+// (slash-separated, clean); anything else is refused.
+func relName(orig string) (string, error) {
+	p, err := under(string(filepath.Separator), orig)
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(strings.TrimPrefix(p, string(filepath.Separator))), nil
 }
 
 // under maps an absolute original path into root; anything else is refused.
