@@ -1,11 +1,17 @@
 package web
 
-// The claim ledger (apodex claims) is built elsewhere; until it lands, the
-// claim–evidence graph is read from where the record shows evidence ids
-// cited (evidence.Uses). A run that cites nothing has an empty graph.
+// The claim–evidence graph is the claim ledger (internal/claims, as
+// `apodex claims` prints it) when the run has claims: K ids with their
+// status and load-bearing flag, "cites" edges to their evidence refs,
+// "conflicts" edges between disputed claims. A run without claims shows
+// where the record cites evidence ids (evidence.Uses); a run that cites
+// nothing has an empty graph.
 
 import (
 	"slices"
+
+	"github.com/apodex/apodex/internal/claims"
+	"github.com/apodex/apodex/internal/record"
 )
 
 // claimGraph is /claims: claims and evidence as nodes, "cites" edges.
@@ -15,20 +21,27 @@ type claimGraph struct {
 }
 
 type claimNode struct {
-	ID    string `json:"id"`
-	Kind  string `json:"kind"` // "claim" or "evidence"
-	Label string `json:"label"`
-	Agent string `json:"agent,omitempty"`
+	ID          string `json:"id"`
+	Kind        string `json:"kind"` // "claim" or "evidence"
+	Label       string `json:"label"`
+	Agent       string `json:"agent,omitempty"`
+	Status      string `json:"status,omitempty"` // a ledger claim's status
+	LoadBearing bool   `json:"load_bearing,omitempty"`
 }
 
 type claimEdge struct {
 	From string `json:"from"` // a claim
 	To   string `json:"to"`   // an evidence id
-	Kind string `json:"kind"` // "cites"
+	Kind string `json:"kind"` // "cites" or "conflicts"
 }
 
 func loadClaims(dir string) (claimGraph, error) {
 	g := claimGraph{Nodes: []claimNode{}, Edges: []claimEdge{}}
+	if c, err := record.Read(dir); err == nil {
+		if l := claims.Fold(c.Events); len(l.Claims) > 0 {
+			return ledgerGraph(l), nil
+		}
+	}
 	items, err := loadEvidence(dir)
 	if err != nil {
 		return g, err
@@ -55,4 +68,30 @@ func loadClaims(dir string) (claimGraph, error) {
 		}
 	}
 	return g, nil
+}
+
+// ledgerGraph draws the claim ledger: claims, the refs they cite, and the
+// claims they conflict with.
+func ledgerGraph(l *claims.Ledger) claimGraph {
+	g := claimGraph{Nodes: []claimNode{}, Edges: []claimEdge{}}
+	seen := map[string]bool{}
+	for _, c := range l.Claims {
+		g.Nodes = append(g.Nodes, claimNode{ID: c.ID, Kind: "claim", Label: c.Text, Agent: c.StatedBy, Status: c.Status, LoadBearing: c.LoadBearing})
+		seen[c.ID] = true
+	}
+	for _, c := range l.Claims {
+		for _, ref := range c.Evidence {
+			if !seen[ref] {
+				seen[ref] = true
+				g.Nodes = append(g.Nodes, claimNode{ID: ref, Kind: "evidence", Label: ref})
+			}
+			g.Edges = append(g.Edges, claimEdge{From: c.ID, To: ref, Kind: "cites"})
+		}
+		for _, o := range c.ConflictsWith {
+			if c.ID < o {
+				g.Edges = append(g.Edges, claimEdge{From: c.ID, To: o, Kind: "conflicts"})
+			}
+		}
+	}
+	return g
 }
