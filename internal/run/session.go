@@ -181,6 +181,14 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		return s, errors.Join(ErrHalted, log.Close()) // as a kill: no conclusion, no run_finished
 	}
 	ss.plane.Release(ac.ID, string(out.Termination))
+	// Every agent has stopped: no atomic write is in flight, so a runtime
+	// temporary file left in a plane (one a stop cut off and something
+	// rewrote after resume's sweep) is garbage, never a deliverable.
+	for _, plane := range []string{ss.fs.Workspace, ss.fs.Outputs} {
+		for _, p := range workspace.RemoveTemps(plane) {
+			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "temp", Message: "removed a leftover runtime temporary file: " + p})
+		}
+	}
 
 	s.Termination = string(out.Termination)
 	s.Summary, s.Partial = out.Summary, out.Partial
