@@ -242,3 +242,23 @@ func tempName(name string) string {
 	rand.Read(rnd[:])
 	return path.Join(path.Dir(name), "."+path.Base(name)+TempMark+hex.EncodeToString(rnd[:]))
 }
+
+// CopyNew copies the host file src to dst, which must not exist yet (mode
+// 0644): how the runtime fills a directory it has just created (a run's
+// inputs, a world being stored).
+func CopyNew(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

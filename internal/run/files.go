@@ -1,7 +1,7 @@
 package run
 
 import (
-	"io"
+	"github.com/apodex/apodex/internal/hostfs"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -38,7 +38,7 @@ func copyInputs(src, dst string) ([]record.FileEntry, error) {
 		case !d.Type().IsRegular():
 			return nil
 		}
-		if err := copyFile(p, target); err != nil {
+		if err := hostfs.CopyNew(p, target); err != nil {
 			return err
 		}
 		sum, n, err := workspace.HashFile(target)
@@ -49,23 +49,6 @@ func copyInputs(src, dst string) ([]record.FileEntry, error) {
 		return nil
 	})
 	return entries, err
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // producedFiles lists the regular files in /workspace and /outputs at the end

@@ -3,6 +3,7 @@ package world
 import (
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/hostfs"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ func (r *Rollout) Finish() error {
 	}
 	for _, m := range moves { // changed files: copied from upper before Close removes it
 		if err == nil && m.changed {
-			err = copyFile(filepath.Join(upper, m.rel), filepath.Join(dst, m.rel))
+			err = hostfs.CopyNew(filepath.Join(upper, m.rel), filepath.Join(dst, m.rel))
 		}
 	}
 	if cerr := wt.Close(); err == nil {
@@ -115,7 +116,7 @@ func (r *Rollout) Finish() error {
 		if !m.changed {
 			from, to := filepath.Join(r.World.Workspace(), m.rel), filepath.Join(dst, m.rel)
 			if err = os.Link(from, to); err != nil {
-				err = copyFile(from, to)
+				err = hostfs.CopyNew(from, to)
 			}
 		}
 	}
@@ -147,7 +148,7 @@ func LinkInputs(w *World, dst string) ([]record.FileEntry, error) {
 			made[d] = true
 		}
 		if err := os.Link(from, to); err != nil {
-			if err := copyFile(from, to); err != nil {
+			if err := hostfs.CopyNew(from, to); err != nil {
 				return nil, fmt.Errorf("world: link inputs: %w", err)
 			}
 		}
@@ -178,6 +179,6 @@ func copyTreeInto(src, dst string) error {
 			return nil
 		}
 		os.Remove(to)
-		return copyFile(p, to)
+		return hostfs.CopyNew(p, to)
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/apodex/apodex/internal/hostfs"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -116,7 +116,7 @@ func copyWorld(src, dst string, files []File) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	if err := copyFile(filepath.Join(src, ManifestFile), filepath.Join(dst, ManifestFile)); err != nil {
+	if err := hostfs.CopyNew(filepath.Join(src, ManifestFile), filepath.Join(dst, ManifestFile)); err != nil {
 		return err
 	}
 	for _, d := range []string{"inputs", "workspace", "corpus", "tests", "solution"} {
@@ -129,28 +129,11 @@ func copyWorld(src, dst string, files []File) error {
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 			return err
 		}
-		if err := copyFile(filepath.Join(src, filepath.FromSlash(f.Path)), to); err != nil {
+		if err := hostfs.CopyNew(filepath.Join(src, filepath.FromSlash(f.Path)), to); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // freeze removes every write bit under dir, deepest first, except on the
