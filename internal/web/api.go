@@ -71,49 +71,17 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, dir string) e
 	return nil
 }
 
-func (s *Server) getBoard(w http.ResponseWriter, _ *http.Request, dir string) error {
-	v, err := loadBoard(dir)
-	if err != nil {
-		return err
+// getView serves what load reads of a run (its board, activity, files,
+// evidence or claims) as JSON.
+func getView[T any](load func(dir string) (T, error)) func(http.ResponseWriter, *http.Request, string) error {
+	return func(w http.ResponseWriter, _ *http.Request, dir string) error {
+		v, err := load(dir)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, v)
+		return nil
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
-}
-
-func (s *Server) getActivity(w http.ResponseWriter, _ *http.Request, dir string) error {
-	v, err := loadActivity(dir)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
-}
-
-func (s *Server) getFiles(w http.ResponseWriter, _ *http.Request, dir string) error {
-	v, err := loadFiles(dir)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
-}
-
-func (s *Server) getEvidence(w http.ResponseWriter, _ *http.Request, dir string) error {
-	v, err := loadEvidence(dir)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
-}
-
-func (s *Server) getClaims(w http.ResponseWriter, _ *http.Request, dir string) error {
-	v, err := loadClaims(dir)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
 }
 
 // getTranscript is the readable transcript entries after ?after=SEQ.
