@@ -71,7 +71,7 @@ func TestSandboxHardeningE2E(t *testing.T) {
 				"for i in $(seq 200); do sleep 30 & done; echo forked-all",
 				`python3 -c "b = b'x' * (512 << 20); print('allocated')"`,
 				"dd if=/dev/zero of=/tmp/big bs=1M count=64",
-				"head -c 5242880 /dev/zero > /outputs/scratch/big; echo wrote",
+				"head -c 5242880 /dev/zero > /outputs/scratch/big; echo rc=$?",
 				"cp /bin/sh /workspace/py && chmod 6755 /workspace/py && ls -l /workspace/py",
 			}
 			dir, res := sandboxRun(t, flags, cmds...)
@@ -79,6 +79,12 @@ func TestSandboxHardeningE2E(t *testing.T) {
 				if !strings.Contains(res[i].Output, "limit: ") || !strings.Contains(res[i].Output, want) {
 					t.Errorf("%q: the observation does not name %s:\n%s", cmds[i], want, res[i].Output)
 				}
+			}
+			if !strings.Contains(res[3].Output, "rc=1") || !strings.Contains(res[3].Output, "refused") {
+				t.Errorf("5 MiB under --scratch-quota 1MiB was not refused:\n%s", res[3].Output)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "outputs", "scratch", "big")); err != nil || fi.Size() > 1<<20 {
+				t.Errorf("scratch/big on the host: %v, %v (want at most 1 MiB)", fi, err)
 			}
 			if strings.Contains(res[1].Output, "allocated") {
 				t.Errorf("512 MiB allocated under --mem-limit 256MiB:\n%s", res[1].Output)

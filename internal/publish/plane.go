@@ -29,9 +29,12 @@
 //     reason, lists undeclared files, and never lists scratch.
 //
 // The scratch quota counts the bytes of regular files under scratch. It is
-// checked before every file-tool write and after every bash command: a
-// command can exceed it while it runs (bounded by its timeout), after which
-// every scratch write is refused until files are deleted.
+// checked before every file-tool write; a bash command writes scratch
+// through a sized overlay (sandbox.Quota.Refuse), so a write past what is
+// left fails inside the command ("No space left on device") and what fit is
+// kept. Where the kernel refuses the overlay, the quota is measured while
+// the command runs and after it. Once over it, every scratch write is
+// refused until files are deleted.
 //
 // Events (OnEvent) are emitted in the order of the changes they describe,
 // with the plane locked: the callback must not call back into the Plane.

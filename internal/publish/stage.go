@@ -31,7 +31,7 @@ func (p *Plane) view(ctx context.Context, agent string) (tool.OutputsView, error
 		return tool.OutputsView{}, err
 	}
 	scratch := sandbox.Mount{Source: p.scratch, Target: "/outputs/scratch", Writable: true, Tracked: true,
-		Quota: &sandbox.Quota{Bytes: p.cfg.ScratchQuota, Apparent: true, Name: "scratch_quota", Hint: "--scratch-quota"}}
+		Quota: &sandbox.Quota{Bytes: p.cfg.ScratchQuota, Apparent: true, Refuse: true, Name: "scratch_quota", Hint: "--scratch-quota"}}
 	p.mu.Lock()
 	holder, held := p.holder, slices.Clone(p.held)
 	p.mu.Unlock()

@@ -57,6 +57,9 @@ type specPlan struct {
 	Env     []string `json:"env"`
 	Network bool     `json:"network"`
 	TmpSize int64    `json:"tmp_size"`
+	// Sized gives, by index in Mounts, the size of the upper layer of a
+	// mount that becomes a sized overlay (overlay_linux.go); 0 binds it.
+	Sized []int64 `json:"sized,omitempty"`
 }
 
 type rlim struct {
@@ -83,6 +86,7 @@ func helperMain() {
 	if len(raw) == 0 {
 		os.Exit(helperExit) // the runner gave up before the start
 	}
+	syscall.CloseOnExec(upperFD) // the command never holds it
 	for _, r := range p.Rlimits {
 		lim := &syscall.Rlimit{Cur: r.Value, Max: r.Value}
 		if err := syscall.Setrlimit(r.Resource, lim); err != nil {
@@ -102,34 +106,53 @@ func helperMain() {
 // mount source (opened while still root, so a 0700 run directory on the way
 // does not matter) into a private tmpfs the sandbox uid can traverse, then
 // drops to that uid, so bwrap's user namespace maps the command onto it and
-// never onto host root.
+// never onto host root. A sized mount (overlay_linux.go) is staged there as
+// an overlay, which bwrap binds in place of the source.
 func helperBwrap(p plan) {
 	spec := Spec{Command: p.Spec.Command, Dir: p.Spec.Dir, Env: p.Spec.Env, Network: p.Spec.Network, Mounts: p.Spec.Mounts}
 	etc := p.Etc
-	if p.Drop {
+	sized := false
+	for _, n := range p.Spec.Sized {
+		sized = sized || n > 0
+	}
+	if p.Drop || sized {
+		// Every source is opened before the staging tmpfs covers the host's
+		// /tmp (where a source may live), and bound into it.
 		stage := os.TempDir()
-		fds := make([]int, len(spec.Mounts)+1)
-		for i, src := range append([]string{etc}, sources(spec.Mounts)...) {
+		var fds []int
+		for _, src := range append([]string{etc}, sources(spec.Mounts)...) {
 			fd, err := syscall.Open(src, oPath|syscall.O_CLOEXEC, 0)
 			if err != nil {
 				fail("open %s: %v", src, err)
 			}
-			fds[i] = fd
+			fds = append(fds, fd)
 		}
 		must(syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""), "make / private")
 		must(syscall.Mount("tmpfs", stage, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755,size=64k"), "stage tmpfs")
-		bindFD := func(fd int, name string) string {
+		stageDir := func(name string) string {
 			dst := filepath.Join(stage, name)
 			must(os.Mkdir(dst, 0o755), "stage dir")
-			must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), dst, "", syscall.MS_BIND, ""), "stage bind")
-			syscall.Close(fd)
+			return dst
+		}
+		bindFD := func(fd int, name string) string {
+			dst := stageDir(name)
+			must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), dst, "", syscall.MS_BIND|syscall.MS_REC, ""), "stage bind")
 			return dst
 		}
 		etc = bindFD(fds[0], "etc")
+		syscall.Close(fds[0])
 		for i := range spec.Mounts {
-			spec.Mounts[i].Source = bindFD(fds[i+1], strconv.Itoa(i))
+			fd := fds[i+1]
+			if ov := stageDir("overlay-" + strconv.Itoa(i)); overlayMount(p, i, "/proc/self/fd/"+strconv.Itoa(fd), ov) {
+				spec.Mounts[i].Source = ov
+			} else {
+				spec.Mounts[i].Source = bindFD(fd, strconv.Itoa(i))
+			}
+			syscall.Close(fd)
 		}
-		dropTo(p.UID, p.GID)
+		if p.Drop {
+			dropTo(p.UID, p.GID)
+		}
 	}
 	args, err := bwrapArgs(spec, etc)
 	if err != nil {

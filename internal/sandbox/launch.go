@@ -110,6 +110,20 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 		return Result{}, err
 	}
 	quotas := newQuotaWatch(mounts, start)
+	var ups *uppers
+	for i, m := range mounts {
+		if q := m.Quota; m.Writable && q != nil && q.Refuse && q.Bytes > 0 {
+			if p.Spec.Sized == nil {
+				p.Spec.Sized = make([]int64, len(mounts))
+			}
+			p.Spec.Sized[i] = max(q.Bytes-start[i][0], 1)
+		}
+	}
+	if p.Spec.Sized != nil {
+		if ups, err = newUppers(); err != nil {
+			return Result{}, err
+		}
+	}
 	var quotaHit struct {
 		sync.Mutex
 		m   Mount
@@ -135,6 +149,9 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	cmd.Args = []string{"apodex-sandbox"}
 	cmd.Env = []string{helperEnv + "=1"}
 	cmd.ExtraFiles = []*os.File{planR}
+	if ups != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ups.theirs) // fd 4: upperFD
+	}
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if cg.v2 != "" {
 		attr.UseCgroupFD, attr.CgroupFD = true, cg.v2fd
@@ -154,7 +171,7 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 		// Not root: the helper gets a user namespace of its own (the
 		// runtime's uid as 0) so it can be pid 1 of a pid namespace, as
 		// above, and own the network namespace pasta wires out.
-		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
 		if outbound {
@@ -223,6 +240,18 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	quotaHit.Lock()
 	m, why := quotaHit.m, quotaHit.why
 	quotaHit.Unlock()
+	full := -1 // the sized mount whose upper layer filled up
+	if ups != nil {
+		for i, up := range ups.take() {
+			if merr := mergeUpper(up, mounts[i].Source); merr != nil && err == nil {
+				err = fmt.Errorf("sandbox: keep what the command wrote to %s: %w", mounts[i].Target, merr)
+			}
+			if upperFull(up) && full < 0 {
+				full = i
+			}
+			up.Close()
+		}
+	}
 	end, serr := stripSetid(mounts)
 	if serr != nil && err == nil {
 		err = serr
@@ -230,7 +259,11 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	if why == "" {
 		m, why = quotas.final(end)
 	}
-	if why != "" {
+	if full >= 0 {
+		m = mounts[full]
+		res.Limit = m.Quota.Name
+		res.QuotaNote = fmt.Sprintf("%s is full: writes past its quota (%s) were refused (No space left on device) and what fit is kept; delete files there to make room for the next command, or raise it with %s", m.Target, human(m.Quota.Bytes), m.Quota.Hint)
+	} else if why != "" {
 		res.Limit = m.Quota.Name
 		if res.Limit == "" {
 			res.Limit = "quota"

@@ -29,6 +29,7 @@ func helperNative(p plan) {
 		fd     int
 		target string
 		rw     bool
+		mount  int // index in spec.Mounts, -1 for a system directory
 	}
 	open := func(path string) int {
 		fd, err := syscall.Open(path, oPath|syscall.O_CLOEXEC, 0)
@@ -41,12 +42,12 @@ func helperNative(p plan) {
 	for _, d := range systemTop {
 		fi, err := os.Lstat(d)
 		if err == nil && fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 {
-			srcs = append(srcs, src{open(d), d, false})
+			srcs = append(srcs, src{open(d), d, false, -1})
 		}
 	}
-	srcs = append(srcs, src{open(p.Etc), "/etc", false})
-	for _, m := range spec.Mounts {
-		srcs = append(srcs, src{open(m.Source), m.Target, m.Writable})
+	srcs = append(srcs, src{open(p.Etc), "/etc", false, -1})
+	for i, m := range spec.Mounts {
+		srcs = append(srcs, src{open(m.Source), m.Target, m.Writable, i})
 	}
 	devs := map[string]int{}
 	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
@@ -71,6 +72,10 @@ func helperNative(p plan) {
 		dst := at(s.target)
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			fail("mount point %s: %v", s.target, err)
+		}
+		if s.mount >= 0 && overlayMount(p, s.mount, "/proc/self/fd/"+strconv.Itoa(s.fd), dst) {
+			syscall.Close(s.fd)
+			continue
 		}
 		bind(s.fd, dst, s.rw)
 	}

@@ -16,13 +16,18 @@ import (
 // mount while the command runs (every quotaPoll) and kills the command once
 // it grows a mount past its quota; a write that fits between two
 // measurements is kept and reported in Result.Limit. Nothing already written
-// is removed.
+// is removed. With Refuse, the bytes are a hard bound instead: the command
+// writes into a sized overlay (overlay_linux.go) and a write past what is
+// left fails in the command; what it wrote is kept.
 type Quota struct {
 	Bytes int64
 	Files int64
 	// Apparent counts Bytes as the sizes of the regular files instead of
 	// the blocks allocated (the publication plane's scratch quota).
 	Apparent bool
+	// Refuse makes Bytes a hard bound for the command (a sized overlay of
+	// the mount) where the kernel allows it.
+	Refuse bool
 	// Name is the limit's name in Result.Limit and Hint says how to raise
 	// it, e.g. "--workspace-quota".
 	Name, Hint string

@@ -1,0 +1,99 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A refusing quota (the scratch quota) is a hard bound: a command that
+// writes 5 MiB under a 1 MiB quota gets "no space", the limit is named, and
+// everything the command did within the quota — new files, appends,
+// deletions, a directory replaced, a link — is in the mount's source
+// afterwards, also for a command killed at its timeout.
+func TestRefusingQuota(t *testing.T) {
+	for name, r := range trackedOrNot(sandboxes(t)) {
+		tracked := strings.HasSuffix(name, "/tracked")
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for rel, body := range map[string]string{"keep.txt": "keep\n", "gone.txt": "x", "olddir/x": "x", "sub/a": "a"} {
+				p := filepath.Join(dir, rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			q := &Quota{Bytes: 1 << 20, Apparent: true, Refuse: true, Name: "scratch_quota", Hint: "--scratch-quota"}
+			mounts := []Mount{{Source: dir, Target: "/scratch", Writable: true, Tracked: tracked, Quota: q}}
+			res := run(t, r, Spec{Mounts: mounts, Command: `cd /scratch && rm gone.txt && echo new > new.txt && ln -s new.txt link &&
+				rm -r olddir && mkdir olddir && echo y > olddir/y && echo more >> keep.txt && mkdir -p deep/er && echo d > deep/er/f &&
+				head -c 5242880 /dev/zero > big; echo "big=$?"`})
+			if !strings.Contains(string(res.Stdout), "big=1") || !strings.Contains(string(res.Stderr), "No space left") {
+				t.Errorf("the 5 MiB write was not refused: exit %d out %q err %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if res.Limit != "scratch_quota" || !strings.Contains(res.QuotaNote, "refused") || !strings.Contains(res.QuotaNote, "--scratch-quota") {
+				t.Errorf("limit %q note %q", res.Limit, res.QuotaNote)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "big")); err != nil || fi.Size() > 1<<20 {
+				t.Errorf("big on the host: %v %v (want at most 1 MiB)", fi, err)
+			}
+			want := map[string]string{"keep.txt": "keep\nmore\n", "new.txt": "new\n", "olddir/y": "y\n", "sub/a": "a", "deep/er/f": "d\n"}
+			for rel, body := range want {
+				if b, err := os.ReadFile(filepath.Join(dir, rel)); err != nil || string(b) != body {
+					t.Errorf("%s = %q, %v; want %q", rel, b, err, body)
+				}
+			}
+			for _, rel := range []string{"gone.txt", "olddir/x"} {
+				if _, err := os.Lstat(filepath.Join(dir, rel)); err == nil {
+					t.Errorf("%s survived its deletion", rel)
+				}
+			}
+			if to, err := os.Readlink(filepath.Join(dir, "link")); err != nil || to != "new.txt" {
+				t.Errorf("link = %q, %v", to, err)
+			}
+
+			// Deleting frees the room again, for the next command.
+			res = run(t, r, Spec{Mounts: mounts, Command: "rm /scratch/big"})
+			if res.ExitCode != 0 {
+				t.Errorf("rm: exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			res = run(t, r, Spec{Mounts: mounts, Command: "head -c 102400 /dev/zero > /scratch/small"})
+			if res.ExitCode != 0 || res.Limit != "" {
+				t.Errorf("after making room: exit %d limit %q: %s", res.ExitCode, res.Limit, res.Stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "big")); err == nil {
+				t.Error("big was not deleted")
+			}
+			// A command killed at its timeout keeps what it wrote.
+			res = run(t, r, Spec{Mounts: mounts, Timeout: 500 * time.Millisecond, Command: "echo t > /scratch/t.txt; sleep 30"})
+			if !res.TimedOut {
+				t.Errorf("not timed out: %+v", res)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "t.txt")); err != nil || string(b) != "t\n" {
+				t.Errorf("a killed command's write was lost: %q %v", b, err)
+			}
+			for _, e := range mustReadDir(t, dir) {
+				if strings.Contains(e, ".apodex") {
+					t.Errorf("temporary %s left in the mount", e)
+				}
+			}
+		})
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
