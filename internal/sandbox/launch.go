@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -64,23 +63,12 @@ func mechanism(cg *cgroup, lim Limits) string {
 // launch runs spec through the helper (helper_linux.go) with the given
 // backend and returns its result.
 func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, error) {
-	env, err := envOf(spec)
+	c, err := newCommand(ctx, spec)
 	if err != nil {
+		if ctx.Err() != nil {
+			return Result{ExitCode: -1}, err
+		}
 		return Result{}, err
-	}
-	dir := spec.Dir
-	if dir == "" {
-		dir = "/tmp"
-	}
-	if !filepath.IsAbs(dir) {
-		return Result{}, fmt.Errorf("sandbox: dir %q is not absolute", spec.Dir)
-	}
-	mounts, err := checkMounts(spec.Mounts)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Result{ExitCode: -1}, fmt.Errorf("sandbox: not started: %w", err)
 	}
 	exe, err := selfExe()
 	if err != nil {
@@ -92,52 +80,16 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	}
 	defer hostEtc.release(etc) // the copy must outlive the sandbox
 
-	uid, gid, drop := ids()
-	outbound := spec.Outbound && !spec.Network
-	lim := spec.Limits.withDefaults()
-	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
-		Spec:     specPlan{Command: spec.Command, Dir: dir, Mounts: mounts, Env: env, Network: spec.Network, TmpSize: lim.TmpSize},
-		Landlock: backend == "native"}
-	for i, m := range mounts {
-		if m.Target == "/workspace" && m.Writable && m.Quota == nil {
-			q := lim.Workspace
-			q.Name, q.Hint = "workspace_quota", "--workspace-quota / --workspace-files (task budget key workspace_quota)"
-			mounts[i].Quota = &q
-		}
-	}
-	start, err := ownMounts(mounts, drop, uid, gid)
-	if err != nil {
+	uid, gid, drop := c.uid, c.gid, c.drop
+	outbound, lim := c.outbound, c.lim
+	if err := c.ready(); err != nil {
 		return Result{}, err
 	}
-	quotas := newQuotaWatch(mounts, start)
-	var ups *uppers
-	for i, m := range mounts {
-		if q := m.Quota; m.Writable && q != nil && q.Refuse && q.Bytes > 0 {
-			if p.Spec.Sized == nil {
-				p.Spec.Sized = make([]int64, len(mounts))
-			}
-			p.Spec.Sized[i] = max(q.Bytes-start[i][0], 1)
-		}
-	}
-	if p.Spec.Sized != nil {
-		if ups, err = newUppers(); err != nil {
-			return Result{}, err
-		}
-	}
-	var quotaHit struct {
-		sync.Mutex
-		m   Mount
-		why string
-	}
+	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
+		Spec: c.specPlan(spec.Network), Landlock: backend == "native"}
 	cg := newCgroup(lim)
 	defer cg.remove()
-	if cg.memory == "" && lim.Memory > 0 {
-		p.Rlimits = append(p.Rlimits, rlim{Resource: syscall.RLIMIT_AS, Value: uint64(lim.Memory)})
-	}
-	if cg.pids == "" && lim.Pids > 0 && drop {
-		const rlimitNproc = 6
-		p.Rlimits = append(p.Rlimits, rlim{Resource: rlimitNproc, Value: uint64(lim.Pids)})
-	}
+	p.Rlimits = c.rlimits(cg)
 
 	planR, planW, err := os.Pipe()
 	if err != nil {
@@ -149,52 +101,12 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	cmd.Args = []string{"apodex-sandbox"}
 	cmd.Env = []string{helperEnv + "=1"}
 	cmd.ExtraFiles = []*os.File{planR}
-	if ups != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, ups.theirs) // fd 4: upperFD
+	if c.ups != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, c.ups.theirs) // fd 4: upperFD
 	}
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if cg.v2 != "" {
-		attr.UseCgroupFD, attr.CgroupFD = true, cg.v2fd
-	}
-	switch {
-	case backend == "bwrap" && drop:
-		// bwrap runs as pid 1 of its own pid namespace: if it dies (the
-		// runtime died and the parent-death signal fired) the kernel kills
-		// everything below it, even a child bwrap had not yet told to die
-		// with it.
-		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
-		if outbound {
-			attr.Cloneflags |= syscall.CLONE_NEWNET
-			p.Spec.Network = true // bwrap shares the helper's namespace
-		}
-	case backend == "bwrap":
-		// Not root: the helper gets a user namespace of its own (the
-		// runtime's uid as 0) so it can be pid 1 of a pid namespace, as
-		// above, and own the network namespace pasta wires out.
-		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
-		if outbound {
-			attr.Cloneflags |= syscall.CLONE_NEWNET
-			p.Spec.Network = true
-		}
-	case backend == "native":
-		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
-		if !spec.Network {
-			attr.Cloneflags |= syscall.CLONE_NEWNET
-		}
-		// A new user namespace: for a root runtime an identity map (the
-		// helper can still read 0700 directories on the way to the mounts;
-		// the command switches to the sandbox uid), else the runtime's uid
-		// as 0.
-		attr.Cloneflags |= syscall.CLONE_NEWUSER
-		if drop {
-			all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
-			attr.UidMappings, attr.GidMappings, attr.GidMappingsEnableSetgroups = all, all, true
-		} else {
-			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
-			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
-		}
+	attr := helperAttr(backend, spec.Network, outbound, drop, uid, gid, cg)
+	if backend == "bwrap" && outbound {
+		p.Spec.Network = true // bwrap shares the helper's namespace
 	}
 	cmd.SysProcAttr = attr
 	raw, err := json.Marshal(p)
@@ -204,21 +116,10 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	stopPasta := func() {}
 	defer func() { stopPasta() }()
 	stopWatch := make(chan struct{})
-	var killer func()
-	go quotas.run(stopWatch, func(m Mount, why string) {
-		quotaHit.Lock()
-		quotaHit.m, quotaHit.why = m, why
-		k := killer
-		quotaHit.Unlock()
-		if k != nil {
-			k()
-		}
-	})
+	go c.watchQuotas(stopWatch)
 	res, err := supervise(ctx, cmd, spec, &hooks{
 		started: func(pid int) error {
-			quotaHit.Lock()
-			killer = func() { killGroup(pid); cg.kill() }
-			quotaHit.Unlock()
+			c.running(func() { killGroup(pid); cg.kill() })
 			planR.Close()
 			if err := cg.join(pid); err != nil {
 				return err
@@ -237,48 +138,59 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 		kill: cg.kill,
 	})
 	close(stopWatch)
-	quotaHit.Lock()
-	m, why := quotaHit.m, quotaHit.why
-	quotaHit.Unlock()
-	full := -1 // the sized mount whose upper layer filled up
-	if ups != nil {
-		for i, up := range ups.take() {
-			if merr := mergeUpper(up, mounts[i].Source); merr != nil && err == nil {
-				err = fmt.Errorf("sandbox: keep what the command wrote to %s: %w", mounts[i].Target, merr)
-			}
-			if upperFull(up) && full < 0 {
-				full = i
-			}
-			up.Close()
-		}
-	}
-	end, serr := stripSetid(mounts)
-	if serr != nil && err == nil {
-		err = serr
-	}
-	if why == "" {
-		m, why = quotas.final(end)
-	}
-	if full >= 0 {
-		m = mounts[full]
-		res.Limit = m.Quota.Name
-		res.QuotaNote = fmt.Sprintf("%s is full: writes past its quota (%s) were refused (No space left on device) and what fit is kept; delete files there to make room for the next command, or raise it with %s", m.Target, human(m.Quota.Bytes), m.Quota.Hint)
-	} else if why != "" {
-		res.Limit = m.Quota.Name
-		if res.Limit == "" {
-			res.Limit = "quota"
-		}
-		res.QuotaNote = fmt.Sprintf("%s is over its quota (%s); what was written is kept; delete files there to make room, or raise it with %s", m.Target, why, m.Quota.Hint)
-	}
-	if err == nil && res.Limit == "" {
-		res.Limit = cg.hit()
-		if res.Limit == "" && res.ExitCode == helperExit && strings.HasPrefix(string(res.Stderr), "apodex sandbox:") {
-			res.ExitCode = 1 // a setup failure, as bwrap reports its own
-		}
-	}
-	res.UID, res.Limits = uid, lim
+	res, err = c.finish(res, err, cg.hit)
 	res.Mechanism = mechanism(cg, lim)
 	return res, err
+}
+
+// helperAttr is how the helper (or a live sandbox's server) of backend is
+// started: its namespaces, uid maps, cgroup and parent-death signal.
+// network shares the host's network, outbound gives the helper a network
+// namespace of its own for pasta.
+func helperAttr(backend string, network, outbound, drop bool, uid, gid int, cg *cgroup) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cg.v2 != "" {
+		attr.UseCgroupFD, attr.CgroupFD = true, cg.v2fd
+	}
+	switch {
+	case backend == "bwrap" && drop:
+		// bwrap runs as pid 1 of its own pid namespace: if it dies (the
+		// runtime died and the parent-death signal fired) the kernel kills
+		// everything below it, even a child bwrap had not yet told to die
+		// with it.
+		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+		if outbound {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+		}
+	case backend == "bwrap":
+		// Not root: the helper gets a user namespace of its own (the
+		// runtime's uid as 0) so it can be pid 1 of a pid namespace, as
+		// above, and own the network namespace pasta wires out.
+		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+		if outbound {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+		}
+	case backend == "native":
+		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+		if !network {
+			attr.Cloneflags |= syscall.CLONE_NEWNET
+		}
+		// A new user namespace: for a root runtime an identity map (the
+		// helper can still read 0700 directories on the way to the mounts;
+		// the command switches to the sandbox uid), else the runtime's uid
+		// as 0.
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		if drop {
+			all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+			attr.UidMappings, attr.GidMappings, attr.GidMappingsEnableSetgroups = all, all, true
+		} else {
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+		}
+	}
+	return attr
 }
 
 // ownMounts gives the writable mounts' contents to the sandbox uid when
