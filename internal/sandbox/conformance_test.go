@@ -188,9 +188,13 @@ func TestHelperParent(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	kind, token, _ := strings.Cut(spec, ":")
+	kind, reuse := strings.CutSuffix(kind, "-reuse")
 	r, err := New(kind)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if reuse {
+		r = Reuse(r)
 	}
 	_, _ = r.Run(context.Background(), Spec{Command: "sleep " + token})
 }

@@ -67,6 +67,10 @@ type Mount struct {
 	// sandbox uid, clearing setuid bits and measuring its quota then cost
 	// what changed since the last command, not a walk.
 	Tracked bool `json:"-"`
+	// Fresh says Source is a directory made for this one command (the
+	// publishing holder's staging copy): a live sandbox (Reuse) reaches it
+	// through its parent, so a new one each command needs no new sandbox.
+	Fresh bool `json:"-"`
 }
 
 // Spec is one command to run.
@@ -174,13 +178,15 @@ func New(kind string) (Runner, error) {
 
 // KindOf names a runner New returned ("bwrap", "native", "none").
 func KindOf(r Runner) string {
-	switch Unwrap(r).(type) {
+	switch p := Unwrap(r).(type) {
 	case *Bwrap:
 		return KindBwrap
 	case Native:
 		return KindNative
 	case None:
 		return KindNone
+	case *Pool:
+		return p.backend
 	}
 	return fmt.Sprintf("%T", r)
 }

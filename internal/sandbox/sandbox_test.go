@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,6 +40,12 @@ func sandboxes(t testing.TB) map[string]Runner {
 		t.Fatalf("native sandbox unavailable: %v", err)
 	}
 	rs["native"] = Native{}
+	// The same suite runs on live sandboxes (reuse.go).
+	for name, r := range maps.Clone(rs) {
+		p := Reuse(r).(*Pool)
+		t.Cleanup(func() { _ = p.Close() })
+		rs[name+"-reuse"] = p
+	}
 	return rs
 }
 

@@ -1,0 +1,507 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The inside of a live sandbox (reuse.go). The runner starts the server
+// once per shape: for native, the running binary re-executed in new user,
+// mount, pid, ipc, uts and network namespaces, which builds the sandbox's
+// root once (the system directories, /etc, a minimal /dev, its /proc and,
+// under the hidden directory, every host directory a command of this shape
+// may bind) and pivots into it; for bwrap, bubblewrap running the same
+// binary with the same root, built by bubblewrap, and every capability of
+// bubblewrap's user namespace. The server is pid 1 of the sandbox's pid
+// namespace (native) or bubblewrap's only child: when it exits, or the
+// runtime dies (parent-death signals, end of file on its socket), every
+// process in the sandbox dies.
+//
+// Per command the server hands the command to a shim it started ahead in a
+// new mount, pid and ipc namespace (shim_linux.go), so the command's namespaces
+// are ready before it arrives.
+
+// Environment markers of the server (its value is the serverPlan) and of a
+// shim.
+const (
+	serverEnv = "APODEX_SANDBOX_SERVER"
+	shimEnv   = "APODEX_SANDBOX_SHIM"
+)
+
+// connFD is the server's socket to the runner, and a shim's to the server.
+const connFD = 3
+
+// hiddenDir holds, in the server's root, the host directories commands
+// bind (hiddenPath); each command's namespace detaches it before the
+// command starts.
+const hiddenDir = "/.apodex"
+
+func hiddenPath(i int) string { return hiddenDir + "/h" + strconv.Itoa(i) }
+
+// serverPlan is what the server is asked to be.
+type serverPlan struct {
+	Backend string `json:"backend"`
+	Bwrap   string `json:"bwrap,omitempty"`
+	UID     int    `json:"uid"`
+	GID     int    `json:"gid"`
+	Drop    bool   `json:"drop"`
+	Etc     string `json:"etc"`
+	// Network says the sandbox's network namespace is the host's (or
+	// wired out by pasta): no loopback of its own to bring up.
+	Network bool `json:"network"`
+	// Hidden are the host directories bound at hiddenPath(i).
+	Hidden []hiddenMount `json:"hidden"`
+	// Targets are the mount points the commands' mounts need.
+	Targets []string `json:"targets"`
+	// Inside says the server runs inside bubblewrap already.
+	Inside bool `json:"inside,omitempty"`
+}
+
+type hiddenMount struct {
+	Source   string `json:"source"`
+	Writable bool   `json:"writable"`
+}
+
+// wire is one message between the runner and the server. The runner sends
+// run (with the command's plan, stdout, stderr and, for sized overlays, the
+// upper layers' socket as rights) and kill; the server sends ready once,
+// then started and exit per command.
+type wire struct {
+	Op string `json:"op"`
+	ID uint64 `json:"id,omitempty"`
+	// Status is the shim's wait status (exit).
+	Status uint32 `json:"status,omitempty"`
+	// Err says the command was never started (exit).
+	Err string `json:"err,omitempty"`
+}
+
+func init() {
+	if raw := os.Getenv(serverEnv); raw != "" {
+		runtime.LockOSThread()
+		serverMain(raw)
+	}
+	if os.Getenv(shimEnv) == "1" {
+		runtime.LockOSThread()
+		shimMain()
+	}
+}
+
+func serverMain(raw string) {
+	var p serverPlan
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		fail("bad server plan: %v", err)
+	}
+	if !p.Inside {
+		awaitStart() // the runner puts us in our cgroups first
+	}
+	switch {
+	case p.Backend == KindBwrap && !p.Inside:
+		serverBwrap(p) // becomes bubblewrap, which starts the server inside
+	case p.Backend == KindNative:
+		serverRoot(p)
+	}
+	syscall.CloseOnExec(connFD)
+	serve()
+}
+
+// awaitStart waits for the runner's start message.
+func awaitStart() {
+	buf := make([]byte, 64)
+	for {
+		n, _, _, _, err := syscall.Recvmsg(connFD, buf, nil, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			os.Exit(helperExit)
+		}
+		var m wire
+		if json.Unmarshal(buf[:n], &m) == nil && m.Op == "start" {
+			return
+		}
+	}
+}
+
+// serverRoot builds the native sandbox's root (as helperNative does, plus
+// the hidden directory and a /proc of the sandbox's pid namespace, without
+// the per-command /tmp and mounts) and pivots into it.
+func serverRoot(p serverPlan) {
+	open := func(path string) int {
+		fd, err := syscall.Open(path, oPath|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			fail("open %s: %v", path, err)
+		}
+		return fd
+	}
+	type src struct {
+		fd     int
+		target string
+		rw     bool
+	}
+	var srcs []src
+	for _, d := range systemTop {
+		fi, err := os.Lstat(d)
+		if err == nil && fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 {
+			srcs = append(srcs, src{open(d), d, false})
+		}
+	}
+	srcs = append(srcs, src{open(p.Etc), "/etc", false})
+	for i, h := range p.Hidden {
+		srcs = append(srcs, src{open(h.Source), hiddenPath(i), h.Writable})
+	}
+	devs := map[string]int{}
+	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		if fd, err := syscall.Open("/dev/"+d, oPath|syscall.O_CLOEXEC, 0); err == nil {
+			devs[d] = fd
+		}
+	}
+
+	must(syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""), "make / private")
+	root := os.TempDir()
+	must(syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755"), "root tmpfs")
+	at := func(p string) string { return filepath.Join(root, p) }
+	for _, d := range systemTop {
+		fi, err := os.Lstat(d)
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if to, err := os.Readlink(d); err == nil {
+				must(os.Symlink(to, at(d)), "symlink "+d)
+			}
+		}
+	}
+	must(os.Mkdir(at(hiddenDir), 0o700), "mkdir "+hiddenDir)
+	must(syscall.Mount("tmpfs", at(hiddenDir), "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0700,size=64k"), "hidden tmpfs")
+	for _, s := range srcs {
+		dst := at(s.target)
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			fail("mount point %s: %v", s.target, err)
+		}
+		bind(s.fd, dst, s.rw)
+	}
+	// The sandbox's own /proc: what a command's /proc is mounted over, and
+	// how the server finds its binary for the shims.
+	must(os.MkdirAll(at("/proc"), 0o555), "mkdir /proc")
+	must(syscall.Mount("proc", at("/proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""), "mount /proc")
+	dev := at("/dev")
+	must(os.MkdirAll(dev, 0o755), "mkdir /dev")
+	must(syscall.Mount("tmpfs", dev, "tmpfs", syscall.MS_NOSUID|syscall.MS_NOEXEC, "mode=0755,size=64k"), "mount /dev")
+	for name, fd := range devs {
+		node := filepath.Join(dev, name)
+		if f, err := os.Create(node); err == nil {
+			f.Close()
+			must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), node, "", syscall.MS_BIND, ""), "bind /dev/"+name)
+			syscall.Close(fd)
+		}
+	}
+	for name, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
+		_ = os.Symlink(to, filepath.Join(dev, name))
+	}
+	for _, d := range []string{"/dev/pts", "/dev/shm", "/tmp"} {
+		must(os.MkdirAll(at(d), 0o755), "mkdir "+d)
+	}
+	for _, t := range p.Targets {
+		if err := os.MkdirAll(at(t), 0o755); err != nil {
+			fail("mount point %s: %v", t, err)
+		}
+	}
+	must(os.Chdir(root), "chdir root")
+	must(syscall.PivotRoot(".", "."), "pivot_root")
+	must(syscall.Unmount(".", syscall.MNT_DETACH), "detach the host root")
+	must(syscall.Mount("", "/", "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755"), "remount / read-only")
+	must(syscall.Mount("", "/dev", "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NOEXEC, "mode=0755,size=64k"), "remount /dev read-only")
+	must(os.Chdir("/"), "chdir /")
+	_ = syscall.Sethostname([]byte("sandbox"))
+	if !p.Network {
+		loopbackUp()
+	}
+}
+
+// serverBwrap becomes bubblewrap running the server. Started as host root,
+// it first binds /etc, the hidden directories and the binary into a private
+// tmpfs (opened while still root, as helperBwrap does) and drops to the
+// sandbox uid.
+func serverBwrap(p serverPlan) {
+	exe, err := os.Executable()
+	if err != nil {
+		fail("find the binary: %v", err)
+	}
+	etc := p.Etc
+	srcs := make([]string, len(p.Hidden))
+	for i, h := range p.Hidden {
+		srcs[i] = h.Source
+	}
+	if p.Drop {
+		all := append([]string{etc, exe}, srcs...)
+		fds := make([]int, len(all))
+		for i, s := range all {
+			fd, err := syscall.Open(s, oPath|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				fail("open %s: %v", s, err)
+			}
+			fds[i] = fd
+		}
+		stage := os.TempDir()
+		must(syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""), "make / private")
+		must(syscall.Mount("tmpfs", stage, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755,size=64k"), "stage tmpfs")
+		for i, fd := range fds {
+			dst := filepath.Join(stage, strconv.Itoa(i))
+			if i == 1 {
+				f, err := os.Create(dst)
+				must(err, "stage file")
+				f.Close()
+			} else {
+				must(os.Mkdir(dst, 0o755), "stage dir")
+			}
+			must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), dst, "", syscall.MS_BIND|syscall.MS_REC, ""), "stage bind")
+			syscall.Close(fd)
+			all[i] = dst
+		}
+		etc, exe, srcs = all[0], all[1], all[2:]
+		dropTo(p.UID, p.GID)
+	}
+	// No --disable-userns, which nests a user namespace too (see /dev
+	// below); the shims' seccomp filter refuses new user namespaces.
+	args := []string{"bwrap", "--unshare-all", "--unshare-user"}
+	if p.Network {
+		args = append(args, "--share-net")
+	}
+	args = append(args, "--die-with-parent", "--new-session", "--cap-add", "ALL")
+	args = append(args, systemArgs()...)
+	// /dev is assembled rather than bubblewrap's --dev, whose devpts makes
+	// bubblewrap nest a second user namespace, in which every mount it made
+	// is locked and a command's namespace could not detach the hidden
+	// directory; each command mounts its own devpts.
+	args = append(args, "--ro-bind", etc, "/etc", "--proc", "/proc", "--tmpfs", "/dev")
+	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		args = append(args, "--dev-bind-try", "/dev/"+d, "/dev/"+d)
+	}
+	for name, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
+		args = append(args, "--symlink", to, "/dev/"+name)
+	}
+	args = append(args, "--dir", "/dev/pts", "--dir", "/dev/shm", "--dir", "/tmp",
+		"--perms", "0700", "--tmpfs", hiddenDir, "--ro-bind", exe, hiddenDir+"/exe")
+	for i, h := range p.Hidden {
+		op := "--ro-bind"
+		if h.Writable {
+			op = "--bind"
+		}
+		args = append(args, op, srcs[i], hiddenPath(i))
+	}
+	for _, t := range p.Targets {
+		args = append(args, "--dir", t)
+	}
+	p.Inside = true
+	raw, err := json.Marshal(p)
+	if err != nil {
+		fail("%v", err)
+	}
+	args = append(args, "--remount-ro", "/", "--chdir", "/", "--hostname", "sandbox", "--clearenv",
+		"--setenv", serverEnv, string(raw), hiddenDir+"/exe")
+	if err := syscall.Exec(p.Bwrap, args, []string{}); err != nil {
+		fail("exec %s: %v", p.Bwrap, err)
+	}
+}
+
+// server hands commands to shims.
+type server struct {
+	devnull *os.File
+	spare   chan *shimProc
+	mu      sync.Mutex
+	cmds    map[uint64]*serverCmd
+	wmu     sync.Mutex
+}
+
+type serverCmd struct {
+	pid    int // the shim's, 0 until handed over
+	killed bool
+}
+
+// shimProc is a shim waiting for its command.
+type shimProc struct {
+	proc *os.Process
+	conn int
+}
+
+func serve() {
+	devnull, err := os.Open("/dev/null")
+	if err != nil {
+		fail("open /dev/null: %v", err)
+	}
+	s := &server{devnull: devnull, spare: make(chan *shimProc, 1), cmds: map[uint64]*serverCmd{}}
+	go s.refill()
+	s.send(wire{Op: "ready"})
+	buf := make([]byte, 4096)
+	oob := make([]byte, syscall.CmsgSpace(8*4))
+	for {
+		n, oobn, _, _, err := syscall.Recvmsg(connFD, buf, oob, syscall.MSG_CMSG_CLOEXEC)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			os.Exit(0) // the runner is gone; the sandbox goes with the server
+		}
+		fds := rights(oob[:oobn])
+		var m wire
+		if json.Unmarshal(buf[:n], &m) != nil {
+			closeAll(fds)
+			continue
+		}
+		switch m.Op {
+		case "run":
+			s.mu.Lock()
+			s.cmds[m.ID] = &serverCmd{}
+			s.mu.Unlock()
+			go s.run(m.ID, fds)
+		case "kill":
+			closeAll(fds)
+			s.kill(m.ID)
+		default:
+			closeAll(fds)
+		}
+	}
+}
+
+func (s *server) send(m wire) {
+	raw, _ := json.Marshal(m)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := syscall.Sendmsg(connFD, raw, nil, nil, 0); err != nil {
+		os.Exit(0) // the runner is gone
+	}
+}
+
+// run hands command id (its plan, stdout, stderr and maybe the upper
+// layers' socket in fds) to a shim and reports how the shim ended.
+func (s *server) run(id uint64, fds []int) {
+	sh, err := s.take()
+	if err != nil {
+		closeAll(fds)
+		s.finish(id)
+		s.send(wire{Op: "exit", ID: id, Err: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	c := s.cmds[id]
+	killed := c.killed
+	c.pid = sh.proc.Pid
+	s.mu.Unlock()
+	if !killed {
+		err = syscall.Sendmsg(sh.conn, []byte{1}, syscall.UnixRights(fds...), nil, 0)
+	}
+	closeAll(fds)
+	syscall.Close(sh.conn)
+	if killed || err != nil {
+		_ = sh.proc.Kill()
+	}
+	if err == nil && !killed {
+		s.send(wire{Op: "started", ID: id})
+	}
+	st, werr := sh.proc.Wait()
+	s.finish(id)
+	switch {
+	case err != nil:
+		s.send(wire{Op: "exit", ID: id, Err: fmt.Sprintf("hand the command to its shim: %v", err)})
+	case werr != nil:
+		s.send(wire{Op: "exit", ID: id, Status: uint32(syscall.SIGKILL), Err: ""})
+	default:
+		ws, _ := st.Sys().(syscall.WaitStatus)
+		s.send(wire{Op: "exit", ID: id, Status: uint32(ws)})
+	}
+}
+
+func (s *server) finish(id uint64) {
+	s.mu.Lock()
+	delete(s.cmds, id)
+	s.mu.Unlock()
+}
+
+// kill kills command id's shim, pid 1 of the command's pid namespace, and
+// so everything the command started.
+func (s *server) kill(id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cmds[id]
+	if c == nil {
+		return
+	}
+	c.killed = true
+	if c.pid > 0 {
+		_ = syscall.Kill(c.pid, syscall.SIGKILL)
+	}
+}
+
+// take returns a ready shim.
+func (s *server) take() (*shimProc, error) {
+	select {
+	case sh := <-s.spare:
+		return sh, nil
+	case <-time.After(probeTimeout):
+		return nil, errors.New("no shim could be started in the live sandbox")
+	}
+}
+
+// refill keeps one shim ready.
+func (s *server) refill() {
+	for {
+		sh, err := s.spawn()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "apodex sandbox: start a shim: %v\n", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		s.spare <- sh
+	}
+}
+
+// spawn starts a shim in new mount, pid and ipc namespaces; it waits for
+// its command on its end of a socket.
+func (s *server) spawn() (*shimProc, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	theirs := os.NewFile(uintptr(fds[1]), "shim")
+	defer theirs.Close()
+	proc, err := os.StartProcess("/proc/self/exe", []string{"apodex-sandbox-cmd"}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{shimEnv + "=1"},
+		Files: []*os.File{s.devnull, os.Stderr, os.Stderr, theirs},
+		Sys: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
+			Pdeathsig:  syscall.SIGKILL,
+		},
+	})
+	if err != nil {
+		syscall.Close(fds[0])
+		return nil, err
+	}
+	return &shimProc{proc: proc, conn: fds[0]}, nil
+}
+
+// rights returns the descriptors an SCM_RIGHTS message carried.
+func rights(oob []byte) []int {
+	cms, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for i := range cms {
+		if fds, err := syscall.ParseUnixRights(&cms[i]); err == nil {
+			out = append(out, fds...)
+		}
+	}
+	return out
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		syscall.Close(fd)
+	}
+}
