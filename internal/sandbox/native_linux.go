@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,7 +176,7 @@ func bind(fd int, dst string, rw bool) {
 // mountsUnder lists the mount points at or below dir, parents first.
 func mountsUnder(dir string) []string {
 	out := []string{dir}
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	b, err := os.ReadFile("/proc/thread-self/mountinfo") // a live sandbox builds a command's mounts on one thread
 	if err != nil {
 		return out
 	}
@@ -278,9 +279,29 @@ func landlockABI() int {
 // reading and executing under / and writing only the writable mounts, /tmp,
 // /dev/shm and the device nodes.
 func applyLandlock(spec specPlan) {
+	rs, proc, ok := landlockRules(spec)
+	if !ok {
+		return
+	}
+	if err := landlockAdd(rs, "/proc", proc); err != nil {
+		fail("%v", err)
+	}
+	const prSetNoNewPrivs = 38
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
+		fail("no_new_privs: %v", e)
+	}
+	if _, _, e := syscall.Syscall(sysLandlockRestrictSelf, rs, 0, 0); e != 0 {
+		fail("landlock restrict: %v", e)
+	}
+	syscall.Close(int(rs))
+}
+
+// landlockRules makes the ruleset of applyLandlock without the rule for
+// /proc, whose access it returns (ok false: no Landlock here).
+func landlockRules(spec specPlan) (rs uintptr, proc uint64, ok bool) {
 	abi := landlockABI()
 	if abi == 0 {
-		return
+		return 0, 0, false
 	}
 	read := uint64(llExecute | llReadFile | llReadDir)
 	write := uint64(llWriteFile | llRemoveDir | llRemoveFile | llMakeChar | llMakeDir | llMakeReg | llMakeSock | llMakeFifo | llMakeBlock | llMakeSym)
@@ -299,16 +320,8 @@ func applyLandlock(spec specPlan) {
 		fail("landlock ruleset: %v", e)
 	}
 	add := func(path string, access uint64) {
-		fd, err := syscall.Open(path, oPath|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return
-		}
-		defer syscall.Close(fd)
-		var attr [12]byte // struct landlock_path_beneath_attr, packed
-		*(*uint64)(unsafe.Pointer(&attr[0])) = access
-		*(*int32)(unsafe.Pointer(&attr[8])) = int32(fd)
-		if _, _, e := syscall.Syscall6(sysLandlockAddRule, rs, 1, uintptr(unsafe.Pointer(&attr[0])), 0, 0, 0); e != 0 {
-			fail("landlock rule %s: %v", path, e)
+		if err := landlockAdd(rs, path, access); err != nil {
+			fail("%v", err)
 		}
 	}
 	add("/", read)
@@ -324,15 +337,24 @@ func applyLandlock(spec specPlan) {
 	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
 		add("/dev/"+d, llWriteFile|llReadFile|(write&(llTruncate|llIoctlDev)))
 	}
-	add("/proc", llWriteFile|(write&llTruncate))
-	const prSetNoNewPrivs = 38
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
-		fail("no_new_privs: %v", e)
+	return rs, llWriteFile | (write & llTruncate), true
+}
+
+// landlockAdd lets the ruleset rs grant access beneath path (skipped when
+// path does not exist).
+func landlockAdd(rs uintptr, path string, access uint64) error {
+	fd, err := syscall.Open(path, oPath|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
 	}
-	if _, _, e := syscall.Syscall(sysLandlockRestrictSelf, rs, 0, 0); e != 0 {
-		fail("landlock restrict: %v", e)
+	defer syscall.Close(fd)
+	var attr [12]byte // struct landlock_path_beneath_attr, packed
+	*(*uint64)(unsafe.Pointer(&attr[0])) = access
+	*(*int32)(unsafe.Pointer(&attr[8])) = int32(fd)
+	if _, _, e := syscall.Syscall6(sysLandlockAddRule, rs, 1, uintptr(unsafe.Pointer(&attr[0])), 0, 0, 0); e != 0 {
+		return fmt.Errorf("landlock rule %s: %v", path, e)
 	}
-	syscall.Close(int(rs))
+	return nil
 }
 
 // nativeProblem says why the native sandbox cannot run here ("" when it

@@ -23,6 +23,22 @@ func dropBoundingSet() {
 // (whose flags a filter cannot read) with ENOSYS, so libc falls back to
 // clone. Other architectures than amd64 and arm64 get no filter.
 func denyUserns() {
+	fprog := usernsFilter()
+	if fprog == nil {
+		return
+	}
+	const prSetNoNewPrivs, prSetSeccomp, modeFilter = 38, 22, 2
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
+		fail("no_new_privs: %v", e)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetSeccomp, modeFilter, uintptr(fprog)); e != 0 {
+		fail("seccomp: %v", e)
+	}
+}
+
+// usernsFilter is denyUserns's filter, a struct sock_fprog (nil where
+// there is none); it stays valid as long as it is referenced.
+func usernsFilter() unsafe.Pointer {
 	var arch, unshare, clone uint32
 	x32 := uint32(0xffffffff)
 	switch runtime.GOARCH {
@@ -31,7 +47,7 @@ func denyUserns() {
 	case "arm64":
 		arch, unshare, clone = 0xc00000b7, 97, 220
 	default:
-		return
+		return nil
 	}
 	const (
 		ldAbs   = 0x20
@@ -64,17 +80,9 @@ func denyUserns() {
 		{ret, 0, 0, errno | uint32(syscall.EPERM)},
 		{ret, 0, 0, errno | uint32(syscall.ENOSYS)},
 	}
-	fprog := struct {
+	return unsafe.Pointer(&struct {
 		n      uint16
 		_      [6]byte
 		filter *insn
-	}{n: uint16(len(prog)), filter: &prog[0]}
-	const prSetNoNewPrivs, prSetSeccomp, modeFilter = 38, 22, 2
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
-		fail("no_new_privs: %v", e)
-	}
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetSeccomp, modeFilter, uintptr(unsafe.Pointer(&fprog))); e != 0 {
-		fail("seccomp: %v", e)
-	}
-	runtime.KeepAlive(prog)
+	}{n: uint16(len(prog)), filter: &prog[0]})
 }

@@ -2,15 +2,12 @@ package sandbox
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // The inside of a live sandbox (reuse.go). The runner starts the server
@@ -25,18 +22,13 @@ import (
 // runtime dies (parent-death signals, end of file on its socket), every
 // process in the sandbox dies.
 //
-// Per command the server hands the command to a shim it started ahead in a
-// new mount, pid and ipc namespace (shim_linux.go), so the command's namespaces
-// are ready before it arrives.
+// Per command the server builds the command's namespaces and starts it
+// (livecmd_linux.go).
 
-// Environment markers of the server (its value is the serverPlan) and of a
-// shim.
-const (
-	serverEnv = "APODEX_SANDBOX_SERVER"
-	shimEnv   = "APODEX_SANDBOX_SHIM"
-)
+// serverEnv marks the server; its value is the serverPlan.
+const serverEnv = "APODEX_SANDBOX_SERVER"
 
-// connFD is the server's socket to the runner, and a shim's to the server.
+// connFD is the server's socket to the runner.
 const connFD = 3
 
 // hiddenDir holds, in the server's root, the host directories commands
@@ -87,10 +79,6 @@ func init() {
 	if raw := os.Getenv(serverEnv); raw != "" {
 		runtime.LockOSThread()
 		serverMain(raw)
-	}
-	if os.Getenv(shimEnv) == "1" {
-		runtime.LockOSThread()
-		shimMain()
 	}
 }
 
@@ -309,24 +297,17 @@ func serverBwrap(p serverPlan) {
 	}
 }
 
-// server hands commands to shims.
+// server runs commands.
 type server struct {
 	devnull *os.File
-	spare   chan *shimProc
 	mu      sync.Mutex
 	cmds    map[uint64]*serverCmd
 	wmu     sync.Mutex
 }
 
 type serverCmd struct {
-	pid    int // the shim's, 0 until handed over
+	pid    int // the command's pid 1, 0 until it runs
 	killed bool
-}
-
-// shimProc is a shim waiting for its command.
-type shimProc struct {
-	proc *os.Process
-	conn int
 }
 
 func serve() {
@@ -334,8 +315,7 @@ func serve() {
 	if err != nil {
 		fail("open /dev/null: %v", err)
 	}
-	s := &server{devnull: devnull, spare: make(chan *shimProc, 1), cmds: map[uint64]*serverCmd{}}
-	go s.refill()
+	s := &server{devnull: devnull, cmds: map[uint64]*serverCmd{}}
 	s.send(wire{Op: "ready"})
 	buf := make([]byte, 4096)
 	oob := make([]byte, syscall.CmsgSpace(8*4))
@@ -377,43 +357,44 @@ func (s *server) send(m wire) {
 	}
 }
 
-// run hands command id (its plan, stdout, stderr and maybe the upper
-// layers' socket in fds) to a shim and reports how the shim ended.
+// run starts command id (its plan, stdout, stderr and maybe the upper
+// layers' socket in fds) and reports how it ended.
 func (s *server) run(id uint64, fds []int) {
-	sh, err := s.take()
-	if err != nil {
+	// Never unlocked: startCommand moves this thread into the command's
+	// mount namespace, and the thread ends with the goroutine.
+	runtime.LockOSThread()
+	s.mu.Lock()
+	killed := s.cmds[id].killed
+	s.mu.Unlock()
+	if killed {
 		closeAll(fds)
+		s.finish(id)
+		s.send(wire{Op: "exit", ID: id, Status: uint32(syscall.SIGKILL)})
+		return
+	}
+	pid, err := startCommand(fds, int(s.devnull.Fd()))
+	if err != nil {
 		s.finish(id)
 		s.send(wire{Op: "exit", ID: id, Err: err.Error()})
 		return
 	}
 	s.mu.Lock()
 	c := s.cmds[id]
-	killed := c.killed
-	c.pid = sh.proc.Pid
+	c.pid = pid
+	killed = c.killed
 	s.mu.Unlock()
-	if !killed {
-		err = syscall.Sendmsg(sh.conn, []byte{1}, syscall.UnixRights(fds...), nil, 0)
+	if killed {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	closeAll(fds)
-	syscall.Close(sh.conn)
-	if killed || err != nil {
-		_ = sh.proc.Kill()
+	s.send(wire{Op: "started", ID: id})
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+			break
+		}
 	}
-	if err == nil && !killed {
-		s.send(wire{Op: "started", ID: id})
-	}
-	st, werr := sh.proc.Wait()
 	s.finish(id)
-	switch {
-	case err != nil:
-		s.send(wire{Op: "exit", ID: id, Err: fmt.Sprintf("hand the command to its shim: %v", err)})
-	case werr != nil:
-		s.send(wire{Op: "exit", ID: id, Status: uint32(syscall.SIGKILL), Err: ""})
-	default:
-		ws, _ := st.Sys().(syscall.WaitStatus)
-		s.send(wire{Op: "exit", ID: id, Status: uint32(ws)})
-	}
+	s.send(wire{Op: "exit", ID: id, Status: uint32(ws)})
 }
 
 func (s *server) finish(id uint64) {
@@ -422,8 +403,7 @@ func (s *server) finish(id uint64) {
 	s.mu.Unlock()
 }
 
-// kill kills command id's shim, pid 1 of the command's pid namespace, and
-// so everything the command started.
+// kill kills command id's pid 1, and so everything the command started.
 func (s *server) kill(id uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -435,54 +415,6 @@ func (s *server) kill(id uint64) {
 	if c.pid > 0 {
 		_ = syscall.Kill(c.pid, syscall.SIGKILL)
 	}
-}
-
-// take returns a ready shim.
-func (s *server) take() (*shimProc, error) {
-	select {
-	case sh := <-s.spare:
-		return sh, nil
-	case <-time.After(probeTimeout):
-		return nil, errors.New("no shim could be started in the live sandbox")
-	}
-}
-
-// refill keeps one shim ready.
-func (s *server) refill() {
-	for {
-		sh, err := s.spawn()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "apodex sandbox: start a shim: %v\n", err)
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		s.spare <- sh
-	}
-}
-
-// spawn starts a shim in new mount, pid and ipc namespaces; it waits for
-// its command on its end of a socket.
-func (s *server) spawn() (*shimProc, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	theirs := os.NewFile(uintptr(fds[1]), "shim")
-	defer theirs.Close()
-	proc, err := os.StartProcess("/proc/self/exe", []string{"apodex-sandbox-cmd"}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{shimEnv + "=1"},
-		Files: []*os.File{s.devnull, os.Stderr, os.Stderr, theirs},
-		Sys: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
-			Pdeathsig:  syscall.SIGKILL,
-		},
-	})
-	if err != nil {
-		syscall.Close(fds[0])
-		return nil, err
-	}
-	return &shimProc{proc: proc, conn: fds[0]}, nil
 }
 
 // rights returns the descriptors an SCM_RIGHTS message carried.

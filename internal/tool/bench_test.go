@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,9 +41,14 @@ func benchEnv(b *testing.B, n int, kind string) Env {
 	}
 	env := Env{FS: fs, DefaultTimeout: time.Minute, MaxTimeout: time.Minute, ObservationLimit: 16 << 10}
 	if kind != "" {
-		r, err := sandbox.New(kind)
+		base, reuse := strings.CutSuffix(kind, "-reuse")
+		r, err := sandbox.New(base)
 		if err != nil {
 			b.Skipf("no %s sandbox: %v", kind, err)
+		}
+		if reuse {
+			r = sandbox.Reuse(r)
+			b.Cleanup(func() { _ = sandbox.Close(r) })
 		}
 		env.Runner = r
 	}
@@ -68,7 +74,7 @@ func benchCall(b *testing.B, env Env, name, args string) Result {
 //
 //	go test -run '^$' -bench BashStep -benchtime 20x ./internal/tool/
 func BenchmarkBashStep(b *testing.B) {
-	for _, kind := range []string{sandbox.KindBwrap, sandbox.KindNative, sandbox.KindNone} {
+	for _, kind := range []string{sandbox.KindBwrap, sandbox.KindNative, sandbox.KindBwrap + "-reuse", sandbox.KindNative + "-reuse", sandbox.KindNone} {
 		for _, n := range benchSizes {
 			b.Run(fmt.Sprintf("%s/files=%d", kind, n), func(b *testing.B) {
 				env := benchEnv(b, n, kind)

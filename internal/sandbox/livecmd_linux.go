@@ -1,0 +1,422 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"unsafe"
+)
+
+// One command in a live sandbox, on the server's side. The server builds
+// the command's mount namespace on an OS thread of its own (unshared from
+// the server's, never given back: the goroutine ends locked): a fresh sized
+// /tmp and /dev/shm, the command's mounts (bound from the hidden
+// directory, or sized overlays of them), a new devpts, /dev read-only, the
+// hidden directory detached. From that thread it forks (no exec: the
+// child runs only raw system calls, prepared beforehand) the command's
+// first process in new pid and ipc namespaces; as pid 1 there it mounts
+// the command's /proc (kernel knobs read-only), drops every capability
+// (bounding, ambient, inheritable), sets its rlimits, no_new_privs,
+// Landlock (native) and the seccomp filter, closes every descriptor it does
+// not need, and forks the command's shell as the sandbox uid. When the shell
+// exits, pid 1 exits with its status (128+n for signal n) and the pid
+// namespace, with everything the command left running, goes with it.
+
+// shimPlan is one command for the server.
+type shimPlan struct {
+	// Spec's mounts have, as Source, where the server finds them.
+	Spec     specPlan `json:"spec"`
+	UID      int      `json:"uid"`
+	GID      int      `json:"gid"`
+	Drop     bool     `json:"drop"`
+	Rlimits  []rlim   `json:"rlimits,omitempty"`
+	Landlock bool     `json:"landlock"`
+}
+
+// procKnobs are the entries of /proc a command gets read-only.
+var procKnobs = []string{"sys", "sysrq-trigger", "irq", "bus", "fs", "latency_stats", "timer_list", "kcore", "keys"}
+
+// rawCmd is everything the command's pid 1 and shell need, made before the
+// fork: they run no Go runtime code, only system calls on this memory.
+type rawCmd struct {
+	proc, procType *byte
+	knobs          []*byte // /proc/<knob>, those that exist
+	capHdr         [2]uint32
+	capData        [6]uint32
+	rlimits        []rlimit64
+	landlock       int // ruleset fd, -1 none
+	procRule       [12]byte
+	seccomp        unsafe.Pointer
+	stdin          int
+	stdout, stderr int
+	drop           bool
+	uid, gid       int
+	dir            *byte
+	sh             *byte
+	argv, envv     []*byte
+	failSetup      []byte
+	failDir        []byte
+	failExec       []byte
+}
+
+type rlimit64 struct {
+	resource int
+	cur, max uint64
+}
+
+// startCommand builds the command's namespace on the calling thread (which
+// must be locked and is spoilt for anything else afterwards) and starts
+// it. fds are the plan, stdout, stderr and maybe the upper layers' socket;
+// it closes them. It returns pid 1 of the command.
+func startCommand(fds []int, devnull int) (int, error) {
+	defer closeAll(fds)
+	if len(fds) < 3 {
+		return 0, fmt.Errorf("a command needs a plan, stdout and stderr")
+	}
+	f := os.NewFile(uintptr(fds[0]), "plan")
+	raw, err := io.ReadAll(f)
+	f.Close()
+	fds[0] = -1
+	if err != nil {
+		return 0, fmt.Errorf("read the plan: %w", err)
+	}
+	var p shimPlan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return 0, fmt.Errorf("bad plan: %w", err)
+	}
+	ups := -1
+	if len(fds) > 3 {
+		ups = fds[3]
+	}
+	spec := p.Spec
+	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
+		return 0, fmt.Errorf("unshare the mount namespace: %w", err)
+	}
+	// Failures from here on are the command's: its stderr says why.
+	r := &rawCmd{landlock: -1, stdin: devnull, stdout: fds[1], stderr: fds[2], drop: p.Drop, uid: p.UID, gid: p.GID}
+	if msg := buildNamespace(spec, ups); msg != "" {
+		r.failSetup = []byte("apodex sandbox: " + msg + "\n")
+	}
+	if err := r.prepare(p); err != nil && r.failSetup == nil {
+		r.failSetup = []byte("apodex sandbox: " + err.Error() + "\n")
+	}
+	pid, err := r.fork()
+	if r.landlock >= 0 {
+		syscall.Close(r.landlock)
+	}
+	return pid, err
+}
+
+// buildNamespace mounts the command's own file systems in this thread's
+// mount namespace; it returns what failed ("" nothing).
+func buildNamespace(spec specPlan, ups int) string {
+	try := func(err error, what string) string {
+		if err != nil {
+			return what + ": " + err.Error()
+		}
+		return ""
+	}
+	if msg := try(syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""), "make / private"); msg != "" {
+		return msg
+	}
+	tmpOpts := "mode=1777"
+	if spec.TmpSize > 0 {
+		tmpOpts += ",size=" + strconv.FormatInt(spec.TmpSize, 10)
+	}
+	for _, d := range []string{"/tmp", "/dev/shm"} {
+		if msg := try(syscall.Mount("tmpfs", d, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, tmpOpts), "mount "+d); msg != "" {
+			return msg
+		}
+	}
+	for i, m := range spec.Mounts {
+		if err := os.MkdirAll(m.Target, 0o755); err != nil {
+			return fmt.Sprintf("mount point %s: %v", m.Target, err)
+		}
+		if ups >= 0 && i < len(spec.Sized) && spec.Sized[i] > 0 {
+			fd, err := sizedOverlay(m.Source, m.Target, filepath.Join("/tmp", ".upper-"+strconv.Itoa(i)), spec.Sized[i])
+			if err == nil {
+				var msg [4]byte
+				binary.LittleEndian.PutUint32(msg[:], uint32(i))
+				err = syscall.Sendmsg(ups, msg[:], syscall.UnixRights(fd), nil, 0)
+				syscall.Close(fd)
+				if err != nil {
+					return fmt.Sprintf("pass the upper layer of %s: %v", m.Target, err)
+				}
+				continue
+			}
+		}
+		if msg := try(syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""), "bind "+m.Target); msg != "" {
+			return msg
+		}
+		for _, mp := range mountsUnder(m.Target) {
+			if msg := tryRemount(mp, !m.Writable); msg != "" {
+				return msg
+			}
+		}
+	}
+	_ = syscall.Mount("devpts", "/dev/pts", "devpts", syscall.MS_NOSUID|syscall.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+	if msg := tryRemount("/dev", true); msg != "" {
+		return msg
+	}
+	return try(syscall.Unmount(hiddenDir, syscall.MNT_DETACH), "detach "+hiddenDir)
+}
+
+// tryRemount is remount reporting instead of failing.
+func tryRemount(dst string, ro bool) string {
+	var st syscall.Statfs_t
+	_ = syscall.Statfs(dst, &st)
+	flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | syscall.MS_NOSUID | syscall.MS_NODEV)
+	for _, m := range [][2]uintptr{{8, syscall.MS_NOEXEC}, {1024, syscall.MS_NOATIME}, {2048, syscall.MS_NODIRATIME}, {4096, syscall.MS_RELATIME}} {
+		if uintptr(st.Flags)&m[0] != 0 {
+			flags |= m[1]
+		}
+	}
+	if ro || st.Flags&1 != 0 {
+		flags |= syscall.MS_RDONLY
+	}
+	if err := syscall.Mount("", dst, "", flags, ""); err != nil {
+		return "remount " + dst + ": " + err.Error()
+	}
+	return ""
+}
+
+// prepare fills in r from p.
+func (r *rawCmd) prepare(p shimPlan) error {
+	var err error
+	bytePtr := func(s string) *byte {
+		b, e := syscall.BytePtrFromString(s)
+		if e != nil && err == nil {
+			err = e
+		}
+		return b
+	}
+	strs := func(ss []string) []*byte {
+		out, e := syscall.SlicePtrFromStrings(ss)
+		if e != nil && err == nil {
+			err = e
+		}
+		return out
+	}
+	r.proc, r.procType = bytePtr("/proc"), bytePtr("proc")
+	for _, k := range procKnobs {
+		if _, e := os.Lstat("/proc/" + k); e == nil {
+			r.knobs = append(r.knobs, bytePtr("/proc/"+k))
+		}
+	}
+	r.dir, r.sh = bytePtr(p.Spec.Dir), bytePtr("/bin/sh")
+	r.argv = strs([]string{"/bin/sh", "-c", p.Spec.Command})
+	r.envv = strs(p.Spec.Env)
+	r.failDir = []byte("apodex sandbox: chdir " + p.Spec.Dir + ": no such directory in the sandbox\n")
+	r.failExec = []byte("apodex sandbox: start the command: cannot run /bin/sh\n")
+	for _, l := range p.Rlimits {
+		r.rlimits = append(r.rlimits, rlimit64{resource: l.Resource, cur: l.Value, max: l.Value})
+	}
+	// Capabilities: this thread's, inheritable ones cleared.
+	r.capHdr = [2]uint32{0x20080522, 0} // _LINUX_CAPABILITY_VERSION_3
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&r.capHdr)), uintptr(unsafe.Pointer(&r.capData[0])), 0); e != 0 {
+		return fmt.Errorf("capget: %v", e)
+	}
+	r.capData[2], r.capData[5] = 0, 0
+	r.seccomp = usernsFilter()
+	if p.Landlock {
+		if rs, proc, ok := landlockRules(p.Spec); ok {
+			r.landlock = int(rs)
+			*(*uint64)(unsafe.Pointer(&r.procRule[0])) = proc
+		}
+	}
+	return err
+}
+
+// fork starts the command's pid 1 in new pid and ipc namespaces.
+func (r *rawCmd) fork() (int, error) {
+	var all, old [1]uint64
+	all[0] = ^uint64(0)
+	const sigSetmask = 2
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetmask, uintptr(unsafe.Pointer(&all[0])), uintptr(unsafe.Pointer(&old[0])), 8, 0, 0)
+	pid, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, syscall.CLONE_NEWPID|syscall.CLONE_NEWIPC|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e == 0 && pid == 0 {
+		commandInit(r) // never returns
+	}
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetmask, uintptr(unsafe.Pointer(&old[0])), 0, 8, 0, 0)
+	if e != 0 {
+		return 0, fmt.Errorf("fork the command: %v", e)
+	}
+	return int(pid), nil
+}
+
+// Raw system call numbers package syscall leaves out.
+const (
+	sysCloseRange   = 436
+	prSetPdeathsig  = 1
+	prSetNoNewPrivs = 38
+	prCapbsetDrop   = 24
+	prCapAmbient    = 47
+	prCapAmbientClr = 4
+	prSetSeccomp    = 22
+	seccompFilter   = 2
+	atFdcwd         = ^uintptr(99) // AT_FDCWD, -100
+)
+
+// commandInit is pid 1 of the command. It runs in a forked copy of the
+// server with one thread and every signal blocked, so it makes system calls
+// only.
+//
+//go:nosplit
+//go:norace
+func commandInit(r *rawCmd) {
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0)
+	// stdio at 0, 1, 2 (a Landlock ruleset at 3); nothing else survives.
+	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.stdin), 0, 0)
+	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.stdout), 1, 0)
+	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.stderr), 2, 0)
+	if r.landlock >= 0 {
+		syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.landlock), 3, 0)
+		syscall.RawSyscall(sysCloseRange, 4, ^uintptr(0), 0)
+	} else {
+		syscall.RawSyscall(sysCloseRange, 3, ^uintptr(0), 0)
+	}
+	if r.failSetup != nil {
+		rawFail(r.failSetup)
+	}
+	// The command's own /proc, kernel knobs read-only.
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_MOUNT, uintptr(unsafe.Pointer(r.procType)), uintptr(unsafe.Pointer(r.proc)), uintptr(unsafe.Pointer(r.procType)),
+		syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, 0, 0); e != 0 {
+		rawFail(msgMountProc)
+	}
+	for i := 0; i < len(r.knobs); i++ {
+		k := uintptr(unsafe.Pointer(r.knobs[i]))
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_MOUNT, k, k, 0, syscall.MS_BIND|syscall.MS_REC, 0, 0); e == 0 {
+			syscall.RawSyscall6(syscall.SYS_MOUNT, 0, k, 0, syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, 0, 0)
+		}
+	}
+	if r.landlock >= 0 {
+		fd, _, e := syscall.RawSyscall6(syscall.SYS_OPENAT, atFdcwd, uintptr(unsafe.Pointer(r.proc)), oPath|syscall.O_CLOEXEC, 0, 0, 0)
+		if e == 0 {
+			*(*int32)(unsafe.Pointer(&r.procRule[8])) = int32(fd)
+			syscall.RawSyscall6(sysLandlockAddRule, 3, 1, uintptr(unsafe.Pointer(&r.procRule[0])), 0, 0, 0)
+			syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0)
+		}
+	}
+	// No capabilities to keep or regain, limits, no new privileges,
+	// Landlock, the seccomp filter.
+	for c := uintptr(0); c < 64; c++ {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prCapbsetDrop, c, 0); e == syscall.EINVAL {
+			break
+		}
+	}
+	syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClr, 0, 0, 0, 0)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&r.capHdr[0])), uintptr(unsafe.Pointer(&r.capData[0])), 0); e != 0 {
+		rawFail(msgCapset)
+	}
+	for i := 0; i < len(r.rlimits); i++ {
+		l := &r.rlimits[i]
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(l.resource), uintptr(unsafe.Pointer(&l.cur)), 0, 0, 0); e != 0 {
+			rawFail(msgSetrlimit)
+		}
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
+		rawFail(msgNoNewPrivs)
+	}
+	if r.landlock >= 0 {
+		if _, _, e := syscall.RawSyscall(sysLandlockRestrictSelf, 3, 0, 0); e != 0 {
+			rawFail(msgLandlock)
+		}
+		syscall.RawSyscall(syscall.SYS_CLOSE, 3, 0, 0)
+	}
+	if r.seccomp != nil {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetSeccomp, seccompFilter, uintptr(r.seccomp)); e != 0 {
+			rawFail(msgSeccomp)
+		}
+	}
+	sh, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		rawFail(msgFork)
+	}
+	if sh == 0 {
+		commandShell(r)
+	}
+	// Reap until the shell is gone (orphans of the command end up here too).
+	var status uint32
+	for {
+		w, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&status)), 0, 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			rawExit(helperExit)
+		}
+		if w == sh {
+			break
+		}
+	}
+	ws := syscall.WaitStatus(status)
+	if ws&0x7f != 0 && ws&0x7f != 0x7f { // signaled
+		rawExit(128 + int(ws&0x7f))
+	}
+	rawExit(int(ws>>8) & 0xff)
+}
+
+// commandShell is the command's shell, pid 2 of its namespace.
+//
+//go:nosplit
+//go:norace
+func commandShell(r *rawCmd) {
+	if r.drop {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+			rawFail(msgSetgroups)
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(r.gid), uintptr(r.gid), uintptr(r.gid)); e != 0 {
+			rawFail(msgSetgid)
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(r.uid), uintptr(r.uid), uintptr(r.uid)); e != 0 {
+			rawFail(msgSetuid)
+		}
+	}
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CHDIR, uintptr(unsafe.Pointer(r.dir)), 0, 0); e != 0 {
+		rawFail(r.failDir)
+	}
+	var none [1]uint64
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 2, uintptr(unsafe.Pointer(&none[0])), 0, 8, 0, 0)
+	syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(r.sh)), uintptr(unsafe.Pointer(&r.argv[0])), uintptr(unsafe.Pointer(&r.envv[0])))
+	rawFail(r.failExec)
+}
+
+// Messages of commandInit and commandShell, made before any fork.
+var (
+	msgMountProc  = []byte("apodex sandbox: mount /proc\n")
+	msgCapset     = []byte("apodex sandbox: capset\n")
+	msgSetrlimit  = []byte("apodex sandbox: setrlimit\n")
+	msgNoNewPrivs = []byte("apodex sandbox: no_new_privs\n")
+	msgLandlock   = []byte("apodex sandbox: landlock restrict\n")
+	msgSeccomp    = []byte("apodex sandbox: seccomp\n")
+	msgFork       = []byte("apodex sandbox: fork the command\n")
+	msgSetgroups  = []byte("apodex sandbox: setgroups\n")
+	msgSetgid     = []byte("apodex sandbox: setgid\n")
+	msgSetuid     = []byte("apodex sandbox: setuid\n")
+)
+
+// rawFail writes msg to stderr (the command's) and exits as the helper does
+// when it cannot set up the sandbox.
+//
+//go:nosplit
+//go:norace
+func rawFail(msg []byte) {
+	if len(msg) > 0 {
+		syscall.RawSyscall(syscall.SYS_WRITE, 2, uintptr(unsafe.Pointer(&msg[0])), uintptr(len(msg)))
+	}
+	rawExit(helperExit)
+}
+
+//go:nosplit
+//go:norace
+func rawExit(code int) {
+	for {
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, uintptr(code), 0, 0)
+	}
+}
