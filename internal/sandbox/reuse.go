@@ -160,7 +160,7 @@ func (p *Pool) get(sh shape) *live {
 	if t, ok := p.broken[sh.key]; ok && time.Since(t) < brokenFor {
 		return nil
 	}
-	lv, err := startLive(p, sh)
+	lv, err := startLiveFn(p, sh)
 	if err != nil {
 		if p.broken == nil {
 			p.broken = map[string]time.Time{}
@@ -287,6 +287,9 @@ type live struct {
 	timer  *time.Timer
 	closed sync.Once
 }
+
+// startLiveFn is startLive; tests replace it.
+var startLiveFn = startLive
 
 // startLive starts the live sandbox of sh and waits until it is ready.
 func startLive(p *Pool, sh shape) (*live, error) {

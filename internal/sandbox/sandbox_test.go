@@ -43,7 +43,12 @@ func sandboxes(t testing.TB) map[string]Runner {
 	// The same suite runs on live sandboxes (reuse.go).
 	for name, r := range maps.Clone(rs) {
 		p := Reuse(r).(*Pool)
-		t.Cleanup(func() { _ = p.Close() })
+		t.Cleanup(func() {
+			if err := p.StartError(); err != nil {
+				t.Errorf("%s-reuse: the live sandbox did not start (commands ran per command): %v", name, err)
+			}
+			_ = p.Close()
+		})
 		rs[name+"-reuse"] = p
 	}
 	return rs

@@ -1,0 +1,245 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pools returns a fresh live-sandbox runner over each isolating backend.
+func pools(t *testing.T) map[string]*Pool {
+	t.Helper()
+	out := map[string]*Pool{}
+	for name, r := range sandboxes(t) {
+		if strings.HasSuffix(name, "-reuse") {
+			continue
+		}
+		p := Reuse(r).(*Pool)
+		t.Cleanup(func() { _ = p.Close() })
+		out[name] = p
+	}
+	return out
+}
+
+// liveCount is how many live sandboxes p has up.
+func liveCount(p *Pool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.lives)
+}
+
+// Two commands at the same time in one live sandbox see neither each
+// other's /tmp nor each other's processes.
+func TestLiveCommandsApart(t *testing.T) {
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			token := sleepToken()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			first := make(chan Result, 1)
+			go func() {
+				res, _ := p.Run(ctx, Spec{Command: "echo one > /tmp/mine; sleep " + token})
+				first <- res
+			}()
+			for i := 0; len(procsWith(token)) == 0; i++ {
+				if i > 500 {
+					t.Fatal("the first command never started")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			res := run(t, p, Spec{Command: "ls -A /tmp; echo; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '; echo; ls /proc | grep -c '^[0-9]'"})
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			out := string(res.Stdout)
+			if strings.Contains(out, "mine") {
+				t.Errorf("the second command sees the first one's /tmp: %s", out)
+			}
+			if strings.Contains(out, token) {
+				t.Errorf("the second command sees the first one's processes: %s", out)
+			}
+			if n := liveCount(p); n != 1 || p.used.Load() != 1 {
+				t.Errorf("live sandboxes %d, commands in them %d; want one sandbox for both", n, p.used.Load())
+			}
+			cancel()
+			if r := <-first; r.ExitCode != -1 {
+				t.Errorf("cancelled first command: exit %d", r.ExitCode)
+			}
+			assertGone(t, token)
+		})
+	}
+}
+
+// A background process of a command is dead when the command returns, and
+// a command after a timed-out one runs in the same live sandbox.
+func TestLiveCommandEnds(t *testing.T) {
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			token := sleepToken()
+			res := run(t, p, Spec{Command: "sleep " + token + " & echo started"})
+			if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "started") {
+				t.Fatalf("exit %d: %q %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			assertGone(t, token)
+			token = sleepToken()
+			res = run(t, p, Spec{Command: "sleep " + token, Timeout: 300 * time.Millisecond})
+			if !res.TimedOut || res.ExitCode != -1 {
+				t.Errorf("not timed out: %+v", res)
+			}
+			assertGone(t, token)
+			res = run(t, p, Spec{Command: "echo after"})
+			if res.ExitCode != 0 || string(res.Stdout) != "after\n" {
+				t.Errorf("after a timeout: exit %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if n := liveCount(p); n != 1 || p.used.Load() != 3 {
+				t.Errorf("live sandboxes %d, commands in them %d; want 1 and 3", n, p.used.Load())
+			}
+		})
+	}
+}
+
+// A Fresh mount (a new source per command, as the publishing holder's
+// staging copy) is seen as each command's own, in one live sandbox, with a
+// static mount nested in it.
+func TestLiveFreshMounts(t *testing.T) {
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			staging, scratch := t.TempDir(), t.TempDir()
+			if err := os.Chmod(staging, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				dir, err := os.MkdirTemp(staging, "outputs-")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(filepath.Join(dir, "scratch"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				want := filepath.Base(dir)
+				if err := os.WriteFile(filepath.Join(dir, "which"), []byte(want), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				res := run(t, p, Spec{Command: "cat /outputs/which; echo hi > /outputs/new; echo s >> /outputs/scratch/log",
+					Mounts: []Mount{{Source: dir, Target: "/outputs", Writable: true, Fresh: true}, {Source: scratch, Target: "/outputs/scratch", Writable: true}}})
+				if res.ExitCode != 0 || string(res.Stdout) != want {
+					t.Fatalf("command %d: exit %d stdout %q (want %q) stderr %q", i, res.ExitCode, res.Stdout, want, res.Stderr)
+				}
+				if b, err := os.ReadFile(filepath.Join(dir, "new")); err != nil || string(b) != "hi\n" {
+					t.Errorf("command %d: its write to /outputs: %q %v", i, b, err)
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(scratch, "log")); string(b) != "s\ns\ns\n" {
+				t.Errorf("scratch = %q", b)
+			}
+			if n := liveCount(p); n != 1 || p.used.Load() != 3 {
+				t.Errorf("live sandboxes %d, commands in them %d; want 1 and 3", n, p.used.Load())
+			}
+		})
+	}
+}
+
+// A live sandbox that died is replaced; a command it never started runs
+// elsewhere; a shape whose live sandbox cannot start runs per command,
+// still sandboxed.
+func TestLiveFallback(t *testing.T) {
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			if res := run(t, p, Spec{Command: "true"}); res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			p.mu.Lock()
+			var lv *live
+			for _, l := range p.lives {
+				lv = l
+			}
+			p.mu.Unlock()
+			_ = lv.proc.Kill()
+			for i := 0; !lv.gone(); i++ {
+				if i > 500 {
+					t.Fatal("the runner did not notice the server died")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if _, _, ran := lv.run(context.Background(), mustCommand(t, Spec{Command: "true"})); ran {
+				t.Error("a dead live sandbox ran a command")
+			}
+			res := run(t, p, Spec{Command: "echo again"})
+			if res.ExitCode != 0 || string(res.Stdout) != "again\n" || p.used.Load() != 2 {
+				t.Errorf("after the server died: exit %d %q %q, %d in live sandboxes", res.ExitCode, res.Stdout, res.Stderr, p.used.Load())
+			}
+
+			startLiveFn = func(*Pool, shape) (*live, error) { return nil, errors.New("refused by the test") }
+			defer func() { startLiveFn = startLive }()
+			ws := t.TempDir()
+			res = run(t, p, Spec{Command: "cat /proc/self/uid_map; echo x > /workspace/f", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			if res.ExitCode != 0 || res.UID != hostUIDOf() || res.Mechanism == "" {
+				t.Errorf("per command: exit %d uid %d mechanism %q: %s", res.ExitCode, res.UID, res.Mechanism, res.Stderr)
+			}
+			if p.used.Load() != 2 || p.StartError() == nil {
+				t.Errorf("the refused start was not a fallback: used %d, start error %v", p.used.Load(), p.StartError())
+			}
+			p.mu.Lock()
+			p.lastErr = nil // not a failure of the sandbox under test
+			p.mu.Unlock()
+		})
+	}
+}
+
+func mustCommand(t *testing.T, spec Spec) *command {
+	t.Helper()
+	c, err := newCommand(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// An idle live sandbox is shut down; the next command starts another.
+func TestLiveIdle(t *testing.T) {
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			p.Idle = 50 * time.Millisecond
+			run(t, p, Spec{Command: "true"})
+			for i := 0; liveCount(p) != 0; i++ {
+				if i > 500 {
+					t.Fatal("the idle live sandbox stayed up")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if res := run(t, p, Spec{Command: "echo back"}); string(res.Stdout) != "back\n" || p.used.Load() != 2 {
+				t.Errorf("after idling: %q %q, %d in live sandboxes", res.Stdout, res.Stderr, p.used.Load())
+			}
+		})
+	}
+}
+
+func TestReuseOff(t *testing.T) {
+	t.Setenv(ReuseEnv, "0")
+	if _, ok := Reuse(Native{}).(*Pool); ok {
+		t.Errorf("%s=0: Reuse made a pool", ReuseEnv)
+	}
+	if got := KindOf(Reuse(WithOptions(Native{}, Options{}))); got != KindNative {
+		t.Errorf("KindOf = %q", got)
+	}
+}
+
+func TestReuseKind(t *testing.T) {
+	t.Setenv(ReuseEnv, "")
+	for _, r := range []Runner{Native{}, &Bwrap{}} {
+		p := Reuse(WithOptions(r, Options{}))
+		if KindOf(p) != KindOf(r) {
+			t.Errorf("KindOf(Reuse(%T)) = %q", r, KindOf(p))
+		}
+		if _, ok := Unwrap(p).(*Pool); !ok {
+			t.Errorf("Reuse(%T) is %T", r, Unwrap(p))
+		}
+		if err := Close(p); err != nil {
+			t.Error(err)
+		}
+	}
+}
