@@ -52,7 +52,7 @@ func (p *Plane) view(ctx context.Context, agent string) (tool.OutputsView, error
 	}
 	var once sync.Once
 	return tool.OutputsView{
-		Mounts: []sandbox.Mount{{Source: st.dir, Target: "/outputs", Writable: true}, scratch},
+		Mounts: []sandbox.Mount{{Source: st.dir, Target: "/outputs", Writable: true, Fresh: true}, scratch},
 		After: func(killed bool) (out string) {
 			once.Do(func() { out = strings.TrimSuffix(p.commit(st, killed)+"\n"+note(p.quotaNote()), "\n") })
 			return out

@@ -65,6 +65,9 @@ type SandboxSettings struct {
 	PidsLimit int64  `json:"pids_limit,omitempty"`
 	TmpSize   int64  `json:"tmp_size,omitempty"`
 	Mechanism string `json:"limits_mechanism,omitempty"`
+	// Reuse says commands ran in live sandboxes, one per agent's shape of
+	// command (sandbox.Reuse), rather than a sandbox per command.
+	Reuse bool `json:"reuse,omitempty"`
 }
 
 // Budget is the run's limits; zero means unlimited.

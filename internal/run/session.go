@@ -17,6 +17,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/workspace"
@@ -71,6 +72,7 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 
 func (ss *session) close() {
 	ss.ev.close()
+	_ = sandbox.Close(ss.kit.runner) // the live sandboxes end with the run
 	ss.release()
 }
 

@@ -93,7 +93,10 @@ func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (
 	eff := sandbox.Effective(lim)
 	set.UID, set.MemLimit, set.PidsLimit, set.TmpSize = sandbox.CommandUID(), eff.Memory, eff.Pids, eff.TmpSize
 	set.Mechanism = sandbox.Mechanism(lim)
-	return sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork}), set, nil
+	// One live sandbox per agent's shape of command (sandbox.Reuse) unless
+	// APODEX_SANDBOX_REUSE=0.
+	set.Reuse = !sandbox.ReuseOff()
+	return sandbox.Reuse(sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork})), set, nil
 }
 
 func progress(w io.Writer, lg *slog.Logger) func(agent.Step) {
