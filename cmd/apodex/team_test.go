@@ -126,7 +126,10 @@ func TestTeamModeEndToEnd(t *testing.T) {
 	}
 	subs := map[string][]llmtest.Turn{
 		"A1": {
-			calls(bash(`for i in $(seq 1 300); do [ -e /outputs/scratch/right-started ] && { echo SAW-RIGHT; break; }; sleep 0.05; done
+			// Polled by listing: /outputs/scratch is an overlay of the real
+			// scratch per command, and a name looked up before another
+			// agent's command merged it stays absent for this command.
+			calls(bash(`for i in $(seq 1 300); do ls /outputs/scratch | grep -qx right-started && { echo SAW-RIGHT; break; }; sleep 0.05; done
 [ -e /outputs/scratch/right-started ] || { echo NO-RIGHT; exit 1; }
 echo 3 > /workspace/left.txt`)),
 			report("the left number is 3", "/workspace/left.txt"),
