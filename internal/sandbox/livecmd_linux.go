@@ -19,7 +19,7 @@ import (
 // directory, or sized overlays of them), a new devpts, /dev read-only, the
 // hidden directory detached. From that thread it forks (no exec: the
 // child runs only raw system calls, prepared beforehand) the command's
-// first process in new pid and ipc namespaces; as pid 1 there it mounts
+// first process in a new pid namespace; as pid 1 there it mounts
 // the command's /proc (kernel knobs read-only), drops every capability
 // (bounding, ambient, inheritable), sets its rlimits, no_new_privs,
 // Landlock (native) and the seccomp filter, closes every descriptor it does
@@ -62,6 +62,9 @@ type rawCmd struct {
 	failSetup      []byte
 	failDir        []byte
 	failExec       []byte
+	// stack holds the stacks of pid 1 and of the shell until its exec,
+	// where they share the server's memory (forkInit).
+	stack []byte
 }
 
 type rlimit64 struct {
@@ -71,34 +74,39 @@ type rlimit64 struct {
 
 // startCommand builds the command's namespace on the calling thread (which
 // must be locked and is spoilt for anything else afterwards) and starts
-// it. fds are the plan, stdout, stderr and maybe the upper layers' socket;
-// it closes them. It returns pid 1 of the command.
-func startCommand(fds []int, devnull int) (int, error) {
+// it. fds are stdout, stderr and maybe the upper layers' socket;
+// it closes them. raw is the plan, nil when it is in a pipe, the first of
+// fds. It returns pid 1 of the command and what must be kept
+// alive (runtime.KeepAlive) until pid 1 has exited.
+func startCommand(raw []byte, fds []int, devnull int) (int, *rawCmd, error) {
 	defer closeAll(fds)
-	if len(fds) < 3 {
-		return 0, fmt.Errorf("a command needs a plan, stdout and stderr")
+	if raw == nil && len(fds) > 0 { // a large plan comes through a pipe
+		f := os.NewFile(uintptr(fds[0]), "plan")
+		var err error
+		raw, err = io.ReadAll(f)
+		f.Close()
+		fds = fds[1:]
+		if err != nil {
+			return 0, nil, fmt.Errorf("read the plan: %w", err)
+		}
 	}
-	f := os.NewFile(uintptr(fds[0]), "plan")
-	raw, err := io.ReadAll(f)
-	f.Close()
-	fds[0] = -1
-	if err != nil {
-		return 0, fmt.Errorf("read the plan: %w", err)
+	if len(fds) < 2 {
+		return 0, nil, fmt.Errorf("a command needs a plan, stdout and stderr")
 	}
 	var p shimPlan
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return 0, fmt.Errorf("bad plan: %w", err)
+		return 0, nil, fmt.Errorf("bad plan: %w", err)
 	}
 	ups := -1
-	if len(fds) > 3 {
-		ups = fds[3]
+	if len(fds) > 2 {
+		ups = fds[2]
 	}
 	spec := p.Spec
 	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
-		return 0, fmt.Errorf("unshare the mount namespace: %w", err)
+		return 0, nil, fmt.Errorf("unshare the mount namespace: %w", err)
 	}
 	// Failures from here on are the command's: its stderr says why.
-	r := &rawCmd{landlock: -1, stdin: devnull, stdout: fds[1], stderr: fds[2], drop: p.Drop, uid: p.UID, gid: p.GID}
+	r := &rawCmd{landlock: -1, stdin: devnull, stdout: fds[0], stderr: fds[1], drop: p.Drop, uid: p.UID, gid: p.GID}
 	if msg := buildNamespace(spec, ups); msg != "" {
 		r.failSetup = []byte("apodex sandbox: " + msg + "\n")
 	}
@@ -109,7 +117,7 @@ func startCommand(fds []int, devnull int) (int, error) {
 	if r.landlock >= 0 {
 		syscall.Close(r.landlock)
 	}
-	return pid, err
+	return pid, r, err
 }
 
 // buildNamespace mounts the command's own file systems in this thread's
@@ -238,10 +246,7 @@ func (r *rawCmd) fork() (int, error) {
 	all[0] = ^uint64(0)
 	const sigSetmask = 2
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetmask, uintptr(unsafe.Pointer(&all[0])), uintptr(unsafe.Pointer(&old[0])), 8, 0, 0)
-	pid, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, syscall.CLONE_NEWPID|syscall.CLONE_NEWIPC|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
-	if e == 0 && pid == 0 {
-		commandInit(r) // never returns
-	}
+	pid, e := forkInit(r, syscall.CLONE_NEWPID|uintptr(syscall.SIGCHLD))
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetmask, uintptr(unsafe.Pointer(&old[0])), 0, 8, 0, 0)
 	if e != 0 {
 		return 0, fmt.Errorf("fork the command: %v", e)
@@ -333,12 +338,9 @@ func commandInit(r *rawCmd) {
 			rawFail(msgSeccomp)
 		}
 	}
-	sh, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	sh, e := forkShell(r)
 	if e != 0 {
 		rawFail(msgFork)
-	}
-	if sh == 0 {
-		commandShell(r)
 	}
 	// Reap until the shell is gone (orphans of the command end up here too).
 	var status uint32

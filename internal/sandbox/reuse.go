@@ -273,6 +273,7 @@ type live struct {
 	proc      *os.Process
 	exited    chan struct{} // closed once proc is reaped
 	cg        *cgroup
+	events    *cgCounters
 	etc       *etcCopy
 	stopPasta func()
 	stderr    *capture // the server's own complaints
@@ -305,6 +306,7 @@ func startLive(p *Pool, sh shape) (*live, error) {
 	lv := &live{pool: p, sh: sh, etc: etc, waits: map[uint64]chan wire{}, stopPasta: func() {}, exited: make(chan struct{}),
 		stderr: &capture{limit: 4 << 10}}
 	lv.cg = newCgroup(Limits{Memory: sh.memory, Pids: sh.pids})
+	lv.events = newCounters(lv.cg)
 	stderrDone := make(chan struct{})
 	fail := func(err error) (*live, error) {
 		lv.close()
@@ -529,6 +531,7 @@ func (lv *live) close() {
 			}
 		}
 		lv.stopPasta()
+		lv.events.close()
 		lv.cg.remove()
 		hostEtc.release(lv.etc)
 		lv.mu.Lock()

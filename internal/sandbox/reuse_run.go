@@ -43,38 +43,52 @@ func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran
 	if limit <= 0 {
 		limit = defaultOutputLimit
 	}
-	var pipes [6]*os.File // plan r/w, stdout r/w, stderr r/w
-	for i := 0; i < 6; i += 2 {
-		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
-			for _, f := range pipes {
-				if f != nil {
-					f.Close()
-				}
-			}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err), true
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err), true
+	}
+	defer errR.Close()
+	msg := wire{Op: "run", ID: id, Plan: raw}
+	var fds []int
+	var planW *os.File
+	if len(raw) > maxInlinePlan {
+		planR, w, err := os.Pipe()
+		if err != nil {
+			outW.Close()
+			errW.Close()
 			return Result{}, fmt.Errorf("sandbox: pipe: %w", err), true
 		}
+		defer planR.Close()
+		msg.Plan, planW, fds = nil, w, []int{int(planR.Fd())}
 	}
-	planR, planW, outR, outW, errR, errW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
-	defer outR.Close()
-	defer errR.Close()
-	fds := []int{int(planR.Fd()), int(outW.Fd()), int(errW.Fd())}
+	fds = append(fds, int(outW.Fd()), int(errW.Fd()))
 	if c.ups != nil {
 		fds = append(fds, int(c.ups.theirs.Fd()))
 	}
-	before := lv.cg.events()
+	before := lv.events.last()
 	begin := time.Now()
-	serr := lv.send(wire{Op: "run", ID: id}, fds)
-	planR.Close()
+	serr := lv.send(msg, fds)
 	outW.Close()
 	errW.Close()
+	if planW != nil {
+		if serr == nil {
+			go func() {
+				_, _ = planW.Write(raw)
+				planW.Close()
+			}()
+		} else {
+			planW.Close()
+		}
+	}
 	if serr != nil {
-		planW.Close()
 		return Result{}, nil, false
 	}
-	go func() {
-		_, _ = planW.Write(raw)
-		planW.Close()
-	}()
 	stdout := &capture{limit: limit}
 	stderr := &capture{limit: limit}
 	var drained sync.WaitGroup
@@ -146,7 +160,7 @@ wait:
 	default:
 		res.ExitCode = ws.ExitStatus()
 	}
-	res, err = c.finish(res, err, func() string { return lv.cg.hitSince(before) })
+	res, err = c.finish(res, err, func() string { return lv.events.hitSince(before) })
 	res.Mechanism = mechanism(lv.cg, c.lim)
 	return res, err, true
 }
@@ -154,34 +168,86 @@ wait:
 // cgEvents are the counters of a cgroup that grow when a limit is hit.
 type cgEvents struct{ memory, pids int64 }
 
-// events reads the group's counters.
-func (cg *cgroup) events() cgEvents {
-	read := func(dir, file string) string {
-		b, _ := os.ReadFile(dir + "/" + file)
-		return string(b)
+// cgCounters reads a live sandbox's cgroup counters through descriptors
+// opened once; last is what the latest reading said.
+type cgCounters struct {
+	files []cgFile
+	mu    sync.Mutex
+	prev  cgEvents
+}
+
+type cgFile struct {
+	f      *os.File
+	pids   bool   // counts toward pids, else memory
+	key    string // the line's key, "" for a file that is one number
+	counts []string
+}
+
+// newCounters opens the counters of cg.
+func newCounters(cg *cgroup) *cgCounters {
+	c := &cgCounters{}
+	add := func(dir, file string, pids bool, keys ...string) {
+		f, err := os.Open(dir + "/" + file)
+		if err != nil {
+			return
+		}
+		c.files = append(c.files, cgFile{f: f, pids: pids, counts: keys})
 	}
-	var e cgEvents
 	if d := cg.v1["memory"]; d != "" {
-		e.memory += countKey(read(d, "memory.oom_control"), "oom_kill")
-		n, _ := strconv.ParseInt(strings.TrimSpace(read(d, "memory.failcnt")), 10, 64)
-		e.memory += n
+		add(d, "memory.oom_control", false, "oom_kill")
+		add(d, "memory.failcnt", false, "")
 	}
 	if cg.memory == "cgroup-v2" {
-		ev := read(cg.v2, "memory.events")
-		e.memory += countKey(ev, "oom_kill") + countKey(ev, "max")
+		add(cg.v2, "memory.events", false, "oom_kill", "max")
 	}
 	if d := cg.v1["pids"]; d != "" {
-		e.pids += countKey(read(d, "pids.events"), "max")
+		add(d, "pids.events", true, "max")
 	}
 	if cg.pids == "cgroup-v2" {
-		e.pids += countKey(read(cg.v2, "pids.events"), "max")
+		add(cg.v2, "pids.events", true, "max")
+	}
+	c.prev = c.read()
+	return c
+}
+
+func (c *cgCounters) read() cgEvents {
+	var e cgEvents
+	buf := make([]byte, 1024)
+	for _, f := range c.files {
+		n, _ := f.f.ReadAt(buf, 0)
+		text := string(buf[:n])
+		var sum int64
+		for _, k := range f.counts {
+			if k == "" {
+				v, _ := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+				sum += v
+			} else {
+				sum += countKey(text, k)
+			}
+		}
+		if f.pids {
+			e.pids += sum
+		} else {
+			e.memory += sum
+		}
 	}
 	return e
 }
 
-// hitSince names the limit whose counters grew since before ("" none).
-func (cg *cgroup) hitSince(before cgEvents) string {
-	now := cg.events()
+// last is the latest reading.
+func (c *cgCounters) last() cgEvents {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.prev
+}
+
+// hitSince reads the counters and names the limit whose counters grew
+// since before ("" none).
+func (c *cgCounters) hitSince(before cgEvents) string {
+	now := c.read()
+	c.mu.Lock()
+	c.prev = now
+	c.mu.Unlock()
 	switch {
 	case now.memory > before.memory:
 		return LimitMemory
@@ -189,6 +255,12 @@ func (cg *cgroup) hitSince(before cgEvents) string {
 		return LimitPids
 	}
 	return ""
+}
+
+func (c *cgCounters) close() {
+	for _, f := range c.files {
+		f.f.Close()
+	}
 }
 
 // countKey reads the value of key in a "key value" per line file.

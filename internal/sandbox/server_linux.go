@@ -73,7 +73,13 @@ type wire struct {
 	Status uint32 `json:"status,omitempty"`
 	// Err says the command was never started (exit).
 	Err string `json:"err,omitempty"`
+	// Plan is the command's shimPlan (run); a large one comes through a
+	// pipe, the first descriptor, instead.
+	Plan json.RawMessage `json:"plan,omitempty"`
 }
+
+// maxInlinePlan is the largest plan sent in the run message itself.
+const maxInlinePlan = 48 << 10
 
 func init() {
 	if raw := os.Getenv(serverEnv); raw != "" {
@@ -300,6 +306,7 @@ func serverBwrap(p serverPlan) {
 // server runs commands.
 type server struct {
 	devnull *os.File
+	mntns   int // the server's mount namespace, for threads to return to
 	mu      sync.Mutex
 	cmds    map[uint64]*serverCmd
 	wmu     sync.Mutex
@@ -315,9 +322,12 @@ func serve() {
 	if err != nil {
 		fail("open /dev/null: %v", err)
 	}
-	s := &server{devnull: devnull, cmds: map[uint64]*serverCmd{}}
+	s := &server{devnull: devnull, cmds: map[uint64]*serverCmd{}, mntns: -1}
+	if fd, err := syscall.Open("/proc/thread-self/ns/mnt", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
+		s.mntns = fd
+	}
 	s.send(wire{Op: "ready"})
-	buf := make([]byte, 4096)
+	buf := make([]byte, maxInlinePlan+4096)
 	oob := make([]byte, syscall.CmsgSpace(8*4))
 	for {
 		n, oobn, _, _, err := syscall.Recvmsg(connFD, buf, oob, syscall.MSG_CMSG_CLOEXEC)
@@ -338,7 +348,7 @@ func serve() {
 			s.mu.Lock()
 			s.cmds[m.ID] = &serverCmd{}
 			s.mu.Unlock()
-			go s.run(m.ID, fds)
+			go s.run(m.ID, m.Plan, fds)
 		case "kill":
 			closeAll(fds)
 			s.kill(m.ID)
@@ -357,11 +367,11 @@ func (s *server) send(m wire) {
 	}
 }
 
-// run starts command id (its plan, stdout, stderr and maybe the upper
+// run starts command id (plan, and its stdout, stderr and maybe the upper
 // layers' socket in fds) and reports how it ended.
-func (s *server) run(id uint64, fds []int) {
-	// Never unlocked: startCommand moves this thread into the command's
-	// mount namespace, and the thread ends with the goroutine.
+func (s *server) run(id uint64, plan []byte, fds []int) {
+	// startCommand moves this thread into the command's mount namespace;
+	// it goes back to the server's after, or ends with the goroutine.
 	runtime.LockOSThread()
 	s.mu.Lock()
 	killed := s.cmds[id].killed
@@ -372,8 +382,12 @@ func (s *server) run(id uint64, fds []int) {
 		s.send(wire{Op: "exit", ID: id, Status: uint32(syscall.SIGKILL)})
 		return
 	}
-	pid, err := startCommand(fds, int(s.devnull.Fd()))
+	pid, keep, err := startCommand(plan, fds, int(s.devnull.Fd()))
+	if s.mntns >= 0 && setns(s.mntns, syscall.CLONE_NEWNS) == nil {
+		runtime.UnlockOSThread()
+	}
 	if err != nil {
+		keep.release()
 		s.finish(id)
 		s.send(wire{Op: "exit", ID: id, Err: err.Error()})
 		return
@@ -393,6 +407,7 @@ func (s *server) run(id uint64, fds []int) {
 			break
 		}
 	}
+	keep.release() // pid 1, which may have shared its memory, is gone
 	s.finish(id)
 	s.send(wire{Op: "exit", ID: id, Status: uint32(ws)})
 }
@@ -415,6 +430,13 @@ func (s *server) kill(id uint64) {
 	if c.pid > 0 {
 		_ = syscall.Kill(c.pid, syscall.SIGKILL)
 	}
+}
+
+func setns(fd, nstype int) error {
+	if _, _, e := syscall.RawSyscall(sysSetns, uintptr(fd), uintptr(nstype), 0); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // rights returns the descriptors an SCM_RIGHTS message carried.
