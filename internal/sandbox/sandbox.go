@@ -27,6 +27,13 @@
 //   - stdout and stderr are each kept up to Spec.OutputLimit bytes; the rest is
 //     counted and discarded, so a command printing gigabytes costs no memory.
 //
+// Reuse wraps either in a Pool of live sandboxes (reuse.go): one long-lived
+// sandbox per shape of command, each command a fresh process in it with the
+// guarantees above, except that the commands of one live sandbox share its
+// network, ipc and uts namespaces and its cgroup (Limits.Memory and
+// Limits.Pids bound them together); a live sandbox that cannot start or has
+// died leaves its commands to the per-command runner, never to None.
+//
 // Both re-execute the running binary as a helper (helper_linux.go): any
 // program importing this package, test binaries included, serves as its own
 // helper through this package's init.
