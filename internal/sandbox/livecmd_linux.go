@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -141,6 +143,7 @@ func buildNamespace(spec specPlan, ups int) string {
 			return msg
 		}
 	}
+	var bound []int // mounts bound (not overlays)
 	for i, m := range spec.Mounts {
 		if err := os.MkdirAll(m.Target, 0o755); err != nil {
 			return fmt.Sprintf("mount point %s: %v", m.Target, err)
@@ -161,8 +164,18 @@ func buildNamespace(spec specPlan, ups int) string {
 		if msg := try(syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""), "bind "+m.Target); msg != "" {
 			return msg
 		}
-		for _, mp := range mountsUnder(m.Target) {
-			if msg := tryRemount(mp, !m.Writable); msg != "" {
+		bound = append(bound, i)
+	}
+	// Every bind and the mounts it brought along: nosuid, nodev, read-only
+	// as the deepest command mount holding them says (one reading of the
+	// mount table for all).
+	if len(bound) > 0 {
+		for _, mp := range mountPoints() {
+			i := holder(spec.Mounts, mp)
+			if i < 0 || !slices.Contains(bound, i) {
+				continue // not the command's, or a sized overlay
+			}
+			if msg := tryRemount(mp, !spec.Mounts[i].Writable); msg != "" {
 				return msg
 			}
 		}
@@ -172,6 +185,30 @@ func buildNamespace(spec specPlan, ups int) string {
 		return msg
 	}
 	return try(syscall.Unmount(hiddenDir, syscall.MNT_DETACH), "detach "+hiddenDir)
+}
+
+// mountPoints lists this thread's mount points.
+func mountPoints() []string {
+	b, _ := os.ReadFile("/proc/thread-self/mountinfo")
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 5 {
+			out = append(out, unescapeMount(f[4]))
+		}
+	}
+	return out
+}
+
+// holder is the index of the deepest mount whose target holds mount point
+// mp, -1 none.
+func holder(ms []Mount, mp string) int {
+	best := -1
+	for i, m := range ms {
+		if (mp == m.Target || strings.HasPrefix(mp, m.Target+"/")) && (best < 0 || len(m.Target) > len(ms[best].Target)) {
+			best = i
+		}
+	}
+	return best
 }
 
 // tryRemount is remount reporting instead of failing.

@@ -152,7 +152,7 @@ func (p *Pool) get(sh shape) *live {
 		return nil
 	}
 	if lv := p.lives[sh.key]; lv != nil {
-		if !lv.gone() {
+		if lv.hold() {
 			return lv
 		}
 		delete(p.lives, sh.key)
@@ -174,6 +174,7 @@ func (p *Pool) get(sh shape) *live {
 	for len(p.lives) >= maxLive && p.evictLocked() {
 	}
 	p.lives[sh.key] = lv
+	lv.hold()
 	return lv
 }
 
@@ -542,7 +543,24 @@ func (lv *live) close() {
 	})
 }
 
-// begin registers a command; it fails when the server is gone.
+// hold counts a command about to run (under the pool's lock, so an idle
+// shutdown cannot take the sandbox away under it); it fails when the server
+// is gone. end undoes it.
+func (lv *live) hold() bool {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if lv.dead {
+		return false
+	}
+	lv.busy++
+	lv.since = time.Time{}
+	if lv.timer != nil {
+		lv.timer.Stop()
+	}
+	return true
+}
+
+// begin registers a command's messages; it fails when the server is gone.
 func (lv *live) begin(id uint64, ch chan wire) bool {
 	lv.mu.Lock()
 	defer lv.mu.Unlock()
@@ -550,11 +568,6 @@ func (lv *live) begin(id uint64, ch chan wire) bool {
 		return false
 	}
 	lv.waits[id] = ch
-	lv.busy++
-	lv.since = time.Time{}
-	if lv.timer != nil {
-		lv.timer.Stop()
-	}
 	return true
 }
 

@@ -15,16 +15,17 @@ import (
 	"time"
 )
 
-// run runs c in the live sandbox. ran is false when the command was never
+// run runs c in the live sandbox, which the pool holds for it (hold). ran
+// is false when the command was never
 // started (the server is gone or could not take it): the caller runs it
 // per command then.
 func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran bool) {
 	id := lv.seq.Add(1)
 	ch := make(chan wire, 2)
+	defer lv.end(id) // the pool's hold
 	if !lv.begin(id, ch) {
 		return Result{}, nil, false
 	}
-	defer lv.end(id)
 	if err := c.ready(); err != nil {
 		return Result{}, err, true
 	}

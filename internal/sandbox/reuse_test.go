@@ -243,3 +243,36 @@ func TestReuseKind(t *testing.T) {
 		}
 	}
 }
+
+// A command in a live sandbox holds no capability, runs with no_new_privs
+// and the seccomp filter, sees nothing of the hidden directory and cannot
+// read its pid 1 (which shares the server's memory).
+func TestLiveCommandHoldsNothing(t *testing.T) {
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			res := run(t, p, Spec{Command: "grep -E '^(Cap|NoNewPrivs|Seccomp):' /proc/self/status; ls -A /.apodex 2>&1; " +
+				"cat /proc/1/maps >/dev/null 2>&1 && echo MAPS-READABLE; head -c1 /proc/1/mem >/dev/null 2>&1 && echo MEM-READABLE; echo done",
+				Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true}}})
+			out := string(res.Stdout)
+			if res.ExitCode != 0 || !strings.Contains(out, "done") {
+				t.Fatalf("exit %d: %q %q", res.ExitCode, out, res.Stderr)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if k, v, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(k, "Cap") && strings.Trim(strings.TrimSpace(v), "0") != "" {
+					t.Errorf("%s", line)
+				}
+			}
+			for _, want := range []string{"NoNewPrivs:\t1", "Seccomp:\t2"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in %q", want, out)
+				}
+			}
+			for _, bad := range []string{"h0", "exe", "MAPS-READABLE", "MEM-READABLE"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("%q in %q", bad, out)
+				}
+			}
+		})
+	}
+}

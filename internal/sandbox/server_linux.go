@@ -322,6 +322,12 @@ func serve() {
 	if err != nil {
 		fail("open /dev/null: %v", err)
 	}
+	// Not dumpable: a command's pid 1 shares the server's memory, and no
+	// process of the sandbox may open it through /proc or ptrace.
+	const prSetDumpable = 4
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0); e != 0 {
+		fail("not dumpable: %v", e)
+	}
 	s := &server{devnull: devnull, cmds: map[uint64]*serverCmd{}, mntns: -1}
 	if fd, err := syscall.Open("/proc/thread-self/ns/mnt", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
 		s.mntns = fd
