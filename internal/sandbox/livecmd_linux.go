@@ -29,8 +29,8 @@ import (
 // exits, pid 1 exits with its status (128+n for signal n) and the pid
 // namespace, with everything the command left running, goes with it.
 
-// shimPlan is one command for the server.
-type shimPlan struct {
+// livePlan is one command for the server.
+type livePlan struct {
 	// Spec's mounts have, as Source, where the server finds them.
 	Spec     specPlan `json:"spec"`
 	UID      int      `json:"uid"`
@@ -95,7 +95,7 @@ func startCommand(raw []byte, fds []int, devnull int) (int, *rawCmd, error) {
 	if len(fds) < 2 {
 		return 0, nil, fmt.Errorf("a command needs a plan, stdout and stderr")
 	}
-	var p shimPlan
+	var p livePlan
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return 0, nil, fmt.Errorf("bad plan: %w", err)
 	}
@@ -231,7 +231,7 @@ func tryRemount(dst string, ro bool) string {
 }
 
 // prepare fills in r from p.
-func (r *rawCmd) prepare(p shimPlan) error {
+func (r *rawCmd) prepare(p livePlan) error {
 	var err error
 	bytePtr := func(s string) *byte {
 		b, e := syscall.BytePtrFromString(s)

@@ -20,26 +20,25 @@ import (
 // long-lived sandbox per shape of command (backend, network, memory and
 // process limits, and the mounts' sources, targets and writability, except
 // for a Fresh mount, whose parent counts) and runs each command in it in a
-// fresh process (server_linux.go, shim_linux.go), which costs a fraction of
+// fresh process (server_linux.go, livecmd_linux.go), which costs a fraction of
 // building a sandbox per command.
 //
 // What a command of a live sandbox gets, as with the per-command runners:
-// its own mount, pid and ipc namespaces (its /tmp, /dev/shm, /proc and
-// mounts are its own, so a per-command mount such as the publishing
-// holder's staging copy of /outputs or a sized overlay works as before; its
-// background processes die when it ends), a fresh process as the sandbox uid
-// with no capabilities, no_new_privs, the seccomp filter and (native)
-// Landlock, the output caps, timeout and cancellation, the runtime's setuid
-// sweep, ownership hand-over and quotas.
+// its own mount and pid namespaces (its /tmp, /dev/shm, /proc and mounts are
+// its own, so a per-command mount such as the publishing holder's staging
+// copy of /outputs or a sized overlay works as before; its background
+// processes die when it ends), a fresh process as the sandbox uid with no
+// capabilities, no_new_privs, the seccomp filter and (native) Landlock, the
+// output caps, timeout and cancellation, the runtime's setuid sweep,
+// ownership hand-over and quotas.
 //
-// What the commands of one live sandbox share: its user, network (so
-// abstract unix sockets and, with Spec.Network or Outbound, the one
-// network namespace), uts namespaces, and its cgroup: Limits.Memory and
-// Limits.Pids bound the live sandbox, that is, the commands of one shape
-// running at the same time, together (the server and its waiting shim
-// count too). A command is told it ran into one when the group's event
-// counters grew while it ran; with commands at the same time, each of them
-// is.
+// What the commands of one live sandbox share: its user, network (abstract
+// unix sockets included; with Spec.Network or Outbound, the one network
+// namespace), ipc and uts namespaces, and its cgroup: Limits.Memory and
+// Limits.Pids bound the commands of one shape running at the same time
+// together (the server counts too). A command is told it ran into one when
+// the group's event counters grew while it ran; with commands at the same
+// time, each of them is.
 //
 // If a live sandbox cannot start, or has died, a command runs through the
 // per-command runner instead (never without a sandbox); a command the live
@@ -258,7 +257,7 @@ func shapeOf(backend string, c *command) shape {
 	return sh
 }
 
-// reach is where the shim finds mount i of c.
+// reach is where the server finds mount i of c.
 func reach(c *command, i int) string {
 	if m := c.mounts[i]; m.Fresh {
 		return hiddenPath(i) + "/" + filepath.Base(m.Source)

@@ -34,7 +34,7 @@ func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran
 	for i := range spec.Mounts {
 		spec.Mounts[i].Source = reach(c, i)
 	}
-	sp := shimPlan{Spec: spec, UID: c.uid, GID: c.gid, Drop: c.drop && lv.pool.backend == KindNative,
+	sp := livePlan{Spec: spec, UID: c.uid, GID: c.gid, Drop: c.drop && lv.pool.backend == KindNative,
 		Rlimits: c.rlimits(lv.cg), Landlock: lv.pool.backend == KindNative}
 	raw, err := json.Marshal(sp)
 	if err != nil {

@@ -69,11 +69,11 @@ type hiddenMount struct {
 type wire struct {
 	Op string `json:"op"`
 	ID uint64 `json:"id,omitempty"`
-	// Status is the shim's wait status (exit).
+	// Status is the wait status of the command's pid 1 (exit).
 	Status uint32 `json:"status,omitempty"`
 	// Err says the command was never started (exit).
 	Err string `json:"err,omitempty"`
-	// Plan is the command's shimPlan (run); a large one comes through a
+	// Plan is the command's livePlan (run); a large one comes through a
 	// pipe, the first descriptor, instead.
 	Plan json.RawMessage `json:"plan,omitempty"`
 }
@@ -180,7 +180,7 @@ func serverRoot(p serverPlan) {
 		bind(s.fd, dst, s.rw)
 	}
 	// The sandbox's own /proc: what a command's /proc is mounted over, and
-	// how the server finds its binary for the shims.
+	// the proc the server reads its own mount table from.
 	must(os.MkdirAll(at("/proc"), 0o555), "mkdir /proc")
 	must(syscall.Mount("proc", at("/proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""), "mount /proc")
 	dev := at("/dev")
@@ -261,7 +261,7 @@ func serverBwrap(p serverPlan) {
 		dropTo(p.UID, p.GID)
 	}
 	// No --disable-userns, which nests a user namespace too (see /dev
-	// below); the shims' seccomp filter refuses new user namespaces.
+	// below); each command's seccomp filter refuses new user namespaces.
 	args := []string{"bwrap", "--unshare-all", "--unshare-user"}
 	if p.Network {
 		args = append(args, "--share-net")
