@@ -96,6 +96,19 @@ func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (
 	return sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork}), set, nil
 }
 
+// verifierSandbox is the sandbox verification clauses run in: the kind the
+// run's commands ran under (bwrap or native) where it still works, else
+// the best one here (a verifier needs the planes mapped, which none does
+// not do).
+func verifierSandbox(kind string) (sandbox.Runner, error) {
+	if kind == sandbox.KindBwrap || kind == sandbox.KindNative {
+		if r, err := sandbox.New(kind); err == nil {
+			return r, nil
+		}
+	}
+	return sandbox.New(sandbox.KindAuto)
+}
+
 func progress(w io.Writer, lg *slog.Logger) func(agent.Step) {
 	if w == nil && (lg == nil || !lg.Enabled(context.Background(), slog.LevelDebug)) {
 		return nil
