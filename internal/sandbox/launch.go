@@ -240,13 +240,18 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	quotaHit.Lock()
 	m, why := quotaHit.m, quotaHit.why
 	quotaHit.Unlock()
-	full := -1 // the sized mount whose upper layer filled up
+	full := -1          // the sized mount whose upper layer filled up
+	var sparse []string // files too large for their layer, not kept
 	if ups != nil {
 		for i, up := range ups.take() {
-			if merr := mergeUpper(up, mounts[i].Source); merr != nil && err == nil {
+			skipped, merr := mergeUpper(up, mounts[i].Source)
+			if merr != nil && err == nil {
 				err = fmt.Errorf("sandbox: keep what the command wrote to %s: %w", mounts[i].Target, merr)
 			}
-			if upperFull(up) && full < 0 {
+			for _, rel := range skipped {
+				sparse = append(sparse, filepath.Join(mounts[i].Target, rel))
+			}
+			if (upperFull(up) || len(skipped) > 0) && full < 0 {
 				full = i
 			}
 			up.Close()
@@ -263,6 +268,9 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 		m = mounts[full]
 		res.Limit = m.Quota.Name
 		res.QuotaNote = fmt.Sprintf("%s is full: writes past its quota (%s) were refused (No space left on device) and what fit is kept; delete files there to make room for the next command, or raise it with %s", m.Target, human(m.Quota.Bytes), m.Quota.Hint)
+		if len(sparse) > 0 {
+			res.QuotaNote += fmt.Sprintf("; not kept, being larger than the quota allows (sparse): %s", strings.Join(sparse, ", "))
+		}
 	} else if why != "" {
 		res.Limit = m.Quota.Name
 		if res.Limit == "" {
