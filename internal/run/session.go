@@ -19,6 +19,7 @@ import (
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -202,6 +203,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
 	s.Files = producedFiles(ss.fs)
+	releaseWatches(ss.fs)
 	s.Turns, s.ToolCalls, s.Usage = totals(ss.dir, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
@@ -213,4 +215,15 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}
 	s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
 	return s, nil
+}
+
+// releaseWatches stops watching the planes once the run has last looked at
+// them. The kernel's teardown of inotify watches waits out an RCU grace
+// period (10-20 ms on this machine); removed here, it runs while the record
+// is closed and the summary printed, instead of delaying the process's exit
+// (which then closes an inotify descriptor with no watch left).
+func releaseWatches(fs *workspace.FS) {
+	for _, dir := range []string{fs.Workspace, fs.Outputs, filepath.Join(fs.Outputs, "scratch")} {
+		watch.Forget(dir)
+	}
 }
