@@ -204,7 +204,13 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}
 	s.Files = producedFiles(ss.fs)
 	releaseWatches(ss.fs)
-	s.Turns, s.ToolCalls, s.Usage = totals(ss.dir, out, tm != nil)
+	// One read of the record serves the totals and, refreshed with the
+	// run_finished event, the trainability (each was a full read).
+	folded, lerr := runstate.Load(ss.dir)
+	if lerr != nil {
+		folded = nil
+	}
+	s.Turns, s.ToolCalls, s.Usage = totals(folded, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
 		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, Failures: s.Failures,
@@ -213,7 +219,11 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
-	s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
+	if folded != nil && folded.Refresh() == nil {
+		s.Trainable, s.NotTrainable = runinfo.TrainabilityOf(folded)
+	} else {
+		s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
+	}
 	return s, nil
 }
 
