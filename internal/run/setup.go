@@ -15,6 +15,8 @@ import (
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/workspace"
 )
@@ -151,13 +153,14 @@ func appendEvent(log *record.Log, typ, agent string, payload any) {
 // own turns and calls, plus, in a team, every subagent's from the record.
 // Usage is the sum of every model_response in the record — every agent,
 // the verifier, summaries and salvage — prompt and completion included, so
-// prompt + completion = total.
-func totals(dir string, out agent.Outcome, team bool) (turns, calls int, usage llm.Usage) {
+// prompt + completion = total. st is the record folded (nil when it could
+// not be read: then the coordinator's own figures are all there is).
+func totals(st *runstate.Loaded, out agent.Outcome, team bool) (turns, calls int, usage llm.Usage) {
 	turns, calls, usage = out.Turns, out.ToolCalls, out.Usage
-	info, err := Load(dir)
-	if err != nil {
+	if st == nil {
 		return
 	}
+	info := runinfo.InfoOf(st)
 	usage = info.Usage
 	if !team {
 		return
