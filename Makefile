@@ -28,7 +28,8 @@ test:
 	$(GO) test -count=1 ./...
 
 # Figures reported in the issues: per-step harness overhead, the sandbox,
-# compaction over 300 steps, a 64-subagent team, replay speed, resume time.
+# compaction over 300 steps, a 64-subagent team, replay speed, resume time,
+# the 30-step run of the built binary (the peer benchmark of issue #12).
 bench:
 	$(GO) test -run XXX -bench '^BenchmarkStep' -benchtime 200x -count 5 ./internal/agent/
 	$(GO) test -run XXX -bench 'BenchmarkSandboxTrue' -count 5 ./internal/sandbox/
@@ -41,6 +42,7 @@ bench:
 	$(GO) test -run XXX -bench 'EvalThroughput' -benchtime 1x -count 3 ./internal/eval/
 	$(GO) test -run XXX -bench 'StreamLatency' -benchtime 200x ./internal/web/
 	$(GO) test -run XXX -bench 'Export500' -benchtime 20x ./internal/trajectory/
+	$(GO) test -run XXX -bench '^BenchmarkSteps30$$' -benchtime 5x ./cmd/apodex/
 
 clean:
 	rm -rf bin .apodex-demo

@@ -29,8 +29,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	atExit()
 	os.Exit(code)
 }
+
+// atExit runs just before the process exits (a profiling build sets it).
+var atExit = func() {}
 
 // Exit codes.
 const (

@@ -480,6 +480,14 @@ func peTask(t *testing.T) string {
 	peWrite(t, filepath.Join(dir, "data", "data.csv"), peCSV)
 	peWrite(t, filepath.Join(dir, "tests", "check.sh"),
 		"grep -q 'sum is 6' /outputs/report.md || { echo 'the report does not state the sum 6' >&2; exit 1; }\n")
+	// Kept private, as a user may: the verifier's sandbox uid still reads
+	// the run's copy.
+	if err := os.Chmod(filepath.Join(dir, "tests", "check.sh"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "tests"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	task := filepath.Join(dir, "task.yaml")
 	peWrite(t, task, `objective: Sum the value column of /inputs/data.csv and explain it
 inputs: ./data

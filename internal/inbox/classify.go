@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -54,20 +55,23 @@ func words(alts ...string) *regexp.Regexp {
 
 // rules are tried in order; the first match wins. The order encodes
 // precedence: runtime controls before content, specific before general.
-var rules = []rule{
-	{ClassPauseResumeCancel, regexp.MustCompile(`^\W*(?:please\s+)?(?:pause|resume|unpause|continue|cancel|abort|halt|stop)\b\W*(?:now|the run|the job|the task|everything|all work|working|please)?\W*$|\b(?:pause|resume|cancel|abort|halt|stop)\s+(?:the\s+)?(?:run|job|whole thing|everything|all work|working)\b|\bkeep going\b`)},
-	{ClassBudgetDeadline, words(`budget`, `deadline`, `time limit`, `timeout`, `more time`, `extra time`, `(?:turns|tokens|tool_calls)\s*=`, `\d+\s*(?:more\s+)?(?:turns|tool calls|tokens)`, `extend\w*`, `hurry`, `finish by`, `within \d+\s*(?:m|min|minutes|h|hours?)`, `\d+\s*(?:more|extra)\s*(?:minutes|hours|turns|tokens)`)},
-	{ClassProgressQuery, words(`status`, `progress`, `how far`, `how(?:'s| is) it going`, `eta`, `are you done`, `what have you (?:done|found)`, `where are (?:we|you)`, `how long`, `any updates?`, `what(?:'s| is) left`)},
-	{ClassRequirementClarification, regexp.MustCompile(`(?:^|\s)/outputs/|\b(?:also|additionally) (?:produce|deliver|write|create|save)\b|\bnew deliverable`)},
-	{ClassOutputFormatLanguage, words(`format(?:ted|ting)?`, `(?:as|in|into|to) (?:a |an )?(?:markdown|json|csv|pdf|html|yaml|plain text|latex|table|bullet(?: points| list)?|slides?)`, `language`, `translat\w*`, `(?:in|into|to) (?:english|korean|french|german|spanish|japanese|chinese|italian|portuguese)`, `word count`, `(?:under|at most|max(?:imum)?|no more than|less than) \d+\s*(?:words|pages|lines)`, `\d+\s*words`, `font`, `headings?`, `tone`, `shorter`, `more concise`)},
-	{ClassSourceToolConstraint, words(`sources?`, `cite`, `citations?`, `tools?`, `(?:don't|do not|never|only) use`, `without using`, `avoid using`, `wikipedia`, `peer[- ]reviewed`, `no (?:web|internet|network)`, `offline`, `do not (?:search|fetch|browse)`)},
-	{ClassNewFilesEvidence, regexp.MustCompile(`/inputs/|https?://|\b(?:attached|attachment|uploaded|i(?:'ve| have)? added|new file|new data|here is|here's|i found|found a|evidence|dataset|see the file)\b`)},
-	{ClassFactualCorrection, words(`actually`, `wrong`, `incorrect`, `not true`, `mistake`, `mistaken`, `typo`, `correction`, `isn't`, `is not`, `wasn't`, `was not`, `false`, `in fact`)},
-	{ClassHypothesisMethodRevision, words(`hypothes[ie]s`, `approach`, `method`, `methodology`, `premise`, `assumption`, `assume`, `try (?:a different|another|instead)`, `instead of (?:using|computing|assuming)`, `algorithm`, `regression`, `median`, `model it`)},
-	{ClassPriorityChange, words(`priorit\w*`, `focus on`, `first`, `more important`, `most important`, `urgent\w*`, `skip`, `later`, `drop`, `cancel (?:the )?(?:item|task|branch|subtask|t\d+)`, `before anything else`)},
-	{ClassRequirementClarification, regexp.MustCompile(`/outputs/|\b(?:i mean|i meant|clarify|clarification|to be clear|should (?:include|cover|contain|be)|must|need(?:s|ed)?|require\w*|deliverables?|also (?:include|produce|add|write|deliver)|make sure|objective|the report|the answer|scope)\b`)},
-	{ClassUnrelatedSideQuestion, words(`by the way`, `btw`, `unrelated`, `off[- ]topic`, `side question`, `random question`, `weather`, `joke`)},
-}
+// They are compiled on first use, not at every process start (~2.5 ms).
+var rules = sync.OnceValue(func() []rule {
+	return []rule{
+		{ClassPauseResumeCancel, regexp.MustCompile(`^\W*(?:please\s+)?(?:pause|resume|unpause|continue|cancel|abort|halt|stop)\b\W*(?:now|the run|the job|the task|everything|all work|working|please)?\W*$|\b(?:pause|resume|cancel|abort|halt|stop)\s+(?:the\s+)?(?:run|job|whole thing|everything|all work|working)\b|\bkeep going\b`)},
+		{ClassBudgetDeadline, words(`budget`, `deadline`, `time limit`, `timeout`, `more time`, `extra time`, `(?:turns|tokens|tool_calls)\s*=`, `\d+\s*(?:more\s+)?(?:turns|tool calls|tokens)`, `extend\w*`, `hurry`, `finish by`, `within \d+\s*(?:m|min|minutes|h|hours?)`, `\d+\s*(?:more|extra)\s*(?:minutes|hours|turns|tokens)`)},
+		{ClassProgressQuery, words(`status`, `progress`, `how far`, `how(?:'s| is) it going`, `eta`, `are you done`, `what have you (?:done|found)`, `where are (?:we|you)`, `how long`, `any updates?`, `what(?:'s| is) left`)},
+		{ClassRequirementClarification, regexp.MustCompile(`(?:^|\s)/outputs/|\b(?:also|additionally) (?:produce|deliver|write|create|save)\b|\bnew deliverable`)},
+		{ClassOutputFormatLanguage, words(`format(?:ted|ting)?`, `(?:as|in|into|to) (?:a |an )?(?:markdown|json|csv|pdf|html|yaml|plain text|latex|table|bullet(?: points| list)?|slides?)`, `language`, `translat\w*`, `(?:in|into|to) (?:english|korean|french|german|spanish|japanese|chinese|italian|portuguese)`, `word count`, `(?:under|at most|max(?:imum)?|no more than|less than) \d+\s*(?:words|pages|lines)`, `\d+\s*words`, `font`, `headings?`, `tone`, `shorter`, `more concise`)},
+		{ClassSourceToolConstraint, words(`sources?`, `cite`, `citations?`, `tools?`, `(?:don't|do not|never|only) use`, `without using`, `avoid using`, `wikipedia`, `peer[- ]reviewed`, `no (?:web|internet|network)`, `offline`, `do not (?:search|fetch|browse)`)},
+		{ClassNewFilesEvidence, regexp.MustCompile(`/inputs/|https?://|\b(?:attached|attachment|uploaded|i(?:'ve| have)? added|new file|new data|here is|here's|i found|found a|evidence|dataset|see the file)\b`)},
+		{ClassFactualCorrection, words(`actually`, `wrong`, `incorrect`, `not true`, `mistake`, `mistaken`, `typo`, `correction`, `isn't`, `is not`, `wasn't`, `was not`, `false`, `in fact`)},
+		{ClassHypothesisMethodRevision, words(`hypothes[ie]s`, `approach`, `method`, `methodology`, `premise`, `assumption`, `assume`, `try (?:a different|another|instead)`, `instead of (?:using|computing|assuming)`, `algorithm`, `regression`, `median`, `model it`)},
+		{ClassPriorityChange, words(`priorit\w*`, `focus on`, `first`, `more important`, `most important`, `urgent\w*`, `skip`, `later`, `drop`, `cancel (?:the )?(?:item|task|branch|subtask|t\d+)`, `before anything else`)},
+		{ClassRequirementClarification, regexp.MustCompile(`/outputs/|\b(?:i mean|i meant|clarify|clarification|to be clear|should (?:include|cover|contain|be)|must|need(?:s|ed)?|require\w*|deliverables?|also (?:include|produce|add|write|deliver)|make sure|objective|the report|the answer|scope)\b`)},
+		{ClassUnrelatedSideQuestion, words(`by the way`, `btw`, `unrelated`, `off[- ]topic`, `side question`, `random question`, `weather`, `joke`)},
+	}
+})
 
 // Classify maps a message to its class with deterministic keyword rules.
 // A question matching no rule is an unrelated side question; any other
@@ -78,7 +82,7 @@ func Classify(text string) Class {
 	if _, ok := ParseBudget(t); ok {
 		return ClassBudgetDeadline
 	}
-	for _, r := range rules {
+	for _, r := range rules() {
 		if r.re.MatchString(t) {
 			return r.class
 		}
@@ -91,7 +95,9 @@ func Classify(text string) Class {
 
 var (
 	outputsPath = regexp.MustCompile(`/outputs/[^\s'"]+`)
-	contractCue = words(`also (?:produce|deliver|write|create|include|add)`, `instead of`, `new deliverable`, `deliverables?`, `objective`, `acceptance`, `must (?:pass|contain|include|have|be)`, `should (?:also )?(?:contain|include|cover|have)`, `change (?:the )?(?:goal|task|question|objective)`, `rather than`, `the answer should`)
+	contractCue = sync.OnceValue(func() *regexp.Regexp {
+		return words(`also (?:produce|deliver|write|create|include|add)`, `instead of`, `new deliverable`, `deliverables?`, `objective`, `acceptance`, `must (?:pass|contain|include|have|be)`, `should (?:also )?(?:contain|include|cover|have)`, `change (?:the )?(?:goal|task|question|objective)`, `rather than`, `the answer should`)
+	})
 )
 
 // ChangesContract says whether a message of class c likely changes the
@@ -106,7 +112,7 @@ func ChangesContract(c Class, text string) bool {
 	case ClassOutputFormatLanguage:
 		return true
 	case ClassRequirementClarification:
-		return outputsPath.MatchString(t) || contractCue.MatchString(t)
+		return outputsPath.MatchString(t) || contractCue().MatchString(t)
 	case ClassSourceToolConstraint, ClassHypothesisMethodRevision, ClassPriorityChange:
 		return outputsPath.MatchString(t)
 	}

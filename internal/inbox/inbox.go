@@ -116,6 +116,15 @@ func (in *Inbox) Deliver(ctx context.Context, record func(Message) (seq int64, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// With nothing pending the lock is not needed: a message sent from now
+	// on is seen by the next call. This is the case at almost every step.
+	in.mu.Lock()
+	err := in.refresh()
+	idle := err == nil && len(in.pending()) == 0
+	in.mu.Unlock()
+	if err != nil || idle {
+		return nil, err
+	}
 	unlock, err := lock(in.dir)
 	if err != nil {
 		return nil, err

@@ -280,3 +280,42 @@ func TestDeliverHoldsTheLock(t *testing.T) {
 		t.Fatalf("withdraw racing delivery: %v, want TooLateError at seq 7", err)
 	}
 }
+
+// TestIdleDeliverThenSend: a Deliver that finds nothing (and so skips the
+// lock and, on an unchanged file, the read) does not lose what is sent
+// after it, updates included, nor deliver anything twice.
+func TestIdleDeliverThenSend(t *testing.T) {
+	dir := t.TempDir()
+	in := mustOpen(t, dir)
+	deliver := func() []string {
+		t.Helper()
+		var seen []string
+		if _, err := in.Deliver(context.Background(), func(m Message) (int64, error) {
+			seen = append(seen, m.Text)
+			return int64(len(seen)), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return seen
+	}
+	if got := deliver(); len(got) != 0 {
+		t.Fatalf("empty inbox delivered %v", got)
+	}
+	if got := deliver(); len(got) != 0 {
+		t.Fatalf("empty inbox delivered %v", got)
+	}
+	a := mustSend(t, dir, "first")
+	if err := Update(dir, a, "first, edited"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(deliver()); got != "[first, edited]" {
+		t.Fatalf("after send and update: %s", got)
+	}
+	if got := deliver(); len(got) != 0 {
+		t.Fatalf("delivered again: %v", got)
+	}
+	mustSend(t, dir, "second")
+	if got := fmt.Sprint(deliver()); got != "[second]" {
+		t.Fatalf("after a second send: %s", got)
+	}
+}

@@ -127,7 +127,12 @@ type tail struct {
 }
 
 // read calls fn for each complete, non-blank line after t.off.
+// An unchanged size means nothing was appended (the files are append-only):
+// then the file is not opened, which is what every agent step sees.
 func (t *tail) read(fn func(line []byte)) error {
+	if fi, err := os.Stat(t.path); err == nil && fi.Size() == t.size {
+		return nil
+	}
 	f, err := os.Open(t.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

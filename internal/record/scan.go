@@ -36,6 +36,14 @@ func NewScanner(r io.Reader) *Scanner {
 	return &Scanner{br: bufio.NewReaderSize(r, 1<<16)}
 }
 
+// NewScannerAfter reads the rest of an events.jsonl from just after the
+// event seq: its first event must be seq+1.
+func NewScannerAfter(r io.Reader, seq int64) *Scanner {
+	s := NewScanner(r)
+	s.seq = seq
+	return s
+}
+
 // Next advances to the next event; it returns false at the end or on error.
 func (s *Scanner) Next() bool {
 	for !s.done {

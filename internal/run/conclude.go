@@ -9,12 +9,12 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/verify"
 )
 
 // conclude reconciles the delivery and, under a contract, checks the
-// deliverables and runs the verification clauses in fresh sandboxes. It sets
+// deliverables and runs the verification clauses in fresh sandboxes of the
+// run's kind (verifierSandbox). It sets
 // the summary's status: completed only when the agent finished and every
 // check held; an agent that finished but failed a check ends gate_failed.
 func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publish.Plane, log *record.Log, env verify.Env) {
@@ -52,7 +52,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 		}
 	}
 	if len(c.Verify) > 0 {
-		runner, err := sandbox.New(sandbox.KindAuto)
+		runner, err := verifierSandbox(s.Sandbox)
 		if err != nil && verify.NeedsSandbox(c.Verify) {
 			failures = append(failures, "verification: cannot run the verifier without a sandbox: "+err.Error())
 		} else {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/runstate"
-	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
 )
@@ -51,7 +50,11 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 		rv.Passed = rv.Passed && f.OK
 	}
 	if len(task.Verify) > 0 {
-		runner, err := sandbox.New(sandbox.KindAuto)
+		kind := ""
+		if st.Started != nil {
+			kind = st.Started.Sandbox.Kind
+		}
+		runner, err := verifierSandbox(kind)
 		if err != nil && verify.NeedsSandbox(task.Verify) {
 			return rv, err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -204,7 +205,14 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
 	s.Files = producedFiles(ss.fs)
-	s.Turns, s.ToolCalls, s.Usage = totals(ss.dir, out, tm != nil)
+	releaseWatches(ss.fs)
+	// One read of the record serves the totals and, refreshed with the
+	// run_finished event, the trainability (each was a full read).
+	folded, lerr := runstate.Load(ss.dir)
+	if lerr != nil {
+		folded = nil
+	}
+	s.Turns, s.ToolCalls, s.Usage = totals(folded, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
 		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, Failures: s.Failures,
@@ -213,6 +221,21 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
-	s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
+	if folded != nil && folded.Refresh() == nil {
+		s.Trainable, s.NotTrainable = runinfo.TrainabilityOf(folded)
+	} else {
+		s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
+	}
 	return s, nil
+}
+
+// releaseWatches stops watching the planes once the run has last looked at
+// them. The kernel's teardown of inotify watches waits out an RCU grace
+// period (10-20 ms on this machine); removed here, it runs while the record
+// is closed and the summary printed, instead of delaying the process's exit
+// (which then closes an inotify descriptor with no watch left).
+func releaseWatches(fs *workspace.FS) {
+	for _, dir := range []string{fs.Workspace, fs.Outputs, filepath.Join(fs.Outputs, "scratch")} {
+		watch.Forget(dir)
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/workspace"
 )
@@ -99,6 +101,19 @@ func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (
 	return sandbox.Reuse(sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork})), set, nil
 }
 
+// verifierSandbox is the sandbox verification clauses run in: the kind the
+// run's commands ran under (bwrap or native) where it still works, else
+// the best one here (a verifier needs the planes mapped, which none does
+// not do).
+func verifierSandbox(kind string) (sandbox.Runner, error) {
+	if kind == sandbox.KindBwrap || kind == sandbox.KindNative {
+		if r, err := sandbox.New(kind); err == nil {
+			return r, nil
+		}
+	}
+	return sandbox.New(sandbox.KindAuto)
+}
+
 func progress(w io.Writer, lg *slog.Logger) func(agent.Step) {
 	if w == nil && (lg == nil || !lg.Enabled(context.Background(), slog.LevelDebug)) {
 		return nil
@@ -141,13 +156,14 @@ func appendEvent(log *record.Log, typ, agent string, payload any) {
 // own turns and calls, plus, in a team, every subagent's from the record.
 // Usage is the sum of every model_response in the record — every agent,
 // the verifier, summaries and salvage — prompt and completion included, so
-// prompt + completion = total.
-func totals(dir string, out agent.Outcome, team bool) (turns, calls int, usage llm.Usage) {
+// prompt + completion = total. st is the record folded (nil when it could
+// not be read: then the coordinator's own figures are all there is).
+func totals(st *runstate.Loaded, out agent.Outcome, team bool) (turns, calls int, usage llm.Usage) {
 	turns, calls, usage = out.Turns, out.ToolCalls, out.Usage
-	info, err := Load(dir)
-	if err != nil {
+	if st == nil {
 		return
 	}
+	info := runinfo.InfoOf(st)
 	usage = info.Usage
 	if !team {
 		return

@@ -126,6 +126,10 @@ func Load(dir string) (Info, error) {
 	return infoOf(dir, st), nil
 }
 
+// InfoOf is Load for a record the caller has already folded with
+// runstate.Load.
+func InfoOf(st *runstate.Loaded) Info { return infoOf(st.Dir, st) }
+
 func infoOf(dir string, st *runstate.Loaded) Info {
 	info := Info{RunID: filepath.Base(dir), RunDir: dir, Mode: st.Mode(), Status: StatusRunning, Events: st.Events, TornTail: st.TornTail,
 		Files: []record.FileEntry{}, Agents: activityOf(st.State), Usage: st.Usage, Turns: st.Turns, ToolCalls: st.ToolCalls,

@@ -37,6 +37,13 @@ func Trainability(dir string) (trainable bool, reasons []string) {
 	return len(reasons) == 0, reasons
 }
 
+// TrainabilityOf is Trainability for a record the caller has already
+// folded with runstate.Load (and Refresh), up to date.
+func TrainabilityOf(st *runstate.Loaded) (trainable bool, reasons []string) {
+	reasons = trainability(st.Dir, st)
+	return len(reasons) == 0, reasons
+}
+
 func trainability(dir string, st *runstate.Loaded) []string {
 	var why []string
 	rs := st.Started

@@ -1,6 +1,7 @@
 package runstate
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,10 @@ type Loaded struct {
 	// Warnings are what the reader skipped, for the user (an event type
 	// this version does not know).
 	Skipped []string
+
+	// off is where the events read so far end in events.jsonl; -1 when
+	// that is not known (a torn tail, an error): Refresh then reads it all.
+	off int64
 }
 
 // Load folds the record of the run in dir, streaming it (one line at a
@@ -35,20 +40,81 @@ func Load(dir string) (*Loaded, error) {
 		return nil, fmt.Errorf("runstate: open the record: %w", err)
 	}
 	defer f.Close()
-	l, err := Read(f)
+	cr := &countingReader{r: f}
+	l, err := Read(cr)
 	if l != nil {
 		l.Dir = dir
 		if l.RunID == "" {
 			l.RunID = filepath.Base(dir)
 		}
+		l.off = -1
+		if err == nil && !l.TornTail {
+			l.off = cr.n // read to the end, every line complete
+		}
 	}
 	return l, err
+}
+
+// Refresh folds the events appended to the record of a Loaded since Load
+// (or the last Refresh), reading only those; it is what Load would return
+// now. After a torn tail or an error it loads the whole record again.
+func (l *Loaded) Refresh() error {
+	if l.off < 0 || l.Dir == "" {
+		if l.Dir == "" {
+			return errors.New("runstate: Refresh needs a state from Load")
+		}
+		nl, err := Load(l.Dir)
+		if nl != nil {
+			*l = *nl
+		}
+		return err
+	}
+	f, err := os.Open(filepath.Join(l.Dir, record.EventsFile))
+	if err != nil {
+		return fmt.Errorf("runstate: open the record: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
+		return fmt.Errorf("runstate: read the record: %w", err)
+	}
+	cr := &countingReader{r: f}
+	sc := record.NewScannerAfter(cr, l.Seq)
+	for sc.Next() {
+		if err := l.Apply(sc.Event()); err != nil {
+			l.off = -1
+			return err
+		}
+		l.Events++
+	}
+	l.TornTail = sc.TornTail()
+	l.Skipped = l.Skipped[:0]
+	for _, u := range l.Unknown {
+		l.Skipped = append(l.Skipped, skippedNote(u))
+	}
+	if err := sc.Err(); err != nil || l.TornTail {
+		l.off = -1
+		return err
+	}
+	l.off += cr.n
+	return nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Read folds the events of r (see Load); on error it returns the state so
 // far with the error.
 func Read(r io.Reader) (*Loaded, error) {
-	l := &Loaded{State: New()}
+	l := &Loaded{State: New(), off: -1}
 	sc := record.NewScanner(r)
 	for sc.Next() {
 		if err := l.Apply(sc.Event()); err != nil {
@@ -58,9 +124,13 @@ func Read(r io.Reader) (*Loaded, error) {
 	}
 	l.TornTail = sc.TornTail()
 	for _, u := range l.Unknown {
-		l.Skipped = append(l.Skipped, fmt.Sprintf("skipped event seq %d of type %q, unknown to this version of apodex (written by a newer one?)", u.Seq, u.Type))
+		l.Skipped = append(l.Skipped, skippedNote(u))
 	}
 	return l, sc.Err()
+}
+
+func skippedNote(u Unknown) string {
+	return fmt.Sprintf("skipped event seq %d of type %q, unknown to this version of apodex (written by a newer one?)", u.Seq, u.Type)
 }
 
 // CheckResumable returns an error naming the first event this version does

@@ -139,13 +139,18 @@ func (c *command) finish(res Result, err error, limit func() string) (Result, er
 	c.hit.Lock()
 	m, why := c.hit.m, c.hit.why
 	c.hit.Unlock()
-	full := -1 // the sized mount whose upper layer filled up
+	full := -1          // the sized mount whose upper layer filled up
+	var sparse []string // files too large for their layer, not kept
 	if c.ups != nil {
 		for i, up := range c.ups.take() {
-			if merr := mergeUpper(up, c.mounts[i].Source); merr != nil && err == nil {
+			skipped, merr := mergeUpper(up, c.mounts[i].Source)
+			if merr != nil && err == nil {
 				err = fmt.Errorf("sandbox: keep what the command wrote to %s: %w", c.mounts[i].Target, merr)
 			}
-			if upperFull(up) && full < 0 {
+			for _, rel := range skipped {
+				sparse = append(sparse, filepath.Join(c.mounts[i].Target, rel))
+			}
+			if (upperFull(up) || len(skipped) > 0) && full < 0 {
 				full = i
 			}
 			up.Close()
@@ -162,6 +167,9 @@ func (c *command) finish(res Result, err error, limit func() string) (Result, er
 		m = c.mounts[full]
 		res.Limit = m.Quota.Name
 		res.QuotaNote = fmt.Sprintf("%s is full: writes past its quota (%s) were refused (No space left on device) and what fit is kept; delete files there to make room for the next command, or raise it with %s", m.Target, human(m.Quota.Bytes), m.Quota.Hint)
+		if len(sparse) > 0 {
+			res.QuotaNote += fmt.Sprintf("; not kept, being larger than the quota allows (sparse): %s", strings.Join(sparse, ", "))
+		}
 	} else if why != "" {
 		res.Limit = m.Quota.Name
 		if res.Limit == "" {

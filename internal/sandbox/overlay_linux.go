@@ -196,17 +196,24 @@ var opaqueAttrs = []string{"trusted.overlay.opaque", "user.overlay.opaque"}
 // changed is written, what it removed is removed. The command has ended, so
 // the layer no longer changes; links in it are recreated as links, never
 // followed; every write goes through hostfs, inside dst. Special files other
-// than whiteouts are skipped. It returns the first error and goes on past it.
-func mergeUpper(up *os.File, dst string) error {
+// than whiteouts are skipped, and so is a file larger than the layer could
+// hold (a sparse one: copied, it would take its whole size on the host);
+// those are returned. It returns the first error and goes on past it.
+func mergeUpper(up *os.File, dst string) (skipped []string, _ error) {
+	var sfs syscall.Statfs_t
+	if err := syscall.Fstatfs(int(up.Fd()), &sfs); err != nil {
+		return nil, fmt.Errorf("sandbox: measure the upper layer: %w", err)
+	}
+	capacity := int64(sfs.Blocks) * sfs.Bsize
 	base := fmt.Sprintf("/proc/self/fd/%d/upper", up.Fd())
 	src, err := os.OpenRoot(base)
 	if err != nil {
-		return fmt.Errorf("sandbox: open the upper layer: %w", err)
+		return nil, fmt.Errorf("sandbox: open the upper layer: %w", err)
 	}
 	defer src.Close()
 	d, err := hostfs.Open(dst)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer d.Close()
 	var first error
@@ -246,6 +253,8 @@ func mergeUpper(up *os.File, dst string) error {
 				return fs.SkipDir
 			}
 			keep(d.Root().Chmod(rel, m.Perm()|m&fs.ModeSticky))
+		case m.IsRegular() && fi.Size() > capacity:
+			skipped = append(skipped, rel)
 		case m.IsRegular():
 			keep(replaceFrom(d, src, rel, m.Perm()))
 		case m&fs.ModeSymlink != 0:
@@ -260,7 +269,7 @@ func mergeUpper(up *os.File, dst string) error {
 		}
 		return nil
 	})
-	return first
+	return skipped, first
 }
 
 func replaceFrom(d *hostfs.Dir, src *os.Root, rel string, perm fs.FileMode) error {

@@ -68,6 +68,17 @@ func TestRefusingQuota(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "big")); err == nil {
 				t.Error("big was not deleted")
 			}
+			// A sparse file larger than the quota is not copied out whole.
+			res = run(t, r, Spec{Mounts: mounts, Command: "truncate -s 10G /scratch/sparse && echo small > /scratch/small2"})
+			if res.Limit != "scratch_quota" || !strings.Contains(res.QuotaNote, "/scratch/sparse") {
+				t.Errorf("sparse: limit %q note %q", res.Limit, res.QuotaNote)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "sparse")); err == nil {
+				t.Error("a 10 GiB sparse file was merged into the mount")
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "small2")); string(b) != "small\n" {
+				t.Errorf("small2 = %q beside the sparse file", b)
+			}
 			// A command killed at its timeout keeps what it wrote.
 			res = run(t, r, Spec{Mounts: mounts, Timeout: 500 * time.Millisecond, Command: "echo t > /scratch/t.txt; sleep 30"})
 			if !res.TimedOut {

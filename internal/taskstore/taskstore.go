@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/apodex/apodex/internal/hostfs"
 	"io/fs"
 	"os"
 	"path"
@@ -21,8 +20,10 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/sandbox"
 )
 
 // taskDir is where a run keeps its own copy of the task: the files the
@@ -173,9 +174,18 @@ func Materialize(dir string, ce record.Contract) (*contract.Contract, error) {
 	if err := write(ce.File, ce.TaskRef, 0o644); err != nil {
 		return nil, fmt.Errorf("run: rebuild the task file: %w", err)
 	}
+	// The copy keeps the files' modes (the contract's digest covers them)
+	// and belongs to the uid sandboxed commands run as, so a verifier can
+	// read a file the user kept 0600; the run directory itself is private.
+	uid := sandbox.CommandUID()
 	for _, f := range ce.Files {
 		if err := write(f.Path, f.Ref, fs.FileMode(f.Mode)&0o777); err != nil {
 			return nil, fmt.Errorf("run: rebuild the task's file %s: %w", f.Path, err)
+		}
+		if name, _ := relName(f.Path); uid != os.Geteuid() {
+			if err := td.Root().Lchown(name, uid, sandbox.SandboxGID); err != nil {
+				return nil, fmt.Errorf("run: give the task's file %s to the sandbox uid: %w", f.Path, err)
+			}
 		}
 	}
 	var wire struct {

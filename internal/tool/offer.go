@@ -69,9 +69,10 @@ func offerIn(bins []string, libs ...string) string {
 		b.WriteString(" Not installed: " + strings.Join(absent, ", ") + ".")
 	}
 	if has("python3") {
+		sites := pythonSites(libs)
 		var mods []string
 		for _, m := range pythonModule {
-			if pythonHas(libs, m) {
+			if pythonHas(sites, m) {
 				mods = append(mods, m)
 			}
 		}
@@ -84,15 +85,34 @@ func offerIn(bins []string, libs ...string) string {
 	return b.String()
 }
 
-// pythonHas reports whether a Python 3 package directory named mod exists
-// under one of libs (dist-packages or site-packages of any python3.x).
-func pythonHas(libs []string, mod string) bool {
+// pythonSites lists the Python 3 package directories under libs
+// (dist-packages or site-packages of any python3*), reading each lib once:
+// globbing per module read the same directories again for each (4 ms per
+// process).
+func pythonSites(libs []string) []string {
+	var sites []string
 	for _, lib := range libs {
-		for _, pat := range []string{"python3*/dist-packages", "python3*/site-packages", "python3/dist-packages"} {
-			ms, _ := filepath.Glob(filepath.Join(lib, pat, mod))
-			if len(ms) > 0 {
-				return true
+		entries, _ := os.ReadDir(lib)
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), "python3") {
+				continue
 			}
+			for _, sub := range []string{"dist-packages", "site-packages"} {
+				d := filepath.Join(lib, e.Name(), sub)
+				if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+					sites = append(sites, d)
+				}
+			}
+		}
+	}
+	return sites
+}
+
+// pythonHas reports whether a package named mod exists in one of sites.
+func pythonHas(sites []string, mod string) bool {
+	for _, site := range sites {
+		if _, err := os.Stat(filepath.Join(site, mod)); err == nil {
+			return true
 		}
 	}
 	return false

@@ -152,7 +152,7 @@ func (c *Client) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 // readReply parses a 2xx body. In stream mode a body that starts with '{' is a
 // plain JSON reply (a server that ignored "stream", or an error object).
 func (c *Client) readReply(resp *http.Response) (*llm.Response, error) {
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	br := bufio.NewReaderSize(resp.Body, 4<<10) // per request: small, parseStream grows its own buffer
 	if c.stream && !startsWithBrace(br) {
 		return parseStream(br, c.url)
 	}

@@ -27,7 +27,7 @@ var doneMarker = []byte("[DONE]")
 // split over several data lines (legal SSE) is joined until it is whole.
 func parseStream(r io.Reader, url string) (*llm.Response, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxEvent)
+	sc.Buffer(make([]byte, 0, 4<<10), maxEvent) // grows to maxEvent for a long line
 	a := assembler{url: url, byIndex: map[int]int{}}
 	var pending []byte
 	for sc.Scan() {
