@@ -242,7 +242,7 @@ func shapeOf(backend string, c *command) shape {
 		if m.Fresh {
 			src = filepath.Dir(src)
 		}
-		sh.hidden = append(sh.hidden, hiddenMount{Source: src, Writable: m.Writable})
+		sh.hidden = append(sh.hidden, hiddenMount{Source: src, Writable: m.Writable, Parent: m.Fresh})
 		sh.targets = append(sh.targets, m.Target)
 	}
 	raw, _ := json.Marshal([]any{backend, sh.network, sh.outbound, sh.memory, sh.pids, sh.hidden, sh.targets,
@@ -414,6 +414,9 @@ func startLive(p *Pool, sh shape) (*live, error) {
 // (the run directory, 0700) stay closed.
 func traversable(sh shape, uid int) error {
 	for _, h := range sh.hidden {
+		if !h.Parent {
+			continue
+		}
 		fi, err := os.Stat(h.Source)
 		if err != nil {
 			return err

@@ -60,6 +60,8 @@ type serverPlan struct {
 type hiddenMount struct {
 	Source   string `json:"source"`
 	Writable bool   `json:"writable"`
+	// Parent says Source is the parent of a Fresh mount's sources.
+	Parent bool `json:"parent,omitempty"`
 }
 
 // wire is one message between the runner and the server. The runner sends
