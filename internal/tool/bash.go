@@ -25,7 +25,7 @@ func bashTool(env Env) Tool {
 	}
 	planes := "/inputs and /outputs are read-only there; only /workspace and /tmp are writable, and /tmp does not persist."
 	if env.Outputs != nil {
-		planes = "/inputs is read-only there; /workspace, /outputs/scratch/ (shared, within a quota, never delivered) and /tmp are writable, and /tmp does not persist. /outputs is read-only unless you hold the publishing lease (claim_outputs); then changes to your declared paths are kept when the command ends, and anything else under /outputs is not."
+		planes = "/inputs is read-only there; /workspace, /outputs/scratch/ (shared, within a quota, never delivered; what a command writes there reaches the shared copy when the command ends) and /tmp are writable, and /tmp does not persist. /outputs is read-only unless you hold the publishing lease (claim_outputs); then changes to your declared paths are kept when the command ends, and anything else under /outputs is not."
 	}
 	where := "in the sandbox, in /workspace"
 	if sandbox.KindOf(env.Runner) == sandbox.KindNone {
