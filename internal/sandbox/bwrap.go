@@ -216,18 +216,24 @@ var probe = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	res, err := (&Bwrap{Path: path}).Run(ctx, Spec{Command: "true"})
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	if res.ExitCode != 0 {
-		msg := strings.TrimSpace(string(res.Stderr))
-		if res.TimedOut {
-			msg = "probe timed out"
+	err = probed(KindBwrap, probeKey(KindBwrap, path), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		defer cancel()
+		res, err := (&Bwrap{Path: path}).Run(ctx, Spec{Command: "true"})
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
-		return "", fmt.Errorf("%w: %s: %s", ErrUnavailable, path, msg)
+		if res.ExitCode != 0 {
+			msg := strings.TrimSpace(string(res.Stderr))
+			if res.TimedOut {
+				msg = "probe timed out"
+			}
+			return fmt.Errorf("%w: %s: %s", ErrUnavailable, path, msg)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	return path, nil
 })

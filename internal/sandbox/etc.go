@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -29,9 +31,16 @@ import (
 // they are, symlinks included, so they resolve inside the sandbox exactly as
 // a bind of the directory would. The host is re-examined at most every
 // etcRecheck; when it changed, later sandboxes get a fresh copy and the old
-// one is removed once no running sandbox uses it. A process holds a lock on
-// its copy for as long as it lives; a copy whose lock is free was left by a
-// process that is gone, and the next copy made on the machine removes it.
+// one is removed once no running sandbox uses it.
+//
+// Copies are shared between the processes of one user: a copy made from a
+// given state of the host's entries is published under a name derived from
+// its fingerprint (with the full fingerprint in its "stamp" file), and a
+// later process whose host fingerprint matches uses it instead of copying
+// (a copy costs tens of milliseconds at every start). Every process using a
+// copy holds a shared lock on it; a private copy whose lock is free was left
+// by a process that is gone, and a shared one unused for etcIdle too: the
+// next copy made on the machine removes them.
 
 // etcRecheck bounds how long the sandbox's /etc may lag behind the host's.
 const etcRecheck = 2 * time.Second
@@ -39,13 +48,18 @@ const etcRecheck = 2 * time.Second
 // etcPrefix names the copies' directories.
 const etcPrefix = "apodex-etc-"
 
+// etcIdle is how long a shared copy nobody uses is kept for the next process.
+const etcIdle = 10 * time.Minute
+
 // etcCopy is one private copy of /etc.
 type etcCopy struct {
 	root    string   // the private directory; the copy is root/etc
 	lock    *os.File // flocked while this process may use root
 	stamp   [sha256.Size]byte
-	users   int  // sandboxes running on it
-	retired bool // a newer copy replaced it
+	users   int         // sandboxes running on it
+	retired bool        // a newer copy replaced it
+	shared  bool        // published for other processes (lock held shared)
+	dirInfo fs.FileInfo // root as published: the name may be reused later
 }
 
 // dir is the directory bound at /etc.
@@ -120,10 +134,16 @@ func (c *etcCache) release(e *etcCopy) {
 	}
 }
 
-// build makes a new copy in the first base that takes it.
+// build returns the shared copy of the host's current entries, or makes a
+// new copy in the first base that takes it and publishes it.
 func (c *etcCache) build() (*etcCopy, error) {
+	stamp := etcStamp(c.src)
+	name := etcPrefix + hex.EncodeToString(stamp[:12])
 	var errs []error
 	for _, base := range c.bases() {
+		if e := openShared(filepath.Join(base, name), stamp); e != nil {
+			return e, nil
+		}
 		if !c.swept {
 			sweepEtc(base)
 		}
@@ -137,13 +157,59 @@ func (c *etcCache) build() (*etcCopy, error) {
 			return nil, fmt.Errorf("sandbox: copy /etc: %w", err)
 		}
 		c.swept = true
+		if e.stamp == stamp { // the host did not change while we copied
+			e.publish(filepath.Join(base, name))
+		}
 		return e, nil
 	}
 	return nil, fmt.Errorf("sandbox: no directory for the private /etc (set TMPDIR to a writable directory): %w", errors.Join(errs...))
 }
 
+// openShared returns the published copy at root if it is ours, intact and
+// made from stamp, with a shared lock taken on it; else nil.
+func openShared(root string, stamp [sha256.Size]byte) *etcCopy {
+	fi, err := os.Lstat(root)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownedByUs(fi) {
+		return nil
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "stamp")); err != nil || !bytes.Equal(b, stamp[:]) {
+		return nil
+	}
+	lock, err := os.OpenFile(filepath.Join(root, "lock"), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil
+	}
+	// A sweeper holds it exclusively while it decides: make a copy then.
+	if syscall.Flock(int(lock.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil {
+		lock.Close()
+		return nil
+	}
+	again, err := os.Lstat(root)
+	if _, eerr := os.Stat(filepath.Join(root, "etc")); err != nil || eerr != nil || !os.SameFile(fi, again) {
+		lock.Close() // swept between our look and our lock
+		return nil
+	}
+	now := time.Now()
+	_ = os.Chtimes(root, now, now) // in use: not idle
+	return &etcCopy{root: root, lock: lock, stamp: stamp, shared: true, dirInfo: again}
+}
+
+// publish renames the new copy to its shared name, unless another process
+// published one first, and keeps a shared lock on it.
+func (e *etcCopy) publish(root string) {
+	if os.WriteFile(filepath.Join(e.root, "stamp"), e.stamp[:], 0o600) != nil {
+		return
+	}
+	if os.Rename(e.root, root) != nil {
+		return // someone else's is there: ours stays private
+	}
+	e.root, e.shared = root, true
+	e.dirInfo, _ = os.Lstat(root)
+	_ = syscall.Flock(int(e.lock.Fd()), syscall.LOCK_SH)
+}
+
 func newEtcCopy(base string) (*etcCopy, error) {
-	root, err := os.MkdirTemp(base, etcPrefix+"*") // mode 0700
+	root, err := os.MkdirTemp(base, etcPrefix+"new-*") // mode 0700
 	if err != nil {
 		return nil, err
 	}
@@ -164,16 +230,49 @@ func newEtcCopy(base string) (*etcCopy, error) {
 	return e, nil
 }
 
+// remove removes the copy: a shared one only if no other process uses it
+// (else it just lets go of it).
 func (e *etcCopy) remove() {
+	if e.shared && (e.lock == nil || !e.stillThere() || syscall.Flock(int(e.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil) {
+		if e.lock != nil {
+			e.lock.Close()
+		}
+		return
+	}
 	os.RemoveAll(e.root)
 	if e.lock != nil {
 		e.lock.Close() // after the removal, so no sweeper races it
 	}
 }
 
+// stillThere reports whether the shared name still is this copy (a cleaner
+// may have removed it, and another copy taken the name).
+func (e *etcCopy) stillThere() bool {
+	fi, err := os.Lstat(e.root)
+	return err == nil && e.dirInfo != nil && os.SameFile(fi, e.dirInfo)
+}
+
+// remember notes in the copy that a check keyed by key passed, for later
+// processes sharing it; remembered tells.
+func (e *etcCopy) remember(what, key string) {
+	if !e.shared {
+		return
+	}
+	p := filepath.Join(e.root, "ok-"+what)
+	if os.WriteFile(p+".tmp", []byte(key), 0o600) == nil {
+		_ = os.Rename(p+".tmp", p)
+	}
+}
+
+func (e *etcCopy) remembered(what, key string) bool {
+	b, err := os.ReadFile(filepath.Join(e.root, "ok-"+what))
+	return err == nil && string(b) == key
+}
+
 // sweepEtc removes the copies in base that processes of our user left
-// behind: those whose lock nobody holds. One without a lock file yet is
-// left alone unless it is old (its process died while making it).
+// behind: private ones whose lock nobody holds, shared ones nobody holds and
+// nobody used for etcIdle. One without a lock file yet is left alone unless
+// it is old (its process died while making it).
 func sweepEtc(base string) {
 	ents, err := os.ReadDir(base)
 	if err != nil {
@@ -196,7 +295,10 @@ func sweepEtc(base string) {
 			continue
 		}
 		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			os.RemoveAll(root)
+			_, serr := os.Stat(filepath.Join(root, "stamp"))
+			if serr != nil || time.Since(fi.ModTime()) > etcIdle {
+				os.RemoveAll(root)
+			}
 		}
 		lock.Close()
 	}

@@ -30,16 +30,18 @@ var nativeProbe = sync.OnceValue(func() error {
 	if msg := nativeProblem(); msg != "" {
 		return fmt.Errorf("%w: native: %s", ErrUnavailable, msg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	res, err := (Native{}).Run(ctx, Spec{Command: "true"})
-	if err != nil {
-		return fmt.Errorf("%w: native: %v", ErrUnavailable, err)
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("%w: native: %s", ErrUnavailable, res.Stderr)
-	}
-	return nil
+	return probed(KindNative, probeKey(KindNative, ""), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		defer cancel()
+		res, err := (Native{}).Run(ctx, Spec{Command: "true"})
+		if err != nil {
+			return fmt.Errorf("%w: native: %v", ErrUnavailable, err)
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("%w: native: %s", ErrUnavailable, res.Stderr)
+		}
+		return nil
+	})
 })
 
 // nativeAvailable reports whether the native sandbox works here (checked
