@@ -17,8 +17,17 @@
 //     rescans itself in full: slower, never less exact;
 //   - entries are examined by lstat through an os.Root of the tree, so a
 //     link never leads outside it, and watches never follow links;
+//   - an entry an event named is listed again even when its stat is the
+//     same if its mtime is within RacySlack of the time it was looked at:
+//     a rewrite of the same size in the same clock tick leaves the stat
+//     as it was, so a consumer that hashes what Take lists misses nothing;
 //   - Usage is the tree's allocated bytes, regular files' sizes and entry
-//     count after the last Sync, kept as running totals.
+//     count after the last Sync, kept as running totals;
+//   - Forget drops every watch and entry of a tree; a Sub of a forgotten
+//     tree still works, by a full walk at each Take and without a watch.
+//
+// A tree keeps about 100 bytes per entry (one path element each, see
+// tree.go) and allocates nothing per untouched entry on the steady path.
 //
 // Writes through a shared memory mapping raise no event of their own; the
 // closing of the file written (IN_CLOSE_WRITE) does, so a file mapped and
@@ -32,37 +41,36 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
+	"time"
 )
 
 // Entry is the stat of one entry that tells it changed.
 type Entry struct {
-	Mode     fs.FileMode
 	Size     int64
 	Blocks   int64 // 512-byte blocks allocated
-	UID, GID uint32
 	Ino      uint64
 	MTime    int64 // ns
+	Mode     fs.FileMode
+	UID, GID uint32
 }
 
-func entryOf(fi fs.FileInfo) Entry {
-	e := Entry{Mode: fi.Mode(), Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Blocks, e.UID, e.GID, e.Ino = st.Blocks, st.Uid, st.Gid, st.Ino
-	}
-	return e
-}
+// RacySlack covers coarse file timestamps: a file whose mtime is less than
+// this before the moment it was looked at may be rewritten with the same
+// stat (the "racy git" problem).
+const RacySlack = 50 * time.Millisecond
 
 // Tree is one watched directory. Its methods are safe for concurrent use.
 type Tree struct {
-	root    string
-	r       *os.Root
-	entries map[string]Entry               // rel -> stat; the root excluded
-	kids    map[string]map[string]struct{} // rel dir ("" root) -> child names
-	dirs    map[string]int32               // rel dir -> watch descriptor
-	dirty   map[string]struct{}
-	rescan  bool // the next Sync walks the whole tree
-	subs    []*Sub
+	root      string
+	r         *os.Root
+	nodes     nodes
+	dirty     map[string]struct{} // entries events named, since the last sync
+	rescan    bool                // the next Sync walks the whole tree
+	forgotten bool                // no watches: every Sync walks
+	subs      []*Sub
+	now       int64   // ns, when this sync began
+	seen      []bool  // by node, during full
+	stack     []int32 // directories still to list, during a walk
 
 	blocks, apparent, count int64
 }
@@ -77,8 +85,8 @@ var (
 )
 
 type treeDir struct {
-	t   *Tree
-	rel string
+	t  *Tree
+	id int32
 }
 
 // For returns the tree of dir (absolute), watching it from now on; the
@@ -97,10 +105,11 @@ func For(dir string) (*Tree, error) {
 	if ifd == -2 {
 		ifd = inotifyInit()
 	}
-	t := &Tree{root: dir, r: r, entries: map[string]Entry{}, kids: map[string]map[string]struct{}{},
-		dirs: map[string]int32{}, dirty: map[string]struct{}{}}
-	t.watchDir("")
-	t.walk("")
+	t := &Tree{root: dir, r: r}
+	t.nodes.init()
+	t.now = time.Now().UnixNano()
+	t.watchDir(0, "")
+	t.walk(0)
 	trees[dir] = t
 	return t, nil
 }
@@ -112,7 +121,8 @@ func Lookup(dir string) *Tree {
 	return trees[filepath.Clean(dir)]
 }
 
-// Forget stops watching dir (e.g. a worktree being removed).
+// Forget stops watching dir (e.g. a worktree being removed) and drops
+// what its tree knew; a later For walks it anew.
 func Forget(dir string) {
 	dir = filepath.Clean(dir)
 	mu.Lock()
@@ -122,10 +132,28 @@ func Forget(dir string) {
 		return
 	}
 	delete(trees, dir)
-	for rel, wd := range t.dirs {
-		t.unwatch(rel, wd)
+	t.nodes.each(func(id int32, _ string) {
+		if wd := t.nodes.at(id).wd; wd != none {
+			t.unwatch(id, wd)
+		}
+	})
+	if wd := t.nodes.at(0).wd; wd != none {
+		t.unwatch(0, wd)
 	}
+	t.forgotten, t.dirty = true, nil
 	t.r.Close()
+	// Subscribers keep working from a fresh walk (see sync); until one
+	// asks, the tree holds only its root.
+	t.nodes.init()
+	t.blocks, t.apparent, t.count = 0, 0, 0
+	t.rescan = true
+}
+
+// Watches is the number of kernel watches this process holds for trees.
+func Watches() int {
+	mu.Lock()
+	defer mu.Unlock()
+	return len(owner)
 }
 
 // Root is the tree's directory.
@@ -150,18 +178,15 @@ func (t *Tree) Usage() (blocks, apparent, count int64) {
 // Sub is one consumer's view of a tree's changes.
 type Sub struct {
 	t       *Tree
-	pending map[string]struct{}
+	all     bool                // the next Take lists every entry
+	pending map[string]struct{} // changed since the last Take
 }
 
 // Subscribe returns a new consumer whose first Take lists every entry.
 func (t *Tree) Subscribe() *Sub {
 	mu.Lock()
 	defer mu.Unlock()
-	t.sync()
-	s := &Sub{t: t, pending: make(map[string]struct{}, len(t.entries)+1)}
-	for rel := range t.entries {
-		s.pending[rel] = struct{}{}
-	}
+	s := &Sub{t: t, all: true}
 	t.subs = append(t.subs, s)
 	return s
 }
@@ -171,15 +196,23 @@ func (t *Tree) Subscribe() *Sub {
 func (s *Sub) Take() []string {
 	mu.Lock()
 	defer mu.Unlock()
-	s.t.sync()
-	out := make([]string, 0, len(s.pending)+1)
-	out = append(out, ".")
+	t := s.t
+	t.sync()
+	n := len(s.pending) + 1
+	if s.all {
+		n += int(t.count)
+	}
+	out := make([]string, 1, n)
+	out[0] = "."
 	for rel := range s.pending {
 		out = append(out, rel)
 	}
-	clear(s.pending)
+	if s.all {
+		t.nodes.each(func(_ int32, rel string) { out = append(out, rel) })
+	}
+	s.all, s.pending = false, nil
 	slices.Sort(out[1:])
-	return out
+	return slices.Compact(out)
 }
 
 // Close ends the subscription.
@@ -193,126 +226,167 @@ func (s *Sub) Close() {
 // tree's events named. mu is held.
 func (t *Tree) sync() {
 	drain()
-	if t.rescan || ifd < 0 {
-		t.rescan = false
-		clear(t.dirty)
+	t.now = time.Now().UnixNano()
+	if t.rescan || ifd < 0 || t.forgotten {
+		t.rescan, t.dirty = false, nil
 		t.full()
 		return
 	}
-	for rel := range t.dirty {
-		delete(t.dirty, rel)
+	dirty := t.dirty
+	t.dirty = nil
+	for rel := range dirty {
 		t.look(rel)
 	}
 }
 
 // full walks the whole tree: every entry is looked at, those gone removed.
 func (t *Tree) full() {
-	seen := make(map[string]struct{}, len(t.entries))
-	_ = filepath.WalkDir(t.root, func(host string, d fs.DirEntry, err error) error {
-		if err != nil || host == t.root {
-			return nil
-		}
-		rel := filepath.ToSlash(host[len(t.root)+1:])
-		seen[rel] = struct{}{}
-		if d.IsDir() {
-			t.watchDir(rel)
-		}
-		t.set(rel, d.Info)
-		return nil
-	})
-	for rel := range t.entries {
-		if _, ok := seen[rel]; !ok {
-			t.remove(rel)
+	if r, err := os.OpenRoot(t.root); err == nil {
+		t.r.Close() // the root may have been replaced
+		t.r = r
+	}
+	t.watchDir(0, "")
+	t.seen = make([]bool, t.nodes.n)
+	t.walk(0)
+	seen := t.seen
+	t.seen = nil
+	for id := int32(1); id < int32(len(seen)); id++ {
+		if !seen[id] && t.nodes.at(id).parent != free {
+			t.remove(id)
 		}
 	}
 }
 
 // look examines one entry an event named.
 func (t *Tree) look(rel string) {
+	dir, name := path.Split(rel)
+	parent := t.nodes.find(path.Clean("/" + dir)[1:])
+	if parent == none {
+		return // its directory is gone, or not listed yet: its walk sees it
+	}
 	fi, err := t.r.Lstat(rel)
-	old, had := t.entries[rel]
 	if err != nil {
-		if had {
-			t.remove(rel)
+		if id := t.nodes.child(parent, name); id != none {
+			t.remove(id)
 		}
 		return
 	}
-	if had && old.Mode.IsDir() && !fi.IsDir() {
-		t.remove(rel) // a directory replaced: its contents are gone
-		had = false
+	if id := t.set(parent, name, entryOf(fi), rel); id != none {
+		t.walk(id)
 	}
-	t.set(rel, func() (fs.FileInfo, error) { return fi, nil })
-	if fi.IsDir() && (!had || !old.Mode.IsDir()) {
+}
+
+// walk records everything below the directory id, already watched. It
+// lists each directory through the tree's os.Root and stats its entries
+// relative to the listing (no path per entry, no link followed).
+func (t *Tree) walk(id int32) {
+	t.stack = append(t.stack[:0], id)
+	for len(t.stack) > 0 {
+		dir := t.stack[len(t.stack)-1]
+		t.stack = t.stack[:len(t.stack)-1]
+		rel := t.nodes.rel(dir)
+		f, err := dirOpen(t.r, rel)
+		if err != nil {
+			continue
+		}
+		names, _ := f.Readdirnames(-1)
+		for _, name := range names {
+			e, err := lstatIn(f, name)
+			if err != nil {
+				continue
+			}
+			kid := t.set(dir, name, e, "")
+			if kid != none && e.Mode.IsDir() {
+				t.stack = append(t.stack, kid)
+			}
+		}
+		f.Close()
+	}
+}
+
+// set records the stat of parent's entry name (rel: its path, "" to build
+// it when needed), tells the subscribers if it changed, and watches a new
+// directory. It returns the entry's node, or none if it is a directory
+// the walk need not list again.
+func (t *Tree) set(parent int32, name string, e Entry, rel string) int32 {
+	id := t.nodes.child(parent, name)
+	if id != none {
+		n := t.nodes.at(id)
+		if n.e.Mode.IsDir() && !e.Mode.IsDir() {
+			t.remove(id) // a directory replaced: its contents are gone
+			id = none
+		}
+	}
+	fresh := id == none
+	if fresh {
+		id = t.nodes.add(parent, name, e)
+		t.account(e, 1)
+	}
+	t.mark(id)
+	n := t.nodes.at(id)
+	racy := e.MTime >= t.now-int64(RacySlack)
+	if !fresh && n.e == e && !racy {
+		if e.Mode.IsDir() && t.seen != nil {
+			if n.wd == none {
+				t.watchDir(id, rel) // its watch was lost: try again
+			}
+			return id // a rescan lists every directory
+		}
+		return none
+	}
+	wasDir := !fresh && n.e.Mode.IsDir()
+	if !fresh {
+		t.account(n.e, -1)
+		t.account(e, 1)
+		n.e = e
+	}
+	if len(t.subs) > 0 {
+		if rel == "" {
+			rel = t.nodes.rel(id)
+		}
+		t.changed(rel)
+	}
+	if !e.Mode.IsDir() {
+		return none
+	}
+	if !wasDir {
 		// New here (created, or moved in): watch it before listing it,
 		// so nothing created meanwhile is missed.
-		t.watchDir(rel)
-		t.walk(rel)
+		t.watchDir(id, rel)
+		return id
 	}
+	if t.seen != nil {
+		return id
+	}
+	return none
 }
 
-// walk records everything below rel, a directory just watched.
-func (t *Tree) walk(rel string) {
-	host := filepath.Join(t.root, filepath.FromSlash(rel))
-	_ = filepath.WalkDir(host, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == host {
-			return nil
-		}
-		sub := filepath.ToSlash(p[len(t.root)+1:])
-		if d.IsDir() {
-			t.watchDir(sub)
-		}
-		t.set(sub, d.Info)
-		return nil
-	})
+func (t *Tree) mark(id int32) {
+	if t.seen == nil {
+		return
+	}
+	for int(id) >= len(t.seen) {
+		t.seen = append(t.seen, false)
+	}
+	t.seen[id] = true
 }
 
-// set records rel's stat, and tells the subscribers if it changed.
-func (t *Tree) set(rel string, info func() (fs.FileInfo, error)) {
-	fi, err := info()
-	if err != nil {
-		return
+// remove forgets id and everything below it.
+func (t *Tree) remove(id int32) {
+	n := t.nodes.at(id)
+	for k := n.kid; k != none; {
+		next := t.nodes.at(k).next
+		t.remove(k)
+		k = next
 	}
-	e := entryOf(fi)
-	old, had := t.entries[rel]
-	if had && old == e {
-		return
+	if len(t.subs) > 0 {
+		t.changed(t.nodes.rel(id))
 	}
-	if had {
-		t.account(old, -1)
-	} else {
-		dir, name := path.Split(rel)
-		dir = path.Clean("/" + dir)[1:]
-		k := t.kids[dir]
-		if k == nil {
-			k = map[string]struct{}{}
-			t.kids[dir] = k
-		}
-		k[name] = struct{}{}
+	if n.wd != none {
+		t.unwatch(id, n.wd)
 	}
-	t.entries[rel] = e
-	t.account(e, 1)
-	t.changed(rel)
-}
-
-// remove forgets rel and everything below it.
-func (t *Tree) remove(rel string) {
-	old, ok := t.entries[rel]
-	if !ok {
-		return
-	}
-	for name := range t.kids[rel] {
-		t.remove(rel + "/" + name)
-	}
-	delete(t.kids, rel)
-	if wd, ok := t.dirs[rel]; ok {
-		t.unwatch(rel, wd)
-	}
-	dir, name := path.Split(rel)
-	dir = path.Clean("/" + dir)[1:]
-	delete(t.kids[dir], name)
-	delete(t.entries, rel)
-	t.account(old, -1)
-	t.changed(rel)
+	t.account(n.e, -1)
+	t.nodes.drop(id)
 }
 
 func (t *Tree) account(e Entry, sign int64) {
@@ -325,30 +399,41 @@ func (t *Tree) account(e Entry, sign int64) {
 
 func (t *Tree) changed(rel string) {
 	for _, s := range t.subs {
+		if s.pending == nil {
+			s.pending = map[string]struct{}{}
+		}
 		s.pending[rel] = struct{}{}
 	}
 }
 
-// watchDir adds a watch on rel; a failure makes every Sync a full walk.
-func (t *Tree) watchDir(rel string) {
-	if ifd < 0 {
+// watchDir adds a watch on id (rel: its path, "" to build it); a failure
+// makes every Sync a full walk.
+func (t *Tree) watchDir(id int32, rel string) {
+	if ifd < 0 || t.forgotten {
 		return
+	}
+	if rel == "" {
+		rel = t.nodes.rel(id)
 	}
 	wd, err := addWatch(ifd, filepath.Join(t.root, filepath.FromSlash(rel)))
 	if err != nil {
 		t.rescan = true
 		return
 	}
-	t.dirs[rel] = wd
-	ds := slices.DeleteFunc(owner[wd], func(d treeDir) bool { return d.t == t })
-	owner[wd] = append(ds, treeDir{t: t, rel: rel})
+	n := t.nodes.at(id)
+	if n.wd != none && n.wd != wd {
+		t.unwatch(id, n.wd)
+	}
+	n.wd = wd
+	ds := slices.DeleteFunc(owner[wd], func(d treeDir) bool { return d.t == t && d.id == id })
+	owner[wd] = append(ds, treeDir{t: t, id: id})
 }
 
 // unwatch drops this tree's claim on wd (the kernel watch stays while
 // another tree or a moved directory uses it; IN_IGNORED clears it).
-func (t *Tree) unwatch(rel string, wd int32) {
-	delete(t.dirs, rel)
-	ds := slices.DeleteFunc(owner[wd], func(d treeDir) bool { return d.t == t && d.rel == rel })
+func (t *Tree) unwatch(id int32, wd int32) {
+	t.nodes.at(id).wd = none
+	ds := slices.DeleteFunc(owner[wd], func(d treeDir) bool { return d.t == t && d.id == id })
 	if len(ds) == 0 {
 		delete(owner, wd)
 		rmWatch(ifd, wd)
@@ -366,29 +451,33 @@ func event(wd int32, mask uint32, name string) {
 		return
 	}
 	for _, d := range owner[wd] {
+		t := d.t
 		switch {
 		case mask&inIgnored != 0:
-			if d.t.dirs[d.rel] == wd {
-				delete(d.t.dirs, d.rel)
+			if n := t.nodes.at(d.id); n.wd == wd {
+				n.wd = none
 			}
-			if d.rel == "" {
-				d.t.rescan = true
+			if d.id == 0 {
+				t.rescan = true
 			}
-		case d.rel == "" && name == "" && mask&(inSelf) != 0:
-			d.t.rescan = true
+		case d.id == 0 && name == "" && mask&(inSelf) != 0:
+			t.rescan = true
 		case name == "":
-			if d.rel != "" {
-				d.t.dirty[d.rel] = struct{}{}
+			if d.id != 0 {
+				t.dirt(t.nodes.rel(d.id))
 			}
 		default:
-			rel := name
-			if d.rel != "" {
-				rel = d.rel + "/" + name
-			}
-			d.t.dirty[rel] = struct{}{}
+			t.dirt(join(t.nodes.rel(d.id), name))
 		}
 	}
 	if mask&inIgnored != 0 {
 		delete(owner, wd)
 	}
+}
+
+func (t *Tree) dirt(rel string) {
+	if t.dirty == nil {
+		t.dirty = map[string]struct{}{}
+	}
+	t.dirty[rel] = struct{}{}
 }

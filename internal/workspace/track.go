@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -17,11 +18,24 @@ import (
 // changed (package watch) are looked at again for. The deltas are those
 // Diff and Changes would give for two snapshots taken at Mark and at
 // Since.
+//
+// The index keeps a compact record per file (the hash as a Sum, not as
+// text; no stat of its own): the tree lists every entry whose stat
+// changed or whose mtime was too recent to trust when an event named it
+// (watch.RacySlack), and every file it lists is hashed again, so a record
+// never needs its stat to tell whether its hash still holds.
 
 // planeIndex is what this FS knows of a plane's regular files.
 type planeIndex struct {
 	sub   *watch.Sub
-	files map[string]hashEntry // rel -> stat and hash
+	files map[string]fileRec // rel -> hash, size, mtime
+}
+
+// fileRec is one indexed file.
+type fileRec struct {
+	sum   Sum
+	size  int64
+	mtime int64 // ns
 }
 
 // Mark is the planes' state before a command.
@@ -33,7 +47,7 @@ type Mark struct {
 }
 
 type markEntry struct {
-	e  hashEntry
+	e  fileRec
 	ok bool
 }
 
@@ -74,11 +88,11 @@ func (w *FS) Since(m *Mark) ([]Delta, error) {
 			pp := "/" + p + "/" + rel
 			switch {
 			case ok && !b.ok:
-				ds = append(ds, Delta{Path: pp, After: a.hash, Bytes: a.st.size, MTime: time.Unix(0, a.st.mtime)})
-			case ok && a.hash != b.e.hash:
-				ds = append(ds, Delta{Path: pp, Before: b.e.hash, After: a.hash, Bytes: a.st.size, MTime: time.Unix(0, a.st.mtime)})
+				ds = append(ds, Delta{Path: pp, After: a.sum.String(), Bytes: a.size, MTime: time.Unix(0, a.mtime)})
+			case ok && a.sum != b.e.sum:
+				ds = append(ds, Delta{Path: pp, Before: b.e.sum.String(), After: a.sum.String(), Bytes: a.size, MTime: time.Unix(0, a.mtime)})
 			case !ok && b.ok:
-				ds = append(ds, Delta{Path: pp, Before: b.e.hash})
+				ds = append(ds, Delta{Path: pp, Before: b.e.sum.String()})
 			}
 		}
 		out = append(out, ds...)
@@ -101,35 +115,41 @@ func (w *FS) syncPlane(plane string) error {
 		if err != nil {
 			return fmt.Errorf("workspace: watch /%s: %w", plane, err)
 		}
-		ix = &planeIndex{sub: t.Subscribe(), files: map[string]hashEntry{}}
+		ix = &planeIndex{sub: t.Subscribe(), files: map[string]fileRec{}}
 		if w.index == nil {
 			w.index = map[string]*planeIndex{}
 		}
 		w.index[plane] = ix
 	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
+	pd, err := openPlaneDir(root)
+	if err != nil && !errors.Is(err, errNoFast) {
 		return fmt.Errorf("workspace: /%s: %w", plane, err)
 	}
-	defer r.Close()
+	defer pd.close()
+	var r *os.Root // the portable way, opened when first needed
+	defer func() {
+		if r != nil {
+			r.Close()
+		}
+	}()
 	for _, rel := range ix.sub.Take() {
 		if rel == "." {
 			continue
 		}
 		old, had := ix.files[rel]
-		fi, err := r.Lstat(rel)
-		if err != nil || !fi.Mode().IsRegular() || isTemp(path.Base(rel)) {
-			if had {
-				w.noteChange(plane, rel, old, true)
-				delete(ix.files, rel)
+		var rec fileRec
+		err := errNotRegular
+		if !isTemp(path.Base(rel)) {
+			rec.sum, rec.size, rec.mtime, err = pd.sumRegular(rel)
+			if errors.Is(err, errNoFast) {
+				if r == nil {
+					if r, err = os.OpenRoot(root); err != nil {
+						return fmt.Errorf("workspace: /%s: %w", plane, err)
+					}
+				}
+				rec, err = recIn(r, rel)
 			}
-			continue
 		}
-		st := stat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode(), ino: inode(fi)}
-		if had && old.st == st && old.st.mtime < old.at.Add(-racySlack).UnixNano() {
-			continue
-		}
-		h, err := hashIn(r, rel)
 		if err != nil {
 			if had {
 				w.noteChange(plane, rel, old, true)
@@ -137,17 +157,29 @@ func (w *FS) syncPlane(plane string) error {
 			}
 			continue
 		}
-		e := hashEntry{st: st, hash: h, at: time.Now()}
-		if !had || old.hash != h {
+		if !had || old.sum != rec.sum {
 			w.noteChange(plane, rel, old, had)
 		}
-		ix.files[rel] = e
+		ix.files[rel] = rec
 	}
 	return nil
 }
 
+// recIn is the record of rel if it is a regular file, through os.Root.
+func recIn(r *os.Root, rel string) (fileRec, error) {
+	fi, err := r.Lstat(rel)
+	if err != nil {
+		return fileRec{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return fileRec{}, errNotRegular
+	}
+	sum, err := sumIn(r, rel)
+	return fileRec{sum: sum, size: fi.Size(), mtime: fi.ModTime().UnixNano()}, err
+}
+
 // noteChange keeps rel's state before its first change in every open mark.
-func (w *FS) noteChange(plane, rel string, old hashEntry, had bool) {
+func (w *FS) noteChange(plane, rel string, old fileRec, had bool) {
 	for _, m := range w.marks {
 		b := m.before[plane]
 		if b == nil {
