@@ -19,6 +19,7 @@ import (
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -71,6 +72,9 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 
 func (ss *session) close() {
 	ss.ev.close()
+	// The run's planes, scratch and worktrees are watched no longer.
+	ss.fs.Release()
+	watch.ForgetUnder(ss.dir)
 	ss.release()
 }
 

@@ -56,9 +56,19 @@ func (s *nodes) alloc() int32 {
 		s.frees = s.frees[:k-1]
 		return id
 	}
-	if int(s.n) == len(s.chunks)*chunkLen {
-		s.chunks = append(s.chunks, make([]node, chunkLen))
+	// The first chunk grows from small (a tree of a few entries, or a
+	// forgotten one, stays small); the others are made whole. No caller
+	// holds a *node across alloc.
+	last := len(s.chunks) - 1
+	if last < 0 || len(s.chunks[last]) == chunkLen {
+		size := chunkLen
+		if last < 0 {
+			size = 16
+		}
+		s.chunks = append(s.chunks, make([]node, 0, size))
+		last++
 	}
+	s.chunks[last] = append(s.chunks[last], node{})
 	s.n++
 	return s.n - 1
 }

@@ -40,6 +40,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -127,11 +128,29 @@ func Forget(dir string) {
 	dir = filepath.Clean(dir)
 	mu.Lock()
 	defer mu.Unlock()
-	t := trees[dir]
-	if t == nil {
-		return
+	if t := trees[dir]; t != nil {
+		t.forget()
 	}
-	delete(trees, dir)
+}
+
+// ForgetUnder forgets every tree at or below dir (the directory of a run
+// or of a worktree whose agents have all ended).
+func ForgetUnder(dir string) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for root, t := range trees {
+		if root == dir || strings.HasPrefix(root, dir+string(filepath.Separator)) {
+			t.forget()
+		}
+	}
+}
+
+// forget is Forget of t. mu is held.
+func (t *Tree) forget() {
+	delete(trees, t.root)
 	t.nodes.each(func(id int32, _ string) {
 		if wd := t.nodes.at(id).wd; wd != none {
 			t.unwatch(id, wd)
@@ -149,11 +168,20 @@ func Forget(dir string) {
 	t.rescan = true
 }
 
-// Watches is the number of kernel watches this process holds for trees.
-func Watches() int {
+// Watches is the number of directory watches the tree holds (0 once
+// forgotten).
+func (t *Tree) Watches() int {
 	mu.Lock()
 	defer mu.Unlock()
-	return len(owner)
+	n := 0
+	for _, ds := range owner {
+		for _, d := range ds {
+			if d.t == t {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Root is the tree's directory.

@@ -190,3 +190,15 @@ func (w *FS) noteChange(plane, rel string, old fileRec, had bool) {
 		}
 	}
 }
+
+// Release ends this FS's subscriptions to its planes' trees and drops its
+// index (an agent that ended: its FS is no longer asked). A later Mark
+// indexes the planes anew.
+func (w *FS) Release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ix := range w.index {
+		ix.sub.Close()
+	}
+	w.index = nil
+}

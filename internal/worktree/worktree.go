@@ -22,7 +22,9 @@
 //     this process and flock(2) on the directory across processes), so
 //     worktrees may merge concurrently;
 //   - Close and Cleanup unmount before they remove anything, and never remove
-//     a directory that is, or contains, a mount point;
+//     a directory that is, or contains, a mount point; they Forget the
+//     view's watched tree first (package watch), so a closed worktree holds
+//     no inotify watch and no index;
 //   - changes matching Worktree.Ignore (by default __pycache__, *.pyc,
 //     .pytest_cache) are never merged; MergeReport.Ignored lists them.
 //
@@ -48,6 +50,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Kinds of worktree.
@@ -237,6 +241,7 @@ func Cleanup(root string) error {
 // closeDir unmounts base/merged (and anything mounted below base), then
 // removes base but its conflicts directory.
 func closeDir(base string) error {
+	watch.ForgetUnder(base)
 	mps, err := mountsUnder(base)
 	if err != nil {
 		return fmt.Errorf("worktree: %w", err)
