@@ -17,10 +17,12 @@
 //     rescans itself in full: slower, never less exact;
 //   - entries are examined by lstat through an os.Root of the tree, so a
 //     link never leads outside it, and watches never follow links;
-//   - an entry an event named is listed again even when its stat is the
-//     same if its mtime is within RacySlack of the time it was looked at:
-//     a rewrite of the same size in the same clock tick leaves the stat
-//     as it was, so a consumer that hashes what Take lists misses nothing;
+//   - an entry is listed again even when its stat is the same if it was
+//     written to (IN_MODIFY, IN_CLOSE_WRITE), or if an event or a rescan
+//     found its mtime within RacySlack of the time it was looked at (a
+//     rewrite of the same size in the same clock tick, or one whose mtime
+//     was set back, leaves the stat as it was): a consumer that hashes
+//     what Take lists misses no content change;
 //   - Usage is the tree's allocated bytes, regular files' sizes and entry
 //     count after the last Sync, kept as running totals;
 //   - Forget drops every watch and entry of a tree; a Sub of a forgotten
@@ -65,9 +67,9 @@ type Tree struct {
 	root      string
 	r         *os.Root
 	nodes     nodes
-	dirty     map[string]struct{} // entries events named, since the last sync
-	rescan    bool                // the next Sync walks the whole tree
-	forgotten bool                // no watches: every Sync walks
+	dirty     map[string]bool // entries events named since the last sync: written to?
+	rescan    bool            // the next Sync walks the whole tree
+	forgotten bool            // no watches: every Sync walks
 	subs      []*Sub
 	now       int64   // ns, when this sync began
 	seen      []bool  // by node, during full
@@ -262,8 +264,8 @@ func (t *Tree) sync() {
 	}
 	dirty := t.dirty
 	t.dirty = nil
-	for rel := range dirty {
-		t.look(rel)
+	for rel, written := range dirty {
+		t.look(rel, written)
 	}
 }
 
@@ -285,8 +287,10 @@ func (t *Tree) full() {
 	}
 }
 
-// look examines one entry an event named.
-func (t *Tree) look(rel string) {
+// look examines one entry an event named; written: the event was a write
+// (the content may have changed with the stat as it was: a write in
+// place with the mtime set back).
+func (t *Tree) look(rel string, written bool) {
 	dir, name := path.Split(rel)
 	parent := t.nodes.find(path.Clean("/" + dir)[1:])
 	if parent == none {
@@ -299,7 +303,7 @@ func (t *Tree) look(rel string) {
 		}
 		return
 	}
-	if id := t.set(parent, name, entryOf(fi), rel); id != none {
+	if id := t.set(parent, name, entryOf(fi), rel, written); id != none {
 		t.walk(id)
 	}
 }
@@ -323,7 +327,7 @@ func (t *Tree) walk(id int32) {
 			if err != nil {
 				continue
 			}
-			kid := t.set(dir, name, e, "")
+			kid := t.set(dir, name, e, "", false)
 			if kid != none && e.Mode.IsDir() {
 				t.stack = append(t.stack, kid)
 			}
@@ -333,10 +337,10 @@ func (t *Tree) walk(id int32) {
 }
 
 // set records the stat of parent's entry name (rel: its path, "" to build
-// it when needed), tells the subscribers if it changed, and watches a new
-// directory. It returns the entry's node, or none if it is a directory
-// the walk need not list again.
-func (t *Tree) set(parent int32, name string, e Entry, rel string) int32 {
+// it when needed), tells the subscribers if it changed (or was written, or
+// is too recent to trust), and watches a new directory. It returns the
+// entry's node, or none if it is a directory the walk need not list again.
+func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool) int32 {
 	id := t.nodes.child(parent, name)
 	if id != none {
 		n := t.nodes.at(id)
@@ -353,7 +357,7 @@ func (t *Tree) set(parent int32, name string, e Entry, rel string) int32 {
 	t.mark(id)
 	n := t.nodes.at(id)
 	racy := e.MTime >= t.now-int64(RacySlack)
-	if !fresh && n.e == e && !racy {
+	if !fresh && n.e == e && !racy && !written {
 		if e.Mode.IsDir() && t.seen != nil {
 			if n.wd == none {
 				t.watchDir(id, rel) // its watch was lost: try again
@@ -492,10 +496,10 @@ func event(wd int32, mask uint32, name string) {
 			t.rescan = true
 		case name == "":
 			if d.id != 0 {
-				t.dirt(t.nodes.rel(d.id))
+				t.dirt(t.nodes.rel(d.id), mask&inWrite != 0)
 			}
 		default:
-			t.dirt(join(t.nodes.rel(d.id), name))
+			t.dirt(join(t.nodes.rel(d.id), name), mask&inWrite != 0)
 		}
 	}
 	if mask&inIgnored != 0 {
@@ -503,9 +507,9 @@ func event(wd int32, mask uint32, name string) {
 	}
 }
 
-func (t *Tree) dirt(rel string) {
+func (t *Tree) dirt(rel string, written bool) {
 	if t.dirty == nil {
-		t.dirty = map[string]struct{}{}
+		t.dirty = map[string]bool{}
 	}
-	t.dirty[rel] = struct{}{}
+	t.dirty[rel] = t.dirty[rel] || written
 }

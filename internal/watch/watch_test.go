@@ -146,3 +146,32 @@ func TestTakeTypeChangesAndRewrites(t *testing.T) {
 		t.Fatalf("entries after rm = %d, want %d", n, before-301)
 	}
 }
+
+// A write in place that keeps size and inode and sets the mtime back to an
+// old value leaves the stat as it was: the write itself lists the entry.
+func TestTakeListsAWriteWithTheStatKept(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	write(t, p, "aaaa")
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(p, old, old))
+	tr, err := For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Forget(dir)
+	s := tr.Subscribe()
+	s.Take()
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteAt([]byte("bbbb"), 0)
+	must(t, err)
+	must(t, f.Close())
+	must(t, os.Chtimes(p, old, old))
+	if got := s.Take(); !slices.Equal(got, []string{".", "f"}) {
+		t.Fatalf("take after a write with the stat kept = %v", got)
+	}
+	if got := s.Take(); !slices.Equal(got, []string{"."}) {
+		t.Fatalf("idle take = %v", got)
+	}
+}

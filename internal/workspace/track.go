@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -121,17 +120,11 @@ func (w *FS) syncPlane(plane string) error {
 		}
 		w.index[plane] = ix
 	}
-	pd, err := openPlaneDir(root)
-	if err != nil && !errors.Is(err, errNoFast) {
+	hs, err := NewHasher(root)
+	if err != nil {
 		return fmt.Errorf("workspace: /%s: %w", plane, err)
 	}
-	defer pd.close()
-	var r *os.Root // the portable way, opened when first needed
-	defer func() {
-		if r != nil {
-			r.Close()
-		}
-	}()
+	defer hs.Close()
 	for _, rel := range ix.sub.Take() {
 		if rel == "." {
 			continue
@@ -140,15 +133,7 @@ func (w *FS) syncPlane(plane string) error {
 		var rec fileRec
 		err := errNotRegular
 		if !isTemp(path.Base(rel)) {
-			rec.sum, rec.size, rec.mtime, err = pd.sumRegular(rel)
-			if errors.Is(err, errNoFast) {
-				if r == nil {
-					if r, err = os.OpenRoot(root); err != nil {
-						return fmt.Errorf("workspace: /%s: %w", plane, err)
-					}
-				}
-				rec, err = recIn(r, rel)
-			}
+			rec.sum, rec.size, rec.mtime, err = hs.Sum(rel)
 		}
 		if err != nil {
 			if had {

@@ -1,11 +1,11 @@
 package worktree
 
 import (
+	"errors"
 	"io/fs"
 	"maps"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
@@ -14,18 +14,27 @@ import (
 // sharedIndex keeps what scan would give for a shared directory current
 // from kernel change notification (package watch): a Create looks again
 // only at the entries that changed since the last one, not at every file.
+//
+// Its state is a base, written in place until a baseline holds it, and
+// the changes since (delta) once one does: a Create hands out the base
+// and a copy of the delta; when the delta has grown past a fraction of
+// the base, the two are folded into a new base. A Create then costs what
+// changed (amortized), and the worktrees of a run share one copy of the
+// shared directory's hashes.
 type sharedIndex struct {
-	mu     sync.Mutex
-	sub    *watch.Sub
-	hashes map[string]cached // regular files
-	out    map[string]string // as scan returns it
+	mu    sync.Mutex
+	sub   *watch.Sub
+	base  *base
+	held  bool              // a baseline holds base: changes go to delta
+	delta map[string]string // rel -> state ("" gone), while held
 }
 
 var indexes sync.Map // absolute dir -> *sharedIndex
 
-// scanShared is scan(dir) at a cost that grows with what changed in dir
-// since the last call; without a watch it is scan with the stat cache.
-func scanShared(dir string) (map[string]string, error) {
+// scanShared is the baseline of dir at a cost that grows with what changed
+// in dir since the last call; without a watch it is scan with the stat
+// cache.
+func scanShared(dir string) (*baseline, error) {
 	v, _ := indexes.LoadOrStore(dir, &sharedIndex{})
 	ix := v.(*sharedIndex)
 	ix.mu.Lock()
@@ -33,49 +42,75 @@ func scanShared(dir string) (map[string]string, error) {
 	if ix.sub == nil {
 		t, err := watch.For(dir)
 		if err != nil {
-			return scan(dir, cacheFor(dir))
+			m, err := scan(dir, cacheFor(dir))
+			if err != nil {
+				return nil, err
+			}
+			return baselineOf(m), nil
 		}
-		ix.sub, ix.hashes, ix.out = t.Subscribe(), map[string]cached{}, map[string]string{}
+		ix.sub, ix.base, ix.delta = t.Subscribe(), newBase(), map[string]string{}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
+	hs, err := workspace.NewHasher(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer hs.Close()
+	// The watch lists every entry whose stat changed or that was too
+	// recent to trust (watch.RacySlack): each listed file is hashed again.
 	for _, rel := range ix.sub.Take() {
 		if rel == "." {
 			continue
 		}
-		fi, err := root.Lstat(rel)
+		sum, _, _, err := hs.Sum(rel)
 		switch {
-		case err == nil && fi.Mode().IsRegular():
-			k := statKey{fi.Size(), fi.ModTime().UnixNano(), changeTime(fi), inode(fi)}
-			e, ok := ix.hashes[rel]
-			if !ok || e.key != k || k.ctime >= e.at-int64(racySlack) || k.mtime >= e.at-int64(racySlack) {
-				h, _, err := workspace.HashIn(root, rel)
-				if err != nil {
-					ix.forget(rel) // unreadable: treated as changed by someone else
-					continue
-				}
-				e = cached{key: k, hash: h, at: time.Now().UnixNano()}
-			}
-			ix.hashes[rel], ix.out[rel] = e, e.hash
-		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-			target, err := root.Readlink(rel)
-			if err != nil {
-				ix.forget(rel)
+		case err == nil:
+			ix.put(rel, sum.String())
+		case errors.Is(err, workspace.ErrNotRegular):
+			fi, lerr := root.Lstat(rel)
+			if lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				ix.put(rel, "") // a directory or special file: not in a baseline
 				continue
 			}
-			delete(ix.hashes, rel)
-			ix.out[rel] = linkPrefix + target
+			target, err := root.Readlink(rel)
+			if err != nil {
+				ix.put(rel, "")
+				continue
+			}
+			ix.put(rel, linkPrefix+target)
 		default:
-			ix.forget(rel)
+			ix.put(rel, "") // gone or unreadable: treated as changed by someone else
 		}
 	}
-	return maps.Clone(ix.out), nil
+	if len(ix.delta) > 1024+(len(ix.base.files)+len(ix.base.links))/8 {
+		ix.fold()
+	}
+	ix.held = true
+	return &baseline{base: ix.base, over: maps.Clone(ix.delta)}, nil
 }
 
-func (ix *sharedIndex) forget(rel string) {
-	delete(ix.hashes, rel)
-	delete(ix.out, rel)
+// put records rel's state ("" for none).
+func (ix *sharedIndex) put(rel, state string) {
+	if !ix.held {
+		ix.base.put(rel, state)
+		return
+	}
+	if old, had := ix.base.get(rel); had == (state != "") && old == state {
+		delete(ix.delta, rel)
+		return
+	}
+	ix.delta[rel] = state
+}
+
+// fold makes a new base of the base and the delta.
+func (ix *sharedIndex) fold() {
+	b := ix.base.clone()
+	for rel, s := range ix.delta {
+		b.put(rel, s)
+	}
+	ix.base, ix.held, ix.delta = b, false, map[string]string{}
 }

@@ -77,8 +77,8 @@ type Worktree struct {
 	base   string // <root>/<name>
 	upper  string // overlay upper dir ("" for Copy)
 	// baseline maps a slash-separated relative path to its state at Create:
-	// a content hash, or linkPrefix+target for a symlink.
-	baseline map[string]string
+	// a content hash, or linkPrefix+target for a symlink (see base.go).
+	baseline *baseline
 	closed   bool
 }
 
@@ -198,7 +198,7 @@ func (w *Worktree) copyIn() (*Worktree, error) {
 		removeTree(w.base)
 		return nil, fmt.Errorf("worktree: copy %s: %w", w.shared, err)
 	}
-	w.baseline, w.upper, w.Kind = b, "", Copy
+	w.baseline, w.upper, w.Kind = baselineOf(b), "", Copy
 	return w, nil
 }
 
