@@ -8,15 +8,18 @@ import (
 // A tree's entries are nodes in fixed-size chunks (stable addresses, no
 // copy when the tree grows), linked to their parent and siblings, and found
 // by (parent, name) in one map. A node keeps one path element, not its
-// path: 100,000 entries cost about 100 bytes each.
+// path, and a regular file's content hash: 100,000 entries cost about
+// 170 bytes each, and consumers keep no copy of their own.
 
 // node is one entry of a tree; node 0 is the root.
 type node struct {
 	name            string // one path element ("" for the root and free nodes)
-	parent          int32  // none for the root, free for a free node
-	kid, next, prev int32  // first child; siblings
-	wd              int32  // the watch of a watched directory, else none
 	e               Entry
+	sum             Sum   // the content of a regular file, when hashed
+	parent          int32 // none for the root, free for a free node
+	kid, next, prev int32 // first child; siblings
+	wd              int32 // the watch of a watched directory, else none
+	hashed          bool  // sum holds: a regular file read at its last change
 }
 
 const (

@@ -21,15 +21,23 @@
 //     written to (IN_MODIFY, IN_CLOSE_WRITE), or if an event or a rescan
 //     found its mtime within RacySlack of the time it was looked at (a
 //     rewrite of the same size in the same clock tick, or one whose mtime
-//     was set back, leaves the stat as it was): a consumer that hashes
-//     what Take lists misses no content change;
+//     was set back, leaves the stat as it was);
+//   - the tree keeps the content hash (Sum) of every regular file, read
+//     again whenever its size, mtime or inode changed or it was listed for
+//     a write or as too recent (a change of owner or mode alone keeps it),
+//     through a descriptor of its directory: never through a link, never
+//     blocking on a FIFO. A Sub's TakeFiles gives, for each file whose
+//     content changed, appeared or went since its previous Take, the hash
+//     before and after, at a cost that grows with those files; every
+//     consumer of a directory shares its one tree's hashes;
 //   - Usage is the tree's allocated bytes, regular files' sizes and entry
 //     count after the last Sync, kept as running totals;
-//   - Forget drops every watch and entry of a tree; a Sub of a forgotten
-//     tree still works, by a full walk at each Take and without a watch.
+//   - Forget drops every watch and entry of a tree and ends its Subs (a
+//     Sub still held then lists nothing); a later For makes a new tree.
 //
-// A tree keeps about 100 bytes per entry (one path element each, see
-// tree.go) and allocates nothing per untouched entry on the steady path.
+// A tree keeps about 170 bytes per entry (one path element and the hash
+// each, see tree.go) and allocates nothing per untouched entry on the
+// steady path; a Sub keeps a bit per entry and what changed.
 //
 // Writes through a shared memory mapping raise no event of their own; the
 // closing of the file written (IN_CLOSE_WRITE) does, so a file mapped and
@@ -69,7 +77,7 @@ type Tree struct {
 	nodes     nodes
 	dirty     map[string]bool // entries events named since the last sync: written to?
 	rescan    bool            // the next Sync walks the whole tree
-	forgotten bool            // no watches: every Sync walks
+	forgotten bool            // Forget ended it: no watch, no entry, no sync
 	subs      []*Sub
 	now       int64   // ns, when this sync began
 	seen      []bool  // by node, during full
@@ -163,11 +171,14 @@ func (t *Tree) forget() {
 	}
 	t.forgotten, t.dirty = true, nil
 	t.r.Close()
-	// Subscribers keep working from a fresh walk (see sync); until one
-	// asks, the tree holds only its root.
+	// Its subscribers see nothing more; a For of the directory makes a
+	// new tree.
+	for _, s := range t.subs {
+		s.reset()
+	}
+	t.subs = nil
 	t.nodes.init()
 	t.blocks, t.apparent, t.count = 0, 0, 0
-	t.rescan = true
 }
 
 // Watches is the number of directory watches the tree holds (0 once
@@ -184,6 +195,17 @@ func (t *Tree) Watches() int {
 		}
 	}
 	return n
+}
+
+// Mode is the type and mode of rel as of the last sync (false if the tree
+// has no such entry).
+func (t *Tree) Mode(rel string) (fs.FileMode, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	if id := t.nodes.find(rel); id > 0 {
+		return t.nodes.at(id).e.Mode, true
+	}
+	return 0, false
 }
 
 // Root is the tree's directory.
@@ -205,59 +227,15 @@ func (t *Tree) Usage() (blocks, apparent, count int64) {
 	return t.blocks, t.apparent, t.count
 }
 
-// Sub is one consumer's view of a tree's changes.
-type Sub struct {
-	t       *Tree
-	all     bool                // the next Take lists every entry
-	pending map[string]struct{} // changed since the last Take
-}
-
-// Subscribe returns a new consumer whose first Take lists every entry.
-func (t *Tree) Subscribe() *Sub {
-	mu.Lock()
-	defer mu.Unlock()
-	s := &Sub{t: t, all: true}
-	t.subs = append(t.subs, s)
-	return s
-}
-
-// Take syncs the tree and returns, sorted, the entries changed since the
-// previous Take ("." is always included: the root is cheap to look at).
-func (s *Sub) Take() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	t := s.t
-	t.sync()
-	n := len(s.pending) + 1
-	if s.all {
-		n += int(t.count)
-	}
-	out := make([]string, 1, n)
-	out[0] = "."
-	for rel := range s.pending {
-		out = append(out, rel)
-	}
-	if s.all {
-		t.nodes.each(func(_ int32, rel string) { out = append(out, rel) })
-	}
-	s.all, s.pending = false, nil
-	slices.Sort(out[1:])
-	return slices.Compact(out)
-}
-
-// Close ends the subscription.
-func (s *Sub) Close() {
-	mu.Lock()
-	defer mu.Unlock()
-	s.t.subs = slices.DeleteFunc(s.t.subs, func(x *Sub) bool { return x == s })
-}
-
 // sync drains the kernel queue (for every tree) and examines what this
 // tree's events named. mu is held.
 func (t *Tree) sync() {
 	drain()
 	t.now = time.Now().UnixNano()
-	if t.rescan || ifd < 0 || t.forgotten {
+	if t.forgotten {
+		return
+	}
+	if t.rescan || ifd < 0 {
 		t.rescan, t.dirty = false, nil
 		t.full()
 		return
@@ -303,7 +281,7 @@ func (t *Tree) look(rel string, written bool) {
 		}
 		return
 	}
-	if id := t.set(parent, name, entryOf(fi), rel, written); id != none {
+	if id := t.set(parent, name, entryOf(fi), rel, written, nil); id != none {
 		t.walk(id)
 	}
 }
@@ -327,7 +305,7 @@ func (t *Tree) walk(id int32) {
 			if err != nil {
 				continue
 			}
-			kid := t.set(dir, name, e, "", false)
+			kid := t.set(dir, name, e, "", false, f)
 			if kid != none && e.Mode.IsDir() {
 				t.stack = append(t.stack, kid)
 			}
@@ -337,17 +315,16 @@ func (t *Tree) walk(id int32) {
 }
 
 // set records the stat of parent's entry name (rel: its path, "" to build
-// it when needed), tells the subscribers if it changed (or was written, or
-// is too recent to trust), and watches a new directory. It returns the
-// entry's node, or none if it is a directory the walk need not list again.
-func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool) int32 {
+// it when needed; dir: parent's listing, nil to open it when needed),
+// hashes a regular file whose content may have changed, tells the
+// subscribers if it changed (or was written, or is too recent to trust),
+// and watches a new directory. It returns the entry's node, or none if it
+// is a directory the walk need not list again.
+func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool, dir *os.File) int32 {
 	id := t.nodes.child(parent, name)
-	if id != none {
-		n := t.nodes.at(id)
-		if n.e.Mode.IsDir() && !e.Mode.IsDir() {
-			t.remove(id) // a directory replaced: its contents are gone
-			id = none
-		}
+	if id != none && t.nodes.at(id).e.Mode.IsDir() && !e.Mode.IsDir() {
+		t.remove(id) // a directory replaced: its contents are gone
+		id = none
 	}
 	fresh := id == none
 	if fresh {
@@ -366,17 +343,25 @@ func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool)
 		}
 		return none
 	}
+	p := prior{sum: n.sum, file: n.hashed && !fresh}
 	wasDir := !fresh && n.e.Mode.IsDir()
+	switch old := n.e; {
+	case !e.Mode.IsRegular():
+		n.sum, n.hashed = Sum{}, false
+	case fresh || !n.hashed || written || racy || !old.Mode.IsRegular() ||
+		old.Size != e.Size || old.MTime != e.MTime || old.Ino != e.Ino:
+		// The content may have changed (a change of owner or mode alone
+		// leaves it as it was).
+		n.sum, n.hashed = t.hash(dir, parent, name, e)
+	}
 	if !fresh {
 		t.account(n.e, -1)
 		t.account(e, 1)
 		n.e = e
 	}
-	if len(t.subs) > 0 {
-		if rel == "" {
-			rel = t.nodes.rel(id)
-		}
-		t.changed(rel)
+	content := (p.file || n.hashed) && (p.file != n.hashed || p.sum != n.sum)
+	for _, s := range t.subs {
+		s.mark(id, p, content)
 	}
 	if !e.Mode.IsDir() {
 		return none
@@ -412,7 +397,10 @@ func (t *Tree) remove(id int32) {
 		k = next
 	}
 	if len(t.subs) > 0 {
-		t.changed(t.nodes.rel(id))
+		rel, p := t.nodes.rel(id), prior{sum: n.sum, file: n.hashed}
+		for _, s := range t.subs {
+			s.removed(id, rel, p)
+		}
 	}
 	if n.wd != none {
 		t.unwatch(id, n.wd)
@@ -421,20 +409,26 @@ func (t *Tree) remove(id int32) {
 	t.nodes.drop(id)
 }
 
+// hash hashes parent's regular file name (e its lstat), through dir or
+// parent's directory opened through the tree's os.Root; false if it is
+// no longer that file or cannot be read.
+func (t *Tree) hash(dir *os.File, parent int32, name string, e Entry) (Sum, bool) {
+	if dir == nil {
+		f, err := dirOpen(t.r, t.nodes.rel(parent))
+		if err != nil {
+			return Sum{}, false
+		}
+		defer f.Close()
+		dir = f
+	}
+	return hashIn(dir, name, e.Ino)
+}
+
 func (t *Tree) account(e Entry, sign int64) {
 	t.count += sign
 	t.blocks += sign * e.Blocks * 512
 	if e.Mode.IsRegular() {
 		t.apparent += sign * e.Size
-	}
-}
-
-func (t *Tree) changed(rel string) {
-	for _, s := range t.subs {
-		if s.pending == nil {
-			s.pending = map[string]struct{}{}
-		}
-		s.pending[rel] = struct{}{}
 	}
 }
 

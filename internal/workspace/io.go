@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/hostfs"
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Open opens a resolved path for reading. It goes through os.Root, so a link
@@ -197,19 +198,7 @@ func sumOpen(f *os.File) (Sum, int64, error) {
 
 // Sum is a content hash kept compact: the SHA-256 of the bytes. Its
 // String is the hash as deltas and records carry it.
-type Sum [sha256.Size]byte
-
-func (s Sum) String() string { return HashPrefix + hex.EncodeToString(s[:]) }
-
-// SumIn is HashIn's hash as a Sum.
-func SumIn(root *os.Root, rel string) (Sum, int64, error) {
-	f, err := openRegular(root, rel)
-	if err != nil {
-		return Sum{}, 0, err
-	}
-	defer f.Close()
-	return sumOpen(f)
-}
+type Sum = watch.Sum
 
 // hashBufs are hashOpen's read buffers: indexing a large workspace hashes
 // every file once, and a buffer per file would make that garbage.

@@ -51,6 +51,12 @@ func (b *base) put(rel, state string) {
 	}
 }
 
+// putFile sets rel to the file of content sum.
+func (b *base) putFile(rel string, sum workspace.Sum) {
+	delete(b.links, rel)
+	b.files[rel] = sum
+}
+
 func (b *base) clone() *base {
 	return &base{files: maps.Clone(b.files), links: maps.Clone(b.links)}
 }

@@ -1,19 +1,19 @@
 package worktree
 
 import (
-	"errors"
 	"io/fs"
 	"maps"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/apodex/apodex/internal/watch"
-	"github.com/apodex/apodex/internal/workspace"
 )
 
 // sharedIndex keeps what scan would give for a shared directory current
-// from kernel change notification (package watch): a Create looks again
-// only at the entries that changed since the last one, not at every file.
+// from kernel change notification (package watch, whose tree keeps the
+// files' hashes): a Create looks only at the entries that changed since
+// the last one, and hashes nothing itself.
 //
 // Its state is a base, written in place until a baseline holds it, and
 // the changes since (delta) once one does: a Create hands out the base
@@ -23,7 +23,9 @@ import (
 // shared directory's hashes.
 type sharedIndex struct {
 	mu    sync.Mutex
-	sub   *watch.Sub
+	tree  *watch.Tree
+	files *watch.Sub // content changes (hashes kept by the tree)
+	links *watch.Sub // every change, for the links among them
 	base  *base
 	held  bool              // a baseline holds base: changes go to delta
 	delta map[string]string // rel -> state ("" gone), while held
@@ -39,51 +41,47 @@ func scanShared(dir string) (*baseline, error) {
 	ix := v.(*sharedIndex)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.sub == nil {
-		t, err := watch.For(dir)
+	t, err := watch.For(dir)
+	if err != nil {
+		m, err := scan(dir, cacheFor(dir))
 		if err != nil {
-			m, err := scan(dir, cacheFor(dir))
-			if err != nil {
-				return nil, err
-			}
-			return baselineOf(m), nil
+			return nil, err
 		}
-		ix.sub, ix.base, ix.delta = t.Subscribe(), newBase(), map[string]string{}
+		return baselineOf(m), nil
+	}
+	if t != ix.tree { // the first time, or the tree was forgotten since
+		ix.tree, ix.files, ix.links, ix.base, ix.held, ix.delta = t, t.Subscribe(), t.Subscribe(), newBase(), false, map[string]string{}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	hs, err := workspace.NewHasher(dir)
-	if err != nil {
-		return nil, err
+	// Files first: a path that became a file from a link is then no
+	// longer a link below. A file that cannot be read is none: treated as
+	// changed by someone else.
+	for _, c := range ix.files.TakeFiles() {
+		switch {
+		case !c.Has:
+			ix.put(c.Rel, "")
+		case !ix.held:
+			ix.base.putFile(c.Rel, c.After)
+		default:
+			ix.put(c.Rel, c.After.String())
+		}
 	}
-	defer hs.Close()
-	// The watch lists every entry whose stat changed or that was too
-	// recent to trust (watch.RacySlack): each listed file is hashed again.
-	for _, rel := range ix.sub.Take() {
+	for _, rel := range ix.links.Take() {
 		if rel == "." {
 			continue
 		}
-		sum, _, _, err := hs.Sum(rel)
-		switch {
-		case err == nil:
-			ix.put(rel, sum.String())
-		case errors.Is(err, workspace.ErrNotRegular):
-			fi, lerr := root.Lstat(rel)
-			if lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
-				ix.put(rel, "") // a directory or special file: not in a baseline
+		if m, ok := t.Mode(rel); ok && m&fs.ModeSymlink != 0 {
+			if target, err := root.Readlink(rel); err == nil {
+				ix.put(rel, linkPrefix+target)
 				continue
 			}
-			target, err := root.Readlink(rel)
-			if err != nil {
-				ix.put(rel, "")
-				continue
-			}
-			ix.put(rel, linkPrefix+target)
-		default:
-			ix.put(rel, "") // gone or unreadable: treated as changed by someone else
+		}
+		if s, _ := ix.get(rel); strings.HasPrefix(s, linkPrefix) {
+			ix.put(rel, "")
 		}
 	}
 	if len(ix.delta) > 1024+(len(ix.base.files)+len(ix.base.links))/8 {
@@ -91,6 +89,14 @@ func scanShared(dir string) (*baseline, error) {
 	}
 	ix.held = true
 	return &baseline{base: ix.base, over: maps.Clone(ix.delta)}, nil
+}
+
+// get is rel's current state.
+func (ix *sharedIndex) get(rel string) (string, bool) {
+	if s, ok := ix.delta[rel]; ok {
+		return s, s != ""
+	}
+	return ix.base.get(rel)
 }
 
 // put records rel's state ("" for none).
