@@ -55,6 +55,7 @@ func (t *Tree) Mark() *Sub {
 	mu.Lock()
 	defer mu.Unlock()
 	t.sync()
+	t.hashStale()
 	s := &Sub{t: t, priors: map[int32]prior{}}
 	t.subs = append(t.subs, s)
 	return s
@@ -113,6 +114,7 @@ func (s *Sub) TakeFiles() []FileChange {
 	defer mu.Unlock()
 	t := s.t
 	t.sync()
+	t.hashStale()
 	n := len(s.gone) + len(s.priors)
 	if s.all {
 		n += int(t.count)

@@ -19,7 +19,8 @@ type node struct {
 	parent          int32 // none for the root, free for a free node
 	kid, next, prev int32 // first child; siblings
 	wd              int32 // the watch of a watched directory, else none
-	hashed          bool  // sum holds: a regular file read at its last change
+	hashed          bool  // sum holds: a regular file read at its last hash
+	stale           bool  // changed since: to hash again (Tree.stale lists it)
 }
 
 const (

@@ -22,10 +22,12 @@
 //     found its mtime within RacySlack of the time it was looked at (a
 //     rewrite of the same size in the same clock tick, or one whose mtime
 //     was set back, leaves the stat as it was);
-//   - the tree keeps the content hash (Sum) of every regular file, read
-//     again whenever its size, mtime or inode changed or it was listed for
-//     a write or as too recent (a change of owner or mode alone keeps it),
-//     through a descriptor of its directory: never through a link, never
+//   - the tree keeps the content hash (Sum) of every regular file. A file
+//     whose size, mtime or inode changed, or that was listed for a write
+//     or as too recent, is read again when a consumer asks for content
+//     (Mark, TakeFiles), not at every sync (a quota poll only stats); a
+//     change of owner or mode alone keeps the hash. Files are read through
+//     a descriptor of their directory: never through a link, never
 //     blocking on a FIFO. A Sub's TakeFiles gives, for each file whose
 //     content changed, appeared or went since its previous Take, the hash
 //     before and after, at a cost that grows with those files; every
@@ -45,6 +47,7 @@
 package watch
 
 import (
+	"cmp"
 	"io/fs"
 	"os"
 	"path"
@@ -82,6 +85,7 @@ type Tree struct {
 	now       int64   // ns, when this sync began
 	seen      []bool  // by node, during full
 	stack     []int32 // directories still to list, during a walk
+	stale     []int32 // files to hash again (see hashStale)
 
 	blocks, apparent, count int64
 }
@@ -169,7 +173,7 @@ func (t *Tree) forget() {
 	if wd := t.nodes.at(0).wd; wd != none {
 		t.unwatch(0, wd)
 	}
-	t.forgotten, t.dirty = true, nil
+	t.forgotten, t.dirty, t.stale = true, nil, nil
 	t.r.Close()
 	// Its subscribers see nothing more; a For of the directory makes a
 	// new tree.
@@ -281,7 +285,7 @@ func (t *Tree) look(rel string, written bool) {
 		}
 		return
 	}
-	if id := t.set(parent, name, entryOf(fi), rel, written, nil); id != none {
+	if id := t.set(parent, name, entryOf(fi), rel, written); id != none {
 		t.walk(id)
 	}
 }
@@ -305,7 +309,7 @@ func (t *Tree) walk(id int32) {
 			if err != nil {
 				continue
 			}
-			kid := t.set(dir, name, e, "", false, f)
+			kid := t.set(dir, name, e, "", false)
 			if kid != none && e.Mode.IsDir() {
 				t.stack = append(t.stack, kid)
 			}
@@ -315,12 +319,11 @@ func (t *Tree) walk(id int32) {
 }
 
 // set records the stat of parent's entry name (rel: its path, "" to build
-// it when needed; dir: parent's listing, nil to open it when needed),
-// hashes a regular file whose content may have changed, tells the
-// subscribers if it changed (or was written, or is too recent to trust),
-// and watches a new directory. It returns the entry's node, or none if it
-// is a directory the walk need not list again.
-func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool, dir *os.File) int32 {
+// it when needed), marks a regular file whose content may have changed to
+// be hashed again, tells the subscribers if it changed (or was written,
+// or is too recent to trust), and watches a new directory. It returns the
+// entry's node, or none if it is a directory the walk need not list again.
+func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool) int32 {
 	id := t.nodes.child(parent, name)
 	if id != none && t.nodes.at(id).e.Mode.IsDir() && !e.Mode.IsDir() {
 		t.remove(id) // a directory replaced: its contents are gone
@@ -345,21 +348,26 @@ func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool,
 	}
 	p := prior{sum: n.sum, file: n.hashed && !fresh}
 	wasDir := !fresh && n.e.Mode.IsDir()
+	content := false // its content may have changed
 	switch old := n.e; {
 	case !e.Mode.IsRegular():
-		n.sum, n.hashed = Sum{}, false
+		content = p.file
+		n.sum, n.hashed, n.stale = Sum{}, false, false
 	case fresh || !n.hashed || written || racy || !old.Mode.IsRegular() ||
 		old.Size != e.Size || old.MTime != e.MTime || old.Ino != e.Ino:
-		// The content may have changed (a change of owner or mode alone
-		// leaves it as it was).
-		n.sum, n.hashed = t.hash(dir, parent, name, e)
+		// A change of owner or mode alone leaves the content as it was;
+		// otherwise it is hashed again when a consumer asks.
+		content = true
+		if !n.stale {
+			n.stale = true
+			t.stale = append(t.stale, id)
+		}
 	}
 	if !fresh {
 		t.account(n.e, -1)
 		t.account(e, 1)
 		n.e = e
 	}
-	content := (p.file || n.hashed) && (p.file != n.hashed || p.sum != n.sum)
 	for _, s := range t.subs {
 		s.mark(id, p, content)
 	}
@@ -409,19 +417,44 @@ func (t *Tree) remove(id int32) {
 	t.nodes.drop(id)
 }
 
-// hash hashes parent's regular file name (e its lstat), through dir or
-// parent's directory opened through the tree's os.Root; false if it is
-// no longer that file or cannot be read.
-func (t *Tree) hash(dir *os.File, parent int32, name string, e Entry) (Sum, bool) {
-	if dir == nil {
-		f, err := dirOpen(t.r, t.nodes.rel(parent))
-		if err != nil {
-			return Sum{}, false
-		}
-		defer f.Close()
-		dir = f
+// hashStale hashes every file whose content may have changed since it was
+// last hashed, each directory opened once through the tree's os.Root; a
+// file that is no longer the one its lstat saw, or cannot be read, has
+// no content (hashed false) until it changes again. mu is held.
+func (t *Tree) hashStale() {
+	if len(t.stale) == 0 {
+		return
 	}
-	return hashIn(dir, name, e.Ino)
+	slices.SortFunc(t.stale, func(a, b int32) int { return cmp.Compare(t.nodes.at(a).parent, t.nodes.at(b).parent) })
+	var dir *os.File
+	cur := none
+	for _, id := range t.stale {
+		n := t.nodes.at(id)
+		if n.parent == free || !n.stale {
+			continue // removed, or hashed already (its id is listed twice)
+		}
+		if n.parent != cur {
+			if dir != nil {
+				dir.Close()
+			}
+			cur, dir = n.parent, nil
+			if f, err := dirOpen(t.r, t.nodes.rel(n.parent)); err == nil {
+				dir = f
+			}
+		}
+		n.stale = false
+		n.sum, n.hashed = Sum{}, false
+		if dir != nil {
+			n.sum, n.hashed = hashIn(dir, n.name, n.e.Ino)
+		}
+	}
+	if dir != nil {
+		dir.Close()
+	}
+	t.stale = t.stale[:0]
+	if cap(t.stale) > 4096 {
+		t.stale = nil // a burst (the first walk): not kept
+	}
 }
 
 func (t *Tree) account(e Entry, sign int64) {
