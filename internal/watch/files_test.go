@@ -78,3 +78,38 @@ func TestMarkTakeFiles(t *testing.T) {
 		t.Fatalf("first take files lists %v", names)
 	}
 }
+
+// Content is hashed when asked for: a change made before a Mark, not yet
+// hashed by anyone, is the Mark's Before; two changes after it give the
+// first Before and the last After; Take alone reads no content.
+func TestMarkSeesContentAtTheMark(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	write(t, p, "v1")
+	tr, err := For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Forget(dir)
+	s := tr.Subscribe()
+	defer s.Close()
+	s.Take()
+	write(t, p, "v2")
+	if got := s.Take(); len(got) != 2 || got[1] != "f" {
+		t.Fatalf("take = %v", got)
+	}
+	mu.Lock()
+	stale := len(tr.stale)
+	mu.Unlock()
+	if stale != 1 {
+		t.Fatalf("%d files to hash after a Take, want 1 (Take reads no content)", stale)
+	}
+	m := tr.Mark()
+	defer m.Close()
+	write(t, p, "v3")
+	write(t, p, "v4!")
+	got := m.TakeFiles()
+	if len(got) != 1 || got[0].Before != sumOf("v2") || got[0].After != sumOf("v4!") || got[0].Size != 3 {
+		t.Fatalf("take files = %+v", got)
+	}
+}
