@@ -325,8 +325,12 @@ func (t *Tree) walk(id int32) {
 // entry's node, or none if it is a directory the walk need not list again.
 func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool) int32 {
 	id := t.nodes.child(parent, name)
-	if id != none && t.nodes.at(id).e.Mode.IsDir() && !e.Mode.IsDir() {
-		t.remove(id) // a directory replaced: its contents are gone
+	if n := t.nodes.at(max(id, 0)); id != none && n.e.Mode.IsDir() &&
+		(!e.Mode.IsDir() || n.e.Ino != e.Ino || n.wd == none && ifd >= 0) {
+		// A directory replaced (by a file, or by another directory, which
+		// may have the same inode number: its watch went with the old
+		// one): its contents are gone, the new one is watched and listed.
+		t.remove(id)
 		id = none
 	}
 	fresh := id == none

@@ -175,3 +175,29 @@ func TestTakeListsAWriteWithTheStatKept(t *testing.T) {
 		t.Fatalf("idle take = %v", got)
 	}
 }
+
+// A directory removed and made again under the same name (another inode)
+// between two Takes is watched anew: what is created in it is seen.
+func TestTakeDirectoryReplaced(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "d/old"), "o")
+	tr, err := For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Forget(dir)
+	s := tr.Subscribe()
+	s.Take()
+	must(t, os.RemoveAll(filepath.Join(dir, "d")))
+	write(t, filepath.Join(dir, "d/first"), "1")
+	if got := s.Take(); !slices.Equal(got, []string{".", "d", "d/first", "d/old"}) {
+		t.Fatalf("take after replacing d = %v", got)
+	}
+	write(t, filepath.Join(dir, "d/second"), "2")
+	if got := s.Take(); !slices.Equal(got, []string{".", "d/second"}) {
+		t.Fatalf("take in the new d = %v", got)
+	}
+	if _, _, n := tr.Usage(); n != 3 {
+		t.Fatalf("entries = %d, want 3", n)
+	}
+}
