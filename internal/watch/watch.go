@@ -325,12 +325,8 @@ func (t *Tree) walk(id int32) {
 // entry's node, or none if it is a directory the walk need not list again.
 func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool) int32 {
 	id := t.nodes.child(parent, name)
-	if n := t.nodes.at(max(id, 0)); id != none && n.e.Mode.IsDir() &&
-		(!e.Mode.IsDir() || n.e.Ino != e.Ino || n.wd == none && ifd >= 0) {
-		// A directory replaced (by a file, or by another directory, which
-		// may have the same inode number: its watch went with the old
-		// one): its contents are gone, the new one is watched and listed.
-		t.remove(id)
+	if id != none && t.replacedDir(id, e) {
+		t.remove(id) // its contents are gone; the new one is watched and listed
 		id = none
 	}
 	fresh := id == none
@@ -388,6 +384,14 @@ func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool)
 		return id
 	}
 	return none
+}
+
+// replacedDir tells whether the directory id now has e in its place: a
+// file, or another directory (which may have the same inode number: its
+// watch went with the old one).
+func (t *Tree) replacedDir(id int32, e Entry) bool {
+	n := t.nodes.at(id)
+	return n.e.Mode.IsDir() && (!e.Mode.IsDir() || n.e.Ino != e.Ino || n.wd == none && ifd >= 0)
 }
 
 func (t *Tree) mark(id int32) {
