@@ -212,6 +212,19 @@ func (t *Tree) Mode(rel string) (fs.FileMode, bool) {
 	return 0, false
 }
 
+// Links lists the tree's symbolic links as of the last sync, in no order.
+func (t *Tree) Links() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	var out []string
+	for id := int32(1); id < t.nodes.n; id++ {
+		if n := t.nodes.at(id); n.parent != free && n.e.Mode&fs.ModeSymlink != 0 {
+			out = append(out, t.nodes.rel(id))
+		}
+	}
+	return out
+}
+
 // Root is the tree's directory.
 func (t *Tree) Root() string { return t.root }
 

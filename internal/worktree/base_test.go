@@ -80,3 +80,54 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// The links shared holds at the first Create are in the baseline, and so
+// are links changed between Creates.
+func TestBaselineHasSharedLinks(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	write(t, filepath.Join(shared, "f"), "f")
+	must(t, os.Symlink("f", filepath.Join(shared, "l")))
+	must(t, os.Symlink("f", filepath.Join(shared, "m")))
+	root := filepath.Join(t.TempDir(), "root")
+	defer Cleanup(root)
+	a, err := Create(shared, root, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Kind != Overlay {
+		t.Skipf("overlay unavailable: %s", a.Fallback)
+	}
+	must(t, os.Remove(filepath.Join(a.Dir, "l")))
+	rep, err := a.Merge()
+	if err != nil || len(rep.Applied) != 1 || rep.Applied[0].Path != "l" || rep.Applied[0].Kind != Deleted {
+		t.Fatalf("a's deletion of a shared link: %+v, %v", rep, err)
+	}
+	if _, err := os.Lstat(filepath.Join(shared, "l")); err == nil {
+		t.Fatal("the link is still in shared")
+	}
+	// m retargeted by someone else after b's Create: b's change is a conflict.
+	b, err := Create(shared, root, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	must(t, os.Remove(filepath.Join(shared, "m")))
+	must(t, os.Symlink("g", filepath.Join(shared, "m")))
+	must(t, os.Remove(filepath.Join(b.Dir, "m")))
+	must(t, os.Symlink("h", filepath.Join(b.Dir, "m")))
+	rep, err = b.Merge()
+	if err != nil || len(rep.Conflicts) != 1 || rep.Conflicts[0].Path != "m" {
+		t.Fatalf("b's change of a link retargeted since: %+v, %v", rep, err)
+	}
+	// c, created now, has m -> g as its baseline.
+	c, err := Create(shared, root, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	must(t, os.Remove(filepath.Join(c.Dir, "m")))
+	if rep, err := c.Merge(); err != nil || len(rep.Applied) != 1 || len(rep.Conflicts) != 0 {
+		t.Fatalf("c's deletion of m: %+v, %v", rep, err)
+	}
+}

@@ -49,8 +49,11 @@ func scanShared(dir string) (*baseline, error) {
 		}
 		return baselineOf(m), nil
 	}
-	if t != ix.tree { // the first time, or the tree was forgotten since
-		ix.tree, ix.files, ix.links, ix.base, ix.held, ix.delta = t, t.Subscribe(), t.Subscribe(), newBase(), false, map[string]string{}
+	fill := t != ix.tree // the first time, or the tree was forgotten since
+	if fill {
+		// Links changed from now on come from ix.links; those there now
+		// from the tree (not a first Take listing every entry).
+		ix.tree, ix.files, ix.links, ix.base, ix.held, ix.delta = t, t.Subscribe(), t.Mark(), newBase(), false, map[string]string{}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -70,7 +73,11 @@ func scanShared(dir string) (*baseline, error) {
 			ix.put(c.Rel, c.After.String())
 		}
 	}
-	for _, rel := range ix.links.Take() {
+	changed := ix.links.Take()
+	if fill {
+		changed = append(changed, t.Links()...)
+	}
+	for _, rel := range changed {
 		if rel == "." {
 			continue
 		}
