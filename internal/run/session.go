@@ -74,6 +74,9 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 func (ss *session) close() {
 	ss.ev.close()
 	_ = sandbox.Close(ss.kit.runner) // the live sandboxes end with the run
+	// The run's planes, scratch and worktrees are watched no longer.
+	ss.fs.Release()
+	watch.ForgetUnder(ss.dir)
 	ss.release()
 }
 

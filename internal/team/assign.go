@@ -116,6 +116,9 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	defer t.slots.release()
 
 	fs, wt, err := t.subFS(a.ID, cmp.Or(a.worktree, a.ID))
+	if fs != nil {
+		defer fs.Release() // its index and watch subscriptions end with it
+	}
 	if err == nil && prepare != nil && wt != nil {
 		err = prepare(wt.dir())
 	}

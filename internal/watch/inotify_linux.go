@@ -65,4 +65,5 @@ const (
 	inQOverflow = syscall.IN_Q_OVERFLOW
 	inIgnored   = syscall.IN_IGNORED
 	inSelf      = syscall.IN_DELETE_SELF | syscall.IN_MOVE_SELF
+	inWrite     = syscall.IN_MODIFY | syscall.IN_CLOSE_WRITE
 )

@@ -15,4 +15,5 @@ const (
 	inQOverflow = 0x4000
 	inIgnored   = 0x8000
 	inSelf      = 0xc00
+	inWrite     = 0x2 | 0x8
 )

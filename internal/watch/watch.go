@@ -17,8 +17,29 @@
 //     rescans itself in full: slower, never less exact;
 //   - entries are examined by lstat through an os.Root of the tree, so a
 //     link never leads outside it, and watches never follow links;
+//   - an entry is listed again even when its stat is the same if it was
+//     written to (IN_MODIFY, IN_CLOSE_WRITE), or if an event or a rescan
+//     found its mtime within RacySlack of the time it was looked at (a
+//     rewrite of the same size in the same clock tick, or one whose mtime
+//     was set back, leaves the stat as it was);
+//   - the tree keeps the content hash (Sum) of every regular file. A file
+//     whose size, mtime or inode changed, or that was listed for a write
+//     or as too recent, is read again when a consumer asks for content
+//     (Mark, TakeFiles), not at every sync (a quota poll only stats); a
+//     change of owner or mode alone keeps the hash. Files are read through
+//     a descriptor of their directory: never through a link, never
+//     blocking on a FIFO. A Sub's TakeFiles gives, for each file whose
+//     content changed, appeared or went since its previous Take, the hash
+//     before and after, at a cost that grows with those files; every
+//     consumer of a directory shares its one tree's hashes;
 //   - Usage is the tree's allocated bytes, regular files' sizes and entry
-//     count after the last Sync, kept as running totals.
+//     count after the last Sync, kept as running totals;
+//   - Forget drops every watch and entry of a tree and ends its Subs (a
+//     Sub still held then lists nothing); a later For makes a new tree.
+//
+// A tree keeps about 170 bytes per entry (one path element and the hash
+// each, see tree.go) and allocates nothing per untouched entry on the
+// steady path; a Sub keeps a bit per entry and what changed.
 //
 // Writes through a shared memory mapping raise no event of their own; the
 // closing of the file written (IN_CLOSE_WRITE) does, so a file mapped and
@@ -26,43 +47,45 @@
 package watch
 
 import (
+	"cmp"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
-	"syscall"
+	"time"
 )
 
 // Entry is the stat of one entry that tells it changed.
 type Entry struct {
-	Mode     fs.FileMode
 	Size     int64
 	Blocks   int64 // 512-byte blocks allocated
-	UID, GID uint32
 	Ino      uint64
 	MTime    int64 // ns
+	Mode     fs.FileMode
+	UID, GID uint32
 }
 
-func entryOf(fi fs.FileInfo) Entry {
-	e := Entry{Mode: fi.Mode(), Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Blocks, e.UID, e.GID, e.Ino = st.Blocks, st.Uid, st.Gid, st.Ino
-	}
-	return e
-}
+// RacySlack covers coarse file timestamps: a file whose mtime is less than
+// this before the moment it was looked at may be rewritten with the same
+// stat (the "racy git" problem).
+const RacySlack = 50 * time.Millisecond
 
 // Tree is one watched directory. Its methods are safe for concurrent use.
 type Tree struct {
-	root    string
-	r       *os.Root
-	entries map[string]Entry               // rel -> stat; the root excluded
-	kids    map[string]map[string]struct{} // rel dir ("" root) -> child names
-	dirs    map[string]int32               // rel dir -> watch descriptor
-	dirty   map[string]struct{}
-	rescan  bool // the next Sync walks the whole tree
-	subs    []*Sub
+	root      string
+	r         *os.Root
+	nodes     nodes
+	dirty     map[string]bool // entries events named since the last sync: written to?
+	rescan    bool            // the next Sync walks the whole tree
+	forgotten bool            // Forget ended it: no watch, no entry, no sync
+	subs      []*Sub
+	now       int64   // ns, when this sync began
+	seen      []bool  // by node, during full
+	stack     []int32 // directories still to list, during a walk
+	stale     []int32 // files to hash again (see hashStale)
 
 	blocks, apparent, count int64
 }
@@ -77,8 +100,8 @@ var (
 )
 
 type treeDir struct {
-	t   *Tree
-	rel string
+	t  *Tree
+	id int32
 }
 
 // For returns the tree of dir (absolute), watching it from now on; the
@@ -97,10 +120,11 @@ func For(dir string) (*Tree, error) {
 	if ifd == -2 {
 		ifd = inotifyInit()
 	}
-	t := &Tree{root: dir, r: r, entries: map[string]Entry{}, kids: map[string]map[string]struct{}{},
-		dirs: map[string]int32{}, dirty: map[string]struct{}{}}
-	t.watchDir("")
-	t.walk("")
+	t := &Tree{root: dir, r: r}
+	t.nodes.init()
+	t.now = time.Now().UnixNano()
+	t.watchDir(0, "")
+	t.walk(0)
 	trees[dir] = t
 	return t, nil
 }
@@ -112,20 +136,93 @@ func Lookup(dir string) *Tree {
 	return trees[filepath.Clean(dir)]
 }
 
-// Forget stops watching dir (e.g. a worktree being removed).
+// Forget stops watching dir (e.g. a worktree being removed) and drops
+// what its tree knew; a later For walks it anew.
 func Forget(dir string) {
 	dir = filepath.Clean(dir)
 	mu.Lock()
 	defer mu.Unlock()
-	t := trees[dir]
-	if t == nil {
-		return
+	if t := trees[dir]; t != nil {
+		t.forget()
 	}
-	delete(trees, dir)
-	for rel, wd := range t.dirs {
-		t.unwatch(rel, wd)
+}
+
+// ForgetUnder forgets every tree at or below dir (the directory of a run
+// or of a worktree whose agents have all ended).
+func ForgetUnder(dir string) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	for root, t := range trees {
+		if root == dir || strings.HasPrefix(root, dir+string(filepath.Separator)) {
+			t.forget()
+		}
+	}
+}
+
+// forget is Forget of t. mu is held.
+func (t *Tree) forget() {
+	delete(trees, t.root)
+	t.nodes.each(func(id int32, _ string) {
+		if wd := t.nodes.at(id).wd; wd != none {
+			t.unwatch(id, wd)
+		}
+	})
+	if wd := t.nodes.at(0).wd; wd != none {
+		t.unwatch(0, wd)
+	}
+	t.forgotten, t.dirty, t.stale = true, nil, nil
 	t.r.Close()
+	// Its subscribers see nothing more; a For of the directory makes a
+	// new tree.
+	for _, s := range t.subs {
+		s.reset()
+	}
+	t.subs = nil
+	t.nodes.init()
+	t.blocks, t.apparent, t.count = 0, 0, 0
+}
+
+// Watches is the number of directory watches the tree holds (0 once
+// forgotten).
+func (t *Tree) Watches() int {
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, ds := range owner {
+		for _, d := range ds {
+			if d.t == t {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Mode is the type and mode of rel as of the last sync (false if the tree
+// has no such entry).
+func (t *Tree) Mode(rel string) (fs.FileMode, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	if id := t.nodes.find(rel); id > 0 {
+		return t.nodes.at(id).e.Mode, true
+	}
+	return 0, false
+}
+
+// Links lists the tree's symbolic links as of the last sync, in no order.
+func (t *Tree) Links() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	var out []string
+	for id := int32(1); id < t.nodes.n; id++ {
+		if n := t.nodes.at(id); n.parent != free && n.e.Mode&fs.ModeSymlink != 0 {
+			out = append(out, t.nodes.rel(id))
+		}
+	}
+	return out
 }
 
 // Root is the tree's directory.
@@ -147,172 +244,238 @@ func (t *Tree) Usage() (blocks, apparent, count int64) {
 	return t.blocks, t.apparent, t.count
 }
 
-// Sub is one consumer's view of a tree's changes.
-type Sub struct {
-	t       *Tree
-	pending map[string]struct{}
-}
-
-// Subscribe returns a new consumer whose first Take lists every entry.
-func (t *Tree) Subscribe() *Sub {
-	mu.Lock()
-	defer mu.Unlock()
-	t.sync()
-	s := &Sub{t: t, pending: make(map[string]struct{}, len(t.entries)+1)}
-	for rel := range t.entries {
-		s.pending[rel] = struct{}{}
-	}
-	t.subs = append(t.subs, s)
-	return s
-}
-
-// Take syncs the tree and returns, sorted, the entries changed since the
-// previous Take ("." is always included: the root is cheap to look at).
-func (s *Sub) Take() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	s.t.sync()
-	out := make([]string, 0, len(s.pending)+1)
-	out = append(out, ".")
-	for rel := range s.pending {
-		out = append(out, rel)
-	}
-	clear(s.pending)
-	slices.Sort(out[1:])
-	return out
-}
-
-// Close ends the subscription.
-func (s *Sub) Close() {
-	mu.Lock()
-	defer mu.Unlock()
-	s.t.subs = slices.DeleteFunc(s.t.subs, func(x *Sub) bool { return x == s })
-}
-
 // sync drains the kernel queue (for every tree) and examines what this
 // tree's events named. mu is held.
 func (t *Tree) sync() {
 	drain()
+	t.now = time.Now().UnixNano()
+	if t.forgotten {
+		return
+	}
 	if t.rescan || ifd < 0 {
-		t.rescan = false
-		clear(t.dirty)
+		t.rescan, t.dirty = false, nil
 		t.full()
 		return
 	}
-	for rel := range t.dirty {
-		delete(t.dirty, rel)
-		t.look(rel)
+	dirty := t.dirty
+	t.dirty = nil
+	for rel, written := range dirty {
+		t.look(rel, written)
 	}
 }
 
 // full walks the whole tree: every entry is looked at, those gone removed.
 func (t *Tree) full() {
-	seen := make(map[string]struct{}, len(t.entries))
-	_ = filepath.WalkDir(t.root, func(host string, d fs.DirEntry, err error) error {
-		if err != nil || host == t.root {
-			return nil
-		}
-		rel := filepath.ToSlash(host[len(t.root)+1:])
-		seen[rel] = struct{}{}
-		if d.IsDir() {
-			t.watchDir(rel)
-		}
-		t.set(rel, d.Info)
-		return nil
-	})
-	for rel := range t.entries {
-		if _, ok := seen[rel]; !ok {
-			t.remove(rel)
+	if r, err := os.OpenRoot(t.root); err == nil {
+		t.r.Close() // the root may have been replaced
+		t.r = r
+	}
+	t.watchDir(0, "")
+	t.seen = make([]bool, t.nodes.n)
+	t.walk(0)
+	seen := t.seen
+	t.seen = nil
+	for id := int32(1); id < int32(len(seen)); id++ {
+		if !seen[id] && t.nodes.at(id).parent != free {
+			t.remove(id)
 		}
 	}
 }
 
-// look examines one entry an event named.
-func (t *Tree) look(rel string) {
+// look examines one entry an event named; written: the event was a write
+// (the content may have changed with the stat as it was: a write in
+// place with the mtime set back).
+func (t *Tree) look(rel string, written bool) {
+	dir, name := path.Split(rel)
+	parent := t.nodes.find(path.Clean("/" + dir)[1:])
+	if parent == none {
+		return // its directory is gone, or not listed yet: its walk sees it
+	}
 	fi, err := t.r.Lstat(rel)
-	old, had := t.entries[rel]
 	if err != nil {
-		if had {
-			t.remove(rel)
+		if id := t.nodes.child(parent, name); id != none {
+			t.remove(id)
 		}
 		return
 	}
-	if had && old.Mode.IsDir() && !fi.IsDir() {
-		t.remove(rel) // a directory replaced: its contents are gone
-		had = false
+	if id := t.set(parent, name, entryOf(fi), rel, written); id != none {
+		t.walk(id)
 	}
-	t.set(rel, func() (fs.FileInfo, error) { return fi, nil })
-	if fi.IsDir() && (!had || !old.Mode.IsDir()) {
+}
+
+// walk records everything below the directory id, already watched. It
+// lists each directory through the tree's os.Root and stats its entries
+// relative to the listing (no path per entry, no link followed).
+func (t *Tree) walk(id int32) {
+	t.stack = append(t.stack[:0], id)
+	for len(t.stack) > 0 {
+		dir := t.stack[len(t.stack)-1]
+		t.stack = t.stack[:len(t.stack)-1]
+		rel := t.nodes.rel(dir)
+		f, err := dirOpen(t.r, rel)
+		if err != nil {
+			continue
+		}
+		names, _ := f.Readdirnames(-1)
+		for _, name := range names {
+			e, err := lstatIn(f, name)
+			if err != nil {
+				continue
+			}
+			kid := t.set(dir, name, e, "", false)
+			if kid != none && e.Mode.IsDir() {
+				t.stack = append(t.stack, kid)
+			}
+		}
+		f.Close()
+	}
+}
+
+// set records the stat of parent's entry name (rel: its path, "" to build
+// it when needed), marks a regular file whose content may have changed to
+// be hashed again, tells the subscribers if it changed (or was written,
+// or is too recent to trust), and watches a new directory. It returns the
+// entry's node, or none if it is a directory the walk need not list again.
+func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool) int32 {
+	id := t.nodes.child(parent, name)
+	if id != none && t.replacedDir(id, e) {
+		t.remove(id) // its contents are gone; the new one is watched and listed
+		id = none
+	}
+	fresh := id == none
+	if fresh {
+		id = t.nodes.add(parent, name, e)
+		t.account(e, 1)
+	}
+	t.mark(id)
+	n := t.nodes.at(id)
+	racy := e.MTime >= t.now-int64(RacySlack)
+	if !fresh && n.e == e && !racy && !written {
+		if e.Mode.IsDir() && t.seen != nil {
+			if n.wd == none {
+				t.watchDir(id, rel) // its watch was lost: try again
+			}
+			return id // a rescan lists every directory
+		}
+		return none
+	}
+	p := prior{sum: n.sum, file: n.hashed && !fresh}
+	wasDir := !fresh && n.e.Mode.IsDir()
+	content := false // its content may have changed
+	switch old := n.e; {
+	case !e.Mode.IsRegular():
+		content = p.file
+		n.sum, n.hashed, n.stale = Sum{}, false, false
+	case fresh || !n.hashed || written || racy || !old.Mode.IsRegular() ||
+		old.Size != e.Size || old.MTime != e.MTime || old.Ino != e.Ino:
+		// A change of owner or mode alone leaves the content as it was;
+		// otherwise it is hashed again when a consumer asks.
+		content = true
+		if !n.stale {
+			n.stale = true
+			t.stale = append(t.stale, id)
+		}
+	}
+	if !fresh {
+		t.account(n.e, -1)
+		t.account(e, 1)
+		n.e = e
+	}
+	for _, s := range t.subs {
+		s.mark(id, p, content)
+	}
+	if !e.Mode.IsDir() {
+		return none
+	}
+	if !wasDir {
 		// New here (created, or moved in): watch it before listing it,
 		// so nothing created meanwhile is missed.
-		t.watchDir(rel)
-		t.walk(rel)
+		t.watchDir(id, rel)
+		return id
 	}
+	if t.seen != nil {
+		return id
+	}
+	return none
 }
 
-// walk records everything below rel, a directory just watched.
-func (t *Tree) walk(rel string) {
-	host := filepath.Join(t.root, filepath.FromSlash(rel))
-	_ = filepath.WalkDir(host, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == host {
-			return nil
-		}
-		sub := filepath.ToSlash(p[len(t.root)+1:])
-		if d.IsDir() {
-			t.watchDir(sub)
-		}
-		t.set(sub, d.Info)
-		return nil
-	})
+// replacedDir tells whether the directory id now has e in its place: a
+// file, or another directory (which may have the same inode number: its
+// watch went with the old one).
+func (t *Tree) replacedDir(id int32, e Entry) bool {
+	n := t.nodes.at(id)
+	return n.e.Mode.IsDir() && (!e.Mode.IsDir() || n.e.Ino != e.Ino || n.wd == none && ifd >= 0)
 }
 
-// set records rel's stat, and tells the subscribers if it changed.
-func (t *Tree) set(rel string, info func() (fs.FileInfo, error)) {
-	fi, err := info()
-	if err != nil {
+func (t *Tree) mark(id int32) {
+	if t.seen == nil {
 		return
 	}
-	e := entryOf(fi)
-	old, had := t.entries[rel]
-	if had && old == e {
-		return
+	for int(id) >= len(t.seen) {
+		t.seen = append(t.seen, false)
 	}
-	if had {
-		t.account(old, -1)
-	} else {
-		dir, name := path.Split(rel)
-		dir = path.Clean("/" + dir)[1:]
-		k := t.kids[dir]
-		if k == nil {
-			k = map[string]struct{}{}
-			t.kids[dir] = k
-		}
-		k[name] = struct{}{}
-	}
-	t.entries[rel] = e
-	t.account(e, 1)
-	t.changed(rel)
+	t.seen[id] = true
 }
 
-// remove forgets rel and everything below it.
-func (t *Tree) remove(rel string) {
-	old, ok := t.entries[rel]
-	if !ok {
+// remove forgets id and everything below it.
+func (t *Tree) remove(id int32) {
+	n := t.nodes.at(id)
+	for k := n.kid; k != none; {
+		next := t.nodes.at(k).next
+		t.remove(k)
+		k = next
+	}
+	if len(t.subs) > 0 {
+		rel, p := t.nodes.rel(id), prior{sum: n.sum, file: n.hashed}
+		for _, s := range t.subs {
+			s.removed(id, rel, p)
+		}
+	}
+	if n.wd != none {
+		t.unwatch(id, n.wd)
+	}
+	t.account(n.e, -1)
+	t.nodes.drop(id)
+}
+
+// hashStale hashes every file whose content may have changed since it was
+// last hashed, each directory opened once through the tree's os.Root; a
+// file that is no longer the one its lstat saw, or cannot be read, has
+// no content (hashed false) until it changes again. mu is held.
+func (t *Tree) hashStale() {
+	if len(t.stale) == 0 {
 		return
 	}
-	for name := range t.kids[rel] {
-		t.remove(rel + "/" + name)
+	slices.SortFunc(t.stale, func(a, b int32) int { return cmp.Compare(t.nodes.at(a).parent, t.nodes.at(b).parent) })
+	var dir *os.File
+	cur := none
+	for _, id := range t.stale {
+		n := t.nodes.at(id)
+		if n.parent == free || !n.stale {
+			continue // removed, or hashed already (its id is listed twice)
+		}
+		if n.parent != cur {
+			if dir != nil {
+				dir.Close()
+			}
+			cur, dir = n.parent, nil
+			if f, err := dirOpen(t.r, t.nodes.rel(n.parent)); err == nil {
+				dir = f
+			}
+		}
+		n.stale = false
+		n.sum, n.hashed = Sum{}, false
+		if dir != nil {
+			n.sum, n.hashed = hashIn(dir, n.name, n.e.Ino)
+		}
 	}
-	delete(t.kids, rel)
-	if wd, ok := t.dirs[rel]; ok {
-		t.unwatch(rel, wd)
+	if dir != nil {
+		dir.Close()
 	}
-	dir, name := path.Split(rel)
-	dir = path.Clean("/" + dir)[1:]
-	delete(t.kids[dir], name)
-	delete(t.entries, rel)
-	t.account(old, -1)
-	t.changed(rel)
+	t.stale = t.stale[:0]
+	if cap(t.stale) > 4096 {
+		t.stale = nil // a burst (the first walk): not kept
+	}
 }
 
 func (t *Tree) account(e Entry, sign int64) {
@@ -323,32 +486,34 @@ func (t *Tree) account(e Entry, sign int64) {
 	}
 }
 
-func (t *Tree) changed(rel string) {
-	for _, s := range t.subs {
-		s.pending[rel] = struct{}{}
-	}
-}
-
-// watchDir adds a watch on rel; a failure makes every Sync a full walk.
-func (t *Tree) watchDir(rel string) {
-	if ifd < 0 {
+// watchDir adds a watch on id (rel: its path, "" to build it); a failure
+// makes every Sync a full walk.
+func (t *Tree) watchDir(id int32, rel string) {
+	if ifd < 0 || t.forgotten {
 		return
+	}
+	if rel == "" {
+		rel = t.nodes.rel(id)
 	}
 	wd, err := addWatch(ifd, filepath.Join(t.root, filepath.FromSlash(rel)))
 	if err != nil {
 		t.rescan = true
 		return
 	}
-	t.dirs[rel] = wd
-	ds := slices.DeleteFunc(owner[wd], func(d treeDir) bool { return d.t == t })
-	owner[wd] = append(ds, treeDir{t: t, rel: rel})
+	n := t.nodes.at(id)
+	if n.wd != none && n.wd != wd {
+		t.unwatch(id, n.wd)
+	}
+	n.wd = wd
+	ds := slices.DeleteFunc(owner[wd], func(d treeDir) bool { return d.t == t && d.id == id })
+	owner[wd] = append(ds, treeDir{t: t, id: id})
 }
 
 // unwatch drops this tree's claim on wd (the kernel watch stays while
 // another tree or a moved directory uses it; IN_IGNORED clears it).
-func (t *Tree) unwatch(rel string, wd int32) {
-	delete(t.dirs, rel)
-	ds := slices.DeleteFunc(owner[wd], func(d treeDir) bool { return d.t == t && d.rel == rel })
+func (t *Tree) unwatch(id int32, wd int32) {
+	t.nodes.at(id).wd = none
+	ds := slices.DeleteFunc(owner[wd], func(d treeDir) bool { return d.t == t && d.id == id })
 	if len(ds) == 0 {
 		delete(owner, wd)
 		rmWatch(ifd, wd)
@@ -366,29 +531,33 @@ func event(wd int32, mask uint32, name string) {
 		return
 	}
 	for _, d := range owner[wd] {
+		t := d.t
 		switch {
 		case mask&inIgnored != 0:
-			if d.t.dirs[d.rel] == wd {
-				delete(d.t.dirs, d.rel)
+			if n := t.nodes.at(d.id); n.wd == wd {
+				n.wd = none
 			}
-			if d.rel == "" {
-				d.t.rescan = true
+			if d.id == 0 {
+				t.rescan = true
 			}
-		case d.rel == "" && name == "" && mask&(inSelf) != 0:
-			d.t.rescan = true
+		case d.id == 0 && name == "" && mask&(inSelf) != 0:
+			t.rescan = true
 		case name == "":
-			if d.rel != "" {
-				d.t.dirty[d.rel] = struct{}{}
+			if d.id != 0 {
+				t.dirt(t.nodes.rel(d.id), mask&inWrite != 0)
 			}
 		default:
-			rel := name
-			if d.rel != "" {
-				rel = d.rel + "/" + name
-			}
-			d.t.dirty[rel] = struct{}{}
+			t.dirt(join(t.nodes.rel(d.id), name), mask&inWrite != 0)
 		}
 	}
 	if mask&inIgnored != 0 {
 		delete(owner, wd)
 	}
+}
+
+func (t *Tree) dirt(rel string, written bool) {
+	if t.dirty == nil {
+		t.dirty = map[string]bool{}
+	}
+	t.dirty[rel] = t.dirty[rel] || written
 }

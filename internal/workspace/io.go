@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/hostfs"
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Open opens a resolved path for reading. It goes through os.Root, so a link
@@ -167,22 +168,37 @@ var (
 
 // hashOpen hashes an open file, refusing anything but a regular file.
 func hashOpen(f *os.File) (string, int64, error) {
-	fi, err := f.Stat()
+	sum, n, err := sumOpen(f)
 	if err != nil {
 		return "", 0, err
 	}
+	return sum.String(), n, nil
+}
+
+// sumOpen is hashOpen's hash as a Sum.
+func sumOpen(f *os.File) (Sum, int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return Sum{}, 0, err
+	}
 	if !fi.Mode().IsRegular() {
-		return "", 0, fmt.Errorf("workspace: %s is not a regular file", f.Name())
+		return Sum{}, 0, fmt.Errorf("workspace: %s is not a regular file", f.Name())
 	}
 	h := sha256.New()
 	buf := hashBufs.Get().(*[]byte)
 	n, err := io.CopyBuffer(h, onlyReader{f}, *buf)
 	hashBufs.Put(buf)
 	if err != nil {
-		return "", 0, err
+		return Sum{}, 0, err
 	}
-	return HashPrefix + hex.EncodeToString(h.Sum(nil)), n, nil
+	var sum Sum
+	h.Sum(sum[:0])
+	return sum, n, nil
 }
+
+// Sum is a content hash kept compact: the SHA-256 of the bytes. Its
+// String is the hash as deltas and records carry it.
+type Sum = watch.Sum
 
 // hashBufs are hashOpen's read buffers: indexing a large workspace hashes
 // every file once, and a buffer per file would make that garbage.

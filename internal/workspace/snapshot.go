@@ -122,13 +122,22 @@ func (w *FS) Snapshot(plane string) (Snapshot, error) {
 
 // hashIn hashes a file through the plane's os.Root.
 func hashIn(r *os.Root, rel string) (string, error) {
-	f, err := r.OpenFile(rel, os.O_RDONLY|nonBlock, 0)
+	sum, err := sumIn(r, rel)
 	if err != nil {
 		return "", err
 	}
+	return sum.String(), nil
+}
+
+// sumIn is hashIn as a Sum.
+func sumIn(r *os.Root, rel string) (Sum, error) {
+	f, err := r.OpenFile(rel, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return Sum{}, err
+	}
 	defer f.Close()
-	h, _, err := hashOpen(f)
-	return h, err
+	sum, _, err := sumOpen(f)
+	return sum, err
 }
 
 // Plane is the plane the snapshot was taken of.

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -12,149 +11,88 @@ import (
 )
 
 // A Mark and Since give the deltas of one command at a cost that grows
-// with what changed, not with the plane: each plane's regular files and
-// hashes are kept in an index that only the entries the kernel reported
-// changed (package watch) are looked at again for. The deltas are those
-// Diff and Changes would give for two snapshots taken at Mark and at
-// Since.
-
-// planeIndex is what this FS knows of a plane's regular files.
-type planeIndex struct {
-	sub   *watch.Sub
-	files map[string]hashEntry // rel -> stat and hash
-}
+// with what changed, not with the plane: each plane's tree (package watch)
+// keeps its regular files' content hashes, current from kernel change
+// notification, and a Mark is one watch.Sub per plane that keeps each
+// file's content from before its first change. The deltas are those Diff
+// and Changes would give for two snapshots taken at Mark and at Since.
+//
+// An FS keeps no index of its own: every FS and view over a plane shares
+// that plane's one tree, and a Mark holds only what changed.
 
 // Mark is the planes' state before a command.
 type Mark struct {
 	planes []string
-	// before holds, per plane and rel, the state at the mark of every
-	// file that changed since (absent: ok false).
-	before map[string]map[string]markEntry
+	subs   []*watch.Sub // by plane; nil once Since ended the mark
 }
 
-type markEntry struct {
-	e  hashEntry
-	ok bool
-}
-
-// Mark brings the index of each plane up to date and starts recording
-// what changes in them.
+// Mark brings the tree of each plane up to date and starts recording what
+// changes in them.
 func (w *FS) Mark(planes ...string) (*Mark, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := &Mark{planes: planes, before: map[string]map[string]markEntry{}}
+	m := &Mark{planes: planes}
 	for _, p := range planes {
-		if err := w.syncPlane(p); err != nil {
-			return nil, err
+		root := w.Root(p)
+		if root == "" {
+			m.end()
+			return nil, fmt.Errorf("workspace: unknown plane %q", p)
 		}
-		m.before[p] = map[string]markEntry{}
+		t, err := watch.For(root)
+		if err != nil {
+			m.end()
+			return nil, fmt.Errorf("workspace: watch /%s: %w", p, err)
+		}
+		m.subs = append(m.subs, t.Mark())
 	}
+	w.mu.Lock()
 	w.marks = append(w.marks, m)
+	w.mu.Unlock()
 	return m, nil
 }
 
-// Since brings the indexes up to date, ends the mark and returns the files
+// Since brings the trees up to date, ends the mark and returns the files
 // created, modified (content) and deleted since it, sorted by path, seen
-// from this FS as Changes sees them.
+// from this FS as Changes sees them. Runtime temporary files are not
+// files. Since again on an ended mark returns nothing.
 func (w *FS) Since(m *Mark) ([]Delta, error) {
-	w.mu.Lock()
-	var err error
-	for _, p := range m.planes {
-		if e := w.syncPlane(p); e != nil && err == nil {
-			err = e
-		}
-	}
-	w.marks = slices.DeleteFunc(w.marks, func(x *Mark) bool { return x == m })
 	var out []Delta
-	for _, p := range m.planes {
-		var ds []Delta
-		ix := w.index[p]
-		for rel, b := range m.before[p] {
-			a, ok := ix.files[rel]
-			pp := "/" + p + "/" + rel
-			switch {
-			case ok && !b.ok:
-				ds = append(ds, Delta{Path: pp, After: a.hash, Bytes: a.st.size, MTime: time.Unix(0, a.st.mtime)})
-			case ok && a.hash != b.e.hash:
-				ds = append(ds, Delta{Path: pp, Before: b.e.hash, After: a.hash, Bytes: a.st.size, MTime: time.Unix(0, a.st.mtime)})
-			case !ok && b.ok:
-				ds = append(ds, Delta{Path: pp, Before: b.e.hash})
+	for i, sub := range m.subs {
+		p := m.planes[i]
+		for _, c := range sub.TakeFiles() {
+			if isTemp(path.Base(c.Rel)) {
+				continue
 			}
+			d := Delta{Path: "/" + p + "/" + c.Rel}
+			if c.Had {
+				d.Before = c.Before.String()
+			}
+			if c.Has {
+				d.After, d.Bytes, d.MTime = c.After.String(), c.Size, time.Unix(0, c.MTime)
+			}
+			out = append(out, d)
 		}
-		out = append(out, ds...)
 	}
+	m.end()
+	w.mu.Lock()
+	w.marks = slices.DeleteFunc(w.marks, func(x *Mark) bool { return x == m })
 	w.mu.Unlock()
 	slices.SortFunc(out, func(a, b Delta) int { return strings.Compare(a.Path, b.Path) })
-	return w.own(out), err
+	return w.own(out), nil
 }
 
-// syncPlane looks again at the files of plane the kernel reported changed.
-// w.mu is held.
-func (w *FS) syncPlane(plane string) error {
-	root := w.Root(plane)
-	if root == "" {
-		return fmt.Errorf("workspace: unknown plane %q", plane)
+func (m *Mark) end() {
+	for _, s := range m.subs {
+		s.Close()
 	}
-	ix := w.index[plane]
-	if ix == nil {
-		t, err := watch.For(root)
-		if err != nil {
-			return fmt.Errorf("workspace: watch /%s: %w", plane, err)
-		}
-		ix = &planeIndex{sub: t.Subscribe(), files: map[string]hashEntry{}}
-		if w.index == nil {
-			w.index = map[string]*planeIndex{}
-		}
-		w.index[plane] = ix
-	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return fmt.Errorf("workspace: /%s: %w", plane, err)
-	}
-	defer r.Close()
-	for _, rel := range ix.sub.Take() {
-		if rel == "." {
-			continue
-		}
-		old, had := ix.files[rel]
-		fi, err := r.Lstat(rel)
-		if err != nil || !fi.Mode().IsRegular() || isTemp(path.Base(rel)) {
-			if had {
-				w.noteChange(plane, rel, old, true)
-				delete(ix.files, rel)
-			}
-			continue
-		}
-		st := stat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode(), ino: inode(fi)}
-		if had && old.st == st && old.st.mtime < old.at.Add(-racySlack).UnixNano() {
-			continue
-		}
-		h, err := hashIn(r, rel)
-		if err != nil {
-			if had {
-				w.noteChange(plane, rel, old, true)
-				delete(ix.files, rel)
-			}
-			continue
-		}
-		e := hashEntry{st: st, hash: h, at: time.Now()}
-		if !had || old.hash != h {
-			w.noteChange(plane, rel, old, had)
-		}
-		ix.files[rel] = e
-	}
-	return nil
+	m.subs = nil
 }
 
-// noteChange keeps rel's state before its first change in every open mark.
-func (w *FS) noteChange(plane, rel string, old hashEntry, had bool) {
+// Release ends the marks this FS still has open (an agent that ended: its
+// FS is no longer asked), so its trees no longer keep anything for it.
+func (w *FS) Release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, m := range w.marks {
-		b := m.before[plane]
-		if b == nil {
-			continue
-		}
-		if _, ok := b[rel]; !ok {
-			b[rel] = markEntry{e: old, ok: had}
-		}
+		m.end()
 	}
+	w.marks = nil
 }

@@ -87,8 +87,7 @@ type FS struct {
 
 	mu     sync.Mutex
 	hashes map[string]map[string]hashEntry // plane -> rel -> last hash, see snapshot.go
-	index  map[string]*planeIndex          // plane -> tracked files, see track.go
-	marks  []*Mark
+	marks  []*Mark                         // open, see track.go
 }
 
 // View returns a new FS over the same host directories whose /outputs

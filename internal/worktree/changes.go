@@ -71,11 +71,7 @@ func (w *Worktree) overlayChanges() ([]Change, error) {
 	deleted := make(map[string]bool)
 	hideBelow := func(rel string) {
 		if keys == nil {
-			keys = make([]string, 0, len(w.baseline))
-			for p := range w.baseline {
-				keys = append(keys, p)
-			}
-			sort.Strings(keys)
+			keys = w.baseline.sortedKeys()
 		}
 		for i := sort.SearchStrings(keys, rel+"/"); i < len(keys) && strings.HasPrefix(keys[i], rel+"/"); i++ {
 			deleted[keys[i]] = true
@@ -88,7 +84,7 @@ func (w *Worktree) overlayChanges() ([]Change, error) {
 		return err == nil && fi.IsDir()
 	}
 	hideSelf := func(rel string) {
-		if _, ok := w.baseline[rel]; ok {
+		if _, ok := w.baseline.get(rel); ok {
 			deleted[rel] = true
 		}
 	}
@@ -147,10 +143,10 @@ func (w *Worktree) overlayChanges() ([]Change, error) {
 // diff compares a baseline with the current files and links. If deleted is
 // nil, a baseline path missing from cur is deleted; otherwise only the paths
 // in deleted are, unless cur has them.
-func diff(base, cur map[string]string, deleted map[string]bool) []Change {
+func diff(base *baseline, cur map[string]string, deleted map[string]bool) []Change {
 	var out []Change
 	for p, s := range cur {
-		old, had := base[p]
+		old, had := base.get(p)
 		switch {
 		case old == s:
 		case strings.HasPrefix(s, linkPrefix):
@@ -167,12 +163,10 @@ func diff(base, cur map[string]string, deleted map[string]bool) []Change {
 		}
 	}
 	if deleted == nil {
-		for p := range base {
-			gone(p)
-		}
+		base.each(gone)
 	} else {
 		for p := range deleted {
-			if _, had := base[p]; had {
+			if _, had := base.get(p); had {
 				gone(p)
 			}
 		}

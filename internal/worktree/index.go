@@ -4,78 +4,126 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/apodex/apodex/internal/watch"
-	"github.com/apodex/apodex/internal/workspace"
 )
 
 // sharedIndex keeps what scan would give for a shared directory current
-// from kernel change notification (package watch): a Create looks again
-// only at the entries that changed since the last one, not at every file.
+// from kernel change notification (package watch, whose tree keeps the
+// files' hashes): a Create looks only at the entries that changed since
+// the last one, and hashes nothing itself.
+//
+// Its state is a base, written in place until a baseline holds it, and
+// the changes since (delta) once one does: a Create hands out the base
+// and a copy of the delta; when the delta has grown past a fraction of
+// the base, the two are folded into a new base. A Create then costs what
+// changed (amortized), and the worktrees of a run share one copy of the
+// shared directory's hashes.
 type sharedIndex struct {
-	mu     sync.Mutex
-	sub    *watch.Sub
-	hashes map[string]cached // regular files
-	out    map[string]string // as scan returns it
+	mu    sync.Mutex
+	tree  *watch.Tree
+	files *watch.Sub // content changes (hashes kept by the tree)
+	links *watch.Sub // every change, for the links among them
+	base  *base
+	held  bool              // a baseline holds base: changes go to delta
+	delta map[string]string // rel -> state ("" gone), while held
 }
 
 var indexes sync.Map // absolute dir -> *sharedIndex
 
-// scanShared is scan(dir) at a cost that grows with what changed in dir
-// since the last call; without a watch it is scan with the stat cache.
-func scanShared(dir string) (map[string]string, error) {
+// scanShared is the baseline of dir at a cost that grows with what changed
+// in dir since the last call; without a watch it is scan with the stat
+// cache.
+func scanShared(dir string) (*baseline, error) {
 	v, _ := indexes.LoadOrStore(dir, &sharedIndex{})
 	ix := v.(*sharedIndex)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.sub == nil {
-		t, err := watch.For(dir)
+	t, err := watch.For(dir)
+	if err != nil {
+		m, err := scan(dir, cacheFor(dir))
 		if err != nil {
-			return scan(dir, cacheFor(dir))
+			return nil, err
 		}
-		ix.sub, ix.hashes, ix.out = t.Subscribe(), map[string]cached{}, map[string]string{}
+		return baselineOf(m), nil
+	}
+	fill := t != ix.tree // the first time, or the tree was forgotten since
+	if fill {
+		// Links changed from now on come from ix.links; those there now
+		// from the tree (not a first Take listing every entry).
+		ix.tree, ix.files, ix.links, ix.base, ix.held, ix.delta = t, t.Subscribe(), t.Mark(), newBase(), false, map[string]string{}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	for _, rel := range ix.sub.Take() {
+	// Files first: a path that became a file from a link is then no
+	// longer a link below. A file that cannot be read is none: treated as
+	// changed by someone else.
+	for _, c := range ix.files.TakeFiles() {
+		switch {
+		case !c.Has:
+			ix.put(c.Rel, "")
+		case !ix.held:
+			ix.base.putFile(c.Rel, c.After)
+		default:
+			ix.put(c.Rel, c.After.String())
+		}
+	}
+	changed := ix.links.Take()
+	if fill {
+		changed = append(changed, t.Links()...)
+	}
+	for _, rel := range changed {
 		if rel == "." {
 			continue
 		}
-		fi, err := root.Lstat(rel)
-		switch {
-		case err == nil && fi.Mode().IsRegular():
-			k := statKey{fi.Size(), fi.ModTime().UnixNano(), changeTime(fi), inode(fi)}
-			e, ok := ix.hashes[rel]
-			if !ok || e.key != k || k.ctime >= e.at-int64(racySlack) || k.mtime >= e.at-int64(racySlack) {
-				h, _, err := workspace.HashIn(root, rel)
-				if err != nil {
-					ix.forget(rel) // unreadable: treated as changed by someone else
-					continue
-				}
-				e = cached{key: k, hash: h, at: time.Now().UnixNano()}
-			}
-			ix.hashes[rel], ix.out[rel] = e, e.hash
-		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-			target, err := root.Readlink(rel)
-			if err != nil {
-				ix.forget(rel)
+		if m, ok := t.Mode(rel); ok && m&fs.ModeSymlink != 0 {
+			if target, err := root.Readlink(rel); err == nil {
+				ix.put(rel, linkPrefix+target)
 				continue
 			}
-			delete(ix.hashes, rel)
-			ix.out[rel] = linkPrefix + target
-		default:
-			ix.forget(rel)
+		}
+		if s, _ := ix.get(rel); strings.HasPrefix(s, linkPrefix) {
+			ix.put(rel, "")
 		}
 	}
-	return maps.Clone(ix.out), nil
+	if len(ix.delta) > 1024+(len(ix.base.files)+len(ix.base.links))/8 {
+		ix.fold()
+	}
+	ix.held = true
+	return &baseline{base: ix.base, over: maps.Clone(ix.delta)}, nil
 }
 
-func (ix *sharedIndex) forget(rel string) {
-	delete(ix.hashes, rel)
-	delete(ix.out, rel)
+// get is rel's current state.
+func (ix *sharedIndex) get(rel string) (string, bool) {
+	if s, ok := ix.delta[rel]; ok {
+		return s, s != ""
+	}
+	return ix.base.get(rel)
+}
+
+// put records rel's state ("" for none).
+func (ix *sharedIndex) put(rel, state string) {
+	if !ix.held {
+		ix.base.put(rel, state)
+		return
+	}
+	if old, had := ix.base.get(rel); had == (state != "") && old == state {
+		delete(ix.delta, rel)
+		return
+	}
+	ix.delta[rel] = state
+}
+
+// fold makes a new base of the base and the delta.
+func (ix *sharedIndex) fold() {
+	b := ix.base.clone()
+	for rel, s := range ix.delta {
+		b.put(rel, s)
+	}
+	ix.base, ix.held, ix.delta = b, false, map[string]string{}
 }

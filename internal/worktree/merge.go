@@ -113,7 +113,7 @@ func (w *Worktree) mergeOne(root *hostfs.Dir, c Change, rep *MergeReport) bool {
 	}
 	theirs, ours := stateIn(root.Root(), c.Path), c.state()
 	if theirs != ours {
-		if theirs != w.baseline[c.Path] {
+		if theirs != w.baseline.state(c.Path) {
 			rep.Conflicts = append(rep.Conflicts, w.conflict(c, theirs,
 				"shared changed this path since the worktree was created: compare it with the agent's copy and merge by hand"))
 			return false
@@ -124,11 +124,7 @@ func (w *Worktree) mergeOne(root *hostfs.Dir, c Change, rep *MergeReport) bool {
 		}
 	}
 	rep.Applied = append(rep.Applied, c)
-	if c.Kind == Deleted {
-		delete(w.baseline, c.Path)
-	} else {
-		w.baseline[c.Path] = ours
-	}
+	w.baseline.set(c.Path, ours) // "" for a deletion
 	return true
 }
 

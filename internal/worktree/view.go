@@ -42,7 +42,7 @@ func (w *Worktree) mountView() error {
 	if err := mount(w.shared, w.upper, work, w.Dir); err != nil {
 		return fmt.Errorf("overlay: %w", err)
 	}
-	w.Kind, w.baseline = Overlay, map[string]string{}
+	w.Kind, w.baseline = Overlay, newBaseline()
 	return nil
 }
 

@@ -22,7 +22,9 @@
 //     this process and flock(2) on the directory across processes), so
 //     worktrees may merge concurrently;
 //   - Close and Cleanup unmount before they remove anything, and never remove
-//     a directory that is, or contains, a mount point;
+//     a directory that is, or contains, a mount point; they Forget the
+//     view's watched tree first (package watch), so a closed worktree holds
+//     no inotify watch and no index;
 //   - changes matching Worktree.Ignore (by default __pycache__, *.pyc,
 //     .pytest_cache) are never merged; MergeReport.Ignored lists them.
 //
@@ -48,6 +50,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Kinds of worktree.
@@ -73,8 +77,8 @@ type Worktree struct {
 	base   string // <root>/<name>
 	upper  string // overlay upper dir ("" for Copy)
 	// baseline maps a slash-separated relative path to its state at Create:
-	// a content hash, or linkPrefix+target for a symlink.
-	baseline map[string]string
+	// a content hash, or linkPrefix+target for a symlink (see base.go).
+	baseline *baseline
 	closed   bool
 }
 
@@ -194,7 +198,7 @@ func (w *Worktree) copyIn() (*Worktree, error) {
 		removeTree(w.base)
 		return nil, fmt.Errorf("worktree: copy %s: %w", w.shared, err)
 	}
-	w.baseline, w.upper, w.Kind = b, "", Copy
+	w.baseline, w.upper, w.Kind = baselineOf(b), "", Copy
 	return w, nil
 }
 
@@ -237,6 +241,7 @@ func Cleanup(root string) error {
 // closeDir unmounts base/merged (and anything mounted below base), then
 // removes base but its conflicts directory.
 func closeDir(base string) error {
+	watch.ForgetUnder(base)
 	mps, err := mountsUnder(base)
 	if err != nil {
 		return fmt.Errorf("worktree: %w", err)
