@@ -50,25 +50,9 @@ func helperNative(p plan) {
 	for i, m := range spec.Mounts {
 		srcs = append(srcs, src{open(m.Source), m.Target, m.Writable, i})
 	}
-	devs := map[string]int{}
-	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
-		if fd, err := syscall.Open("/dev/"+d, oPath|syscall.O_CLOEXEC, 0); err == nil {
-			devs[d] = fd
-		}
-	}
-
-	must(syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""), "make / private")
-	root := os.TempDir()
-	must(syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755"), "root tmpfs")
+	devs := openDevs()
+	root := newRoot()
 	at := func(p string) string { return filepath.Join(root, p) }
-	for _, d := range systemTop {
-		fi, err := os.Lstat(d)
-		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			if to, err := os.Readlink(d); err == nil {
-				must(os.Symlink(to, at(d)), "symlink "+d)
-			}
-		}
-	}
 	for _, s := range srcs {
 		dst := at(s.target)
 		if err := os.MkdirAll(dst, 0o755); err != nil {
@@ -159,6 +143,38 @@ func helperNative(p plan) {
 		fail("wait: %v", err)
 	}
 	os.Exit(ws.ExitStatus())
+}
+
+// devNodes are the host device nodes a sandbox's /dev holds.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// openDevs opens the device nodes (O_PATH) while the host's /dev is in view.
+func openDevs() map[string]int {
+	devs := map[string]int{}
+	for _, d := range devNodes {
+		if fd, err := syscall.Open("/dev/"+d, oPath|syscall.O_CLOEXEC, 0); err == nil {
+			devs[d] = fd
+		}
+	}
+	return devs
+}
+
+// newRoot makes the mount namespace private and mounts the sandbox's root,
+// a tmpfs at the temporary directory holding the merged-/usr symlinks of
+// the system directories, and returns its path.
+func newRoot() string {
+	must(syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""), "make / private")
+	root := os.TempDir()
+	must(syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755"), "root tmpfs")
+	for _, d := range systemTop {
+		fi, err := os.Lstat(d)
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if to, err := os.Readlink(d); err == nil {
+				must(os.Symlink(to, filepath.Join(root, d)), "symlink "+d)
+			}
+		}
+	}
+	return root
 }
 
 // bind binds the opened source fd at dst, with the mounts below it (in a
@@ -334,7 +350,7 @@ func landlockRules(spec specPlan) (rs uintptr, proc uint64, ok bool) {
 	for _, w := range writable {
 		add(w, read|write)
 	}
-	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+	for _, d := range devNodes {
 		add("/dev/"+d, llWriteFile|llReadFile|(write&(llTruncate|llIoctlDev)))
 	}
 	return rs, llWriteFile | (write & llTruncate), true

@@ -153,25 +153,9 @@ func serverRoot(p serverPlan) {
 	for i, h := range p.Hidden {
 		srcs = append(srcs, src{open(h.Source), hiddenPath(i), h.Writable})
 	}
-	devs := map[string]int{}
-	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
-		if fd, err := syscall.Open("/dev/"+d, oPath|syscall.O_CLOEXEC, 0); err == nil {
-			devs[d] = fd
-		}
-	}
-
-	must(syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""), "make / private")
-	root := os.TempDir()
-	must(syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755"), "root tmpfs")
+	devs := openDevs()
+	root := newRoot()
 	at := func(p string) string { return filepath.Join(root, p) }
-	for _, d := range systemTop {
-		fi, err := os.Lstat(d)
-		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			if to, err := os.Readlink(d); err == nil {
-				must(os.Symlink(to, at(d)), "symlink "+d)
-			}
-		}
-	}
 	must(os.Mkdir(at(hiddenDir), 0o700), "mkdir "+hiddenDir)
 	must(syscall.Mount("tmpfs", at(hiddenDir), "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0700,size=64k"), "hidden tmpfs")
 	for _, s := range srcs {
@@ -275,7 +259,7 @@ func serverBwrap(p serverPlan) {
 	// is locked and a command's namespace could not detach the hidden
 	// directory; each command mounts its own devpts.
 	args = append(args, "--ro-bind", etc, "/etc", "--proc", "/proc", "--tmpfs", "/dev")
-	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+	for _, d := range devNodes {
 		args = append(args, "--dev-bind-try", "/dev/"+d, "/dev/"+d)
 	}
 	for name, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
