@@ -156,7 +156,7 @@ func (c *command) finish(res Result, err error, limit func() string) (Result, er
 			up.Close()
 		}
 	}
-	end, serr := stripSetid(c.mounts)
+	end, giants, serr := stripSetid(c.mounts, c.lim)
 	if serr != nil && err == nil {
 		err = serr
 	}
@@ -176,6 +176,12 @@ func (c *command) finish(res Result, err error, limit func() string) (Result, er
 			res.Limit = "quota"
 		}
 		res.QuotaNote = fmt.Sprintf("%s is over its quota (%s); what was written is kept; delete files there to make room, or raise it with %s", m.Target, why, m.Quota.Hint)
+	}
+	if len(giants) > 0 {
+		if res.Limit == "" {
+			res.Limit = LimitSparse
+		}
+		res.QuotaNote = strings.TrimPrefix(res.QuotaNote+"; "+sparseNote(giants), "; ")
 	}
 	if err == nil && res.Limit == "" {
 		res.Limit = limit()

@@ -233,11 +233,13 @@ func tend(give bool, uid, gid int) func(root *os.Root, rel string, fi fs.FileInf
 
 // stripSetid clears setuid and setgid bits on everything in the writable
 // mounts after a command (chmod works on a nosuid mount; the bits must not
-// outlive the sandbox in the run directory), and measures the mounts that
-// have a quota. Links are skipped; the chmod resolves inside the mount only.
-func stripSetid(ms []Mount) (tally, error) {
+// outlive the sandbox in the run directory), removes sparse giants
+// (sparse.go, returned) and measures the mounts that have a quota. Links are skipped; the chmod resolves inside the mount only.
+func stripSetid(ms []Mount, lim Limits) (tally, []string, error) {
 	uid, gid, give := ids()
-	return eachEntry(ms, true, clearSetid, tend(give, uid, gid))
+	var sparse []string
+	t, err := eachEntry(ms, true, sparseSweep(ms, lim, &sparse, clearSetid), sparseSweep(ms, lim, &sparse, tend(give, uid, gid)))
+	return t, sparse, err
 }
 
 func clearSetid(root *os.Root, rel string, fi fs.FileInfo) error {

@@ -55,6 +55,9 @@ func (l Limits) withDefaults() Limits {
 const (
 	LimitMemory = "memory"
 	LimitPids   = "pids"
+	// LimitSparse: sparse files larger than their quota were removed
+	// (sparse.go).
+	LimitSparse = "sparse_file"
 )
 
 // ParseSize reads a size such as 4GiB, 256MiB, 16M, 1000000 or 10GB (bytes;
