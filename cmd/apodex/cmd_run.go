@@ -283,11 +283,21 @@ func printSummary(w io.Writer, s run.Summary) {
 	fmt.Fprintf(w, "record: %s/events.jsonl\n", s.RunDir)
 	if len(s.Files) > 0 {
 		fmt.Fprintf(w, "files (under %s):\n", s.RunDir)
-		for _, f := range s.Files {
+		for i, f := range s.Files {
+			if i == shownFiles && len(s.Files) > shownFiles+1 {
+				fmt.Fprintf(w, "  … and %d more (apodex show --json %s)\n", len(s.Files)-shownFiles+s.FilesOmitted, s.RunID)
+				return
+			}
 			fmt.Fprintf(w, "  %s  %d bytes  %s\n", f.Path, f.Bytes, f.SHA256)
+		}
+		if s.FilesOmitted > 0 {
+			fmt.Fprintf(w, "  … and %d more, not listed in the record\n", s.FilesOmitted)
 		}
 	}
 }
+
+// shownFiles is how many produced files the run's summary prints.
+const shownFiles = 50
 
 // ignoreList parses --merge-ignore: "none" (or "") is an empty, non-nil
 // list, so nothing is left out.

@@ -198,9 +198,16 @@ type RunFinished struct {
 	ToolCalls   int         `json:"tool_calls"`
 	Usage       llm.Usage   `json:"usage"`
 	Files       []FileEntry `json:"files"`
-	DurationMS  int64       `json:"duration_ms"`
-	Time        time.Time   `json:"finished_at"`
+	// FilesOmitted counts the files past MaxFilesListed that Files leaves
+	// out (the event must fit one record line).
+	FilesOmitted int       `json:"files_omitted,omitempty"`
+	DurationMS   int64     `json:"duration_ms"`
+	Time         time.Time `json:"finished_at"`
 }
+
+// MaxFilesListed caps the files run_finished lists: a workspace of a
+// hundred thousand files would otherwise make a line past MaxLine.
+const MaxFilesListed = 10_000
 
 // Compaction is one context compaction (R-CTX-4). Tier 0 records that
 // compaction stopped for lack of relief.

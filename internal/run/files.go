@@ -52,12 +52,18 @@ func copyInputs(src, dst string) ([]record.FileEntry, error) {
 }
 
 // producedFiles lists the regular files in /workspace and /outputs at the end
-// of the run, hashed.
-func producedFiles(ws *workspace.FS) []record.FileEntry {
+// of the run, hashed: the first record.MaxFilesListed of them (/outputs
+// first), and how many more there were (counted, not hashed).
+func producedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
 	files := []record.FileEntry{}
-	for _, root := range []struct{ plane, host string }{{"/workspace", ws.Workspace}, {"/outputs", ws.Outputs}} {
+	omitted := 0
+	for _, root := range []struct{ plane, host string }{{"/outputs", ws.Outputs}, {"/workspace", ws.Workspace}} { // deliverables first
 		filepath.WalkDir(root.host, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			if len(files) >= record.MaxFilesListed {
+				omitted++
 				return nil
 			}
 			rel, _ := filepath.Rel(root.host, p)
@@ -70,5 +76,5 @@ func producedFiles(ws *workspace.FS) []record.FileEntry {
 		})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	return files
+	return files, omitted
 }

@@ -137,11 +137,13 @@ type Summary struct {
 	Turns       int                `json:"turns"`
 	ToolCalls   int                `json:"tool_calls"`
 	Files       []record.FileEntry `json:"files"`
-	Delivery    *publish.Delivery  `json:"delivery,omitempty"`
-	Checks      []contract.Finding `json:"checks,omitempty"`
-	Verify      []verify.Result    `json:"verification,omitempty"`
-	Sandbox     string             `json:"sandbox"`
-	Warnings    []string           `json:"warnings,omitempty"`
+	// FilesOmitted counts the files Files leaves out (record.MaxFilesListed).
+	FilesOmitted int                `json:"files_omitted,omitempty"`
+	Delivery     *publish.Delivery  `json:"delivery,omitempty"`
+	Checks       []contract.Finding `json:"checks,omitempty"`
+	Verify       []verify.Result    `json:"verification,omitempty"`
+	Sandbox      string             `json:"sandbox"`
+	Warnings     []string           `json:"warnings,omitempty"`
 	// Trainable and NotTrainable: see Trainability; computed once the
 	// record is closed.
 	Trainable    bool     `json:"trainable"`

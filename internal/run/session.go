@@ -207,7 +207,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if tm != nil {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
-	s.Files = producedFiles(ss.fs)
+	s.Files, s.FilesOmitted = producedFiles(ss.fs)
 	releaseWatches(ss.fs)
 	// One read of the record serves the totals and, refreshed with the
 	// run_finished event, the trainability (each was a full read).
@@ -218,7 +218,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	s.Turns, s.ToolCalls, s.Usage = totals(folded, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
-		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, Failures: s.Failures,
+		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, FilesOmitted: s.FilesOmitted, Failures: s.Failures,
 		DurationMS: cfg.Now().Sub(ss.began).Milliseconds(), Time: cfg.Now(),
 	})
 	if err := errors.Join(ferr, log.Close()); err != nil {

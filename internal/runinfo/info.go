@@ -40,7 +40,9 @@ type Info struct {
 	TornTail    bool                   `json:"torn_tail,omitempty"`
 	Warnings    []string               `json:"warnings,omitempty"`
 	Files       []record.FileEntry     `json:"files"`
-	Steps       []StepInfo             `json:"steps"`
+	// FilesOmitted counts the files run_finished did not list.
+	FilesOmitted int        `json:"files_omitted,omitempty"`
+	Steps        []StepInfo `json:"steps"`
 	// Agents is per-agent activity: who was active when, and how much.
 	Agents []AgentActivity `json:"agents"`
 	// Delivery is the reconciled manifest, when the run recorded one.
@@ -152,7 +154,7 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		t := st.FinishedAt
 		info.Finished = &t
 		info.Turns, info.ToolCalls = rf.Turns, rf.ToolCalls // the loop's own count, including calls that got no reply
-		info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files
+		info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files, info.FilesOmitted = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files, rf.FilesOmitted
 		info.Failures = rf.Failures
 		if info.Files == nil {
 			info.Files = []record.FileEntry{}

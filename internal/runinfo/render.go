@@ -69,9 +69,12 @@ func Render(w io.Writer, info Info) {
 	}
 	renderAgents(w, info.Agents)
 	renderDelivery(w, info)
-	fmt.Fprintf(w, "files:       %d (under %s)\n", len(info.Files), info.RunDir)
+	fmt.Fprintf(w, "files:       %d (under %s)\n", len(info.Files)+info.FilesOmitted, info.RunDir)
 	for _, f := range info.Files {
 		fmt.Fprintf(w, "  %s  %d bytes  %s\n", f.Path, f.Bytes, f.SHA256)
+	}
+	if info.FilesOmitted > 0 {
+		fmt.Fprintf(w, "  … and %d more, not listed in the record\n", info.FilesOmitted)
 	}
 }
 
