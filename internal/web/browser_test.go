@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -112,7 +113,7 @@ func TestPageListsRuns(t *testing.T) {
 	}
 	// The finished run's page: board titles, a timeline lane per agent, files.
 	if err := chromedp.Do(ctx,
-		chromedp.Click(css(`#runs tbody a`)),
+		clickWhenThere(`#runs tbody a`),
 		chromedp.WaitVisible(css(`#board .item`)),
 		chromedp.WaitVisible(css(`#timeline svg .bar`)),
 		chromedp.WaitVisible(css(`#files button`)),
@@ -121,7 +122,7 @@ func TestPageListsRuns(t *testing.T) {
 	}
 	boardText := text(t, ctx, `#board`)
 	lanes := eval[int](t, ctx, `document.querySelectorAll("#timeline svg .bar").length`)
-	if err := chromedp.Do(ctx, chromedp.Click(css(`#files button`)), chromedp.WaitVisible(css(`#file-content`))); err != nil {
+	if err := chromedp.Do(ctx, clickWhenThere(`#files button`), chromedp.WaitVisible(css(`#file-content`))); err != nil {
 		t.Fatal(err)
 	}
 	filesText := text(t, ctx, `#files`)
@@ -232,6 +233,13 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // poll waits until js is true in the page.
+// clickWhenThere clicks the first element sel matches, in the page itself,
+// as soon as there is one: a live page re-renders lists, so a node found by
+// one protocol call may be gone by the next ("Could not find node").
+func clickWhenThere(sel string) chromedp.Action[chromedp.Void] {
+	return poll(fmt.Sprintf(`(e => !!e && (e.click(), true))(document.querySelector(%q))`, sel))
+}
+
 func poll(js string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		_, err := chromedp.Poll[bool](js)(ctx, t)
