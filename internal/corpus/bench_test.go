@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apodex/apodex/internal/procmem"
 )
 
 // vocabulary makes synthetic documents with a Zipf-like word spread.
@@ -58,21 +60,6 @@ func makeCorpus(tb testing.TB, dir string, docs, size int) []string {
 	return words
 }
 
-// peakRSS is the process's peak resident set (VmHWM) in MiB.
-func peakRSS() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
 // BenchmarkCorpus10k: index 10,000 documents (about 20 MB), then 1,000
 // queries (two-word, one-word and phrase), then reopen the cached index.
 // Run with -benchtime 1x.
@@ -87,7 +74,7 @@ func BenchmarkCorpus10k(b *testing.B) {
 		}
 		build := time.Since(start)
 		b.ReportMetric(build.Seconds(), "index-s")
-		b.ReportMetric(peakRSS(), "peak-RSS-MiB")
+		b.ReportMetric(procmem.PeakRSS(), "peak-RSS-MiB")
 		r := rand.New(rand.NewPCG(3, 4))
 		lat := make([]time.Duration, 0, 1000)
 		for i := range 1000 {

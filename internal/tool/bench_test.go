@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/procmem"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/workspace"
 )
@@ -69,24 +69,6 @@ func benchCall(b *testing.B, env Env, name, args string) Result {
 	return r
 }
 
-// peakRSS is the process's peak resident set (VmHWM) in MiB. It only
-// grows, so measure one size per process:
-//
-//	go test -run '^$' -bench 'BashStep/none/files=100000$' ./internal/tool/
-func peakRSS() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
 // BenchmarkBashStep is one `bash` step (echo, plus one file written so the
 // deltas are not empty) over workspaces of benchSizes files, per runner.
 // The first step (which indexes the workspace once) is outside the timing.
@@ -106,7 +88,7 @@ func BenchmarkBashStep(b *testing.B) {
 					}
 					i++
 				}
-				b.ReportMetric(peakRSS(), "peak-RSS-MiB")
+				b.ReportMetric(procmem.PeakRSS(), "peak-RSS-MiB")
 			})
 		}
 	}
@@ -125,7 +107,7 @@ func BenchmarkFileToolStep(b *testing.B) {
 				benchCall(b, env, "write_file", fmt.Sprintf(`{"path": "/workspace/w.txt", "content": "%d"}`, i))
 				i++
 			}
-			b.ReportMetric(peakRSS(), "peak-RSS-MiB")
+			b.ReportMetric(procmem.PeakRSS(), "peak-RSS-MiB")
 		})
 	}
 }
