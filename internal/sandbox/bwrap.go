@@ -24,7 +24,7 @@ import (
 // an allow-list of files a shell and common tools read (passwd, group, hosts,
 // resolv.conf, nsswitch.conf, ld.so.*, localtime, alternatives, CA
 // certificates, ...), copied once per process into a private directory and
-// bound read-only (etc.go); shadow files, private keys and package-manager
+// bound read-only (package etccopy); shadow files, private keys and package-manager
 // credentials are absent. /root, /home, /run, /var, /sys and the host's /tmp
 // are not visible.
 //
@@ -163,21 +163,6 @@ func container(ms []Mount, target string) (Mount, bool) {
 
 // systemTop are the top-level system directories bound read-only.
 var systemTop = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
-
-// etcAllow is what the sandbox sees of /etc (globs allowed). Anything
-// missing on the host is skipped. See etc.go for how it gets there.
-var etcAllow = []string{
-	"passwd", "group", "hosts", "host.conf", "resolv.conf", "nsswitch.conf",
-	"gai.conf", "services", "protocols", "networks", "rpc",
-	"ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-	"localtime", "timezone", "locale.alias", "locale.conf", "default/locale",
-	"alternatives", "shells", "profile", "bash.bashrc", "inputrc", "terminfo",
-	"os-release", "lsb-release", "debian_version", "alpine-release",
-	"ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf",
-	"pki/tls/certs", "pki/ca-trust", "crypto-policies",
-	"mime.types", "magic", "magic.mime", "gitconfig", "wgetrc", "vim",
-	"perl", "python3*", "java-*", "fonts", "xdg",
-}
 
 // systemArgs computes the binds of the system directories once; the host
 // layout is static.

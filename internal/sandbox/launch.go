@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox/etccopy"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -74,18 +75,18 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	etc, err := hostEtc.acquire()
+	etc, err := etccopy.Host.Acquire()
 	if err != nil {
 		return Result{}, err
 	}
-	defer hostEtc.release(etc) // the copy must outlive the sandbox
+	defer etccopy.Host.Release(etc) // the copy must outlive the sandbox
 
 	uid, gid, drop := c.uid, c.gid, c.drop
 	outbound, lim := c.outbound, c.lim
 	if err := c.ready(); err != nil {
 		return Result{}, err
 	}
-	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
+	p := plan{Backend: backend, Bwrap: bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.Dir(),
 		Spec: c.specPlan(spec.Network), Landlock: backend == "native"}
 	cg := newCgroup(lim)
 	defer cg.remove()

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox/etccopy"
 	"os"
 	"strings"
 	"syscall"
@@ -9,7 +10,7 @@ import (
 
 // A probe (a sandbox running `true`) costs tens of milliseconds at every
 // start of the runtime. Its success is remembered in the shared /etc copy
-// (etc.go), keyed by what could change the answer: the bubblewrap binary,
+// (package etccopy), keyed by what could change the answer: the bubblewrap binary,
 // the kernel, the user namespace limit and our uid. A remembered success
 // is trusted; a failure is never remembered.
 
@@ -36,17 +37,17 @@ func probeKey(kind, bin string) string {
 // probed runs check unless a success under key is remembered, and
 // remembers a success.
 func probed(kind, key string, check func() error) error {
-	e, err := hostEtc.acquire()
+	e, err := etccopy.Host.Acquire()
 	if err != nil {
 		return check()
 	}
-	defer hostEtc.release(e)
-	if e.remembered(kind, key) {
+	defer etccopy.Host.Release(e)
+	if e.Remembered(kind, key) {
 		return nil
 	}
 	if err := check(); err != nil {
 		return err
 	}
-	e.remember(kind, key)
+	e.Remember(kind, key)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/sandbox/etccopy"
 	"os"
 	"path/filepath"
 	"slices"
@@ -274,7 +275,7 @@ type live struct {
 	exited    chan struct{} // closed once proc is reaped
 	cg        *cgroup
 	events    *cgCounters
-	etc       *etcCopy
+	etc       *etccopy.Copy
 	stopPasta func()
 	stderr    *capture // the server's own complaints
 	seq       atomic.Uint64
@@ -298,7 +299,7 @@ func startLive(p *Pool, sh shape) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	etc, err := hostEtc.acquire()
+	etc, err := etccopy.Host.Acquire()
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +329,7 @@ func startLive(p *Pool, sh shape) (*live, error) {
 			return fail(err)
 		}
 	}
-	sp := serverPlan{Backend: p.backend, Bwrap: p.bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.dir(),
+	sp := serverPlan{Backend: p.backend, Bwrap: p.bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.Dir(),
 		Network: sh.network || sh.outbound, Hidden: sh.hidden, Targets: sh.targets}
 	if sp.Bwrap == "" && p.backend == KindBwrap {
 		if sp.Bwrap, err = lookBwrap(); err != nil {
@@ -536,7 +537,7 @@ func (lv *live) close() {
 		lv.stopPasta()
 		lv.events.close()
 		lv.cg.remove()
-		hostEtc.release(lv.etc)
+		etccopy.Host.Release(lv.etc)
 		lv.mu.Lock()
 		if lv.timer != nil {
 			lv.timer.Stop()

@@ -1,4 +1,11 @@
-package sandbox
+// Package etccopy makes the sandbox's /etc: a private copy of the host's
+// allow-listed entries (Allow), bound read-only as one mount.
+//
+// Guarantees: a copy holds only what Allow admits, in a 0700 directory of
+// this user; it is never older than etcRecheck behind the host; a copy in
+// use (Acquire without Release) is never removed; copies are shared by the
+// processes of one user and swept when no process holds them (see Cache).
+package etccopy
 
 import (
 	"bytes"
@@ -25,7 +32,7 @@ import (
 //
 // The copy lives in a 0700 directory of this process ("apodex-etc-*",
 // preferably on a tmpfs: $XDG_RUNTIME_DIR or /dev/shm, else the temporary
-// directory). It holds only what etcAllow names: top-level entries are
+// directory). It holds only what Allow names: top-level entries are
 // copied through symlinks (resolv.conf often points into /run, which the
 // sandbox does not see), entries inside an allowed directory are copied as
 // they are, symlinks included, so they resolve inside the sandbox exactly as
@@ -51,8 +58,8 @@ const etcPrefix = "apodex-etc-"
 // etcIdle is how long a shared copy nobody uses is kept for the next process.
 const etcIdle = 10 * time.Minute
 
-// etcCopy is one private copy of /etc.
-type etcCopy struct {
+// Copy is one private copy of /etc.
+type Copy struct {
 	root    string   // the private directory; the copy is root/etc
 	lock    *os.File // flocked while this process may use root
 	stamp   [sha256.Size]byte
@@ -62,21 +69,21 @@ type etcCopy struct {
 	dirInfo fs.FileInfo // root as published: the name may be reused later
 }
 
-// dir is the directory bound at /etc.
-func (c *etcCopy) dir() string { return filepath.Join(c.root, "etc") }
+// Dir is the directory bound at /etc.
+func (c *Copy) Dir() string { return filepath.Join(c.root, "etc") }
 
-// etcCache hands out the current copy of src (the host /etc).
-type etcCache struct {
+// Cache hands out the current copy of src (the host /etc).
+type Cache struct {
 	src   string
 	bases func() []string // where a copy may be made, best first
 
 	mu      sync.Mutex
-	cur     *etcCopy
+	cur     *Copy
 	checked time.Time
 	swept   bool
 }
 
-var hostEtc = &etcCache{src: "/etc", bases: etcBases}
+var Host = &Cache{src: "/etc", bases: etcBases}
 
 // etcBases prefers a tmpfs: a copy is a few hundred small files, and creating
 // files on disk costs a fraction of a millisecond each.
@@ -88,9 +95,9 @@ func etcBases() []string {
 	return append(out, "/dev/shm", os.TempDir())
 }
 
-// acquire returns the copy a new sandbox binds; release it when the sandbox
+// Acquire returns the copy a new sandbox binds; release it when the sandbox
 // is gone.
-func (c *etcCache) acquire() (*etcCopy, error) {
+func (c *Cache) Acquire() (*Copy, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil || time.Since(c.checked) >= etcRecheck {
@@ -115,17 +122,17 @@ func (c *etcCache) acquire() (*etcCopy, error) {
 
 // current reports whether the copy (nil: none yet) still matches the host
 // and is still there (a temporary-file cleaner may have removed it).
-func (e *etcCopy) current(src string) bool {
+func (e *Copy) current(src string) bool {
 	if e == nil {
 		return false
 	}
-	if _, err := os.Stat(e.dir()); err != nil {
+	if _, err := os.Stat(e.Dir()); err != nil {
 		return false
 	}
 	return etcStamp(src) == e.stamp
 }
 
-func (c *etcCache) release(e *etcCopy) {
+func (c *Cache) Release(e *Copy) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.users--
@@ -136,7 +143,7 @@ func (c *etcCache) release(e *etcCopy) {
 
 // build returns the shared copy of the host's current entries, or makes a
 // new copy in the first base that takes it and publishes it.
-func (c *etcCache) build() (*etcCopy, error) {
+func (c *Cache) build() (*Copy, error) {
 	stamp := etcStamp(c.src)
 	name := etcPrefix + hex.EncodeToString(stamp[:12])
 	var errs []error
@@ -152,7 +159,7 @@ func (c *etcCache) build() (*etcCopy, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if e.stamp, err = copyEtc(c.src, e.dir()); err != nil {
+		if e.stamp, err = copyEtc(c.src, e.Dir()); err != nil {
 			e.remove()
 			return nil, fmt.Errorf("sandbox: copy /etc: %w", err)
 		}
@@ -167,7 +174,7 @@ func (c *etcCache) build() (*etcCopy, error) {
 
 // openShared returns the published copy at root if it is ours, intact and
 // made from stamp, with a shared lock taken on it; else nil.
-func openShared(root string, stamp [sha256.Size]byte) *etcCopy {
+func openShared(root string, stamp [sha256.Size]byte) *Copy {
 	fi, err := os.Lstat(root)
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownedByUs(fi) {
 		return nil
@@ -191,12 +198,12 @@ func openShared(root string, stamp [sha256.Size]byte) *etcCopy {
 	}
 	now := time.Now()
 	_ = os.Chtimes(root, now, now) // in use: not idle
-	return &etcCopy{root: root, lock: lock, stamp: stamp, shared: true, dirInfo: again}
+	return &Copy{root: root, lock: lock, stamp: stamp, shared: true, dirInfo: again}
 }
 
 // publish renames the new copy to its shared name, unless another process
 // published one first, and keeps a shared lock on it.
-func (e *etcCopy) publish(root string) {
+func (e *Copy) publish(root string) {
 	if os.WriteFile(filepath.Join(e.root, "stamp"), e.stamp[:], 0o600) != nil {
 		return
 	}
@@ -208,7 +215,7 @@ func (e *etcCopy) publish(root string) {
 	_ = syscall.Flock(int(e.lock.Fd()), syscall.LOCK_SH)
 }
 
-func newEtcCopy(base string) (*etcCopy, error) {
+func newEtcCopy(base string) (*Copy, error) {
 	root, err := os.MkdirTemp(base, etcPrefix+"new-*") // mode 0700
 	if err != nil {
 		return nil, err
@@ -222,7 +229,7 @@ func newEtcCopy(base string) (*etcCopy, error) {
 	if err == nil {
 		err = mkdir(filepath.Join(root, "etc"), 0o755)
 	}
-	e := &etcCopy{root: root, lock: lock}
+	e := &Copy{root: root, lock: lock}
 	if err != nil {
 		e.remove()
 		return nil, err
@@ -232,7 +239,7 @@ func newEtcCopy(base string) (*etcCopy, error) {
 
 // remove removes the copy: a shared one only if no other process uses it
 // (else it just lets go of it).
-func (e *etcCopy) remove() {
+func (e *Copy) remove() {
 	if e.shared && (e.lock == nil || !e.stillThere() || syscall.Flock(int(e.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil) {
 		if e.lock != nil {
 			e.lock.Close()
@@ -247,14 +254,14 @@ func (e *etcCopy) remove() {
 
 // stillThere reports whether the shared name still is this copy (a cleaner
 // may have removed it, and another copy taken the name).
-func (e *etcCopy) stillThere() bool {
+func (e *Copy) stillThere() bool {
 	fi, err := os.Lstat(e.root)
 	return err == nil && e.dirInfo != nil && os.SameFile(fi, e.dirInfo)
 }
 
-// remember notes in the copy that a check keyed by key passed, for later
-// processes sharing it; remembered tells.
-func (e *etcCopy) remember(what, key string) {
+// Remember notes in the copy that a check keyed by key passed, for later
+// processes sharing it; Remembered tells.
+func (e *Copy) Remember(what, key string) {
 	if !e.shared {
 		return
 	}
@@ -264,7 +271,7 @@ func (e *etcCopy) remember(what, key string) {
 	}
 }
 
-func (e *etcCopy) remembered(what, key string) bool {
+func (e *Copy) Remembered(what, key string) bool {
 	b, err := os.ReadFile(filepath.Join(e.root, "ok-"+what))
 	return err == nil && string(b) == key
 }
@@ -404,13 +411,13 @@ func copyFile(from, to string, perm fs.FileMode) error {
 	return errors.Join(err, out.Close())
 }
 
-// walkEtc calls fn for every entry of src that etcAllow admits, each
+// walkEtc calls fn for every entry of src that Allow admits, each
 // directory before its contents. A top-level match is seen through symlinks
 // (host is then the resolved path); an entry inside an allowed directory is
 // seen as it is (Lstat). Dangling and unreadable entries are skipped.
 func walkEtc(src string, fn func(rel, host string, fi fs.FileInfo) error) error {
 	seen := map[string]bool{}
-	for _, pat := range etcAllow {
+	for _, pat := range Allow {
 		matches, _ := filepath.Glob(filepath.Join(src, pat))
 		for _, p := range matches {
 			rel, err := filepath.Rel(src, p)
@@ -449,4 +456,19 @@ func walkEtc(src string, fn func(rel, host string, fi fs.FileInfo) error) error 
 		}
 	}
 	return nil
+}
+
+// Allow is what the sandbox sees of /etc (globs allowed). Anything
+// missing on the host is skipped. See Cache for how it gets there.
+var Allow = []string{
+	"passwd", "group", "hosts", "host.conf", "resolv.conf", "nsswitch.conf",
+	"gai.conf", "services", "protocols", "networks", "rpc",
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+	"localtime", "timezone", "locale.alias", "locale.conf", "default/locale",
+	"alternatives", "shells", "profile", "bash.bashrc", "inputrc", "terminfo",
+	"os-release", "lsb-release", "debian_version", "alpine-release",
+	"ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf",
+	"pki/tls/certs", "pki/ca-trust", "crypto-policies",
+	"mime.types", "magic", "magic.mime", "gitconfig", "wgetrc", "vim",
+	"perl", "python3*", "java-*", "fonts", "xdg",
 }
