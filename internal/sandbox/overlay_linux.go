@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/apodex/apodex/internal/hostfs"
@@ -83,17 +84,26 @@ func overlayOn(lower, target, dir string, st *syscall.Stat_t) error {
 	}
 	base := "lowerdir=" + lower + ",upperdir=" + up + ",workdir=" + work + ",index=off,metacopy=off,xino=off"
 	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV)
-	// Trusted xattrs where the helper may set them (host root), user ones
-	// in a user namespace.
-	err := syscall.Mount("overlay", target, "overlay", flags, base+",redirect_dir=off")
-	if err != nil {
-		err = syscall.Mount("overlay", target, "overlay", flags, base+",userxattr")
+	// User xattrs (what a user namespace allows), else trusted ones (host
+	// root on a kernel whose tmpfs has no user xattrs). The kernel logs
+	// every refused attempt, on a serial console a synchronous write inside
+	// the mount call, so the variant that worked goes first next time.
+	variants := []string{",userxattr", ",redirect_dir=off"}
+	if overlayTrusted.Load() {
+		variants[0], variants[1] = variants[1], variants[0]
 	}
-	if err != nil {
-		return fmt.Errorf("overlay on %s: %w", target, err)
+	var err error
+	for _, v := range variants {
+		if err = syscall.Mount("overlay", target, "overlay", flags, base+v); err == nil {
+			overlayTrusted.Store(v != ",userxattr")
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("overlay on %s: %w", target, err)
 }
+
+// overlayTrusted says this process's last overlay took trusted xattrs.
+var overlayTrusted atomic.Bool
 
 // sendUpper passes the upper layer of mount i to the runner.
 func sendUpper(i, fd int) error {
