@@ -38,6 +38,10 @@ type livePlan struct {
 	Drop     bool     `json:"drop"`
 	Rlimits  []rlim   `json:"rlimits,omitempty"`
 	Landlock bool     `json:"landlock"`
+	// Prewarm says the next command is likely the same but for its
+	// command line, environment and directory (no Fresh mounts): the
+	// server makes one ready while this one runs (livewarm_linux.go).
+	Prewarm bool `json:"prewarm,omitempty"`
 }
 
 // procKnobs are the entries of /proc a command gets read-only.
@@ -67,6 +71,11 @@ type rawCmd struct {
 	// stack holds the stacks of pid 1 and of the shell until its exec,
 	// where they share the server's memory (forkInit).
 	stack []byte
+	// warm, for a pid 1 made ready ahead (livewarm_linux.go), is where it
+	// receives its stdout and stderr, at warmCtlFD, once its command
+	// (argv, envv, dir) is filled in; ctl is that socket in the server.
+	warm *warmMsg
+	ctl  int
 }
 
 type rlimit64 struct {
@@ -74,14 +83,11 @@ type rlimit64 struct {
 	cur, max uint64
 }
 
-// startCommand builds the command's namespace on the calling thread (which
-// must be locked and is spoilt for anything else afterwards) and starts
-// it. fds are stdout, stderr and maybe the upper layers' socket;
-// it closes them. raw is the plan, nil when it is in a pipe, the first of
-// fds. It returns pid 1 of the command and what must be kept
-// alive (runtime.KeepAlive) until pid 1 has exited.
-func startCommand(raw []byte, fds []int, devnull int) (int, *rawCmd, error) {
-	defer closeAll(fds)
+// readPlan reads the command's plan: raw, or when that is nil the pipe
+// that is the first of fds (closed then). It returns the other fds:
+// stdout, stderr and maybe the upper layers' socket.
+func readPlan(raw []byte, fds []int) (livePlan, []int, error) {
+	var p livePlan
 	if raw == nil && len(fds) > 0 { // a large plan comes through a pipe
 		f := os.NewFile(uintptr(fds[0]), "plan")
 		var err error
@@ -89,30 +95,46 @@ func startCommand(raw []byte, fds []int, devnull int) (int, *rawCmd, error) {
 		f.Close()
 		fds = fds[1:]
 		if err != nil {
-			return 0, nil, fmt.Errorf("read the plan: %w", err)
+			return p, fds, fmt.Errorf("read the plan: %w", err)
 		}
 	}
 	if len(fds) < 2 {
-		return 0, nil, fmt.Errorf("a command needs a plan, stdout and stderr")
+		return p, fds, fmt.Errorf("a command needs a plan, stdout and stderr")
 	}
-	var p livePlan
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return 0, nil, fmt.Errorf("bad plan: %w", err)
+		return p, fds, fmt.Errorf("bad plan: %w", err)
 	}
-	ups := -1
+	return p, fds, nil
+}
+
+// startCommand builds the command's namespace on the calling thread (which
+// must be locked and is spoilt for anything else afterwards) and starts
+// it. fds are stdout, stderr and maybe the upper layers' socket; it closes
+// them. It returns pid 1 of the command and what must be kept alive
+// (runtime.KeepAlive) until pid 1 has exited.
+func startCommand(p livePlan, fds []int, devnull int) (int, *rawCmd, error) {
+	defer closeAll(fds)
+	var pass func(i, fd int) error
 	if len(fds) > 2 {
-		ups = fds[2]
+		ups := fds[2]
+		pass = func(i, fd int) error {
+			defer syscall.Close(fd)
+			return passUpper(ups, i, fd)
+		}
 	}
-	spec := p.Spec
 	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
 		return 0, nil, fmt.Errorf("unshare the mount namespace: %w", err)
 	}
 	// Failures from here on are the command's: its stderr says why.
-	r := &rawCmd{landlock: -1, stdin: devnull, stdout: fds[0], stderr: fds[1], drop: p.Drop, uid: p.UID, gid: p.GID}
-	if msg := buildNamespace(spec, ups); msg != "" {
+	r := &rawCmd{landlock: -1, stdin: devnull, stdout: fds[0], stderr: fds[1], drop: p.Drop, uid: p.UID, gid: p.GID, ctl: -1}
+	if msg := buildNamespace(p.Spec, pass); msg != "" {
 		r.failSetup = []byte("apodex sandbox: " + msg + "\n")
 	}
-	if err := r.prepare(p); err != nil && r.failSetup == nil {
+	err := r.prepare(p)
+	if err == nil {
+		err = r.command(p.Spec)
+	}
+	if err != nil && r.failSetup == nil {
 		r.failSetup = []byte("apodex sandbox: " + err.Error() + "\n")
 	}
 	pid, err := r.fork()
@@ -122,9 +144,19 @@ func startCommand(raw []byte, fds []int, devnull int) (int, *rawCmd, error) {
 	return pid, r, err
 }
 
+// passUpper sends the upper layer (fd) of mount i to the runner through
+// the command's socket ups.
+func passUpper(ups, i, fd int) error {
+	var msg [4]byte
+	binary.LittleEndian.PutUint32(msg[:], uint32(i))
+	return syscall.Sendmsg(ups, msg[:], syscall.UnixRights(fd), nil, 0)
+}
+
 // buildNamespace mounts the command's own file systems in this thread's
-// mount namespace; it returns what failed ("" nothing).
-func buildNamespace(spec specPlan, ups int) string {
+// mount namespace; it returns what failed ("" nothing). A sized mount
+// becomes an overlay whose upper layer goes to pass (which owns the
+// descriptor from then on), or without pass a bind.
+func buildNamespace(spec specPlan, pass func(i, fd int) error) string {
 	try := func(err error, what string) string {
 		if err != nil {
 			return what + ": " + err.Error()
@@ -148,14 +180,10 @@ func buildNamespace(spec specPlan, ups int) string {
 		if err := os.MkdirAll(m.Target, 0o755); err != nil {
 			return fmt.Sprintf("mount point %s: %v", m.Target, err)
 		}
-		if ups >= 0 && i < len(spec.Sized) && spec.Sized[i] > 0 {
+		if pass != nil && i < len(spec.Sized) && spec.Sized[i] > 0 {
 			fd, err := sizedOverlay(m.Source, m.Target, filepath.Join("/tmp", ".upper-"+strconv.Itoa(i)), spec.Sized[i])
 			if err == nil {
-				var msg [4]byte
-				binary.LittleEndian.PutUint32(msg[:], uint32(i))
-				err = syscall.Sendmsg(ups, msg[:], syscall.UnixRights(fd), nil, 0)
-				syscall.Close(fd)
-				if err != nil {
+				if err := pass(i, fd); err != nil {
 					return fmt.Sprintf("pass the upper layer of %s: %v", m.Target, err)
 				}
 				continue
@@ -230,7 +258,7 @@ func tryRemount(dst string, ro bool) string {
 	return ""
 }
 
-// prepare fills in r from p.
+// prepare fills in r from p but for the command itself (command).
 func (r *rawCmd) prepare(p livePlan) error {
 	var err error
 	bytePtr := func(s string) *byte {
@@ -240,23 +268,13 @@ func (r *rawCmd) prepare(p livePlan) error {
 		}
 		return b
 	}
-	strs := func(ss []string) []*byte {
-		out, e := syscall.SlicePtrFromStrings(ss)
-		if e != nil && err == nil {
-			err = e
-		}
-		return out
-	}
 	r.proc, r.procType = bytePtr("/proc"), bytePtr("proc")
 	for _, k := range procKnobs {
 		if _, e := os.Lstat("/proc/" + k); e == nil {
 			r.knobs = append(r.knobs, bytePtr("/proc/"+k))
 		}
 	}
-	r.dir, r.sh = bytePtr(p.Spec.Dir), bytePtr("/bin/sh")
-	r.argv = strs([]string{"/bin/sh", "-c", p.Spec.Command})
-	r.envv = strs(p.Spec.Env)
-	r.failDir = []byte("apodex sandbox: chdir " + p.Spec.Dir + ": no such directory in the sandbox\n")
+	r.sh = bytePtr("/bin/sh")
 	r.failExec = []byte("apodex sandbox: start the command: cannot run /bin/sh\n")
 	for _, l := range p.Rlimits {
 		r.rlimits = append(r.rlimits, rlimit64{resource: l.Resource, cur: l.Value, max: l.Value})
@@ -275,6 +293,25 @@ func (r *rawCmd) prepare(p livePlan) error {
 		}
 	}
 	return err
+}
+
+// command fills in the command line, environment and directory of spec.
+func (r *rawCmd) command(spec specPlan) error {
+	dir, err := syscall.BytePtrFromString(spec.Dir)
+	if err != nil {
+		return err
+	}
+	argv, err := syscall.SlicePtrFromStrings([]string{"/bin/sh", "-c", spec.Command})
+	if err != nil {
+		return err
+	}
+	envv, err := syscall.SlicePtrFromStrings(spec.Env)
+	if err != nil {
+		return err
+	}
+	r.dir, r.argv, r.envv = dir, argv, envv
+	r.failDir = []byte("apodex sandbox: chdir " + spec.Dir + ": no such directory in the sandbox\n")
+	return nil
 }
 
 // fork starts the command's pid 1 in new pid and ipc namespaces.
@@ -312,14 +349,29 @@ const (
 //go:norace
 func commandInit(r *rawCmd) {
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0)
-	// stdio at 0, 1, 2 (a Landlock ruleset at 3); nothing else survives.
+	// stdio at 0, 1, 2 (a warm pid 1 has /dev/null until its command
+	// comes), a Landlock ruleset at 3, a warm one's socket at warmCtlFD;
+	// nothing else survives.
+	out, errOut := r.stdout, r.stderr
+	if r.warm != nil {
+		out, errOut = r.stdin, r.stdin
+	}
 	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.stdin), 0, 0)
-	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.stdout), 1, 0)
-	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.stderr), 2, 0)
+	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(out), 1, 0)
+	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(errOut), 2, 0)
 	if r.landlock >= 0 {
 		syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.landlock), 3, 0)
+	}
+	switch {
+	case r.warm != nil:
+		syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.ctl), warmCtlFD, 0)
+		if r.landlock < 0 {
+			syscall.RawSyscall(syscall.SYS_CLOSE, 3, 0, 0)
+		}
+		syscall.RawSyscall(sysCloseRange, warmCtlFD+1, ^uintptr(0), 0)
+	case r.landlock >= 0:
 		syscall.RawSyscall(sysCloseRange, 4, ^uintptr(0), 0)
-	} else {
+	default:
 		syscall.RawSyscall(sysCloseRange, 3, ^uintptr(0), 0)
 	}
 	if r.failSetup != nil {
@@ -374,6 +426,9 @@ func commandInit(r *rawCmd) {
 		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetSeccomp, seccompFilter, uintptr(r.seccomp)); e != 0 {
 			rawFail(msgSeccomp)
 		}
+	}
+	if r.warm != nil {
+		awaitCommand(r.warm)
 	}
 	sh, e := forkShell(r)
 	if e != 0 {

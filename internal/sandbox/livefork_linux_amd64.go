@@ -52,3 +52,7 @@ func forkShell(r *rawCmd) (uintptr, syscall.Errno) {
 
 // sysSetns is setns(2), which package syscall does not name on amd64.
 const sysSetns = 308
+
+// warmable: pid 1 shares the server's memory, so a warm one sees the
+// command the server fills in after the fork (livewarm_linux.go).
+const warmable = true

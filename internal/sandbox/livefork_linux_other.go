@@ -32,3 +32,7 @@ func forkShell(r *rawCmd) (uintptr, syscall.Errno) {
 }
 
 const sysSetns = syscall.SYS_SETNS
+
+// warmable: pid 1 is a copy of the server, which could not fill in a warm
+// one's command after the fork (livewarm_linux.go).
+const warmable = false

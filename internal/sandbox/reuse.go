@@ -279,6 +279,9 @@ type live struct {
 	stopPasta func()
 	stderr    *capture // the server's own complaints
 	seq       atomic.Uint64
+	// warmStarts counts the commands started on a warm pid 1
+	// (livewarm_linux.go).
+	warmStarts atomic.Uint64
 
 	wmu    sync.Mutex // one message at a time on conn
 	mu     sync.Mutex

@@ -35,7 +35,7 @@ func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran
 		spec.Mounts[i].Source = reach(c, i)
 	}
 	sp := livePlan{Spec: spec, UID: c.uid, GID: c.gid, Drop: c.drop && lv.pool.backend == KindNative,
-		Rlimits: c.rlimits(lv.cg), Landlock: lv.pool.backend == KindNative}
+		Rlimits: c.rlimits(lv.cg), Landlock: lv.pool.backend == KindNative, Prewarm: !slices.ContainsFunc(c.mounts, func(m Mount) bool { return m.Fresh })}
 	raw, err := json.Marshal(sp)
 	if err != nil {
 		return Result{}, err, true
@@ -117,6 +117,9 @@ wait:
 				break wait
 			case m.Op == "started":
 				started = true
+				if m.Warm {
+					lv.warmStarts.Add(1)
+				}
 			case m.Op == "exit":
 				exit = m
 				break wait

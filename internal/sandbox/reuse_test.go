@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +275,85 @@ func TestLiveCommandHoldsNothing(t *testing.T) {
 					t.Errorf("%q in %q", bad, out)
 				}
 			}
+		})
+	}
+}
+
+// warmStarts is how many commands of p started on a warm pid 1.
+func warmStarts(p *Pool) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n uint64
+	for _, lv := range p.lives {
+		n += lv.warmStarts.Load()
+	}
+	return n
+}
+
+// Commands after the first start on a warm pid 1 (livewarm_linux.go) and
+// are still each their own: their command line, environment, directory and
+// exit status, an empty /tmp, none of the previous one's processes, their
+// own stdout and stderr; a command with other mounts discards the warm one
+// and gets its mounts; a warm-started command can be timed out.
+func TestWarmCommands(t *testing.T) {
+	if !warmable {
+		t.Skip("no warm commands on this architecture")
+	}
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			if err := os.Chmod(ws, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(ws, "sub"), 0o777); err != nil {
+				t.Fatal(err)
+			}
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true}}
+			token := sleepToken()
+			const n = 6
+			for k := range n {
+				dir := "/workspace"
+				if k%2 == 1 {
+					dir = "/workspace/sub"
+				}
+				res := run(t, p, Spec{Mounts: mounts, Dir: dir, Env: []string{"K=" + strconv.Itoa(k)},
+					Command: `ls -A /tmp; echo "k=$K pwd=$(pwd)"; echo err$K >&2; touch /tmp/left$K; (sleep ` + token + ` &); echo $K > /workspace/f$K; exit $K`})
+				want := "k=" + strconv.Itoa(k) + " pwd=" + dir + "\n"
+				if string(res.Stdout) != want || string(res.Stderr) != "err"+strconv.Itoa(k)+"\n" || res.ExitCode != k {
+					t.Fatalf("command %d: exit %d, stdout %q (want %q), stderr %q", k, res.ExitCode, res.Stdout, want, res.Stderr)
+				}
+				assertGone(t, token)
+				if b, err := os.ReadFile(filepath.Join(ws, "f"+strconv.Itoa(k))); err != nil || string(b) != strconv.Itoa(k)+"\n" {
+					t.Fatalf("command %d wrote %q, %v", k, b, err)
+				}
+			}
+			if w := warmStarts(p); w < n-2 {
+				t.Errorf("%d of %d commands started warm; want all but the first (or two)", w, n)
+			}
+			// Other mounts: the warm command (for /workspace alone) is not used.
+			extra := t.TempDir()
+			if err := os.WriteFile(filepath.Join(extra, "seen"), []byte("yes\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := warmStarts(p)
+			res := run(t, p, Spec{Mounts: append(slices.Clone(mounts), Mount{Source: extra, Target: "/extra"}), Command: "cat /extra/seen; ls /workspace | wc -l"})
+			if res.ExitCode != 0 || string(res.Stdout) != "yes\n7\n" {
+				t.Fatalf("command with another mount: exit %d %q %s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if warmStarts(p) != before {
+				t.Errorf("a command with another mount started on the warm command of the previous shape")
+			}
+			// A warm-started command is timed out like any other.
+			run(t, p, Spec{Mounts: mounts, Command: "true"})
+			before = warmStarts(p)
+			res, err := p.Run(context.Background(), Spec{Mounts: mounts, Command: "sleep " + token, Timeout: 300 * time.Millisecond})
+			if err != nil || !res.TimedOut {
+				t.Fatalf("timed-out warm command: %+v %v", res, err)
+			}
+			if warmStarts(p) != before+1 {
+				t.Errorf("the timed-out command did not start warm")
+			}
+			assertGone(t, token)
 		})
 	}
 }

@@ -78,6 +78,8 @@ type wire struct {
 	// Plan is the command's livePlan (run); a large one comes through a
 	// pipe, the first descriptor, instead.
 	Plan json.RawMessage `json:"plan,omitempty"`
+	// Warm says the command started on a warm pid 1 (started).
+	Warm bool `json:"warm,omitempty"`
 }
 
 // maxInlinePlan is the largest plan sent in the run message itself.
@@ -296,6 +298,11 @@ type server struct {
 	mu      sync.Mutex
 	cmds    map[uint64]*serverCmd
 	wmu     sync.Mutex
+	// warm is the command made ready for the next one (livewarm_linux.go);
+	// warming is closed when the one being made is done.
+	warmMu  sync.Mutex
+	warm    *warm
+	warming chan struct{}
 }
 
 type serverCmd struct {
@@ -374,8 +381,8 @@ func (s *server) run(id uint64, plan []byte, fds []int) {
 		s.send(wire{Op: "exit", ID: id, Status: uint32(syscall.SIGKILL)})
 		return
 	}
-	pid, keep, err := startCommand(plan, fds, int(s.devnull.Fd()))
-	if s.mntns >= 0 && setns(s.mntns, syscall.CLONE_NEWNS) == nil {
+	pid, keep, warmed, err := s.start(plan, fds)
+	if warmed || s.mntns >= 0 && setns(s.mntns, syscall.CLONE_NEWNS) == nil {
 		runtime.UnlockOSThread()
 	}
 	if err != nil {
@@ -392,7 +399,7 @@ func (s *server) run(id uint64, plan []byte, fds []int) {
 	if killed {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	s.send(wire{Op: "started", ID: id})
+	s.send(wire{Op: "started", ID: id, Warm: warmed})
 	var ws syscall.WaitStatus
 	for {
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
@@ -402,6 +409,37 @@ func (s *server) run(id uint64, plan []byte, fds []int) {
 	keep.release() // pid 1, which may have shared its memory, is gone
 	s.finish(id)
 	s.send(wire{Op: "exit", ID: id, Status: uint32(ws)})
+}
+
+// start starts command id (plan, and fds as run has them): on a warm
+// command if one fits (warmed), else built on this thread (which then is
+// in the command's mount namespace); then it has the next one made ready.
+func (s *server) start(plan []byte, fds []int) (pid int, keep *rawCmd, warmed bool, err error) {
+	p, fds, err := readPlan(plan, fds)
+	if err != nil {
+		closeAll(fds)
+		return 0, nil, false, err
+	}
+	ups := len(fds) > 2
+	if w := s.takeWarm(warmKey(p, ups)); w != nil {
+		upsFD := -1
+		if ups {
+			upsFD = fds[2]
+		}
+		if err := w.start(p, fds[0], fds[1], upsFD); err == nil {
+			pid, keep, warmed = w.pid, w.r, true
+			closeAll(fds)
+		} else {
+			w.discard()
+		}
+	}
+	if !warmed {
+		pid, keep, err = startCommand(p, fds, int(s.devnull.Fd()))
+	}
+	if err == nil && p.Prewarm {
+		s.prewarm(p, ups)
+	}
+	return pid, keep, warmed, err
 }
 
 func (s *server) finish(id uint64) {

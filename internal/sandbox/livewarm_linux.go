@@ -1,0 +1,255 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// A warm command: while a command runs, the server makes the next one
+// ready — its mount namespace built (fresh /tmp and /dev/shm, the mounts,
+// a sized overlay's empty upper layer, the hidden directory detached) and
+// its pid 1 forked, with its own /proc, no capabilities, its limits,
+// no_new_privs, Landlock and the seccomp filter — and parks pid 1 on a
+// socket. The next command whose plan is the same but for its command
+// line, environment and directory takes it: the server fills those in
+// (pid 1 shares its memory, livefork_linux_amd64.go), passes the upper
+// layers to the runner and sends pid 1 the command's stdout and stderr;
+// pid 1 forks the shell. A command that differs (another mount, a new
+// quota, a Fresh mount) discards it and is built as before. Nothing of a
+// warm command is seen by another: it is a new namespace that no command
+// has touched, made for exactly one.
+
+// warmCtlFD is a warm pid 1's socket to the server.
+const warmCtlFD = 4
+
+// warmMsg is where a warm pid 1 receives its command's stdout and stderr.
+type warmMsg struct {
+	hdr syscall.Msghdr
+	iov syscall.Iovec
+	buf [8]byte
+	oob [64]byte
+}
+
+func newWarmMsg() *warmMsg {
+	w := &warmMsg{}
+	w.iov.Base = &w.buf[0]
+	w.iov.SetLen(len(w.buf))
+	w.hdr.Iov = &w.iov
+	w.hdr.Iovlen = 1
+	w.hdr.Control = &w.oob[0]
+	w.hdr.SetControllen(len(w.oob))
+	return w
+}
+
+// awaitCommand is a warm pid 1 saying it is ready and waiting for its
+// command: its stdout and stderr come as rights, then every descriptor but
+// stdio is closed. Any failure ends pid 1 (the server then builds the
+// command anew).
+//
+//go:nosplit
+//go:norace
+func awaitCommand(w *warmMsg) {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_WRITE, warmCtlFD, uintptr(unsafe.Pointer(&w.buf[0])), 1); e != 0 {
+		rawExit(helperExit)
+	}
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, warmCtlFD, uintptr(unsafe.Pointer(&w.hdr)), syscall.MSG_CMSG_CLOEXEC)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 || n == 0 {
+			rawExit(helperExit)
+		}
+		break
+	}
+	// One SCM_RIGHTS message of two descriptors: a 16-byte header, then
+	// the descriptors.
+	level := *(*int32)(unsafe.Pointer(&w.oob[8]))
+	typ := *(*int32)(unsafe.Pointer(&w.oob[12]))
+	if w.hdr.Controllen < 24 || level != syscall.SOL_SOCKET || typ != syscall.SCM_RIGHTS {
+		rawExit(helperExit)
+	}
+	out := *(*int32)(unsafe.Pointer(&w.oob[16]))
+	errOut := *(*int32)(unsafe.Pointer(&w.oob[20]))
+	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(out), 1, 0)
+	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(errOut), 2, 0)
+	syscall.RawSyscall(sysCloseRange, 3, ^uintptr(0), 0)
+}
+
+// warm is a command made ready.
+type warm struct {
+	key    string
+	pid    int
+	r      *rawCmd
+	ctl    int      // the server's end of pid 1's socket
+	uppers [][2]int // mount index, upper layer descriptor
+}
+
+// warmKey is what a plan must share with a warm command to take it:
+// everything but the command line, environment and directory, and whether
+// it has a socket for upper layers.
+func warmKey(p livePlan, ups bool) string {
+	p.Spec.Command, p.Spec.Env, p.Spec.Dir = "", nil, ""
+	raw, _ := json.Marshal(struct {
+		P   livePlan
+		Ups bool
+	}{p, ups})
+	return string(raw)
+}
+
+// makeWarm builds a warm command for plans like p on the calling thread
+// (locked, and spoilt as startCommand's is).
+func makeWarm(p livePlan, ups bool, devnull int) (*warm, error) {
+	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
+		return nil, err
+	}
+	w := &warm{key: warmKey(p, ups), ctl: -1}
+	var pass func(i, fd int) error
+	if ups {
+		pass = func(i, fd int) error {
+			w.uppers = append(w.uppers, [2]int{i, fd})
+			return nil
+		}
+	}
+	r := &rawCmd{landlock: -1, stdin: devnull, stdout: -1, stderr: -1, drop: p.Drop, uid: p.UID, gid: p.GID, warm: newWarmMsg()}
+	w.r = r
+	if msg := buildNamespace(p.Spec, pass); msg != "" {
+		w.discard()
+		return nil, fmt.Errorf("%s", msg)
+	}
+	if err := r.prepare(p); err != nil {
+		if r.landlock >= 0 {
+			syscall.Close(r.landlock)
+		}
+		w.discard()
+		return nil, err
+	}
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		w.discard()
+		return nil, err
+	}
+	w.ctl, r.ctl = pair[0], pair[1]
+	pid, err := r.fork()
+	syscall.Close(pair[1])
+	if r.landlock >= 0 {
+		syscall.Close(r.landlock)
+	}
+	if err != nil {
+		w.discard()
+		return nil, err
+	}
+	w.pid = pid
+	var ready [1]byte
+	if n, err := syscall.Read(w.ctl, ready[:]); n != 1 || err != nil {
+		w.discard() // pid 1 failed its setup
+		return nil, fmt.Errorf("warm pid 1 did not get ready")
+	}
+	return w, nil
+}
+
+// start gives w the command of p: its upper layers go to the runner
+// through ups (-1 none), stdout and stderr to pid 1. w's descriptors are
+// closed; on an error the caller discards w.
+func (w *warm) start(p livePlan, stdout, stderr, ups int) error {
+	for len(w.uppers) > 0 {
+		u := w.uppers[0]
+		err := passUpper(ups, u[0], u[1])
+		syscall.Close(u[1])
+		w.uppers = w.uppers[1:]
+		if err != nil {
+			return err
+		}
+	}
+	if err := w.r.command(p.Spec); err != nil {
+		return err
+	}
+	err := syscall.Sendmsg(w.ctl, []byte{'g'}, syscall.UnixRights(stdout, stderr), nil, 0)
+	syscall.Close(w.ctl)
+	w.ctl = -1
+	return err
+}
+
+// discard kills w's pid 1 and waits for it; everything of w is let go.
+func (w *warm) discard() {
+	if w.pid > 0 {
+		_ = syscall.Kill(w.pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		for {
+			if _, err := syscall.Wait4(w.pid, &ws, 0, nil); err != syscall.EINTR {
+				break
+			}
+		}
+		w.pid = 0
+	}
+	w.r.release()
+	if w.ctl >= 0 {
+		syscall.Close(w.ctl)
+		w.ctl = -1
+	}
+	for _, u := range w.uppers {
+		syscall.Close(u[1])
+	}
+	w.uppers = nil
+}
+
+// takeWarm returns the warm command for key, nil if there is none (a warm
+// command for another key is discarded). One still being made is waited
+// for.
+func (s *server) takeWarm(key string) *warm {
+	s.warmMu.Lock()
+	for s.warming != nil {
+		ch := s.warming
+		s.warmMu.Unlock()
+		<-ch
+		s.warmMu.Lock()
+	}
+	w := s.warm
+	s.warm = nil
+	s.warmMu.Unlock()
+	if w != nil && w.key != key {
+		w.discard()
+		return nil
+	}
+	return w
+}
+
+// prewarm makes a warm command for plans like p, unless one is there or
+// being made.
+func (s *server) prewarm(p livePlan, ups bool) {
+	if !warmable {
+		return
+	}
+	s.warmMu.Lock()
+	if s.warm != nil || s.warming != nil {
+		s.warmMu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	s.warming = done
+	s.warmMu.Unlock()
+	go func() {
+		runtime.LockOSThread()
+		w, err := makeWarm(p, ups, int(s.devnull.Fd()))
+		back := s.mntns >= 0 && setns(s.mntns, syscall.CLONE_NEWNS) == nil
+		if err == nil && !back {
+			// This thread ends with the goroutine, and pid 1's parent-death
+			// signal with it.
+			w.discard()
+			err = fmt.Errorf("return to the server's mount namespace")
+		}
+		s.warmMu.Lock()
+		if err == nil {
+			s.warm = w
+		}
+		s.warming = nil
+		close(done)
+		s.warmMu.Unlock()
+		if back {
+			runtime.UnlockOSThread()
+		}
+	}()
+}
