@@ -60,14 +60,17 @@ type rawCmd struct {
 	seccomp        unsafe.Pointer
 	stdin          int
 	stdout, stderr int
-	drop           bool
-	uid, gid       int
-	dir            *byte
-	sh             *byte
-	argv, envv     []*byte
-	failSetup      []byte
-	failDir        []byte
-	failExec       []byte
+	// status is where pid 1 tells the runner the command's exit status
+	// once no process of the command is left.
+	status     int
+	drop       bool
+	uid, gid   int
+	dir        *byte
+	sh         *byte
+	argv, envv []*byte
+	failSetup  []byte
+	failDir    []byte
+	failExec   []byte
 	// stack holds the stacks of pid 1 and of the shell until its exec,
 	// where they share the server's memory (forkInit).
 	stack []byte
@@ -85,7 +88,7 @@ type rlimit64 struct {
 
 // readPlan reads the command's plan: raw, or when that is nil the pipe
 // that is the first of fds (closed then). It returns the other fds:
-// stdout, stderr and maybe the upper layers' socket.
+// stdout, stderr, the status pipe and maybe the upper layers' socket.
 func readPlan(raw []byte, fds []int) (livePlan, []int, error) {
 	var p livePlan
 	if raw == nil && len(fds) > 0 { // a large plan comes through a pipe
@@ -98,8 +101,8 @@ func readPlan(raw []byte, fds []int) (livePlan, []int, error) {
 			return p, fds, fmt.Errorf("read the plan: %w", err)
 		}
 	}
-	if len(fds) < 2 {
-		return p, fds, fmt.Errorf("a command needs a plan, stdout and stderr")
+	if len(fds) < 3 {
+		return p, fds, fmt.Errorf("a command needs a plan, stdout, stderr and a status pipe")
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return p, fds, fmt.Errorf("bad plan: %w", err)
@@ -109,14 +112,14 @@ func readPlan(raw []byte, fds []int) (livePlan, []int, error) {
 
 // startCommand builds the command's namespace on the calling thread (which
 // must be locked and is spoilt for anything else afterwards) and starts
-// it. fds are stdout, stderr and maybe the upper layers' socket; it closes
+// it. fds are as readPlan returns them; it closes
 // them. It returns pid 1 of the command and what must be kept alive
 // (runtime.KeepAlive) until pid 1 has exited.
 func startCommand(p livePlan, fds []int, devnull int) (int, *rawCmd, error) {
 	defer closeAll(fds)
 	var pass func(i, fd int) error
-	if len(fds) > 2 {
-		ups := fds[2]
+	if len(fds) > 3 {
+		ups := fds[3]
 		pass = func(i, fd int) error {
 			defer syscall.Close(fd)
 			return passUpper(ups, i, fd)
@@ -126,7 +129,7 @@ func startCommand(p livePlan, fds []int, devnull int) (int, *rawCmd, error) {
 		return 0, nil, fmt.Errorf("unshare the mount namespace: %w", err)
 	}
 	// Failures from here on are the command's: its stderr says why.
-	r := &rawCmd{landlock: -1, stdin: devnull, stdout: fds[0], stderr: fds[1], drop: p.Drop, uid: p.UID, gid: p.GID, ctl: -1}
+	r := &rawCmd{landlock: -1, stdin: devnull, stdout: fds[0], stderr: fds[1], status: fds[2], drop: p.Drop, uid: p.UID, gid: p.GID, ctl: -1}
 	if msg := buildNamespace(p.Spec, pass); msg != "" {
 		r.failSetup = []byte("apodex sandbox: " + msg + "\n")
 	}
@@ -349,31 +352,7 @@ const (
 //go:norace
 func commandInit(r *rawCmd) {
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0)
-	// stdio at 0, 1, 2 (a warm pid 1 has /dev/null until its command
-	// comes), a Landlock ruleset at 3, a warm one's socket at warmCtlFD;
-	// nothing else survives.
-	out, errOut := r.stdout, r.stderr
-	if r.warm != nil {
-		out, errOut = r.stdin, r.stdin
-	}
-	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.stdin), 0, 0)
-	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(out), 1, 0)
-	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(errOut), 2, 0)
-	if r.landlock >= 0 {
-		syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.landlock), 3, 0)
-	}
-	switch {
-	case r.warm != nil:
-		syscall.RawSyscall(syscall.SYS_DUP3, uintptr(r.ctl), warmCtlFD, 0)
-		if r.landlock < 0 {
-			syscall.RawSyscall(syscall.SYS_CLOSE, 3, 0, 0)
-		}
-		syscall.RawSyscall(sysCloseRange, warmCtlFD+1, ^uintptr(0), 0)
-	case r.landlock >= 0:
-		syscall.RawSyscall(sysCloseRange, 4, ^uintptr(0), 0)
-	default:
-		syscall.RawSyscall(sysCloseRange, 3, ^uintptr(0), 0)
-	}
+	placeFDs(r)
 	if r.failSetup != nil {
 		rawFail(r.failSetup)
 	}
@@ -449,10 +428,64 @@ func commandInit(r *rawCmd) {
 		}
 	}
 	ws := syscall.WaitStatus(status)
+	code := int(ws>>8) & 0xff
 	if ws&0x7f != 0 && ws&0x7f != 0x7f { // signaled
-		rawExit(128 + int(ws&0x7f))
+		code = 128 + int(ws&0x7f)
 	}
-	rawExit(int(ws>>8) & 0xff)
+	// Every other process of the command is killed and reaped (kill -1
+	// from pid 1 reaches all of its namespace but itself; a fork racing it
+	// fails, its parent being killed), then stdio is let go and the
+	// status told: the runner reads the command's output and files with
+	// nothing of it left running, before pid 1's exit has torn down the
+	// namespaces.
+	syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0)
+	for {
+		_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), 0, 0, 0, 0, 0)
+		if e != syscall.EINTR && e != 0 {
+			break // ECHILD: none left
+		}
+	}
+	syscall.RawSyscall(sysCloseRange, 0, 2, 0)
+	told := [1]byte{byte(code)}
+	syscall.RawSyscall(syscall.SYS_WRITE, statusFD, uintptr(unsafe.Pointer(&told[0])), 1)
+	rawExit(code)
+}
+
+// statusFD is pid 1's status pipe to the runner.
+const statusFD = 5
+
+// placeFDs puts what pid 1 keeps at fixed descriptors: stdio at 0, 1, 2 (a
+// warm pid 1 has /dev/null until its command comes), a Landlock ruleset at
+// 3, a warm pid 1's socket at warmCtlFD, the status pipe at statusFD
+// (close-on-exec); nothing else survives. Each first moves past every
+// target, so none is overwritten before it is moved. (A function of its
+// own keeps commandInit's frame small: pid 1 runs on a fixed stack, where
+// every nosplit frame of the deepest call chain counts.)
+//
+//go:nosplit
+//go:norace
+func placeFDs(r *rawCmd) {
+	kept := [6]int{r.stdin, r.stdout, r.stderr, r.landlock, r.ctl, r.status}
+	if r.warm != nil {
+		kept[1], kept[2], kept[5] = r.stdin, r.stdin, -1
+	}
+	for i, fd := range kept {
+		if fd >= 0 {
+			moved, _, _ := syscall.RawSyscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 16)
+			kept[i] = int(moved)
+		}
+	}
+	for i, fd := range kept {
+		switch {
+		case fd < 0:
+			syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(i), 0, 0)
+		case i == statusFD:
+			syscall.RawSyscall(syscall.SYS_DUP3, uintptr(fd), uintptr(i), syscall.O_CLOEXEC)
+		default:
+			syscall.RawSyscall(syscall.SYS_DUP3, uintptr(fd), uintptr(i), 0)
+		}
+	}
+	syscall.RawSyscall(sysCloseRange, statusFD+1, ^uintptr(0), 0)
 }
 
 // commandShell is the command's shell, pid 2 of its namespace.

@@ -65,18 +65,24 @@ func awaitCommand(w *warmMsg) {
 		}
 		break
 	}
-	// One SCM_RIGHTS message of two descriptors: a 16-byte header, then
-	// the descriptors.
+	// One SCM_RIGHTS message of three descriptors (stdout, stderr, the
+	// status pipe): a 16-byte header, then the descriptors. They arrive
+	// above statusFD (3, the Landlock ruleset's, may be free again).
 	level := *(*int32)(unsafe.Pointer(&w.oob[8]))
 	typ := *(*int32)(unsafe.Pointer(&w.oob[12]))
-	if w.hdr.Controllen < 24 || level != syscall.SOL_SOCKET || typ != syscall.SCM_RIGHTS {
+	if w.hdr.Controllen < 28 || level != syscall.SOL_SOCKET || typ != syscall.SCM_RIGHTS {
 		rawExit(helperExit)
 	}
-	out := *(*int32)(unsafe.Pointer(&w.oob[16]))
-	errOut := *(*int32)(unsafe.Pointer(&w.oob[20]))
-	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(out), 1, 0)
-	syscall.RawSyscall(syscall.SYS_DUP3, uintptr(errOut), 2, 0)
-	syscall.RawSyscall(sysCloseRange, 3, ^uintptr(0), 0)
+	var got [3]uintptr
+	for i := range got {
+		fd := uintptr(*(*int32)(unsafe.Pointer(&w.oob[16+4*i])))
+		got[i], _, _ = syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 16)
+	}
+	syscall.RawSyscall(syscall.SYS_DUP3, got[0], 1, 0)
+	syscall.RawSyscall(syscall.SYS_DUP3, got[1], 2, 0)
+	syscall.RawSyscall(syscall.SYS_DUP3, got[2], statusFD, syscall.O_CLOEXEC)
+	syscall.RawSyscall(sysCloseRange, 3, statusFD-1, 0)
+	syscall.RawSyscall(sysCloseRange, statusFD+1, ^uintptr(0), 0)
 }
 
 // warm is a command made ready.
@@ -114,7 +120,7 @@ func makeWarm(p livePlan, ups bool, devnull int) (*warm, error) {
 			return nil
 		}
 	}
-	r := &rawCmd{landlock: -1, stdin: devnull, stdout: -1, stderr: -1, drop: p.Drop, uid: p.UID, gid: p.GID, warm: newWarmMsg()}
+	r := &rawCmd{landlock: -1, stdin: devnull, stdout: -1, stderr: -1, status: -1, drop: p.Drop, uid: p.UID, gid: p.GID, warm: newWarmMsg()}
 	w.r = r
 	if msg := buildNamespace(p.Spec, pass); msg != "" {
 		w.discard()
@@ -152,9 +158,9 @@ func makeWarm(p livePlan, ups bool, devnull int) (*warm, error) {
 }
 
 // start gives w the command of p: its upper layers go to the runner
-// through ups (-1 none), stdout and stderr to pid 1. w's descriptors are
-// closed; on an error the caller discards w.
-func (w *warm) start(p livePlan, stdout, stderr, ups int) error {
+// through ups (-1 none), stdout, stderr and the status pipe to pid 1. w's
+// descriptors are closed; on an error the caller discards w.
+func (w *warm) start(p livePlan, stdout, stderr, status, ups int) error {
 	for len(w.uppers) > 0 {
 		u := w.uppers[0]
 		err := passUpper(ups, u[0], u[1])
@@ -167,7 +173,7 @@ func (w *warm) start(p livePlan, stdout, stderr, ups int) error {
 	if err := w.r.command(p.Spec); err != nil {
 		return err
 	}
-	err := syscall.Sendmsg(w.ctl, []byte{'g'}, syscall.UnixRights(stdout, stderr), nil, 0)
+	err := syscall.Sendmsg(w.ctl, []byte{'g'}, syscall.UnixRights(stdout, stderr, status), nil, 0)
 	syscall.Close(w.ctl)
 	w.ctl = -1
 	return err

@@ -55,6 +55,16 @@ func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran
 		return Result{}, fmt.Errorf("sandbox: pipe: %w", err), true
 	}
 	defer errR.Close()
+	// pid 1 writes the exit status here once nothing of the command runs
+	// (livecmd_linux.go); without it (killed, or never started) the
+	// server's exit message says how the command ended.
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		errW.Close()
+		return Result{}, fmt.Errorf("sandbox: pipe: %w", err), true
+	}
+	defer statusR.Close()
 	msg := wire{Op: "run", ID: id, Plan: raw}
 	var fds []int
 	var planW *os.File
@@ -63,12 +73,13 @@ func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran
 		if err != nil {
 			outW.Close()
 			errW.Close()
+			statusW.Close()
 			return Result{}, fmt.Errorf("sandbox: pipe: %w", err), true
 		}
 		defer planR.Close()
 		msg.Plan, planW, fds = nil, w, []int{int(planR.Fd())}
 	}
-	fds = append(fds, int(outW.Fd()), int(errW.Fd()))
+	fds = append(fds, int(outW.Fd()), int(errW.Fd()), int(statusW.Fd()))
 	if c.ups != nil {
 		fds = append(fds, int(c.ups.theirs.Fd()))
 	}
@@ -77,6 +88,7 @@ func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran
 	serr := lv.send(msg, fds)
 	outW.Close()
 	errW.Close()
+	statusW.Close()
 	if planW != nil {
 		if serr == nil {
 			go func() {
@@ -104,12 +116,28 @@ func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran
 	c.running(func() { _ = lv.send(wire{Op: "kill", ID: id}, nil) })
 	stopWatch := make(chan struct{})
 	go c.watchQuotas(stopWatch)
+	told := make(chan int, 1)
+	go func() {
+		var b [1]byte
+		if n, _ := statusR.Read(b[:]); n == 1 {
+			told <- int(b[0])
+		} else {
+			told <- -1
+		}
+	}()
 	killed, started, dead := false, false, false
 	var exit wire
 	done := ctx.Done()
 wait:
 	for {
 		select {
+		case code := <-told:
+			if code >= 0 {
+				started = true
+				exit = wire{Op: "exit", ID: id, Status: uint32(code) << 8}
+				break wait
+			}
+			told = nil // the server's exit message says how it ended
 		case m, ok := <-ch:
 			switch {
 			case !ok:

@@ -357,3 +357,37 @@ func TestWarmCommands(t *testing.T) {
 		})
 	}
 }
+
+// When a command's status is back, nothing of it runs: a background
+// writer has stopped writing and a background forker (which races the
+// kill) has left no process behind, on the warm path and the built one.
+func TestLiveNothingRunsAfter(t *testing.T) {
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			if err := os.Chmod(ws, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true}}
+			token := sleepToken()
+			for k := range 4 {
+				res := run(t, p, Spec{Mounts: mounts, Command: `(while :; do echo x >> /workspace/bg; done) & (while :; do sleep ` + token + ` & done) & sleep 0.05; echo started`})
+				if res.ExitCode != 0 || string(res.Stdout) != "started\n" {
+					t.Fatalf("command %d: exit %d %q %s", k, res.ExitCode, res.Stdout, res.Stderr)
+				}
+				fi, err := os.Stat(filepath.Join(ws, "bg"))
+				if err != nil || fi.Size() == 0 {
+					t.Fatalf("command %d: the background writer never wrote: %v", k, err)
+				}
+				time.Sleep(30 * time.Millisecond)
+				if again, err := os.Stat(filepath.Join(ws, "bg")); err != nil || again.Size() != fi.Size() {
+					t.Fatalf("command %d: /workspace/bg still grows after the command returned (%d -> %d bytes)", k, fi.Size(), again.Size())
+				}
+				if left := procsWith(token); len(left) > 0 {
+					t.Fatalf("command %d: processes left after it returned: %v", k, left)
+				}
+				os.Remove(filepath.Join(ws, "bg"))
+			}
+		})
+	}
+}

@@ -420,13 +420,13 @@ func (s *server) start(plan []byte, fds []int) (pid int, keep *rawCmd, warmed bo
 		closeAll(fds)
 		return 0, nil, false, err
 	}
-	ups := len(fds) > 2
+	ups := len(fds) > 3
 	if w := s.takeWarm(warmKey(p, ups)); w != nil {
 		upsFD := -1
 		if ups {
-			upsFD = fds[2]
+			upsFD = fds[3]
 		}
-		if err := w.start(p, fds[0], fds[1], upsFD); err == nil {
+		if err := w.start(p, fds[0], fds[1], fds[2], upsFD); err == nil {
 			pid, keep, warmed = w.pid, w.r, true
 			closeAll(fds)
 		} else {
