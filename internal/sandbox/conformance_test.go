@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -404,6 +405,50 @@ func TestTrackedMountBetweenCommands(t *testing.T) {
 			}
 			if fi.Mode()&os.ModeSetuid != 0 {
 				t.Errorf("sh keeps %v after the command", fi.Mode())
+			}
+		})
+	}
+}
+
+// A host mount inside a bound directory comes along restricted as the
+// command mount holding it says: read-only under a read-only mount,
+// writable under a writable one, nosuid and nodev under both. (Needs root
+// to mount on the host.)
+func TestSubmountsRestricted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting on the host needs root")
+	}
+	base := t.TempDir()
+	in, ws := filepath.Join(base, "in"), filepath.Join(base, "ws")
+	for _, d := range []string{filepath.Join(in, "sub"), filepath.Join(ws, "sub")} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", d, "tmpfs", 0, "mode=0777,size=1m"); err != nil {
+			t.Skipf("cannot mount a tmpfs here: %v", err)
+		}
+		t.Cleanup(func() { _ = syscall.Unmount(d, syscall.MNT_DETACH) })
+	}
+	mounts := []Mount{{Source: in, Target: "/inputs"}, {Source: ws, Target: "/workspace", Writable: true}}
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Mounts: mounts, Command: `touch /inputs/sub/x 2>/dev/null && echo IN-WRITABLE; touch /workspace/sub/y && echo ws-writable
+awk '$5 == "/inputs/sub" || $5 == "/workspace/sub" {print $5, $6}' /proc/self/mountinfo`})
+			out := string(res.Stdout)
+			if strings.Contains(out, "IN-WRITABLE") || !strings.Contains(out, "ws-writable") {
+				t.Errorf("writability of the submounts: %s %s", out, res.Stderr)
+			}
+			for _, mp := range []string{"/inputs/sub", "/workspace/sub"} {
+				var opts string
+				for _, line := range strings.Split(out, "\n") {
+					if f := strings.Fields(line); len(f) == 2 && f[0] == mp {
+						opts = f[1]
+					}
+				}
+				has := func(o string) bool { return slices.Contains(strings.Split(opts, ","), o) }
+				if !has("nosuid") || !has("nodev") || has("ro") != (mp == "/inputs/sub") {
+					t.Errorf("%s mounted %q; want nosuid,nodev and ro only under /inputs\n%s", mp, opts, out)
+				}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // One command in a live sandbox, on the server's side. The server builds
@@ -178,7 +181,8 @@ func buildNamespace(spec specPlan, pass func(i, fd int) error) string {
 			return msg
 		}
 	}
-	var bound []int // mounts bound (not overlays)
+	var bound []int   // mounts bound (not overlays)
+	recursive := true // mount_setattr restricts each bind and what it brought along
 	for i, m := range spec.Mounts {
 		if err := os.MkdirAll(m.Target, 0o755); err != nil {
 			return fmt.Sprintf("mount point %s: %v", m.Target, err)
@@ -196,11 +200,26 @@ func buildNamespace(spec specPlan, pass func(i, fd int) error) string {
 			return msg
 		}
 		bound = append(bound, i)
+		// nosuid, nodev and, unless writable, read-only for the bind and
+		// every mount it brought along, before a deeper command mount
+		// comes on top of it (which gets its own).
+		if recursive {
+			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+			if !m.Writable {
+				attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+			}
+			err := unix.MountSetattr(unix.AT_FDCWD, m.Target, unix.AT_RECURSIVE, &attr)
+			if errors.Is(err, syscall.ENOSYS) {
+				recursive = false
+			} else if msg := try(err, "restrict "+m.Target); msg != "" {
+				return msg
+			}
+		}
 	}
-	// Every bind and the mounts it brought along: nosuid, nodev, read-only
-	// as the deepest command mount holding them says (one reading of the
-	// mount table for all).
-	if len(bound) > 0 {
+	// Without mount_setattr (before Linux 5.12): every bind and the mounts
+	// it brought along as the deepest command mount holding them says (one
+	// reading of the mount table for all).
+	if len(bound) > 0 && !recursive {
 		for _, mp := range mountPoints() {
 			i := holder(spec.Mounts, mp)
 			if i < 0 || !slices.Contains(bound, i) {
