@@ -3,7 +3,6 @@ package sandbox
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -208,17 +207,14 @@ func buildNamespace(spec specPlan, pass func(i, fd int) error) string {
 			if !m.Writable {
 				attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
 			}
-			err := unix.MountSetattr(unix.AT_FDCWD, m.Target, unix.AT_RECURSIVE, &attr)
-			if errors.Is(err, syscall.ENOSYS) {
-				recursive = false
-			} else if msg := try(err, "restrict "+m.Target); msg != "" {
-				return msg
+			if unix.MountSetattr(unix.AT_FDCWD, m.Target, unix.AT_RECURSIVE, &attr) != nil {
+				recursive = false // the remounts below say what fails
 			}
 		}
 	}
-	// Without mount_setattr (before Linux 5.12): every bind and the mounts
-	// it brought along as the deepest command mount holding them says (one
-	// reading of the mount table for all).
+	// Without mount_setattr (before Linux 5.12, or where it refused): every
+	// bind and the mounts it brought along as the deepest command mount
+	// holding them says (one reading of the mount table for all).
 	if len(bound) > 0 && !recursive {
 		for _, mp := range mountPoints() {
 			i := holder(spec.Mounts, mp)

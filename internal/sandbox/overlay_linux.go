@@ -51,12 +51,12 @@ func sizedOverlay(lower, target, scratchDir string, size int64) (int, error) {
 	// A tmpfs that is never attached (Linux 5.2's mount API): nothing to
 	// detach after, whose umount would wait for an expedited RCU grace
 	// period on every command.
+	// Where either is refused, the tmpfs is mounted and detached after.
 	if fd, err := detachedTmpfs(size); err == nil {
-		if err := overlayOn(lower, target, "/proc/self/fd/"+strconv.Itoa(fd), &st); err != nil {
-			syscall.Close(fd)
-			return -1, err
+		if overlayOn(lower, target, "/proc/self/fd/"+strconv.Itoa(fd), &st) == nil {
+			return fd, nil
 		}
-		return fd, nil
+		syscall.Close(fd)
 	}
 	if err := os.MkdirAll(scratchDir, 0o700); err != nil {
 		return -1, err
