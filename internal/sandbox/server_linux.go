@@ -347,7 +347,11 @@ func serve() {
 			s.mu.Lock()
 			s.cmds[m.ID] = &serverCmd{}
 			s.mu.Unlock()
-			go s.run(m.ID, m.Plan, fds)
+			if pid, keep, ok := s.startWarm(m.Plan, fds); ok {
+				go s.wait(m.ID, pid, keep, true)
+			} else {
+				go s.run(m.ID, m.Plan, fds)
+			}
 		case "kill":
 			closeAll(fds)
 			s.kill(m.ID)
@@ -391,10 +395,16 @@ func (s *server) run(id uint64, plan []byte, fds []int) {
 		s.send(wire{Op: "exit", ID: id, Err: err.Error()})
 		return
 	}
+	s.wait(id, pid, keep, warmed)
+}
+
+// wait reports that command id started (pid 1 pid, kept alive by keep)
+// and, once pid 1 has exited, how it ended.
+func (s *server) wait(id uint64, pid int, keep *rawCmd, warmed bool) {
 	s.mu.Lock()
 	c := s.cmds[id]
 	c.pid = pid
-	killed = c.killed
+	killed := c.killed
 	s.mu.Unlock()
 	if killed {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -440,6 +450,41 @@ func (s *server) start(plan []byte, fds []int) (pid int, keep *rawCmd, warmed bo
 		s.prewarm(p, ups)
 	}
 	return pid, keep, warmed, err
+}
+
+// startWarm starts a command on the warm one, right in the server's receive
+// loop, when its plan came inline and the warm command is ready and fits
+// (ok); otherwise it leaves plan and fds to run.
+func (s *server) startWarm(plan []byte, fds []int) (pid int, keep *rawCmd, ok bool) {
+	if plan == nil {
+		return 0, nil, false
+	}
+	p, rest, err := readPlan(plan, fds)
+	if err != nil {
+		return 0, nil, false
+	}
+	ups := len(rest) > 3
+	s.warmMu.Lock()
+	w := s.warm
+	if w == nil || s.warming != nil || w.key != warmKey(p, ups) {
+		s.warmMu.Unlock()
+		return 0, nil, false
+	}
+	s.warm = nil
+	s.warmMu.Unlock()
+	upsFD := -1
+	if ups {
+		upsFD = rest[3]
+	}
+	if err := w.start(p, rest[0], rest[1], rest[2], upsFD); err != nil {
+		w.discard()
+		return 0, nil, false // run builds it and says what fails
+	}
+	closeAll(rest)
+	if p.Prewarm {
+		s.prewarm(p, ups)
+	}
+	return w.pid, w.r, true
 }
 
 func (s *server) finish(id uint64) {
