@@ -461,8 +461,12 @@ func commandInit(r *rawCmd) {
 		}
 	}
 	syscall.RawSyscall(sysCloseRange, 0, 2, 0)
-	told := [1]byte{byte(code)}
-	syscall.RawSyscall(syscall.SYS_WRITE, statusFD, uintptr(unsafe.Pointer(&told[0])), 1)
+	// The status, and whether pid 1 was a warm one.
+	told := [2]byte{byte(code), 0}
+	if r.warm != nil {
+		told[1] = 1
+	}
+	syscall.RawSyscall(syscall.SYS_WRITE, statusFD, uintptr(unsafe.Pointer(&told[0])), 2)
 	rawExit(code)
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -116,29 +117,26 @@ func (lv *live) run(ctx context.Context, c *command) (res Result, err error, ran
 	c.running(func() { _ = lv.send(wire{Op: "kill", ID: id}, nil) })
 	stopWatch := make(chan struct{})
 	go c.watchQuotas(stopWatch)
-	told := make(chan int, 1)
-	go func() {
-		var b [1]byte
-		if n, _ := statusR.Read(b[:]); n == 1 {
-			told <- int(b[0])
-		} else {
-			told <- -1
-		}
-	}()
-	killed, started, dead := false, false, false
+	// A cancelled or timed-out command is killed through the server; its
+	// pid 1 then writes no status.
+	var cancelled atomic.Bool
+	stopKill := context.AfterFunc(ctx, func() {
+		cancelled.Store(true)
+		_ = lv.send(wire{Op: "kill", ID: id}, nil)
+	})
+	started, dead := false, false
 	var exit wire
-	done := ctx.Done()
-wait:
-	for {
-		select {
-		case code := <-told:
-			if code >= 0 {
-				started = true
-				exit = wire{Op: "exit", ID: id, Status: uint32(code) << 8}
-				break wait
-			}
-			told = nil // the server's exit message says how it ended
-		case m, ok := <-ch:
+	var told [2]byte // the exit status, and 1 if pid 1 was warm
+	if n, _ := io.ReadFull(statusR, told[:]); n == 2 {
+		started = true
+		exit = wire{Op: "exit", ID: id, Status: uint32(told[0]) << 8}
+		if told[1] == 1 {
+			lv.warmStarts.Add(1)
+		}
+	} else { // the server's exit message says how it ended
+	wait:
+		for {
+			m, ok := <-ch
 			switch {
 			case !ok:
 				dead = true
@@ -152,11 +150,10 @@ wait:
 				exit = m
 				break wait
 			}
-		case <-done:
-			killed, done = true, nil
-			_ = lv.send(wire{Op: "kill", ID: id}, nil)
 		}
 	}
+	stopKill()
+	killed := cancelled.Load()
 	close(stopWatch)
 	if (dead || exit.Err != "") && !started && !killed {
 		outR.Close() // unblocks the copies

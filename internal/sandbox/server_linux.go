@@ -78,7 +78,8 @@ type wire struct {
 	// Plan is the command's livePlan (run); a large one comes through a
 	// pipe, the first descriptor, instead.
 	Plan json.RawMessage `json:"plan,omitempty"`
-	// Warm says the command started on a warm pid 1 (started).
+	// Warm says the command started on a warm pid 1 (started; a command
+	// that ends by itself says so on its status pipe too).
 	Warm bool `json:"warm,omitempty"`
 }
 
@@ -348,7 +349,7 @@ func serve() {
 			s.cmds[m.ID] = &serverCmd{}
 			s.mu.Unlock()
 			if pid, keep, ok := s.startWarm(m.Plan, fds); ok {
-				go s.wait(m.ID, pid, keep, true)
+				go s.wait(m.ID, pid, keep)
 			} else {
 				go s.run(m.ID, m.Plan, fds)
 			}
@@ -395,12 +396,12 @@ func (s *server) run(id uint64, plan []byte, fds []int) {
 		s.send(wire{Op: "exit", ID: id, Err: err.Error()})
 		return
 	}
-	s.wait(id, pid, keep, warmed)
+	s.wait(id, pid, keep)
 }
 
 // wait reports that command id started (pid 1 pid, kept alive by keep)
 // and, once pid 1 has exited, how it ended.
-func (s *server) wait(id uint64, pid int, keep *rawCmd, warmed bool) {
+func (s *server) wait(id uint64, pid int, keep *rawCmd) {
 	s.mu.Lock()
 	c := s.cmds[id]
 	c.pid = pid
@@ -409,7 +410,7 @@ func (s *server) wait(id uint64, pid int, keep *rawCmd, warmed bool) {
 	if killed {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	s.send(wire{Op: "started", ID: id, Warm: warmed})
+	s.send(wire{Op: "started", ID: id, Warm: keep.warm != nil})
 	var ws syscall.WaitStatus
 	for {
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
