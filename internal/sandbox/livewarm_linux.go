@@ -223,6 +223,34 @@ func (s *server) takeWarm(key string) *warm {
 	return w
 }
 
+// readyWarm returns the warm command for key if it is ready now, nil
+// otherwise (one being made, or one for another key, is left alone).
+func (s *server) readyWarm(key string) *warm {
+	s.warmMu.Lock()
+	defer s.warmMu.Unlock()
+	w := s.warm
+	if w == nil || s.warming != nil || w.key != key {
+		return nil
+	}
+	s.warm = nil
+	return w
+}
+
+// onWarm starts the command of p (fds as readPlan returns them) on w and
+// closes fds; when w fails, it is discarded and fds are left as they are.
+func (s *server) onWarm(w *warm, p livePlan, fds []int) bool {
+	ups := -1
+	if len(fds) > 3 {
+		ups = fds[3]
+	}
+	if err := w.start(p, fds[0], fds[1], fds[2], ups); err != nil {
+		w.discard()
+		return false
+	}
+	closeAll(fds)
+	return true
+}
+
 // prewarm makes a warm command for plans like p, unless one is there or
 // being made.
 func (s *server) prewarm(p livePlan, ups bool) {

@@ -432,19 +432,9 @@ func (s *server) start(plan []byte, fds []int) (pid int, keep *rawCmd, warmed bo
 		return 0, nil, false, err
 	}
 	ups := len(fds) > 3
-	if w := s.takeWarm(warmKey(p, ups)); w != nil {
-		upsFD := -1
-		if ups {
-			upsFD = fds[3]
-		}
-		if err := w.start(p, fds[0], fds[1], fds[2], upsFD); err == nil {
-			pid, keep, warmed = w.pid, w.r, true
-			closeAll(fds)
-		} else {
-			w.discard()
-		}
-	}
-	if !warmed {
+	if w := s.takeWarm(warmKey(p, ups)); w != nil && s.onWarm(w, p, fds) {
+		pid, keep, warmed = w.pid, w.r, true
+	} else {
 		pid, keep, err = startCommand(p, fds, int(s.devnull.Fd()))
 	}
 	if err == nil && p.Prewarm {
@@ -465,23 +455,10 @@ func (s *server) startWarm(plan []byte, fds []int) (pid int, keep *rawCmd, ok bo
 		return 0, nil, false
 	}
 	ups := len(rest) > 3
-	s.warmMu.Lock()
-	w := s.warm
-	if w == nil || s.warming != nil || w.key != warmKey(p, ups) {
-		s.warmMu.Unlock()
-		return 0, nil, false
-	}
-	s.warm = nil
-	s.warmMu.Unlock()
-	upsFD := -1
-	if ups {
-		upsFD = rest[3]
-	}
-	if err := w.start(p, rest[0], rest[1], rest[2], upsFD); err != nil {
-		w.discard()
+	w := s.readyWarm(warmKey(p, ups))
+	if w == nil || !s.onWarm(w, p, rest) {
 		return 0, nil, false // run builds it and says what fails
 	}
-	closeAll(rest)
 	if p.Prewarm {
 		s.prewarm(p, ups)
 	}
