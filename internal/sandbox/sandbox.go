@@ -32,7 +32,10 @@
 // guarantees above, except that the commands of one live sandbox share its
 // network, ipc and uts namespaces and its cgroup (Limits.Memory and
 // Limits.Pids bound them together); a live sandbox that cannot start or has
-// died leaves its commands to the per-command runner, never to None.
+// died leaves its commands to the per-command runner, never to None. A
+// command returns once no process of it is left; the next command of the
+// same shape may start on namespaces made ready while this one ran
+// (livewarm_linux.go), new and untouched by any command.
 //
 // Both re-execute the running binary as a helper (helper_linux.go): any
 // program importing this package, test binaries included, serves as its own
