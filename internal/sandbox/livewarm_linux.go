@@ -217,7 +217,7 @@ func (s *server) takeWarm(key string) *warm {
 	s.warm = nil
 	s.warmMu.Unlock()
 	if w != nil && w.key != key {
-		w.discard()
+		go w.discard() // off this command's way: pid 1's exit tears its namespaces down
 		return nil
 	}
 	return w
