@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
+	"strconv"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // A warm command: while a command runs, the server makes the next one
@@ -92,13 +96,19 @@ type warm struct {
 	r      *rawCmd
 	ctl    int      // the server's end of pid 1's socket
 	uppers [][2]int // mount index, upper layer descriptor
+	sized  []int64  // the upper layers' sizes, by mount index
 }
 
 // warmKey is what a plan must share with a warm command to take it:
-// everything but the command line, environment and directory, and whether
-// it has a socket for upper layers.
+// everything but the command line, environment and directory and the sizes
+// of the upper layers (which mounts have one counts; start resizes them),
+// and whether it has a socket for upper layers.
 func warmKey(p livePlan, ups bool) string {
 	p.Spec.Command, p.Spec.Env, p.Spec.Dir = "", nil, ""
+	p.Spec.Sized = slices.Clone(p.Spec.Sized)
+	for i, n := range p.Spec.Sized {
+		p.Spec.Sized[i] = min(n, 1)
+	}
 	raw, _ := json.Marshal(struct {
 		P   livePlan
 		Ups bool
@@ -112,7 +122,7 @@ func makeWarm(p livePlan, ups bool, devnull int) (*warm, error) {
 	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
 		return nil, err
 	}
-	w := &warm{key: warmKey(p, ups), ctl: -1}
+	w := &warm{key: warmKey(p, ups), ctl: -1, sized: p.Spec.Sized}
 	var pass func(i, fd int) error
 	if ups {
 		pass = func(i, fd int) error {
@@ -163,7 +173,13 @@ func makeWarm(p livePlan, ups bool, devnull int) (*warm, error) {
 func (w *warm) start(p livePlan, stdout, stderr, status, ups int) error {
 	for len(w.uppers) > 0 {
 		u := w.uppers[0]
-		err := passUpper(ups, u[0], u[1])
+		var err error
+		if size := p.Spec.Sized[u[0]]; size != w.sized[u[0]] {
+			err = resizeTmpfs(u[1], size) // what the quota has left now
+		}
+		if err == nil {
+			err = passUpper(ups, u[0], u[1])
+		}
 		syscall.Close(u[1])
 		w.uppers = w.uppers[1:]
 		if err != nil {
@@ -177,6 +193,19 @@ func (w *warm) start(p livePlan, stdout, stderr, status, ups int) error {
 	syscall.Close(w.ctl)
 	w.ctl = -1
 	return err
+}
+
+// resizeTmpfs makes the tmpfs whose root is fd size bytes large.
+func resizeTmpfs(fd int, size int64) error {
+	fs, err := unix.Fspick(fd, "", unix.FSPICK_EMPTY_PATH|unix.FSPICK_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fs)
+	if err := unix.FsconfigSetString(fs, "size", strconv.FormatInt(max(size, 1), 10)); err != nil {
+		return err
+	}
+	return unix.FsconfigReconfigure(fs)
 }
 
 // discard kills w's pid 1 and waits for it; everything of w is let go.

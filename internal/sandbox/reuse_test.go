@@ -391,3 +391,35 @@ func TestLiveNothingRunsAfter(t *testing.T) {
 		})
 	}
 }
+
+// A command that wrote to a refusing quota's mount leaves less room for
+// the next: the warm command made before is resized to what is left, still
+// taken, and a write past that is refused.
+func TestWarmScratchQuota(t *testing.T) {
+	if !warmable {
+		t.Skip("no warm commands on this architecture")
+	}
+	for name, p := range pools(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			q := &Quota{Bytes: 1 << 20, Apparent: true, Refuse: true, Name: "scratch_quota", Hint: "--scratch-quota"}
+			mounts := []Mount{{Source: dir, Target: "/scratch", Writable: true, Quota: q}}
+			for _, f := range []string{"a", "b"} {
+				res := run(t, p, Spec{Mounts: mounts, Command: "head -c 307200 /dev/zero > /scratch/" + f})
+				if res.ExitCode != 0 || res.Limit != "" {
+					t.Fatalf("write %s: exit %d limit %q: %s", f, res.ExitCode, res.Limit, res.Stderr)
+				}
+			}
+			res := run(t, p, Spec{Mounts: mounts, Command: `head -c 614400 /dev/zero > /scratch/c; echo "c=$?"`})
+			if !strings.Contains(string(res.Stdout), "c=1") || !strings.Contains(string(res.Stderr), "No space left") || res.Limit != "scratch_quota" {
+				t.Errorf("the write past what was left was not refused: %q %q limit %q", res.Stdout, res.Stderr, res.Limit)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "c")); err == nil && fi.Size() > 1<<20-2*307200 {
+				t.Errorf("c on the host is %d bytes, more than the quota left", fi.Size())
+			}
+			if w := warmStarts(p); w < 2 {
+				t.Errorf("%d of 3 commands started warm; want the two after the first", w)
+			}
+		})
+	}
+}
