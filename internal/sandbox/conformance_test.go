@@ -453,3 +453,22 @@ awk '$5 == "/inputs/sub" || $5 == "/workspace/sub" {print $5, $6}' /proc/self/mo
 		})
 	}
 }
+
+// The device nodes of /dev are usable and, like every other mount, nosuid.
+func TestDevNodesNosuid(t *testing.T) {
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Command: `echo x > /dev/null && head -c 4 /dev/zero | wc -c && awk '$5 ~ "^/dev/(null|zero|full|random|urandom|tty)$" {print $5, $6}' /proc/self/mountinfo`})
+			lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+			if res.ExitCode != 0 || len(lines) < 2 || strings.TrimSpace(lines[0]) != "4" {
+				t.Fatalf("devices not usable: exit %d %q %s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			for _, l := range lines[1:] {
+				f := strings.Fields(l)
+				if len(f) != 2 || !slices.Contains(strings.Split(f[1], ","), "nosuid") {
+					t.Errorf("device mount %q is not nosuid", l)
+				}
+			}
+		})
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // helperNative builds the sandbox without bubblewrap. The runner started
@@ -76,21 +78,8 @@ func helperNative(p plan) {
 			remount(pth, true)
 		}
 	}
-	// A minimal /dev.
 	dev := at("/dev")
-	must(os.MkdirAll(dev, 0o755), "mkdir /dev")
-	must(syscall.Mount("tmpfs", dev, "tmpfs", syscall.MS_NOSUID|syscall.MS_NOEXEC, "mode=0755,size=64k"), "mount /dev")
-	for name, fd := range devs {
-		node := filepath.Join(dev, name)
-		if f, err := os.Create(node); err == nil {
-			f.Close()
-			must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), node, "", syscall.MS_BIND, ""), "bind /dev/"+name)
-			syscall.Close(fd)
-		}
-	}
-	for name, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
-		_ = os.Symlink(to, filepath.Join(dev, name))
-	}
+	minimalDev(dev, devs)
 	if os.Mkdir(filepath.Join(dev, "pts"), 0o755) == nil {
 		_ = syscall.Mount("devpts", filepath.Join(dev, "pts"), "devpts", syscall.MS_NOSUID|syscall.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
 	}
@@ -157,6 +146,28 @@ func openDevs() map[string]int {
 		}
 	}
 	return devs
+}
+
+// minimalDev mounts a sandbox's /dev at dev: a tmpfs holding the device
+// nodes of devs (openDevs; their descriptors are closed), each bound
+// nosuid, and the usual symlinks.
+func minimalDev(dev string, devs map[string]int) {
+	must(os.MkdirAll(dev, 0o755), "mkdir /dev")
+	must(syscall.Mount("tmpfs", dev, "tmpfs", syscall.MS_NOSUID|syscall.MS_NOEXEC, "mode=0755,size=64k"), "mount /dev")
+	for name, fd := range devs {
+		node := filepath.Join(dev, name)
+		if f, err := os.Create(node); err == nil {
+			f.Close()
+			must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), node, "", syscall.MS_BIND, ""), "bind /dev/"+name)
+			// nosuid as every other mount (a kernel before 5.12 leaves the
+			// host's flags: a device node has no setuid bits to honour).
+			_ = unix.MountSetattr(unix.AT_FDCWD, node, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID})
+		}
+		syscall.Close(fd)
+	}
+	for name, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
+		_ = os.Symlink(to, filepath.Join(dev, name))
+	}
 }
 
 // newRoot makes the mount namespace private and mounts the sandbox's root,

@@ -173,19 +173,7 @@ func serverRoot(p serverPlan) {
 	must(os.MkdirAll(at("/proc"), 0o555), "mkdir /proc")
 	must(syscall.Mount("proc", at("/proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""), "mount /proc")
 	dev := at("/dev")
-	must(os.MkdirAll(dev, 0o755), "mkdir /dev")
-	must(syscall.Mount("tmpfs", dev, "tmpfs", syscall.MS_NOSUID|syscall.MS_NOEXEC, "mode=0755,size=64k"), "mount /dev")
-	for name, fd := range devs {
-		node := filepath.Join(dev, name)
-		if f, err := os.Create(node); err == nil {
-			f.Close()
-			must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(fd), node, "", syscall.MS_BIND, ""), "bind /dev/"+name)
-			syscall.Close(fd)
-		}
-	}
-	for name, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
-		_ = os.Symlink(to, filepath.Join(dev, name))
-	}
+	minimalDev(dev, devs)
 	for _, d := range []string{"/dev/pts", "/dev/shm", "/tmp"} {
 		must(os.MkdirAll(at(d), 0o755), "mkdir "+d)
 	}
