@@ -42,6 +42,17 @@ func lastEvent(w *watch) record.Event {
 // it there and returns the run directory.
 func killWhen(t *testing.T, c *child, home string, stop func(w *watch) bool) (string, *watch) {
 	t.Helper()
+	dir, w, ok := tryKillWhen(t, c, home, stop)
+	if !ok {
+		t.Fatalf("the run ended before the kill point:\n%s", c.output())
+	}
+	return dir, w
+}
+
+// tryKillWhen is killWhen reporting, instead of failing, that the run
+// ended before stop held.
+func tryKillWhen(t *testing.T, c *child, home string, stop func(w *watch) bool) (string, *watch, bool) {
+	t.Helper()
 	var dir string
 	var w *watch
 	ok := c.runUntil(t, aimedSlice, func() bool {
@@ -57,11 +68,42 @@ func killWhen(t *testing.T, c *child, home string, stop func(w *watch) bool) (st
 		return w.lines() > 0 && stop(w)
 	})
 	if !ok {
-		t.Fatalf("the run ended before the kill point:\n%s", c.output())
+		return dir, w, false
 	}
 	c.kill()
 	w.read()
-	return dir, w
+	return dir, w, true
+}
+
+// killAfterSaying starts the example run, sends it text once its record
+// has 4 events and kills it when stop holds. A run can end before the
+// message is applied (a fast machine, a slow one for the message): then it
+// starts again, up to 5 times, as the aimed kills do.
+func killAfterSaying(t *testing.T, text string, stop func(w *watch) bool) (task, home, dir string, w *watch) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		task = copyExample(t)
+		home = t.TempDir()
+		c := startChild(t, exampleRun(home, task)...)
+		said := false
+		var ok bool
+		dir, w, ok = tryKillWhen(t, c, home, func(w *watch) bool {
+			if !said && w.lines() >= 4 {
+				said = true
+				if s := startChild(t, "say", "--home", home, filepath.Base(findRun(home)), text); s.exitCode() != 0 {
+					t.Fatalf("apodex say: %s", s.output())
+				}
+			}
+			return stop(w)
+		})
+		if ok {
+			return task, home, dir, w
+		}
+		if attempt == 5 {
+			t.Fatalf("in 5 attempts the run ended before the kill point:\n%s", c.output())
+		}
+		t.Logf("attempt %d: the run ended before the kill point; again", attempt)
+	}
 }
 
 func resumeJSON(t *testing.T, home, dir string) (int, run.Summary, string) {
@@ -121,16 +163,7 @@ func TestTaskDeletedAfterStart(t *testing.T) {
 // gate asks for the new deliverable and the record holds one revision.
 func TestRevisionSurvivesKill(t *testing.T) {
 	needApodex(t)
-	task, home := copyExample(t), t.TempDir()
-	c := startChild(t, exampleRun(home, task)...)
-	said := false
-	dir, w := killWhen(t, c, home, func(w *watch) bool {
-		if !said && w.lines() >= 4 {
-			said = true
-			if s := startChild(t, "say", "--home", home, filepath.Base(findRun(home)), "Please also deliver /outputs/extra.md with a one-line summary."); s.exitCode() != 0 {
-				t.Fatalf("apodex say: %s", s.output())
-			}
-		}
+	task, home, dir, w := killAfterSaying(t, "Please also deliver /outputs/extra.md with a one-line summary.", func(w *watch) bool {
 		var ce record.Contract
 		e := lastEvent(w)
 		return e.Type == record.TypeContract && e.Decode(&ce) == nil && ce.Version == 2
@@ -162,16 +195,7 @@ func TestRevisionSurvivesKill(t *testing.T) {
 // still paused (no model call) until it is resumed.
 func TestMessageControlSurvivesKill(t *testing.T) {
 	needApodex(t)
-	task, home := copyExample(t), t.TempDir()
-	c := startChild(t, exampleRun(home, task)...)
-	said := false
-	dir, _ := killWhen(t, c, home, func(w *watch) bool {
-		if !said && w.lines() >= 4 {
-			said = true
-			if s := startChild(t, "say", "--home", home, filepath.Base(findRun(home)), "pause"); s.exitCode() != 0 {
-				t.Fatalf("apodex say: %s", s.output())
-			}
-		}
+	_, home, dir, _ := killAfterSaying(t, "pause", func(w *watch) bool {
 		var m record.Message
 		e := lastEvent(w)
 		return e.Type == record.TypeMessage && e.Decode(&m) == nil && m.Control == "pause"
