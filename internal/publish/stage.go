@@ -99,7 +99,8 @@ func (p *Plane) stage(ctx context.Context, agent string, declared []string) (*st
 
 // copyTree copies directories, regular files and symbolic links (as links)
 // from src to the empty dst, skipping src/scratch, and records what it
-// copied in seen.
+// copied in seen. An entry that is gone by the time it is copied (a file
+// tool's temporary file, renamed into place meanwhile) was not there.
 func copyTree(ctx context.Context, src, dst string, seen map[string]state) error {
 	sr, err := os.OpenRoot(src)
 	if err != nil {
@@ -113,6 +114,8 @@ func copyTree(ctx context.Context, src, dst string, seen map[string]state) error
 	defer dr.Close()
 	return fs.WalkDir(sr.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		switch {
+		case err != nil && name != "." && errors.Is(err, fs.ErrNotExist):
+			return nil // gone since its directory was read
 		case err != nil:
 			return err
 		case ctx.Err() != nil:
@@ -125,21 +128,41 @@ func copyTree(ctx context.Context, src, dst string, seen map[string]state) error
 			return dr.Mkdir(name, 0o755)
 		}
 		fi, err := d.Info()
-		if err != nil {
+		// A file replaced while it is copied is copied again, as it is now.
+		for try := 0; ; try++ {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			s := describe(sr, name, fi, nil)
+			switch s.kind {
+			case kindLink:
+				err = dr.Symlink(s.target, name)
+			case kindFile:
+				err = copyFile(sr, dr, name, fi, s.perm)
+				s.links = 1
+			case kindOther:
+				if errors.Is(s.err, errChanged) && try < 3 {
+					fi, err = sr.Lstat(name)
+					continue
+				}
+				return nil // special files (and one that keeps changing) are not copied
+			default:
+				return nil
+			}
+			if errors.Is(err, errChanged) && try < 3 {
+				_ = dr.Remove(name)
+				fi, err = sr.Lstat(name)
+				continue
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			seen[name] = s
 			return err
 		}
-		s := describe(sr, name, fi, nil)
-		switch s.kind {
-		case kindLink:
-			err = dr.Symlink(s.target, name)
-		case kindFile:
-			err = copyFile(sr, dr, name, fi, s.perm)
-			s.links = 1
-		default:
-			return nil // special files are not copied
-		}
-		seen[name] = s
-		return err
 	})
 }
 

@@ -127,10 +127,13 @@ func openAt(root *os.Root, rel string, fi fs.FileInfo) (*os.File, error) {
 	}
 	if got, err := f.Stat(); err != nil || !got.Mode().IsRegular() || !os.SameFile(got, fi) {
 		f.Close()
-		return nil, errors.New("it changed while being read")
+		return nil, errChanged
 	}
 	return f, nil
 }
+
+// errChanged is a file replaced between its lstat and its open.
+var errChanged = errors.New("it changed while being read")
 
 // hashAt returns the content hash ("sha256:<hex>") and size of rel.
 func hashAt(root *os.Root, rel string, fi fs.FileInfo) (string, int64, error) {
