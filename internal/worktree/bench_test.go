@@ -2,11 +2,11 @@ package worktree
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/apodex/apodex/internal/procmem"
 )
 
 // BenchmarkCreateClose measures a worktree's setup and teardown on a
@@ -79,25 +79,7 @@ func BenchmarkDispatchMerge(b *testing.B) {
 				}
 				i++
 			}
-			b.ReportMetric(peakRSS(), "peak-RSS-MiB")
+			b.ReportMetric(procmem.PeakRSS(), "peak-RSS-MiB")
 		})
 	}
-}
-
-// peakRSS is the process's peak resident set (VmHWM) in MiB; it only
-// grows, so measure one size per process:
-//
-//	go test -run '^$' -bench 'DispatchMerge/files=100000$' -benchtime 10x ./internal/worktree/
-func peakRSS() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
