@@ -12,7 +12,11 @@
 //     X-Apodex-Role headers; fields not set are not sent.
 //   - Errors that are worth retrying (429, 5xx, connection failures, truncated
 //     streams) satisfy IsRetryable; all others do not. WithRetry retries them
-//     without ever sleeping past the context's deadline.
+//     without ever sleeping past the context's deadline. A reply that is not
+//     a stream at all (BadStreamError) is tried at most three times.
+//   - A provider's "the prompt is too long" answer, in any of the shapes
+//     DetectOverflow knows, is an APIError with Overflow set, so the caller
+//     can compact and try again instead of failing (IsContextOverflow).
 package llm
 
 import (
@@ -70,6 +74,10 @@ type Request struct {
 	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
 	// Temperature is optional; nil leaves the provider's default.
 	Temperature *float64 `json:"temperature,omitempty"`
+	// ToolChoice is "" (the model decides) or ToolChoiceNone: the tools
+	// are listed, so a history with calls stays valid, but none may be
+	// called (the salvage call at the deadline).
+	ToolChoice string `json:"tool_choice,omitempty"`
 	// Turn is the 0-based index of this call among the agent's turns, set by
 	// the loop so deterministic policies survive compaction of the history.
 	Turn int `json:"turn,omitempty"`
@@ -84,6 +92,9 @@ type Request struct {
 // InterruptedMarker begins the result of a tool call that was cut off when
 // the run's process stopped; a resumed agent reads it (see checkpoint).
 const InterruptedMarker = "error: interrupted: the run stopped"
+
+// ToolChoiceNone asks the model for text only.
+const ToolChoiceNone = "none"
 
 // Purposes of runtime calls.
 const (

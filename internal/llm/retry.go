@@ -111,6 +111,10 @@ func (r *retrying) Generate(ctx context.Context, req *Request) (*Response, error
 		if attempt >= r.p.MaxAttempts {
 			return nil, fmt.Errorf("llm: giving up after %d attempts: %w", attempt, err)
 		}
+		var bad *BadStreamError
+		if errors.As(err, &bad) && attempt >= maxBadStreamAttempts {
+			return nil, fmt.Errorf("llm: giving up after %d attempts that were not streams: %w", attempt, err)
+		}
 		wait := retryAfter(err)
 		if wait <= 0 {
 			wait = r.p.backoff(attempt)

@@ -13,12 +13,13 @@
 //     event mid-stream is an *llm.APIError carrying the status Anthropic uses
 //     for that error type (overloaded_error => 529), so it retries alike.
 //   - Conversation mapping: system messages become the top-level "system"
-//     string, joined by blank lines. Consecutive tool messages, and a user
-//     message right after them, become one user message: the API wants all
-//     results of a turn together, results first. Tool-call arguments that are
-//     not a JSON object are sent as {"_raw": "<text>"} so nothing is lost.
-//     An assistant message with neither text nor tool calls is dropped, as
-//     the API rejects empty content.
+//     string, joined by blank lines. The history is repaired first
+//     (llm.Repair). Consecutive messages of one role become one message, so
+//     roles alternate and a turn's results come together, results first.
+//     Tool-call arguments that are not a JSON object are sent as
+//     {"_raw": "<text>"} so nothing is lost. Empty and whitespace-only text
+//     is left out (the API rejects empty text blocks); a conversation that
+//     would start with the assistant gets a short user message first.
 //   - Reply content the runtime has no type for (thinking, server tools,
 //     citations) is ignored; unknown stream events are skipped.
 package anthropic
@@ -183,6 +184,7 @@ func (c *Client) apiError(resp *http.Response) error {
 	msg := strings.TrimSpace(string(raw))
 	var env struct {
 		Error struct {
+			Type    string `json:"type"`
 			Message string `json:"message"`
 		} `json:"error"`
 	}
@@ -195,12 +197,14 @@ func (c *Client) apiError(resp *http.Response) error {
 	if msg == "" {
 		msg = "no error message"
 	}
-	return &llm.APIError{
+	api := &llm.APIError{
 		StatusCode: resp.StatusCode,
 		URL:        c.url,
 		Message:    cut(c.redact(msg), maxErrorMessage),
 		RetryAfter: retryAfter(resp.Header.Get("retry-after"), c.now()),
+		Code:       env.Error.Type,
 	}
+	return api.Classify("")
 }
 
 // redact removes the API key from text a server might echo back.

@@ -174,3 +174,13 @@ func TestContextCancel(t *testing.T) {
 		})
 	}
 }
+
+// "prompt is too long" is an overflow the runtime can act on.
+func TestPromptTooLongIsOverflow(t *testing.T) {
+	srv, _ := fakeServer(t, reply{status: 400, body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`})
+	_, err := New(Config{BaseURL: srv.URL, Model: "m"}).Generate(t.Context(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	o, over := llm.IsContextOverflow(err)
+	if !over || o.Limit != 200000 || o.Prompt != 210000 {
+		t.Fatalf("err = %v, overflow %v %+v", err, over, o)
+	}
+}

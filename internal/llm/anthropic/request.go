@@ -18,7 +18,13 @@ type wireRequest struct {
 	Messages    []wireMessage `json:"messages"`
 	Tools       []wireTool    `json:"tools,omitempty"`
 	Temperature *float64      `json:"temperature,omitempty"`
+	ToolChoice  *toolChoice   `json:"tool_choice,omitempty"`
 	Stream      bool          `json:"stream,omitempty"`
+}
+
+// toolChoice is {"type": "auto" | "any" | "tool" | "none"}.
+type toolChoice struct {
+	Type string `json:"type"`
 }
 
 // wireMessage holds content blocks: textBlock, toolUseBlock, toolResultBlock.
@@ -79,6 +85,9 @@ func (c *Client) encodeRequest(req *llm.Request) ([]byte, error) {
 		Temperature: req.Temperature,
 		Stream:      c.cfg.Stream,
 	}
+	if req.ToolChoice != "" && len(tools) > 0 {
+		w.ToolChoice = &toolChoice{Type: req.ToolChoice}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // keep tool arguments byte-for-byte readable
@@ -89,55 +98,56 @@ func (c *Client) encodeRequest(req *llm.Request) ([]byte, error) {
 }
 
 // mapMessages splits out the system text and converts the rest to the
-// API's alternating user/assistant messages.
+// API's strictly alternating user/assistant messages: the history is first
+// repaired (llm.Repair), consecutive messages of one role become one message
+// (a turn's tool results first, then any text), empty and whitespace-only
+// text is left out, and a conversation that would not start with a user
+// message gets a short one first.
 func mapMessages(in []llm.Message) (string, []wireMessage) {
 	var system []string
 	var out []wireMessage
-	// results is the index in out of the user message collecting the
-	// current run of tool results, or -1 when there is none.
-	results := -1
-	for _, m := range in {
+	add := func(role string, blocks ...any) {
+		if len(blocks) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			return
+		}
+		out = append(out, wireMessage{Role: role, Content: blocks})
+	}
+	text := func(s string) []any {
+		if strings.TrimSpace(s) == "" {
+			return nil
+		}
+		return []any{textBlock{Type: "text", Text: s}}
+	}
+	for _, m := range llm.Repair(in) {
 		switch m.Role {
 		case llm.RoleSystem:
 			if m.Content != "" {
 				system = append(system, m.Content)
 			}
 		case llm.RoleTool:
-			b := toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError}
-			if results >= 0 {
-				out[results].Content = append(out[results].Content, b)
-				continue
+			content := m.Content
+			if strings.TrimSpace(content) == "" {
+				content = "(no output)"
 			}
-			out = append(out, wireMessage{Role: "user", Content: []any{b}})
-			results = len(out) - 1
+			add("user", toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content, IsError: m.IsError})
 		case llm.RoleAssistant:
-			results = -1
-			var blocks []any
-			if m.Content != "" {
-				blocks = append(blocks, textBlock{Type: "text", Text: m.Content})
-			}
+			blocks := text(m.Content)
 			for _, tc := range m.ToolCalls {
 				blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
 			}
-			if len(blocks) > 0 {
-				out = append(out, wireMessage{Role: "assistant", Content: blocks})
-			}
+			add("assistant", blocks...)
 		default: // user, and any role the API has no place for
-			b := textBlock{Type: "text", Text: m.Content}
-			if results >= 0 {
-				// Text may follow the results of the same turn, never precede
-				// them; an empty text block would be rejected.
-				if m.Content != "" {
-					out[results].Content = append(out[results].Content, b)
-				}
-				results = -1
-				continue
-			}
-			out = append(out, wireMessage{Role: "user", Content: []any{b}})
+			add("user", text(m.Content)...)
 		}
 	}
 	if out == nil {
 		out = []wireMessage{} // "messages" must be an array, never null
+	} else if out[0].Role != "user" {
+		out = append([]wireMessage{{Role: "user", Content: []any{textBlock{Type: "text", Text: "(the conversation so far follows)"}}}}, out...)
 	}
 	return strings.Join(system, "\n\n"), out
 }

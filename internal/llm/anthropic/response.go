@@ -145,7 +145,7 @@ func replyError(url string, e *wireErrorBody) *llm.APIError {
 	if e.Type != "" {
 		msg = e.Type + ": " + msg
 	}
-	return &llm.APIError{StatusCode: errorStatus(e.Type), URL: url, Message: cut(msg, maxErrorMessage)}
+	return (&llm.APIError{StatusCode: errorStatus(e.Type), URL: url, Message: cut(msg, maxErrorMessage), Code: e.Type}).Classify("")
 }
 
 func finishReason(stop string) string {

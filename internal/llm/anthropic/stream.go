@@ -51,6 +51,9 @@ func readEvents(r io.Reader) iter.Seq2[sseEvent, error] {
 				data.Reset()
 				continue
 			}
+			if line[0] == ':' {
+				continue // a comment
+			}
 			field, value, _ := strings.Cut(line, ":")
 			value = strings.TrimPrefix(value, " ")
 			switch field {
@@ -62,10 +65,21 @@ func readEvents(r io.Reader) iter.Seq2[sseEvent, error] {
 				}
 				data.WriteString(value)
 				hasData = true
+			case "id", "retry":
+			default:
+				// Not a line of a server-sent-event stream: an HTML page,
+				// a plain-text error, another API's format.
+				yield(sseEvent{}, errNotSSE{line})
+				return
 			}
 		}
 	}
 }
+
+// errNotSSE is a line that no server-sent-event stream has.
+type errNotSSE struct{ line string }
+
+func (e errNotSSE) Error() string { return "not a server-sent-event line: " + e.line }
 
 // streamEvent is the data of any Messages stream event.
 type streamEvent struct {
@@ -106,6 +120,9 @@ func decodeStream(r io.Reader, url string) (*llm.Response, error) {
 	st := &streamState{url: url, blocks: map[int]*partBlock{}}
 	n := 0
 	for ev, err := range readEvents(r) {
+		if ns, ok := err.(errNotSSE); ok {
+			return nil, llm.NewBadStream(url, []byte(ns.line))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("anthropic: read stream after %d events: %w: %w", n, llm.ErrTruncated, err)
 		}
@@ -125,6 +142,9 @@ func decodeStream(r io.Reader, url string) (*llm.Response, error) {
 func (st *streamState) apply(ev sseEvent) (done bool, err error) {
 	var e streamEvent
 	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+		if d := strings.TrimSpace(ev.Data); d == "" || d[0] != '{' {
+			return false, llm.NewBadStream(st.url, []byte(ev.Data))
+		}
 		return false, fmt.Errorf("anthropic: decode stream event %q: %w: %v", ev.Name, llm.ErrMalformed, err)
 	}
 	if e.Type == "" {

@@ -88,3 +88,18 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamThatIsNotSSE(t *testing.T) {
+	for name, body := range map[string]string{
+		"html page":     "<html><body>502 Bad Gateway</body></html>\n",
+		"data not json": "event: message_start\ndata: hello\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := decodeStream(strings.NewReader(body), "http://x/v1/messages")
+			var bad *llm.BadStreamError
+			if !errors.As(err, &bad) || !strings.Contains(err.Error(), "not SSE/JSON") {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}

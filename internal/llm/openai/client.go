@@ -206,12 +206,14 @@ func (c *Client) statusError(ctx context.Context, resp *http.Response) error {
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
-	return c.scrub(&llm.APIError{
+	api := &llm.APIError{
 		StatusCode: resp.StatusCode,
 		URL:        c.url,
 		Message:    cut(msg, maxMessageLen),
 		RetryAfter: retryAfter(resp.Header, c.now()),
-	})
+		Code:       errorCode(body),
+	}
+	return c.scrub(api.Classify(string(body)))
 }
 
 // scrub removes the API key from server text carried by an APIError.

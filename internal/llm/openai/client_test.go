@@ -397,3 +397,17 @@ func TestRetryAfterParsing(t *testing.T) {
 		}
 	}
 }
+
+// context_length_exceeded is an overflow the runtime can act on.
+func TestContextLengthExceededIsOverflow(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`)
+	}))
+	defer srv.Close()
+	_, err := New(Config{BaseURL: srv.URL, Model: "m"}).Generate(context.Background(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	o, over := llm.IsContextOverflow(err)
+	if !over || o.Limit != 8192 || o.Prompt != 9001 || llm.IsRetryable(err) {
+		t.Fatalf("err = %v, overflow %v %+v", err, over, o)
+	}
+}

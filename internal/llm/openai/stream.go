@@ -48,8 +48,14 @@ func parseStream(r io.Reader, url string) (*llm.Response, error) {
 			continue
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
-		if string(field) != "data" {
-			continue // event:, id:, retry:
+		switch string(bytes.TrimSpace(field)) {
+		case "data":
+		case "event", "id", "retry":
+			continue
+		default:
+			// Not a line of a server-sent-event stream: an HTML page, a
+			// plain-text error, another API's format.
+			return nil, llm.NewBadStream(url, line)
 		}
 		value = bytes.TrimPrefix(value, []byte(" "))
 		if len(pending) > 0 {
@@ -96,8 +102,9 @@ type assembler struct {
 	finish  string
 	model   string
 	usage   llm.Usage
-	choice  bool // a choice for index 0 arrived
-	done    bool // [DONE] arrived
+	choice  bool   // a choice for index 0 arrived
+	done    bool   // [DONE] arrived
+	junk    []byte // the first data that was not a JSON chunk
 }
 
 func (a *assembler) dispatch(p []byte) error {
@@ -107,7 +114,12 @@ func (a *assembler) dispatch(p []byte) error {
 		a.done = true
 		return nil
 	case len(p) == 0 || p[0] != '{':
-		return nil // not a chunk (some proxies send pings as data)
+		// Not a chunk: some proxies send pings as data. Kept to name it if
+		// the stream never finishes.
+		if a.junk == nil && len(p) > 0 {
+			a.junk = append([]byte(nil), p[:min(len(p), 200)]...)
+		}
+		return nil
 	}
 	var ch chatResponse
 	if err := json.Unmarshal(p, &ch); err != nil {
@@ -115,7 +127,7 @@ func (a *assembler) dispatch(p []byte) error {
 	}
 	if present(ch.Error) {
 		msg, code := errorObject(ch.Error, 200)
-		return &llm.APIError{StatusCode: code, URL: a.url, Message: cut("stream error: "+msg, 500)}
+		return (&llm.APIError{StatusCode: code, URL: a.url, Message: cut("stream error: "+msg, 500), Code: errorCode([]byte(`{"error":` + string(ch.Error) + `}`))}).Classify("")
 	}
 	if ch.Model != "" {
 		a.model = ch.Model
@@ -185,6 +197,9 @@ func (a *assembler) addToolDelta(d inToolCall) {
 
 // response finishes the turn, or reports why the stream is not a whole turn.
 func (a *assembler) response() (*llm.Response, error) {
+	if !a.done && a.finish == "" && a.junk != nil && !a.choice {
+		return nil, llm.NewBadStream(a.url, a.junk)
+	}
 	if !a.done && a.finish == "" {
 		return nil, fmt.Errorf("openai: %s closed the stream before it finished: %w", a.url, llm.ErrTruncated)
 	}
@@ -220,7 +235,7 @@ func parseResponse(body []byte, url string, status int) (*llm.Response, error) {
 	}
 	if present(cr.Error) {
 		msg, code := errorObject(cr.Error, status)
-		return nil, &llm.APIError{StatusCode: code, URL: url, Message: cut(msg, 500)}
+		return nil, (&llm.APIError{StatusCode: code, URL: url, Message: cut(msg, 500), Code: errorCode(body)}).Classify("")
 	}
 	var ch *wireChoice
 	for i := range cr.Choices {

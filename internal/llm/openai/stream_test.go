@@ -283,3 +283,25 @@ func FuzzStream(f *testing.F) {
 		}
 	})
 }
+
+// A body that is not an SSE stream is named as such, with its first bytes,
+// and not taken for a truncated stream.
+func TestStreamThatIsNotSSE(t *testing.T) {
+	for name, body := range map[string]string{
+		"html page":       "<html><body>502 Bad Gateway</body></html>\n",
+		"plain text":      "upstream connect error or disconnect/reset before headers\n",
+		"data not json":   "data: hello there\n\ndata: still not json\n\n",
+		"garbage after a": "data: {\"choices\":[]}\n\nwhat is this\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := parseStream(strings.NewReader(body), "http://x/v1/chat/completions")
+			var bad *llm.BadStreamError
+			if !errors.As(err, &bad) || !strings.Contains(err.Error(), "not SSE/JSON") || llm.IsRetryable(err) == false {
+				t.Fatalf("err = %v", err)
+			}
+			if errors.Is(err, llm.ErrTruncated) {
+				t.Fatalf("reported as truncated: %v", err)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ type wireRequest struct {
 	Tools         []wireTool     `json:"tools,omitempty"`
 	MaxTokens     int            `json:"max_tokens,omitempty"`
 	Temperature   *float64       `json:"temperature,omitempty"`
+	ToolChoice    string         `json:"tool_choice,omitempty"`
 	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 }
@@ -77,8 +78,11 @@ func buildRequest(req *llm.Request, model string, stream bool) wireRequest {
 		w.Stream = true
 		w.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	for _, m := range req.Messages {
+	for _, m := range llm.Repair(req.Messages) {
 		w.Messages = append(w.Messages, buildMessage(m))
+	}
+	if req.ToolChoice != "" && len(req.Tools) > 0 {
+		w.ToolChoice = req.ToolChoice
 	}
 	for _, t := range req.Tools {
 		params := t.Parameters
@@ -304,6 +308,25 @@ func errorMessage(body []byte) string {
 		}
 	}
 	return string(bytes.TrimSpace(body))
+}
+
+// errorCode is the error's "code" when it is a string, else its "type"
+// ("context_length_exceeded", llama.cpp's "exceed_context_size_error").
+func errorCode(body []byte) string {
+	var e struct {
+		Error struct {
+			Code json.RawMessage `json:"code"`
+			Type string          `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	var code string
+	if json.Unmarshal(e.Error.Code, &code) == nil && code != "" {
+		return code
+	}
+	return e.Error.Type
 }
 
 // cut shortens s to at most n bytes without splitting a UTF-8 sequence.
