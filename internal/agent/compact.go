@@ -102,16 +102,9 @@ func (l *loop) maybeCompact(ctx context.Context, model llm.Model) {
 	if before < threshold {
 		return
 	}
-	target := int(float64(c.cfg.Window) * c.cfg.To)
-	ev := record.Compaction{Tier: 1, TokensBefore: before, Estimated: estimated, Window: c.cfg.Window, Target: target}
-	after := l.evict(before, target, &ev)
-	ev.TokensAfter = after
-	l.append(record.TypeCompaction, ev)
-	if after > target {
-		ev2 := record.Compaction{Tier: 2, TokensBefore: after, Estimated: true, Window: c.cfg.Window, Target: target}
-		after = l.summarize(ctx, model, after, &ev2)
-		ev2.TokensAfter = after
-		l.append(record.TypeCompaction, ev2)
+	after := l.compactTier(ctx, model, 1, before, estimated, nil)
+	if after > c.target() {
+		after = l.compactTier(ctx, model, 2, after, true, nil)
 	}
 	// Escalation follows measured relief: a compaction that freed less than
 	// a twentieth of the window is not tried again until the history grows.
@@ -120,11 +113,32 @@ func (l *loop) maybeCompact(ctx context.Context, model llm.Model) {
 		l.append(record.TypeCompaction, record.Compaction{Tier: 0, TokensBefore: before, TokensAfter: after, Window: c.cfg.Window,
 			Stopped: fmt.Sprintf("no relief: %d → %d tokens; not retried for %d messages", before, after, 2*c.cfg.KeepTail)})
 	}
+}
+
+func (c *compactor) target() int { return int(float64(c.cfg.Window) * c.cfg.To) }
+
+// compactTier runs one tier on a history of the given size, records it
+// (with the overflow that forced it, if any) and returns the new size.
+func (l *loop) compactTier(ctx context.Context, model llm.Model, tier, before int, estimated bool, overflow *record.Compaction) int {
+	c := l.compact
+	ev := record.Compaction{Tier: tier, TokensBefore: before, Estimated: estimated, Window: c.cfg.Window, Target: c.target()}
+	if overflow != nil {
+		ev.Reason, ev.ProviderError = overflow.Reason, overflow.ProviderError
+	}
+	after := before
+	if tier == 1 {
+		after = l.evict(before, ev.Target, &ev)
+	} else {
+		after = l.summarize(ctx, model, before, &ev)
+	}
+	ev.TokensAfter = after
+	l.append(record.TypeCompaction, ev)
 	c.reported = false // the next usage report measures the new history
 	c.sinceLast = len(l.history)
 	// The history was rewritten: the next model_request records it whole
 	// (from 0), so the record always rebuilds the exact request.
 	l.recorded = 0
+	return after
 }
 
 // evict is tier 1: replace the bodies of older tool results, oldest first,
@@ -203,9 +217,12 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 	var plain []llm.Message
 	for _, m := range middle {
 		// An earlier summary is folded into the new one; other protected
-		// messages (subagent reports) are carried over verbatim.
+		// messages (subagent reports) are carried over verbatim. A
+		// protected tool result loses the call it answered to the summary,
+		// so it is carried as a user message that says what it is: a result
+		// without its call is a request every provider rejects.
 		if m.Protected && !strings.HasPrefix(m.Content, summaryMarker) {
-			protected = append(protected, m)
+			protected = append(protected, carried(m))
 		} else {
 			plain = append(plain, m)
 		}
@@ -244,7 +261,7 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 		return tokens
 	}
 	sm := llm.Message{Role: llm.RoleUser, Protected: true, Content: summaryMarker + summary}
-	ev.Summarized = &record.Summarized{Messages: len(plain), Summary: summary}
+	ev.Summarized = &record.Summarized{Messages: len(plain), Summary: summary, Carried: len(protected)}
 	// Measured like tokens (which may be the provider's count, tool specs
 	// included): what leaves minus what comes in.
 	after := tokens - estimateTokens(plain) + messageTokens(&sm)
@@ -257,6 +274,24 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 	l.history = append(l.history[:head:head], rest...)
 	return after
 }
+
+// carried is a protected message as it stays after a tier-2 summary: a
+// tool result becomes a user message naming its tool and call, its text
+// kept; anything else is kept as is.
+func carried(m llm.Message) llm.Message {
+	if m.Role != llm.RoleTool {
+		return m
+	}
+	status := ""
+	if m.IsError {
+		status = " (an error)"
+	}
+	return llm.Message{Role: llm.RoleUser, Protected: true,
+		Content: fmt.Sprintf("%sThe result of your earlier %s call %s%s, kept verbatim (the call itself is in the summary):\n%s", carriedMarker, m.Name, m.ToolCallID, status, m.Content)}
+}
+
+// carriedMarker begins a protected result carried past a tier-2 summary.
+const carriedMarker = "[runtime observation] "
 
 // summaryMarker begins the message that holds a tier-2 summary.
 const summaryMarker = "[runtime observation] Summary of earlier work (older messages were condensed to save context):\n"

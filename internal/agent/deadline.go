@@ -112,8 +112,11 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 	l.history = append(l.history, llm.Message{Role: llm.RoleUser, Content: finalizePrompt})
 	l.append(record.TypeObservation, record.Observation{Kind: "finalize", Text: finalizePrompt})
 	l.turns++
-	l.recordRequest(nil)
-	req := &llm.Request{Messages: l.history, Turn: l.turns - 1, Purpose: llm.PurposeFinalize, Agent: l.cfg.ID}
+	// The tools are listed, none may be called: a history with tool calls
+	// and no tools is a request some providers refuse.
+	specs := l.tools.Specs()
+	l.recordRequest(specs)
+	req := &llm.Request{Messages: l.history, Tools: specs, ToolChoice: llm.ToolChoiceNone, Turn: l.turns - 1, Purpose: llm.PurposeFinalize, Agent: l.cfg.ID}
 	start := l.cfg.Now()
 	resp, err := model.Generate(fctx, req)
 	pr := record.PartialResult{Source: "model"}

@@ -109,7 +109,7 @@ func (l *loop) run(ctx context.Context, model llm.Model) Outcome {
 			}
 		}
 		l.maybeCompact(ctx, model)
-		resp, err := l.call(ctx, model)
+		resp, err := l.callFitting(ctx, model)
 		if err != nil {
 			if t, cerr, done := stopped(ctx); done {
 				return Outcome{Termination: t, Err: cerr}

@@ -221,12 +221,25 @@ type Compaction struct {
 	Evicted      []string    `json:"evicted,omitempty"` // call ids whose bodies were stubbed
 	Summarized   *Summarized `json:"summarized,omitempty"`
 	Stopped      string      `json:"stopped,omitempty"`
+	// Reason is empty when the prompt passed the threshold, or
+	// ReasonProviderOverflow when the provider refused the prompt as longer
+	// than its window; ProviderError is then what it said, and Window the
+	// window learned from it.
+	Reason        string `json:"reason,omitempty"`
+	ProviderError string `json:"provider_error,omitempty"`
 }
+
+// ReasonProviderOverflow: a compaction forced by the provider's refusal of
+// a prompt longer than the model's context window.
+const ReasonProviderOverflow = "provider_overflow"
 
 // Summarized is what tier 2 condensed.
 type Summarized struct {
 	Messages int    `json:"messages"`
 	Summary  string `json:"summary"`
+	// Carried is how many protected results (subagent reports) were kept
+	// verbatim, as user messages after the summary, their calls summarized.
+	Carried int `json:"carried,omitempty"`
 }
 
 // PartialResult is the salvage at the soft deadline (R-TIME-3).
