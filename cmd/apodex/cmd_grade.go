@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apodex/apodex/internal/grade"
 	"github.com/apodex/apodex/internal/llm"
@@ -41,7 +42,14 @@ func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			n.model = v
 		}
 		m, _, err := n.fromRecord(dir, rs.Model)
-		return m, err
+		if err != nil {
+			return nil, err
+		}
+		// The graders' calls retry as a run's do (429, 5xx, dropped
+		// connections), each retry said on stderr.
+		return llm.WithRetry(m, llm.RetryPolicy{OnRetry: func(attempt int, err error, wait time.Duration) {
+			fmt.Fprintf(stderr, "grade: %s: attempt %d failed (%v); retrying in %s\n", stage, attempt, err, wait.Round(time.Millisecond))
+		}}), nil
 	}
 	var ms grade.Models
 	for stage, p := range map[string]*llm.Model{"mapper": &ms.Mapper, "judge": &ms.Judge, "reviewer": &ms.Reviewer, "arbiter": &ms.Arbiter} {

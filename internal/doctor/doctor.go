@@ -163,8 +163,8 @@ func toolProbe(ctx context.Context, ep Endpoint) Check {
 	}
 	resp, err := ep.Client.Generate(ctx, req)
 	if err != nil {
-		c.Status, c.Detail = Fail, oneLine(err.Error())
-		c.Fix = "the server refused a request with tools; see the README's \"Tool calling\" for the flags each server needs"
+		c.Status = Fail
+		c.Detail, c.Fix = probeFailure(err, ep)
 		return c
 	}
 	for _, tc := range resp.Message.ToolCalls {
@@ -186,6 +186,53 @@ func toolProbe(ctx context.Context, ep Endpoint) Check {
 	}
 	c.Fix = "enable tool calling on the server: vLLM --enable-auto-tool-choice --tool-call-parser NAME; llama.cpp server --jinja; Ollama and LM Studio: a model whose template supports tools"
 	return c
+}
+
+// probeFailure tells why the tool-call request failed, and what to do: a
+// server error, a refused tools field, a model not served, a bad key, a
+// stream that is not one, an unreachable server, anything else.
+func probeFailure(err error, ep Endpoint) (detail, fix string) {
+	msg := oneLine(err.Error())
+	var api *llm.APIError
+	var bad *llm.BadStreamError
+	var conn *llm.ConnError
+	switch {
+	case errors.As(err, &bad):
+		return "the reply is not a server-sent-event stream: " + clip(bad.Line, 80),
+			"check --base-url and --provider: the endpoint does not answer as the " + providerName(ep) + " API does"
+	case errors.As(err, &conn):
+		return msg, "start the server, or check --base-url"
+	case errors.As(err, &api):
+		low := strings.ToLower(api.Message + " " + api.Code)
+		switch s := api.StatusCode; {
+		case s >= 500:
+			return fmt.Sprintf("the server failed with HTTP %d (a 5xx: the server's own error, not the request): %s", s, clip(oneLine(api.Message), 160)),
+				"look at the server's log; run doctor again once it answers"
+		case s == 401 || s == 403:
+			return fmt.Sprintf("HTTP %d: the key was refused", s), "set " + keyVar(ep.Provider) + " to a valid key"
+		case s == 429:
+			return "HTTP 429: rate limited or out of quota: " + clip(oneLine(api.Message), 160), "wait, or check the account's quota"
+		case s == 404 && (strings.Contains(low, "model") || strings.Contains(low, "not_found")):
+			return fmt.Sprintf("the model %q is not served (HTTP 404): %s", ep.Model, clip(oneLine(api.Message), 160)),
+				"pass --model with a name the server serves (the model check above lists them)"
+		case s == 404:
+			return "HTTP 404: no API at this path", "check --base-url (OpenAI-compatible servers usually end in /v1)"
+		case strings.Contains(low, "tool"):
+			return fmt.Sprintf("the server refused the tools field (HTTP %d): %s", s, clip(oneLine(api.Message), 160)),
+				"enable tool calling on the server; see the README's \"Tool calling\" for the flags each server needs"
+		default:
+			return fmt.Sprintf("the server refused the request (HTTP %d): %s", s, clip(oneLine(api.Message), 160)),
+				"check --provider and --model against what the server expects; its log says more"
+		}
+	}
+	return msg, "check --base-url, --provider and --model"
+}
+
+func providerName(ep Endpoint) string {
+	if ep.Provider == "anthropic" {
+		return "Anthropic Messages"
+	}
+	return "OpenAI-compatible Chat Completions"
 }
 
 func listModels(ctx context.Context, hc *http.Client, ep Endpoint) (ids []string, status int, err error) {

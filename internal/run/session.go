@@ -203,7 +203,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}
 	conclude(context.WithoutCancel(ctx), &s, ctl.Current(), ss.plane, log,
 		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q,
-			Judge: cfg.Model, Deliverables: deliverablePaths(ctl.Current())})
+			Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())})
 	if tm != nil {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
@@ -241,4 +241,13 @@ func releaseWatches(fs *workspace.FS) {
 	for _, dir := range []string{fs.Workspace, fs.Outputs, filepath.Join(fs.Outputs, "scratch")} {
 		watch.Forget(dir)
 	}
+}
+
+// judgeModel is the rubric judge: the run's model, retried as the agents'
+// calls are; nil when the run has none.
+func judgeModel(cfg Config) llm.Model {
+	if cfg.Model == nil {
+		return nil
+	}
+	return llm.WithRetry(cfg.Model, cfg.Retry)
 }
