@@ -336,14 +336,19 @@ func TestLongRunTier2StaysBounded(t *testing.T) {
 	})
 }
 
+// lrToolFree reports whether req forbids tool calls (tool_choice none).
+func lrToolFree(req llmtest.Request) bool {
+	return bytes.Contains(req.Raw, []byte(`"tool_choice":"none"`))
+}
+
 // lrDeadlineEndpoint writes a note, then hangs on every agent turn; the
 // tool-free finalization request is answered with text, or hangs too.
 func lrDeadlineEndpoint(finalHangs bool) func(int, llmtest.Request) llmtest.Turn {
 	return func(n int, req llmtest.Request) llmtest.Turn {
 		switch {
-		case len(req.Tools) == 0 && finalHangs:
+		case lrToolFree(req) && finalHangs:
 			return llmtest.Turn{Hang: true}
-		case len(req.Tools) == 0:
+		case lrToolFree(req):
 			return llmtest.Turn{Content: "Partial result: /workspace/notes.txt holds the first findings; the rest is undone."}
 		case n == 0:
 			return calls(call("write_file", map[string]any{"path": "/workspace/notes.txt", "content": "first findings\n"}))
@@ -383,8 +388,11 @@ func TestLongRunSoftDeadline(t *testing.T) {
 				t.Fatalf("%d requests, want 3: a write, a hanging turn, the finalization", len(reqs))
 			}
 			final := reqs[len(reqs)-1]
-			if len(final.Tools) != 0 || bytes.Contains(final.Raw, []byte(`"tools"`)) || bytes.Contains(final.Raw, []byte(`"tool_choice"`)) {
-				t.Errorf("the last request offers tools: %.300s", final.Raw)
+			// Tool-free: the tools are listed (the history holds calls, and
+			// some providers refuse calls without tools) but none may be
+			// called.
+			if len(final.Tools) == 0 || !lrToolFree(final) {
+				t.Errorf("the last request is not tool-free (tool_choice none): %.300s", final.Raw)
 			}
 			if m := final.Messages; len(m) == 0 || m[len(m)-1].Role != "user" || !strings.Contains(m[len(m)-1].Content, "soft deadline") {
 				t.Errorf("the last request does not end with the finalization prompt: %+v", m)

@@ -104,6 +104,10 @@ func endpoint(base string) string {
 	return base + "/v1/messages"
 }
 
+// Body is the JSON body Generate would send for req: for tests that check
+// requests against the API's rules without a server.
+func (c *Client) Body(req *llm.Request) ([]byte, error) { return c.encodeRequest(req) }
+
 // Generate sends req and returns the whole assistant turn.
 func (c *Client) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if req == nil {

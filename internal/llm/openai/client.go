@@ -102,6 +102,12 @@ func defaultHTTPClient() *http.Client {
 	return &http.Client{}
 }
 
+// Body is the JSON body Generate would send for req: for tests that check
+// requests against the API's rules without a server.
+func (c *Client) Body(req *llm.Request) ([]byte, error) {
+	return json.Marshal(buildRequest(req, c.model, c.stream))
+}
+
 // Generate sends req and returns the whole assistant turn.
 func (c *Client) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if req == nil {
