@@ -107,7 +107,8 @@ func helperMain() {
 // does not matter) into a private tmpfs the sandbox uid can traverse, then
 // drops to that uid, so bwrap's user namespace maps the command onto it and
 // never onto host root. A sized mount (overlay_linux.go) is staged there as
-// an overlay, which bwrap binds in place of the source.
+// an overlay, which bwrap binds in place of the source. bwrap installs the
+// seccomp filter (seccomp_linux.go) before it runs the command.
 func helperBwrap(p plan) {
 	spec := Spec{Command: p.Spec.Command, Dir: p.Spec.Dir, Env: p.Spec.Env, Network: p.Spec.Network, Mounts: p.Spec.Mounts}
 	etc := p.Etc
@@ -161,9 +162,25 @@ func helperBwrap(p plan) {
 	if p.Spec.TmpSize > 0 {
 		args = withTmpSize(args, p.Spec.TmpSize)
 	}
+	if prog := filterBytes(); prog != nil {
+		args = append([]string{"--seccomp", strconv.Itoa(filterFD(prog))}, args...)
+	}
 	if err := syscall.Exec(p.Bwrap, append([]string{"bwrap"}, args...), []string{}); err != nil {
 		fail("exec %s: %v", p.Bwrap, err)
 	}
+}
+
+// filterFD returns a descriptor, kept across exec, from which bubblewrap
+// reads the seccomp filter prog (--seccomp) and installs it right before it
+// runs the command.
+func filterFD(prog []byte) int {
+	var fds [2]int
+	must(syscall.Pipe(fds[:]), "pipe for the seccomp filter")
+	if n, err := syscall.Write(fds[1], prog); err != nil || n != len(prog) {
+		fail("write the seccomp filter: %d bytes, %v", n, err) // a pipe holds far more
+	}
+	syscall.Close(fds[1])
+	return fds[0]
 }
 
 // withTmpSize puts --size before bwrap's --tmpfs /tmp.

@@ -304,7 +304,7 @@ func (r *rawCmd) prepare(p livePlan) error {
 		return fmt.Errorf("capget: %v", e)
 	}
 	r.capData[2], r.capData[5] = 0, 0
-	r.seccomp = usernsFilter()
+	r.seccomp = commandFilter()
 	if p.Landlock {
 		if rs, proc, ok := landlockRules(p.Spec); ok {
 			r.landlock = int(rs)

@@ -11,8 +11,12 @@
 //     nosuid,nodev; it has its own user, mount, pid, ipc, uts and network
 //     namespaces, so no network unless Spec.Network (the host's) or
 //     Spec.Outbound (outbound only, through pasta, without the host's
-//     loopback); it holds no capabilities and cannot create further user
-//     namespaces;
+//     loopback); it holds no capabilities;
+//   - a seccomp filter (seccomp_linux.go; amd64 and arm64) refuses new user
+//     namespaces, io_uring and the ioctls that type into a terminal
+//     (TIOCSTI, TIOCLINUX), and kills a process making a system call
+//     through another ABI than the native one (int $0x80, x32, AArch32),
+//     so no rule is sidestepped that way and 32-bit programs do not run;
 //   - it never runs as host uid 0: under a root runtime it runs as
 //     SandboxUID, the writable mounts' contents are given to that uid first,
 //     and after the command no setuid or setgid bit is left in them;
