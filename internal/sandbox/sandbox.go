@@ -47,13 +47,13 @@
 //
 // Shared by every runner: the command's environment is exactly Spec.Env (or
 // a minimal default), never the caller's; it runs in a session of its own,
-// without a controlling terminal, so it cannot type into the terminal the
-// runtime runs in; background processes left in the command's process
-// group are killed when it exits; Run returns at most a
-// short grace period after that even if an escaped process holds the output
-// pipes. A timeout, or ctx reaching its deadline, gives Result.TimedOut and
-// ExitCode -1 with a nil error; ctx being cancelled gives ExitCode -1 and an
-// error wrapping context.Canceled.
+// without a controlling terminal (/dev/tty does not open: an isolating
+// runner's command cannot type into the terminal the runtime runs in);
+// background processes left in the command's process group are killed
+// when it exits; Run returns at most a short grace period after that even
+// if an escaped process holds the output pipes. A timeout, or ctx reaching
+// its deadline, gives Result.TimedOut and ExitCode -1 with a nil error; ctx
+// being cancelled gives ExitCode -1 and an error wrapping context.Canceled.
 //
 // The None runner gives no isolation and no limits at all; callers must only
 // use it when the user asked for it explicitly, and must record that they
