@@ -86,7 +86,10 @@ func helperMain() {
 	if len(raw) == 0 {
 		os.Exit(helperExit) // the runner gave up before the start
 	}
-	syscall.CloseOnExec(upperFD) // the command never holds it
+	// The command holds stdio only: not upperFD, nor a descriptor the
+	// runtime inherited without close-on-exec (a host directory, which
+	// opens the host's files past every mount, or a terminal).
+	closeOnExecAbove2()
 	for _, r := range p.Rlimits {
 		lim := &syscall.Rlimit{Cur: r.Value, Max: r.Value}
 		if err := syscall.Setrlimit(r.Resource, lim); err != nil {
@@ -100,6 +103,23 @@ func helperMain() {
 		helperNative(p)
 	}
 	fail("unknown backend %q", p.Backend)
+}
+
+// closeOnExecAbove2 marks every descriptor but 0, 1 and 2 close-on-exec.
+func closeOnExecAbove2() {
+	const closeRangeCloexec = 1 << 2
+	if _, _, e := syscall.RawSyscall(sysCloseRange, 3, ^uintptr(0), closeRangeCloexec); e == 0 {
+		return
+	}
+	ents, err := os.ReadDir("/proc/self/fd") // before Linux 5.11
+	if err != nil {
+		fail("list descriptors: %v", err)
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // helperBwrap execs bubblewrap. Started as host root, it first binds every

@@ -11,7 +11,9 @@
 //     nosuid,nodev; it has its own user, mount, pid, ipc, uts and network
 //     namespaces, so no network unless Spec.Network (the host's) or
 //     Spec.Outbound (outbound only, through pasta, without the host's
-//     loopback); it holds no capabilities;
+//     loopback); it holds no capabilities, and no descriptor of the
+//     runtime's but its stdin, stdout and stderr (not one the runtime
+//     inherited without close-on-exec);
 //   - a seccomp filter (seccomp_linux.go; amd64 and arm64) refuses new user
 //     namespaces, io_uring and the ioctls that type into a terminal
 //     (TIOCSTI, TIOCLINUX), and kills a process making a system call
