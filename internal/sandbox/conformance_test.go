@@ -472,3 +472,31 @@ func TestDevNodesNosuid(t *testing.T) {
 		})
 	}
 }
+
+// A descriptor the runtime holds without close-on-exec (inherited from
+// whatever started it: a host directory, a terminal) does not reach the
+// command.
+func TestNoStrayDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stray = 200
+	if err := syscall.Dup3(fd, stray, 0); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	t.Cleanup(func() { syscall.Close(stray) })
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Command: "ls -l /proc/self/fd/200 2>/dev/null && echo STRAY; echo done"})
+			if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "done") {
+				t.Fatalf("exit %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if strings.Contains(string(res.Stdout), "STRAY") {
+				t.Errorf("the command holds the runtime's descriptor %d:\n%s", stray, res.Stdout)
+			}
+		})
+	}
+}

@@ -86,7 +86,10 @@ func helperMain() {
 	if len(raw) == 0 {
 		os.Exit(helperExit) // the runner gave up before the start
 	}
-	syscall.CloseOnExec(upperFD) // the command never holds it
+	// The command holds stdio only: not upperFD, nor a descriptor the
+	// runtime inherited without close-on-exec (a host directory, which
+	// opens the host's files past every mount, or a terminal).
+	closeOnExecAbove2()
 	for _, r := range p.Rlimits {
 		lim := &syscall.Rlimit{Cur: r.Value, Max: r.Value}
 		if err := syscall.Setrlimit(r.Resource, lim); err != nil {
@@ -102,12 +105,30 @@ func helperMain() {
 	fail("unknown backend %q", p.Backend)
 }
 
+// closeOnExecAbove2 marks every descriptor but 0, 1 and 2 close-on-exec.
+func closeOnExecAbove2() {
+	const closeRangeCloexec = 1 << 2
+	if _, _, e := syscall.RawSyscall(sysCloseRange, 3, ^uintptr(0), closeRangeCloexec); e == 0 {
+		return
+	}
+	ents, err := os.ReadDir("/proc/self/fd") // before Linux 5.11
+	if err != nil {
+		fail("list descriptors: %v", err)
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}
+
 // helperBwrap execs bubblewrap. Started as host root, it first binds every
 // mount source (opened while still root, so a 0700 run directory on the way
 // does not matter) into a private tmpfs the sandbox uid can traverse, then
 // drops to that uid, so bwrap's user namespace maps the command onto it and
 // never onto host root. A sized mount (overlay_linux.go) is staged there as
-// an overlay, which bwrap binds in place of the source.
+// an overlay, which bwrap binds in place of the source. bwrap installs the
+// seccomp filter (seccomp_linux.go) before it runs the command.
 func helperBwrap(p plan) {
 	spec := Spec{Command: p.Spec.Command, Dir: p.Spec.Dir, Env: p.Spec.Env, Network: p.Spec.Network, Mounts: p.Spec.Mounts}
 	etc := p.Etc
@@ -161,9 +182,25 @@ func helperBwrap(p plan) {
 	if p.Spec.TmpSize > 0 {
 		args = withTmpSize(args, p.Spec.TmpSize)
 	}
+	if prog := filterBytes(); prog != nil {
+		args = append([]string{"--seccomp", strconv.Itoa(filterFD(prog))}, args...)
+	}
 	if err := syscall.Exec(p.Bwrap, append([]string{"bwrap"}, args...), []string{}); err != nil {
 		fail("exec %s: %v", p.Bwrap, err)
 	}
+}
+
+// filterFD returns a descriptor, kept across exec, from which bubblewrap
+// reads the seccomp filter prog (--seccomp) and installs it right before it
+// runs the command.
+func filterFD(prog []byte) int {
+	var fds [2]int
+	must(syscall.Pipe(fds[:]), "pipe for the seccomp filter")
+	if n, err := syscall.Write(fds[1], prog); err != nil || n != len(prog) {
+		fail("write the seccomp filter: %d bytes, %v", n, err) // a pipe holds far more
+	}
+	syscall.Close(fds[1])
+	return fds[0]
 }
 
 // withTmpSize puts --size before bwrap's --tmpfs /tmp.

@@ -145,11 +145,12 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 }
 
 // helperAttr is how the helper (or a live sandbox's server) of backend is
-// started: its namespaces, uid maps, cgroup and parent-death signal.
+// started: its namespaces, uid maps, cgroup, parent-death signal and a
+// session of its own (no controlling terminal, see supervise).
 // network shares the host's network, outbound gives the helper a network
 // namespace of its own for pasta.
 func helperAttr(backend string, network, outbound, drop bool, uid, gid int, cg *cgroup) *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}
 	if cg.v2 != "" {
 		attr.UseCgroupFD, attr.CgroupFD = true, cg.v2fd
 	}

@@ -23,11 +23,12 @@ import (
 // directory, or sized overlays of them), a new devpts, /dev read-only, the
 // hidden directory detached. From that thread it forks (no exec: the
 // child runs only raw system calls, prepared beforehand) the command's
-// first process in a new pid namespace; as pid 1 there it mounts
-// the command's /proc (kernel knobs read-only), drops every capability
-// (bounding, ambient, inheritable), sets its rlimits, no_new_privs,
-// Landlock (native) and the seccomp filter, closes every descriptor it does
-// not need, and forks the command's shell as the sandbox uid. When the shell
+// first process in a new pid namespace; as pid 1 there it starts a
+// session of its own (no controlling terminal), mounts the command's /proc
+// (kernel knobs read-only), drops every capability (bounding, ambient,
+// inheritable), sets its rlimits, no_new_privs, Landlock (native) and the
+// seccomp filter, closes every descriptor it does not need, and forks the
+// command's shell as the sandbox uid. When the shell
 // exits, pid 1 exits with its status (128+n for signal n) and the pid
 // namespace, with everything the command left running, goes with it.
 
@@ -303,7 +304,7 @@ func (r *rawCmd) prepare(p livePlan) error {
 		return fmt.Errorf("capget: %v", e)
 	}
 	r.capData[2], r.capData[5] = 0, 0
-	r.seccomp = usernsFilter()
+	r.seccomp = commandFilter()
 	if p.Landlock {
 		if rs, proc, ok := landlockRules(p.Spec); ok {
 			r.landlock = int(rs)
@@ -370,6 +371,11 @@ func commandInit(r *rawCmd) {
 	placeFDs(r)
 	if r.failSetup != nil {
 		rawFail(r.failSetup)
+	}
+	// A session of its own, so no controlling terminal to type into
+	// (supervise says why), whichever session the server is in.
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETSID, 0, 0, 0); e != 0 {
+		rawFail(msgSetsid)
 	}
 	// The command's own /proc, kernel knobs read-only.
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_MOUNT, uintptr(unsafe.Pointer(r.procType)), uintptr(unsafe.Pointer(r.proc)), uintptr(unsafe.Pointer(r.procType)),
@@ -535,6 +541,7 @@ func commandShell(r *rawCmd) {
 
 // Messages of commandInit and commandShell, made before any fork.
 var (
+	msgSetsid     = []byte("apodex sandbox: setsid\n")
 	msgMountProc  = []byte("apodex sandbox: mount /proc\n")
 	msgCapset     = []byte("apodex sandbox: capset\n")
 	msgSetrlimit  = []byte("apodex sandbox: setrlimit\n")

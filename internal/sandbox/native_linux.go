@@ -101,13 +101,13 @@ func helperNative(p plan) {
 		loopbackUp()
 	}
 	// Everything below applies to this (locked) thread and so to the
-	// command it forks: no capabilities to regain at exec, Landlock, no
-	// further user namespaces.
+	// command it forks: no capabilities to regain at exec, Landlock, the
+	// seccomp filter (no further user namespaces, among others).
 	dropBoundingSet()
 	if p.Landlock {
 		applyLandlock(spec)
 	}
-	denyUserns()
+	installFilter()
 
 	cmd := exec.Command("/bin/sh", "-c", spec.Command)
 	cmd.Dir = spec.Dir

@@ -62,7 +62,7 @@ func (c *capture) Write(p []byte) (int, error) {
 }
 
 // supervise runs cmd (already configured with path, args, dir and env) in its
-// own process group and applies the shared policy of every runner: the
+// own session and process group and applies the shared policy of every runner: the
 // timeout, cancellation, output caps, exit status mapping and cleanup.
 //
 // Sequence: start; wait until the leader has exited without reaping it (so
@@ -111,7 +111,11 @@ func supervise(ctx context.Context, cmd *exec.Cmd, spec Spec, h *hooks) (Result,
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Setpgid = true
+	// A session of its own, so no controlling terminal: nothing the
+	// command starts can open the runtime's terminal as /dev/tty and type
+	// into it (TIOCSTI). Its leader leads the process group killGroup
+	// kills.
+	cmd.SysProcAttr.Setsid = true
 
 	begin := time.Now()
 	err = cmd.Start()

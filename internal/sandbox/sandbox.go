@@ -11,8 +11,14 @@
 //     nosuid,nodev; it has its own user, mount, pid, ipc, uts and network
 //     namespaces, so no network unless Spec.Network (the host's) or
 //     Spec.Outbound (outbound only, through pasta, without the host's
-//     loopback); it holds no capabilities and cannot create further user
-//     namespaces;
+//     loopback); it holds no capabilities, and no descriptor of the
+//     runtime's but its stdin, stdout and stderr (not one the runtime
+//     inherited without close-on-exec);
+//   - a seccomp filter (seccomp_linux.go; amd64 and arm64) refuses new user
+//     namespaces, io_uring and the ioctls that type into a terminal
+//     (TIOCSTI, TIOCLINUX), and kills a process making a system call
+//     through another ABI than the native one (int $0x80, x32, AArch32),
+//     so no rule is sidestepped that way and 32-bit programs do not run;
 //   - it never runs as host uid 0: under a root runtime it runs as
 //     SandboxUID, the writable mounts' contents are given to that uid first,
 //     and after the command no setuid or setgid bit is left in them;
@@ -42,12 +48,14 @@
 // helper through this package's init.
 //
 // Shared by every runner: the command's environment is exactly Spec.Env (or
-// a minimal default), never the caller's; background processes left in the
-// command's process group are killed when it exits; Run returns at most a
-// short grace period after that even if an escaped process holds the output
-// pipes. A timeout, or ctx reaching its deadline, gives Result.TimedOut and
-// ExitCode -1 with a nil error; ctx being cancelled gives ExitCode -1 and an
-// error wrapping context.Canceled.
+// a minimal default), never the caller's; it runs in a session of its own,
+// without a controlling terminal (/dev/tty does not open: an isolating
+// runner's command cannot type into the terminal the runtime runs in);
+// background processes left in the command's process group are killed
+// when it exits; Run returns at most a short grace period after that even
+// if an escaped process holds the output pipes. A timeout, or ctx reaching
+// its deadline, gives Result.TimedOut and ExitCode -1 with a nil error; ctx
+// being cancelled gives ExitCode -1 and an error wrapping context.Canceled.
 //
 // The None runner gives no isolation and no limits at all; callers must only
 // use it when the user asked for it explicitly, and must record that they

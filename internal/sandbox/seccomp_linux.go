@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"runtime"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -18,12 +19,10 @@ func dropBoundingSet() {
 	}
 }
 
-// denyUserns installs a seccomp filter on this thread that refuses new user
-// namespaces: unshare and clone with CLONE_NEWUSER fail with EPERM, clone3
-// (whose flags a filter cannot read) with ENOSYS, so libc falls back to
-// clone. Other architectures than amd64 and arm64 get no filter.
-func denyUserns() {
-	fprog := usernsFilter()
+// installFilter installs the command's seccomp filter (commandFilter) on
+// this thread, with no_new_privs, which the filter needs.
+func installFilter() {
+	fprog := commandFilter()
 	if fprog == nil {
 		return
 	}
@@ -36,53 +35,120 @@ func denyUserns() {
 	}
 }
 
-// usernsFilter is denyUserns's filter, a struct sock_fprog (nil where
-// there is none); it stays valid as long as it is referenced.
-func usernsFilter() unsafe.Pointer {
-	var arch, unshare, clone uint32
-	x32 := uint32(0xffffffff)
+// bpf is one classic BPF instruction, a struct sock_filter.
+type bpf struct {
+	code   uint16
+	jt, jf uint8
+	k      uint32
+}
+
+// filterProg is the seccomp filter every sandboxed command runs under (nil
+// on architectures other than amd64 and arm64, which get none). The native
+// helper installs it before the command's exec, bubblewrap gets it through
+// --seccomp, a live sandbox's command's pid 1 installs it. It refuses:
+//   - every system call of another ABI than the native one (on amd64 the
+//     32-bit ABI of int $0x80 and sysenter, and x32; on arm64 AArch32):
+//     the process is killed (SIGSYS), so no rule below, written for the
+//     native numbers, is sidestepped by another ABI's. Nothing asks for
+//     these ABIs; running 32-bit programs would need an option that lets
+//     them through with rules of their own;
+//   - new user namespaces: unshare and clone with CLONE_NEWUSER fail with
+//     EPERM, clone3 (whose flags a filter cannot read) with ENOSYS, so
+//     libc falls back to clone;
+//   - io_uring (setup, enter, register) with ENOSYS, as on a kernel
+//     without it: its operations run without passing this filter;
+//   - ioctl TIOCSTI and TIOCLINUX, which type into a terminal (or paste
+//     its selection), with EPERM, on any descriptor.
+var filterProg = sync.OnceValue(func() []bpf {
+	var arch, ioctl, unshare, clone uint32
+	x32 := false
 	switch runtime.GOARCH {
 	case "amd64":
-		arch, unshare, clone, x32 = 0xc000003e, 272, 56, 0x40000000
+		arch, ioctl, unshare, clone, x32 = 0xc000003e, 16, 272, 56, true
 	case "arm64":
-		arch, unshare, clone = 0xc00000b7, 97, 220
+		arch, ioctl, unshare, clone = 0xc00000b7, 29, 97, 220
 	default:
 		return nil
 	}
 	const (
-		ldAbs   = 0x20
-		jeq     = 0x15
-		jge     = 0x35
-		jset    = 0x25 + 0x20
-		ret     = 0x06
-		allow   = 0x7fff0000
-		errno   = 0x00050000
-		clone3  = 435
-		newUser = syscall.CLONE_NEWUSER
+		ldAbs    = 0x20 // BPF_LD|BPF_W|BPF_ABS
+		jeq      = 0x15 // BPF_JMP|BPF_JEQ|BPF_K
+		jge      = 0x35
+		jset     = 0x45
+		ret      = 0x06
+		allow    = 0x7fff0000
+		errno    = 0x00050000
+		kill     = 0x80000000 // SECCOMP_RET_KILL_PROCESS (before Linux 4.14: the thread)
+		offNr    = 0          // struct seccomp_data
+		offArch  = 4
+		offArg0  = 16 // the low half, little-endian
+		offArg1  = 24
+		x32Bit   = 0x40000000
+		clone3   = 435
+		uringMin = 425 // io_uring_setup, io_uring_enter, io_uring_register
+		uringMax = 427
+		tiocsti  = 0x5412
+		tioclin  = 0x541c
+		newUser  = syscall.CLONE_NEWUSER
+		eperm    = errno | uint32(syscall.EPERM)
+		enosys   = errno | uint32(syscall.ENOSYS)
 	)
-	type insn struct {
-		code   uint16
-		jt, jf uint8
-		k      uint32
+	p := []bpf{
+		{ldAbs, 0, 0, offArch},
+		{jeq, 1, 0, arch},
+		{ret, 0, 0, kill},
+		{ldAbs, 0, 0, offNr},
 	}
-	prog := []insn{
-		{ldAbs, 0, 0, 4}, // arch
-		{jeq, 0, 5, arch},
-		{ldAbs, 0, 0, 0}, // syscall number
-		{jge, 8, 0, x32},
-		{jeq, 7, 0, clone3},
-		{jeq, 2, 0, unshare},
-		{jeq, 1, 0, clone},
-		{ret, 0, 0, allow},
-		{ldAbs, 0, 0, 16}, // low half of the first argument: the flags
-		{jset, 1, 0, newUser},
-		{ret, 0, 0, allow},
-		{ret, 0, 0, errno | uint32(syscall.EPERM)},
-		{ret, 0, 0, errno | uint32(syscall.ENOSYS)},
+	if x32 {
+		p = append(p, bpf{jge, 0, 1, x32Bit}, bpf{ret, 0, 0, kill})
+	}
+	p = append(p,
+		bpf{jeq, 0, 1, clone3},
+		bpf{ret, 0, 0, enosys},
+		// io_uring: uringMin <= nr <= uringMax.
+		bpf{jge, 0, 2, uringMin},
+		bpf{jge, 1, 0, uringMax + 1},
+		bpf{ret, 0, 0, enosys},
+		// unshare, clone: their first argument holds the flags.
+		bpf{jeq, 1, 0, unshare},
+		bpf{jeq, 0, 4, clone},
+		bpf{ldAbs, 0, 0, offArg0},
+		bpf{jset, 0, 1, newUser},
+		bpf{ret, 0, 0, eperm},
+		bpf{ret, 0, 0, allow},
+		// ioctl: its second argument is the request, 32 bits to the
+		// kernel.
+		bpf{jeq, 0, 5, ioctl},
+		bpf{ldAbs, 0, 0, offArg1},
+		bpf{jeq, 2, 0, tiocsti},
+		bpf{jeq, 1, 0, tioclin},
+		bpf{ret, 0, 0, allow},
+		bpf{ret, 0, 0, eperm},
+		bpf{ret, 0, 0, allow},
+	)
+	return p
+})
+
+// commandFilter is filterProg as a struct sock_fprog for prctl (nil where
+// there is none); it stays valid as long as it is referenced.
+func commandFilter() unsafe.Pointer {
+	p := filterProg()
+	if p == nil {
+		return nil
 	}
 	return unsafe.Pointer(&struct {
 		n      uint16
 		_      [6]byte
-		filter *insn
-	}{n: uint16(len(prog)), filter: &prog[0]})
+		filter *bpf
+	}{n: uint16(len(p)), filter: &p[0]})
+}
+
+// filterBytes is filterProg as bubblewrap's --seccomp reads it (nil where
+// there is none).
+func filterBytes() []byte {
+	p := filterProg()
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&p[0])), len(p)*int(unsafe.Sizeof(p[0])))
 }
