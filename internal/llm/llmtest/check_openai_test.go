@@ -169,14 +169,22 @@ func bodyOf(v *Violation) []byte {
 	return v.Body
 }
 
-// Arbitrary bytes never make the checker panic.
+// Arbitrary bytes never make the checker panic, and a body it accepts is
+// one the fake can decode.
 func FuzzCheckOpenAI(f *testing.F) {
 	for _, c := range openAICases {
 		f.Add([]byte(c.body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if v := CheckOpenAI(body); v != nil && (v.Rule == "" || v.Status != 400 || len(v.Body) == 0) {
-			t.Fatalf("incomplete violation %+v", v)
+		v := CheckOpenAI(body)
+		if v != nil {
+			if v.Rule == "" || v.Status != 400 || len(v.Body) == 0 {
+				t.Fatalf("incomplete violation %+v", v)
+			}
+			return
+		}
+		if _, err := decodeOpenAI(body); err != nil {
+			t.Fatalf("accepted body does not decode: %v\n%s", err, body)
 		}
 	})
 }
