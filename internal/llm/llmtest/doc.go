@@ -1,43 +1,56 @@
 // Package llmtest provides fake model endpoints for tests: an
-// OpenAI-compatible Chat Completions server on loopback whose every answer
-// is chosen by a Go policy, and which refuses, as the real API does,
-// request histories the real API refuses.
+// OpenAI-compatible Chat Completions server (NewOpenAI) and an Anthropic
+// Messages server (NewAnthropic) on loopback, whose every answer is chosen
+// by a Go policy, and which refuse, as the real APIs do, request histories
+// the real APIs refuse.
 //
-// Guarantees of the server made by NewOpenAI:
-//   - it answers POST <URL>/chat/completions (and GET <URL>/models), its URL
-//     ending in /v1. Any other method or path (a sandbox escaping to the
-//     host, a client building the wrong URL) fails the test and gets 404;
-//   - strict by default: every body is checked with CheckOpenAI before
-//     anything else. A body that breaks a rule is answered with the real
-//     API's status and error body, is not given to the policy nor numbered,
-//     is kept in Violations, and fails the test with t.Errorf naming the
-//     rule and the message at fault. Lenient turns the checks off for a
-//     test that sends a broken body on purpose;
+// Guarantees of both servers:
+//   - the OpenAI fake answers POST <URL>/chat/completions (and GET
+//     <URL>/models), its URL ending in /v1; the Anthropic fake answers POST
+//     <URL>/v1/messages, its URL being the bare root, which the anthropic
+//     client takes as BaseURL. Any other method or path (a sandbox escaping
+//     to the host, a client building the wrong URL) fails the test and gets
+//     404;
+//   - strict by default: every body is checked with CheckOpenAI or
+//     CheckAnthropic before anything else. A body that breaks a rule is
+//     answered with the real API's status and error body, is not given to
+//     the policy nor numbered, is kept in Violations, and fails the test
+//     with t.Errorf naming the rule and the message at fault. Lenient turns
+//     the checks off for a test that sends a broken body on purpose;
 //   - accepted requests are numbered 0, 1, 2, … in arrival order and the
 //     policy is called once per request, under a lock, with that number;
-//     Requests returns every decoded body in the same order;
+//     Requests returns every decoded body in the same order, in one neutral
+//     shape whichever the API (an Anthropic system prompt becomes a first
+//     "system" message, tool_use blocks ToolCalls, each tool_result a "tool"
+//     message);
 //   - a Turn is answered as the client asked: SSE when the request says
-//     "stream": true, one JSON object otherwise. A streamed turn sends the
-//     role first, the content in two pieces, then each tool call as a header
-//     chunk (index, id, name) followed by its arguments in up to three
+//     "stream": true, one JSON object otherwise. A streamed OpenAI turn sends
+//     the role first, the content in two pieces, then each tool call as a
+//     header chunk (index, id, name) followed by its arguments in up to three
 //     pieces, the calls of one turn interleaved by index; then a chunk with
 //     the finish reason, then — only when stream_options.include_usage is
 //     set, as OpenAI does — usage in a final chunk with empty choices, then
-//     [DONE];
-//   - a Turn with a non-2xx Status is answered with an OpenAI-style error
-//     object and its Retry-After header; Body replaces whatever would be
-//     written; Hang answers nothing until the client gives up or the test
-//     ends;
+//     [DONE]. A streamed Anthropic turn sends message_start (input usage),
+//     a ping, the text block in two text_delta pieces, each tool_use block
+//     with an empty input_json_delta then its arguments in up to three
+//     pieces, one block after the other, then message_delta (stop reason,
+//     output usage) and message_stop;
+//   - a Turn with a non-2xx Status is answered with the API's error object
+//     (Anthropic's typed by status: 429 rate_limit_error, 529
+//     overloaded_error, …) and its Retry-After header; Body replaces
+//     whatever would be written; Hang answers nothing until the client gives
+//     up or the test ends;
 //   - the server is closed when the test ends.
 //
 // # Rules
 //
 // Each rule has a stable name (the Rule* constants). Where the real API's
-// wording is known the answer uses it; the sources are the API reference
-// ("Create chat completion" and the function-calling guide) and error
-// bodies the API returned, as quoted in public issue threads (named below
-// as owner/repo#n). Wording marked "ours" is not known and says the same
-// thing. CheckAnthropic's rules are listed in its tests.
+// wording is known the answer uses it; the sources are the API references
+// (OpenAI: "Create chat completion" and the function-calling guide;
+// Anthropic: "Messages" and the tool-use guide "Handle tool calls") and
+// error bodies the APIs returned, as quoted in public issue threads (named
+// below as owner/repo#n). Wording marked "ours" is not known and says the
+// same thing.
 //
 // OpenAI Chat Completions (CheckOpenAI):
 //   - json: the body is a JSON object (the API's "We could not parse the
@@ -86,4 +99,59 @@
 //     'type: \"object\"'", browserbase/stagehand#1159).
 //   - field-type: stream, stream_options, max_tokens, name, tool_call_id
 //     and the like have their documented JSON types ("Invalid type for …").
+//
+// Anthropic Messages (CheckAnthropic); paths in messages are the API's,
+// "messages.3.content.1":
+//   - json: the body is a JSON object (wording ours).
+//   - model and max-tokens: model is a non-empty string and max_tokens an
+//     integer ≥ 1 (reference: both required; "max_tokens: Field required",
+//     tickernelz/opencode-mem#50).
+//   - system: the system prompt is a top-level string or array of non-empty
+//     text blocks (reference); a "system" role in messages is a role error.
+//   - messages: a non-empty array ("messages: at least one message is
+//     required").
+//   - role, first-user, alternation: roles are user or assistant, the first
+//     is user, and they alternate (reference; "messages: roles must
+//     alternate between \"user\" and \"assistant\", but found multiple
+//     \"user\" roles in a row", FlowiseAI/Flowise#2006,
+//     modelcontextprotocol/quickstart-resources#20).
+//   - empty-content: content is a non-empty string or a non-empty array of
+//     blocks, except in a final assistant message ("all messages must have
+//     non-empty content except for the optional final assistant message",
+//     anthropics/claude-code#4416). content-type: content or a block of
+//     another shape.
+//   - empty-text: text blocks, including those inside a tool_result, are
+//     not empty nor whitespace only ("messages: text content blocks must be
+//     non-empty", anthropics/claude-code#53473; "must contain non-whitespace
+//     text", anthropics/claude-code#23352).
+//   - block-role: tool_use blocks only in assistant messages, tool_result
+//     blocks only in user messages (reference; wording ours).
+//   - tool-call-shape: a tool_use has an id matching ^[a-zA-Z0-9_-]+$
+//     (CommandCodeAI/command-code#323), a name, and an object input
+//     (reference). duplicate-call-id: tool_use ids are unique in the request
+//     ("`tool_use` ids must be unique", anthropics/claude-code#21317).
+//   - call-without-answer: every tool_use of an assistant message is
+//     answered by a tool_result in the very next message ("`tool_use` ids
+//     were found without `tool_result` blocks immediately after",
+//     anthropics/claude-code#1577).
+//   - results-first: in that message the tool_result blocks come before
+//     any other block ("Did not find N `tool_result` block(s) at the
+//     beginning of this message", anthropics/claude-code#37).
+//   - tool-without-call: a tool_result answers a tool_use of the message
+//     just before ("`tool_result` block(s) provided when previous message
+//     does not have any `tool_use` blocks"; "unexpected `tool_use_id` found
+//     in `tool_result` blocks", anthropics/claude-code#13460).
+//   - tools-required: a request with tool_use or tool_result blocks defines
+//     tools ("Requests which include `tool_use` or `tool_result` blocks
+//     must define tools.", as reported in issue #23).
+//   - tool-name: custom tool names match ^[a-zA-Z0-9_-]{1,64}$ (reference;
+//     "tools.N.custom.name: String should match pattern",
+//     apify/tester-mcp-client#11). tool-schema: input_schema is present,
+//     has "type": "object" and compiles as JSON Schema draft 2020-12
+//     ("input_schema.type: Field required", Kilo-Org/kilocode#12238; "JSON
+//     schema is invalid. It must match JSON Schema draft 2020-12",
+//     anthropics/anthropic-sdk-java#241). Server tools (a type other than
+//     "custom") are not checked.
+//   - field-type: stream, tool_use_id, is_error and the like have their
+//     documented JSON types.
 package llmtest

@@ -20,7 +20,8 @@ var DefaultUsage = llm.Usage{PromptTokens: 100, CompletionTokens: 20, TotalToken
 // Turn is one answer of a fake server.
 type Turn struct {
 	// Content is the assistant's text; Calls its tool calls (arguments are
-	// sent verbatim, malformed or not; an empty ID becomes "call_<n>_<i>").
+	// sent verbatim, malformed or not; an empty ID becomes "call_<n>_<i>"
+	// from the OpenAI fake, "toolu_<n>_<i>" from the Anthropic one).
 	Content string
 	Calls   []llm.ToolCall
 	// Usage is the usage reported; nil reports DefaultUsage.
@@ -36,7 +37,8 @@ type Turn struct {
 	Hang bool
 }
 
-// Request is one request body as the server decoded it.
+// Request is one request body as the server decoded it, in the same shape
+// whichever API it came in.
 type Request struct {
 	Model        string
 	Messages     []Message
@@ -70,7 +72,7 @@ type Tool struct {
 
 // dialect is what differs between the fake APIs.
 type dialect struct {
-	name   string // "OpenAI": in failure messages
+	name   string // "OpenAI", "Anthropic": in failure messages
 	path   string // the one POST path answered
 	check  func(body []byte) *Violation
 	decode func(body []byte) (Request, error)
@@ -85,7 +87,8 @@ type dialect struct {
 
 // Server is a running fake endpoint.
 type Server struct {
-	// URL is the base URL to give a client, ending in /v1.
+	// URL is the base URL to give a client: ending in /v1 for the OpenAI
+	// fake, the bare root for the Anthropic one (as their real base URLs).
 	URL string
 
 	t      testing.TB

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/llm/anthropic"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/llm/openai"
 )
@@ -52,6 +53,14 @@ var fakes = []fake{
 		valid:  `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
 		wantBad: `{"error":{"message":"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",` +
 			`"type":"invalid_request_error","param":"messages.[2].role","code":null}}`,
+	},
+	{
+		name: "anthropic", start: llmtest.NewAnthropic, path: "/v1/messages",
+		broken: `{"model":"m","max_tokens":10,"tools":[{"name":"f","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hi"},` +
+			`{"role":"assistant","content":"ok"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"x"}]}]}`,
+		valid: `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+		wantBad: "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"messages.2: `tool_result` block(s) " +
+			"provided when previous message does not have any `tool_use` blocks\"}}",
 	},
 }
 
@@ -128,7 +137,8 @@ func TestClientsSeeTheRealError(t *testing.T) {
 		{Role: llm.RoleUser, Content: "never mind"},
 	}, Tools: tools}
 	clients := map[string]func(url string) llm.Model{
-		"openai": func(url string) llm.Model { return openai.New(openai.Config{BaseURL: url}) },
+		"openai":    func(url string) llm.Model { return openai.New(openai.Config{BaseURL: url}) },
+		"anthropic": func(url string) llm.Model { return anthropic.New(anthropic.Config{BaseURL: url}) },
 	}
 	for _, f := range fakes {
 		t.Run(f.name, func(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 )
 
 // Rules a request can break: the stable names Violation.Rule takes. A name
-// shared by both APIs means the same mistake in each.
+// shared by both APIs means the same mistake in each. The package doc says
+// what each rule checks and where it comes from.
 const (
 	RuleJSON              = "json"                // the body is not a JSON object
 	RuleFieldType         = "field-type"          // a field has the wrong JSON type
