@@ -59,7 +59,6 @@ type Message struct {
 	ToolCalls  []llm.ToolCall
 	ToolCallID string
 	Name       string
-	IsError    bool // Anthropic's tool_result is_error
 }
 
 // Tool is one function tool offered in a request.
