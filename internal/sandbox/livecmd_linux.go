@@ -300,7 +300,7 @@ func (r *rawCmd) prepare(p livePlan) error {
 	}
 	// Capabilities: this thread's, inheritable ones cleared.
 	r.capHdr = [2]uint32{0x20080522, 0} // _LINUX_CAPABILITY_VERSION_3
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&r.capHdr)), uintptr(unsafe.Pointer(&r.capData[0])), 0); e != 0 {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&r.capHdr)), uintptr(unsafe.Pointer(&r.capData[0])), 0, 0, 0, 0); e != 0 {
 		return fmt.Errorf("capget: %v", e)
 	}
 	r.capData[2], r.capData[5] = 0, 0
@@ -367,14 +367,14 @@ const (
 //go:nosplit
 //go:norace
 func commandInit(r *rawCmd) {
-	syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0)
+	syscall.RawSyscall6(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
 	placeFDs(r)
 	if r.failSetup != nil {
 		rawFail(r.failSetup)
 	}
 	// A session of its own, so no controlling terminal to type into
 	// (supervise says why), whichever session the server is in.
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SETSID, 0, 0, 0); e != 0 {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_SETSID, 0, 0, 0, 0, 0, 0); e != 0 {
 		rawFail(msgSetsid)
 	}
 	// The command's own /proc, kernel knobs read-only.
@@ -393,18 +393,18 @@ func commandInit(r *rawCmd) {
 		if e == 0 {
 			*(*int32)(unsafe.Pointer(&r.procRule[8])) = int32(fd)
 			syscall.RawSyscall6(sysLandlockAddRule, 3, 1, uintptr(unsafe.Pointer(&r.procRule[0])), 0, 0, 0)
-			syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0)
+			syscall.RawSyscall6(syscall.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
 		}
 	}
 	// No capabilities to keep or regain, limits, no new privileges,
 	// Landlock, the seccomp filter.
 	for c := uintptr(0); c < 64; c++ {
-		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prCapbsetDrop, c, 0); e == syscall.EINVAL {
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapbsetDrop, c, 0, 0, 0, 0); e == syscall.EINVAL {
 			break
 		}
 	}
 	syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClr, 0, 0, 0, 0)
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&r.capHdr[0])), uintptr(unsafe.Pointer(&r.capData[0])), 0); e != 0 {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&r.capHdr[0])), uintptr(unsafe.Pointer(&r.capData[0])), 0, 0, 0, 0); e != 0 {
 		rawFail(msgCapset)
 	}
 	for i := 0; i < len(r.rlimits); i++ {
@@ -413,17 +413,17 @@ func commandInit(r *rawCmd) {
 			rawFail(msgSetrlimit)
 		}
 	}
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
 		rawFail(msgNoNewPrivs)
 	}
 	if r.landlock >= 0 {
-		if _, _, e := syscall.RawSyscall(sysLandlockRestrictSelf, 3, 0, 0); e != 0 {
+		if _, _, e := syscall.RawSyscall6(sysLandlockRestrictSelf, 3, 0, 0, 0, 0, 0); e != 0 {
 			rawFail(msgLandlock)
 		}
-		syscall.RawSyscall(syscall.SYS_CLOSE, 3, 0, 0)
+		syscall.RawSyscall6(syscall.SYS_CLOSE, 3, 0, 0, 0, 0, 0)
 	}
 	if r.seccomp != nil {
-		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetSeccomp, seccompFilter, uintptr(r.seccomp)); e != 0 {
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetSeccomp, seccompFilter, uintptr(r.seccomp), 0, 0, 0); e != 0 {
 			rawFail(msgSeccomp)
 		}
 	}
@@ -459,20 +459,20 @@ func commandInit(r *rawCmd) {
 	// status told: the runner reads the command's output and files with
 	// nothing of it left running, before pid 1's exit has torn down the
 	// namespaces.
-	syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0)
+	syscall.RawSyscall6(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0, 0, 0, 0)
 	for {
 		_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), 0, 0, 0, 0, 0)
 		if e != syscall.EINTR && e != 0 {
 			break // ECHILD: none left
 		}
 	}
-	syscall.RawSyscall(sysCloseRange, 0, 2, 0)
+	syscall.RawSyscall6(sysCloseRange, 0, 2, 0, 0, 0, 0)
 	// The status, and whether pid 1 was a warm one.
 	told := [2]byte{byte(code), 0}
 	if r.warm != nil {
 		told[1] = 1
 	}
-	syscall.RawSyscall(syscall.SYS_WRITE, statusFD, uintptr(unsafe.Pointer(&told[0])), 2)
+	syscall.RawSyscall6(syscall.SYS_WRITE, statusFD, uintptr(unsafe.Pointer(&told[0])), 2, 0, 0, 0)
 	rawExit(code)
 }
 
@@ -496,21 +496,21 @@ func placeFDs(r *rawCmd) {
 	}
 	for i, fd := range kept {
 		if fd >= 0 {
-			moved, _, _ := syscall.RawSyscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 16)
+			moved, _, _ := syscall.RawSyscall6(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 16, 0, 0, 0)
 			kept[i] = int(moved)
 		}
 	}
 	for i, fd := range kept {
 		switch {
 		case fd < 0:
-			syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(i), 0, 0)
+			syscall.RawSyscall6(syscall.SYS_CLOSE, uintptr(i), 0, 0, 0, 0, 0)
 		case i == statusFD:
-			syscall.RawSyscall(syscall.SYS_DUP3, uintptr(fd), uintptr(i), syscall.O_CLOEXEC)
+			syscall.RawSyscall6(syscall.SYS_DUP3, uintptr(fd), uintptr(i), syscall.O_CLOEXEC, 0, 0, 0)
 		default:
-			syscall.RawSyscall(syscall.SYS_DUP3, uintptr(fd), uintptr(i), 0)
+			syscall.RawSyscall6(syscall.SYS_DUP3, uintptr(fd), uintptr(i), 0, 0, 0, 0)
 		}
 	}
-	syscall.RawSyscall(sysCloseRange, statusFD+1, ^uintptr(0), 0)
+	syscall.RawSyscall6(sysCloseRange, statusFD+1, ^uintptr(0), 0, 0, 0, 0)
 }
 
 // commandShell is the command's shell, pid 2 of its namespace.
@@ -519,23 +519,23 @@ func placeFDs(r *rawCmd) {
 //go:norace
 func commandShell(r *rawCmd) {
 	if r.drop {
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_SETGROUPS, 0, 0, 0, 0, 0, 0); e != 0 {
 			rawFail(msgSetgroups)
 		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(r.gid), uintptr(r.gid), uintptr(r.gid)); e != 0 {
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_SETRESGID, uintptr(r.gid), uintptr(r.gid), uintptr(r.gid), 0, 0, 0); e != 0 {
 			rawFail(msgSetgid)
 		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(r.uid), uintptr(r.uid), uintptr(r.uid)); e != 0 {
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_SETRESUID, uintptr(r.uid), uintptr(r.uid), uintptr(r.uid), 0, 0, 0); e != 0 {
 			rawFail(msgSetuid)
 		}
 	}
-	syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0)
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CHDIR, uintptr(unsafe.Pointer(r.dir)), 0, 0); e != 0 {
+	syscall.RawSyscall6(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_CHDIR, uintptr(unsafe.Pointer(r.dir)), 0, 0, 0, 0, 0); e != 0 {
 		rawFail(r.failDir)
 	}
 	var none [1]uint64
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 2, uintptr(unsafe.Pointer(&none[0])), 0, 8, 0, 0)
-	syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(r.sh)), uintptr(unsafe.Pointer(&r.argv[0])), uintptr(unsafe.Pointer(&r.envv[0])))
+	syscall.RawSyscall6(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(r.sh)), uintptr(unsafe.Pointer(&r.argv[0])), uintptr(unsafe.Pointer(&r.envv[0])), 0, 0, 0)
 	rawFail(r.failExec)
 }
 
@@ -561,7 +561,7 @@ var (
 //go:norace
 func rawFail(msg []byte) {
 	if len(msg) > 0 {
-		syscall.RawSyscall(syscall.SYS_WRITE, 2, uintptr(unsafe.Pointer(&msg[0])), uintptr(len(msg)))
+		syscall.RawSyscall6(syscall.SYS_WRITE, 2, uintptr(unsafe.Pointer(&msg[0])), uintptr(len(msg)), 0, 0, 0)
 	}
 	rawExit(helperExit)
 }
@@ -570,6 +570,6 @@ func rawFail(msg []byte) {
 //go:norace
 func rawExit(code int) {
 	for {
-		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, uintptr(code), 0, 0)
+		syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, uintptr(code), 0, 0, 0, 0, 0)
 	}
 }

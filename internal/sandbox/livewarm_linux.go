@@ -56,11 +56,11 @@ func newWarmMsg() *warmMsg {
 //go:nosplit
 //go:norace
 func awaitCommand(w *warmMsg) {
-	if _, _, e := syscall.RawSyscall(syscall.SYS_WRITE, warmCtlFD, uintptr(unsafe.Pointer(&w.buf[0])), 1); e != 0 {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_WRITE, warmCtlFD, uintptr(unsafe.Pointer(&w.buf[0])), 1, 0, 0, 0); e != 0 {
 		rawExit(helperExit)
 	}
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, warmCtlFD, uintptr(unsafe.Pointer(&w.hdr)), syscall.MSG_CMSG_CLOEXEC)
+		n, _, e := syscall.RawSyscall6(syscall.SYS_RECVMSG, warmCtlFD, uintptr(unsafe.Pointer(&w.hdr)), syscall.MSG_CMSG_CLOEXEC, 0, 0, 0)
 		if e == syscall.EINTR {
 			continue
 		}
@@ -80,13 +80,13 @@ func awaitCommand(w *warmMsg) {
 	var got [3]uintptr
 	for i := range got {
 		fd := uintptr(*(*int32)(unsafe.Pointer(&w.oob[16+4*i])))
-		got[i], _, _ = syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 16)
+		got[i], _, _ = syscall.RawSyscall6(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 16, 0, 0, 0)
 	}
-	syscall.RawSyscall(syscall.SYS_DUP3, got[0], 1, 0)
-	syscall.RawSyscall(syscall.SYS_DUP3, got[1], 2, 0)
-	syscall.RawSyscall(syscall.SYS_DUP3, got[2], statusFD, syscall.O_CLOEXEC)
-	syscall.RawSyscall(sysCloseRange, 3, statusFD-1, 0)
-	syscall.RawSyscall(sysCloseRange, statusFD+1, ^uintptr(0), 0)
+	syscall.RawSyscall6(syscall.SYS_DUP3, got[0], 1, 0, 0, 0, 0)
+	syscall.RawSyscall6(syscall.SYS_DUP3, got[1], 2, 0, 0, 0, 0)
+	syscall.RawSyscall6(syscall.SYS_DUP3, got[2], statusFD, syscall.O_CLOEXEC, 0, 0, 0)
+	syscall.RawSyscall6(sysCloseRange, 3, statusFD-1, 0, 0, 0, 0)
+	syscall.RawSyscall6(sysCloseRange, statusFD+1, ^uintptr(0), 0, 0, 0, 0)
 }
 
 // warm is a command made ready.
