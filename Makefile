@@ -44,5 +44,15 @@ bench:
 	$(GO) test -run XXX -bench 'Export500' -benchtime 20x ./internal/trajectory/
 	$(GO) test -run XXX -bench '^BenchmarkSteps30$$' -benchtime 5x ./cmd/apodex/
 
+# Every fuzz target (parsers of outside input, the conversation property of
+# internal/agent), each for FUZZTIME.
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
 clean:
 	rm -rf bin .apodex-demo

@@ -2,6 +2,7 @@ package llmtest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -128,14 +129,16 @@ func TestLenientAcceptsBrokenHistory(t *testing.T) {
 	}
 }
 
-// The real clients see a refused history as the provider's 400, carrying
-// the provider's message, not worth a retry.
+// The real clients see a refused request as the provider's 400, carrying
+// the provider's message, not worth a retry. (A broken history never gets
+// that far: the clients repair it, see llm.Repair; a tool schema that is
+// not an object they send as given.)
 func TestClientsSeeTheRealError(t *testing.T) {
 	bad := &llm.Request{Model: "m", Messages: []llm.Message{
 		{Role: llm.RoleUser, Content: "hi"},
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: `{}`}}},
 		{Role: llm.RoleUser, Content: "never mind"},
-	}, Tools: tools}
+	}, Tools: []llm.ToolSpec{{Name: "read_file", Description: "Read.", Parameters: json.RawMessage(`{"type":"array"}`)}}}
 	clients := map[string]func(url string) llm.Model{
 		"openai":    func(url string) llm.Model { return openai.New(openai.Config{BaseURL: url}) },
 		"anthropic": func(url string) llm.Model { return anthropic.New(anthropic.Config{BaseURL: url}) },
@@ -146,11 +149,10 @@ func TestClientsSeeTheRealError(t *testing.T) {
 			srv := f.start(rec, llmtest.Script())
 			_, err := clients[f.name](srv.URL).Generate(context.Background(), bad)
 			var api *llm.APIError
-			if !errors.As(err, &api) || api.StatusCode != 400 || llm.IsRetryable(err) ||
-				!strings.Contains(api.Message, "tool_use") && !strings.Contains(api.Message, "tool_calls") {
-				t.Errorf("error %v, want a 400 about the unanswered call", err)
+			if !errors.As(err, &api) || api.StatusCode != 400 || llm.IsRetryable(err) || !strings.Contains(api.Message, "schema") {
+				t.Errorf("error %v, want a 400 about the tool's schema", err)
 			}
-			if v := srv.Violations(); len(v) != 1 || v[0].Rule != llmtest.RuleCallWithoutAnswer || v[0].Index != 1 {
+			if v := srv.Violations(); len(v) != 1 || v[0].Rule != llmtest.RuleToolSchema {
 				t.Errorf("violations %+v", v)
 			}
 			if len(rec.reported()) != 1 {

@@ -11,7 +11,7 @@ import (
 func TestCallerHeaders(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		srv := llmtest.NewOpenAI(t, llmtest.Script(llmtest.Turn{Content: "a"}, llmtest.Turn{Content: "b"}))
-		c := New(Config{BaseURL: srv.URL, Stream: stream})
+		c := New(Config{BaseURL: srv.URL, Model: "m", Stream: stream})
 		ctx := llm.WithCaller(context.Background(), llm.Caller{Run: "r-1"})
 		ctx = llm.WithCaller(ctx, llm.Caller{Agent: "A2", Role: llm.CallerSubagent})
 		if _, err := c.Generate(ctx, &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
