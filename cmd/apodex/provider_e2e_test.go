@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apodex/apodex/internal/llm"
@@ -91,5 +92,106 @@ func TestDoctorServerError(t *testing.T) {
 	_, out, _ := cli(t, "doctor", "--home", t.TempDir(), "--provider", "openai", "--base-url", srv.URL, "--model", "m")
 	if !regexpLine(out, `FAIL\s+endpoint\s+tool-call probe: the server failed with HTTP 500 \(a 5xx`) || strings.Contains(out, "refused a request with tools") {
 		t.Fatalf("doctor output:\n%s", out)
+	}
+}
+
+// teamLongPolicy plays a lead that fans four subagents out, waits for each
+// long report, reads the inputs and resolves: with a small window its
+// history goes through tier 1 and tier 2 while reports are in it.
+func teamLongPolicy() func(int, llmtest.Request) llmtest.Turn {
+	var mu sync.Mutex
+	lead, reported := 0, map[string]bool{}
+	return func(_ int, req llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		defer mu.Unlock()
+		usage := lrUsage(req)
+		switch req.Header.Get(llm.HeaderRole) {
+		case llm.CallerSummarizer:
+			return llmtest.Turn{Content: "Summary: four items T1-T4 were added and dispatched to A1-A4; reports came back.", Usage: usage}
+		case llm.CallerVerifier:
+			return llmtest.Turn{Calls: []llm.ToolCall{call("verdict", map[string]any{"verdict": "supported", "checks": []string{"read"}})}, Usage: usage}
+		case llm.CallerSubagent:
+			if teamCalled(req, "read_file") == 0 {
+				return llmtest.Turn{Calls: []llm.ToolCall{call("read_file", map[string]any{"path": "/inputs/" + lrName(1)})}, Usage: usage}
+			}
+			long := strings.Repeat("The file holds numbered lines about a fox; nothing else. ", 60)
+			return llmtest.Turn{Calls: []llm.ToolCall{call("report", map[string]any{"summary": long,
+				"claims": []map[string]any{{"text": "f01 is about a fox", "evidence": []string{"/inputs/" + lrName(1)}}}})}, Usage: usage}
+		}
+		for _, m := range req.Messages {
+			for i := 1; i <= 4; i++ {
+				if strings.Contains(m.Content, fmt.Sprintf("Assignment A%d (", i)) {
+					reported[fmt.Sprint(i)] = true
+				}
+			}
+		}
+		lead++
+		var cs []llm.ToolCall
+		switch {
+		case lead == 1:
+			for i := 1; i <= 4; i++ {
+				cs = append(cs, call("board_add", map[string]any{"title": fmt.Sprint("Part ", i), "objective": fmt.Sprint("Read part ", i, " and report")}))
+			}
+		case lead == 2:
+			for i := 1; i <= 4; i++ {
+				cs = append(cs, call("dispatch", map[string]any{"item": fmt.Sprint("T", i), "role": "reader", "instructions": "Read f01 and report.", "tools": []string{"read_file"}}))
+			}
+		case len(reported) < 4:
+			cs = append(cs, call("wait", map[string]any{"timeout_s": 30}))
+		case lead < 16 && teamCalled(req, "board_resolve") == 0:
+			cs = append(cs, call("read_file", map[string]any{"path": "/inputs/" + lrName(2+lead%8)}))
+		case teamCalled(req, "board_resolve") == 0:
+			for i := 1; i <= 4; i++ {
+				cs = append(cs, call("board_resolve", map[string]any{"id": fmt.Sprint("T", i), "note": "read", "refs": []string{fmt.Sprint("report:A", i)}}))
+			}
+		default:
+			cs = append(cs, finish("all four parts read"))
+		}
+		return llmtest.Turn{Calls: cs, Usage: usage}
+	}
+}
+
+// A long team run with a small window, through tier-2 compaction, sends
+// only requests the real APIs accept: to a strict OpenAI-compatible fake
+// and to a strict Anthropic fake (each refuses, and fails the test on, any
+// request the real API would refuse).
+func TestTeamCompactionValidForBothProviders(t *testing.T) {
+	runtest.NeedSandbox(t)
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			home, inputs := t.TempDir(), lrFiles(t, 10, 6<<10)
+			start := llmtest.NewOpenAI
+			if provider == "anthropic" {
+				start = llmtest.NewAnthropic
+			}
+			srv := start(t, teamLongPolicy())
+			s := peRun(t, 0, "run", "--home", home, "--provider", provider, "--base-url", srv.URL, "--model", "m",
+				"--mode", "team", "--inputs", inputs, "--context-window", "9000", "read the parts")
+			if s.Status != "completed" {
+				t.Fatalf("status %s (%s): %s", s.Status, s.Termination, s.Error)
+			}
+			if v := srv.Violations(); len(v) > 0 {
+				t.Fatalf("%d requests the real API would refuse, the first: %v", len(v), v[0])
+			}
+			var tier2, carried int
+			for _, e := range runtest.Events(t, s.RunDir) {
+				var w record.Warning
+				if e.Type == record.TypeWarning && e.Decode(&w) == nil && w.Code == record.WarnInvalidHistory {
+					t.Fatalf("the runtime broke a history (the client repaired it): %s", w.Message)
+				}
+				if e.Type != record.TypeCompaction || e.Agent != "lead" {
+					continue
+				}
+				var c record.Compaction
+				e.Decode(&c)
+				if c.Tier == 2 && c.Summarized != nil {
+					tier2++
+					carried += c.Summarized.Carried
+				}
+			}
+			if tier2 == 0 || carried == 0 {
+				t.Fatalf("the lead went through %d tier-2 compactions carrying %d reports: the test proves nothing", tier2, carried)
+			}
+		})
 	}
 }

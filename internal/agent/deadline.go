@@ -115,6 +115,7 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 	// The tools are listed, none may be called: a history with tool calls
 	// and no tools is a request some providers refuse.
 	specs := l.tools.Specs()
+	l.checkHistory()
 	l.recordRequest(specs)
 	req := &llm.Request{Messages: l.history, Tools: specs, ToolChoice: llm.ToolChoiceNone, Turn: l.turns - 1, Purpose: llm.PurposeFinalize, Agent: l.cfg.ID}
 	start := l.cfg.Now()

@@ -194,6 +194,7 @@ func stopped(ctx context.Context) (Termination, error, bool) {
 func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error) {
 	l.turns++
 	specs := l.tools.Specs()
+	l.checkHistory()
 	l.recordRequest(specs)
 	req := &llm.Request{Messages: l.history, Tools: specs, Turn: l.turns - 1, Agent: l.cfg.ID}
 	start := l.cfg.Now()
@@ -232,6 +233,17 @@ func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error)
 		DurationMS:   l.cfg.Now().Sub(start).Milliseconds(),
 	})
 	return resp, nil
+}
+
+// checkHistory records a warning when the history is not a valid
+// conversation (llm.Problems): the clients repair it before sending, so the
+// call still works, but a runtime bug broke the history and the record says
+// so (tests assert there is none).
+func (l *loop) checkHistory() {
+	if p := llm.Problems(l.history); p != nil {
+		l.append(record.TypeWarning, record.Warning{Code: record.WarnInvalidHistory,
+			Message: fmt.Sprintf("turn %d: the history is not a valid conversation and is sent repaired: %s", l.turns, strings.Join(p, "; "))})
+	}
 }
 
 // observe adds a runtime observation to the history and the record.

@@ -186,6 +186,10 @@ type Warning struct {
 	Message string `json:"message"`
 }
 
+// WarnInvalidHistory: an agent's history was not a valid conversation
+// before a model call (a runtime bug); the clients sent it repaired.
+const WarnInvalidHistory = "invalid_history"
+
 // RunFinished closes the record.
 type RunFinished struct {
 	Termination string      `json:"termination_reason"`
