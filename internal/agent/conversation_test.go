@@ -147,7 +147,9 @@ func randomTools(rng *rand.Rand) []tool.Tool {
 		fake{"wait", func(json.RawMessage) tool.Result {
 			return tool.Result{Output: "Assignment A1 reported: " + strings.Repeat("finding ", 20+draw(300)), Protected: true}
 		}},
-		fake{"fail", func(json.RawMessage) tool.Result { return tool.Errorf("exit code 1: %s", strings.Repeat("e", draw(2000))) }},
+		fake{"fail", func(json.RawMessage) tool.Result {
+			return tool.Errorf("exit code 1: %s", strings.Repeat("e", draw(2000)))
+		}},
 		tool.FinishTool{},
 	}
 }
