@@ -31,6 +31,9 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch run.Liveness(dir) {
 	case run.Finished:
+		if _, ok := run.ResumableEnd(dir); ok {
+			break // a model error: the run goes on from where it was
+		}
 		info, err := run.Load(dir)
 		if err != nil {
 			return fmt.Errorf("run %s cannot be read: %w", filepath.Base(dir), err)

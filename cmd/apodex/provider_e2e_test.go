@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -193,5 +194,47 @@ func TestTeamCompactionValidForBothProviders(t *testing.T) {
 				t.Fatalf("the lead went through %d tier-2 compactions carrying %d reports: the test proves nothing", tier2, carried)
 			}
 		})
+	}
+}
+
+// A provider's 400 that is neither an overflow nor a schema problem ends
+// the run as model_error with the provider's message, the record complete;
+// once the endpoint answers, resume goes on from where the run was.
+func TestProviderRefusalEndsAndResumes(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home := t.TempDir()
+	bad := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		if n == 0 {
+			return calls(call("write_file", map[string]any{"path": "/outputs/a.txt", "content": "one\n"}))
+		}
+		return llmtest.Turn{Status: 400, Body: `{"error":{"message":"Unsupported value: 'temperature' does not support 0.3 with this model.","type":"invalid_request_error","param":"temperature","code":"unsupported_value"}}`}
+	})
+	s := peRun(t, 1, append(openaiArgs(home, bad), "write a.txt")...)
+	if s.Termination != "model_error" || !strings.Contains(s.Error, "does not support 0.3") {
+		t.Fatalf("termination %s, error %q", s.Termination, s.Error)
+	}
+	if len(bad.Requests()) != 2 {
+		t.Fatalf("%d requests: a 400 is not retried", len(bad.Requests()))
+	}
+	if last := runtest.Events(t, s.RunDir); last[len(last)-1].Type != record.TypeRunFinished {
+		t.Fatalf("the record does not end with run_finished: %s", last[len(last)-1].Type)
+	}
+	good := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		if !teamSeen(req, "/outputs/a.txt") {
+			t.Errorf("the resumed history lost the first turn: %+v", req.Messages)
+		}
+		return calls(finish("a.txt written"))
+	})
+	code, out, errOut := cli(t, "resume", "--home", home, "--base-url", good.URL, "--json", "--quiet", filepath.Base(s.RunDir))
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if r := decodeSummary(t, out); r.Termination != "completed" || len(good.Requests()) != 1 {
+		t.Fatalf("resumed run ended %s after %d requests", r.Termination, len(good.Requests()))
+	}
+	var resumed []record.Resumed
+	resumed = decodeAll[record.Resumed](t, runtest.Events(t, s.RunDir), record.TypeResumed)
+	if len(resumed) != 1 || !strings.Contains(resumed[0].Reason, "model_error") {
+		t.Fatalf("resumed events %+v", resumed)
 	}
 }

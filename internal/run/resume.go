@@ -156,9 +156,14 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	if cfg.Now == nil {
 		cfg.Now = clock.Or(cfg.Clock).Now
 	}
+	reason := "the process stopped without finishing (killed or crashed); resumed from the record"
 	switch Liveness(dir) {
 	case Finished:
-		return Summary{}, &ConfigError{fmt.Sprintf("run %s has finished; there is nothing to resume", filepath.Base(dir))}
+		term, ok := ResumableEnd(dir)
+		if !ok {
+			return Summary{}, &ConfigError{fmt.Sprintf("run %s has finished (%s); there is nothing to resume", filepath.Base(dir), term)}
+		}
+		reason = "the run ended with " + term + "; resumed from the record"
 	case Live:
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is live in another process; send it messages with apodex say, or pause/resume it", filepath.Base(dir))}
 	}
@@ -230,7 +235,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	}
 	log.Append(record.TypeResumed, "", record.Resumed{
 		AfterSeq: last, RepairedTornTail: repaired, InFlight: checkpoint.Stopped(agents),
-		Reason: "the process stopped without finishing (killed or crashed); resumed from the record",
+		Reason: reason,
 	})
 	log.Sync()
 	if cfg.Progress != nil {
@@ -238,6 +243,22 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	}
 	ss.warnSandbox()
 	return ss.run(ctx, &resumed{st: st, events: contents.Events, agents: agents})
+}
+
+// ResumableEnd reports how a finished run ended, and whether that end can
+// be resumed: a model error (the endpoint failed, refused a request or was
+// unreachable past the retries) leaves the run where it was, so once the
+// endpoint answers again (or with --base-url/--model) it goes on.
+func ResumableEnd(dir string) (termination string, ok bool) {
+	e, err := record.Last(dir)
+	if err != nil || e.Type != record.TypeRunFinished {
+		return "", false
+	}
+	var rf record.RunFinished
+	if e.Decode(&rf) != nil {
+		return "", false
+	}
+	return rf.Termination, rf.Termination == string(agent.ModelError)
 }
 
 // restorePlanes rebuilds the lease and manifest and reconciles the inbox
