@@ -5,9 +5,14 @@ import (
 	"time"
 )
 
-// RunSettings is what a run was started with (run_started's "settings"), so
-// that a resume and a replay run it the same way. Names are snake_case and
-// durations are strings ("5m0s"); a zero duration is "0s".
+// RunSettings is every setting a run has (run_started's "settings"), so
+// that a resume and a replay run it the same way. It is the runtime's one
+// settings type (run.Settings is this type): flags bind into it, the run
+// records it as it is and resume, replay and eval read it back as it is,
+// so a field added here is recorded without anything else to copy. Names
+// are snake_case and durations are strings ("5m0s"); a zero duration is
+// "0s". A record written before a field existed reads back with the
+// field's zero value.
 type RunSettings struct {
 	Mode           string           `json:"mode"`
 	Team           TeamSettings     `json:"team"`
@@ -55,6 +60,17 @@ type TeamSettings struct {
 	SubBudget   BudgetSettings `json:"sub_budget"`
 	SubTimeout  Duration       `json:"sub_timeout"`
 	MergeIgnore []string       `json:"merge_ignore,omitempty"`
+	// VerifyMaxTurns bounds each verifier's model calls (0: 6).
+	VerifyMaxTurns int `json:"verify_max_turns"`
+	// Effort is "adaptive" or "off" ("": off): at the lead's finish,
+	// unsettled load-bearing claims are investigated in effort waves of
+	// EffortWidth investigators per claim (0: 2), at most EffortWaves waves (0: 2).
+	Effort      string `json:"effort"`
+	EffortWidth int    `json:"effort_width"`
+	EffortWaves int    `json:"effort_waves"`
+	// Synthesis is "on" or "off" ("": off): a writer writes the report
+	// deliverables from the claim–evidence graph after finish.
+	Synthesis string `json:"synthesis"`
 }
 
 // BudgetSettings is a loop's limits; zero means unlimited.

@@ -160,28 +160,21 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 }
 
 // replayConfig runs the recorded run again the way it was started: its
-// settings, its inputs (the run's own copy), its objective as the user gave
-// it. A task file's deliverables and clauses are left out: they shape only
-// the agent's first message, which the replayed model does not read, and
-// the final gate, which the replay does not compare.
+// settings as they are, its inputs
+// (the run's own copy), its objective as the user gave it. A task file's
+// deliverables and clauses are left out: they shape only the agent's first
+// message, which the replayed model does not read, and the final gate,
+// which the replay does not compare.
 func replayConfig(rec run.Recorded, home, dir string, model llm.Model) run.Config {
-	st := rec.Settings
-	u0 := st.U0
+	u0 := rec.Settings.U0
 	if u0 == "" {
 		u0 = rec.Started.Objective
 	}
 	info := rec.Started.Model
 	info.Provider, info.Script, info.ScriptRef = "replay", "", ""
-	cfg := run.Config{
-		Home: home, Objective: u0, InputsDir: filepath.Join(dir, "inputs"),
-		Model: model, ModelInfo: info, Mode: st.Mode, Team: st.Team, Budget: st.Budget, Context: st.Context,
-		SoftDeadline: st.SoftDeadline, Timeout: st.Timeout, Sandbox: st.Sandbox, Network: st.Network,
-		CommandTimeout: st.CommandTimeout, ScratchQuota: st.ScratchQuota, RequireFinish: st.RequireFinish,
-		Limits: st.Limits.Sandbox(), HostNetwork: st.HostNetwork,
-	}
-	cfg.Retry.MaxAttempts = max(st.MaxAttempts, 1)
-	cfg.Evidence = run.RecordedEvidence(st.Evidence)
-	cfg.Evidence.Recorded = dir // fetched pages come from the record, not the network
+	cfg := run.Config{Settings: rec.Settings, Home: home, Objective: u0, InputsDir: filepath.Join(dir, "inputs"), Model: model, ModelInfo: info}
+	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
+	cfg.EvidenceFrom = dir // fetched pages come from the record, not the network
 	if w := run.ReplayWorld(dir, rec.Started); w != nil {
 		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
 	}

@@ -134,7 +134,7 @@ func TestReplayIdentical(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			return scripted.Calls(call("write_file", map[string]string{"path": "x.txt", "content": strings.Repeat("x", turn+1)})), nil
 		})
-		cfg.SoftDeadline = time.Second
+		cfg.SoftDeadline = record.Duration(time.Second)
 		s, err := run.Execute(context.Background(), cfg)
 		if err != nil || s.Termination != "soft_deadline" || s.Partial == "" {
 			t.Fatalf("%v %+v", err, s)
@@ -389,7 +389,7 @@ func BenchmarkReplay(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := run.Config{Home: b.TempDir(), Objective: "bench", ModelInfo: record.ModelSettings{Provider: "scripted"},
-				Retry: llm.RetryPolicy{MaxAttempts: 1}, NewID: func() string { return "bench" }}
+				Settings: run.Settings{MaxAttempts: 1}, NewID: func() string { return "bench" }}
 			tc.cfg(&cfg)
 			s, err := run.Execute(context.Background(), cfg)
 			if err != nil || s.Status != run.StatusCompleted {
