@@ -80,3 +80,17 @@ func joinNetwork(args []string) []string {
 	}
 	return out
 }
+
+// sandboxOverride registers --sandbox of resume and replay: they run a
+// record's commands in the sandbox the record names, and only none, the
+// user's explicit consent, changes that.
+func sandboxOverride(fs *flagSet, verb string) *string {
+	return fs.String("sandbox", "", "none: "+verb+" without isolation, running the record's commands on this machine as they are (needed for a run recorded with --sandbox none; default: the sandbox the run recorded, and a run recorded without one is refused)")
+}
+
+func checkSandboxOverride(v string) error {
+	if v != "" && v != "none" {
+		return usagef("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", v)
+	}
+	return nil
+}

@@ -85,13 +85,16 @@ func TestRunFlagsReachTheRecord(t *testing.T) {
 	}
 	walk(reflect.ValueOf(rec.Settings), reflect.ValueOf(defaults), "Settings")
 
-	// Stopped after the contract event, it resumes with the settings read
-	// back from the record.
+	// Stopped after the contract event, it resumes from the record with
+	// the run's --sandbox none accepted again.
 	p := filepath.Join(dir, record.EventsFile)
 	data, _ := os.ReadFile(p)
 	lines := strings.SplitAfter(string(data), "\n")
 	os.WriteFile(p, []byte(strings.Join(lines[:2], "")), 0o644)
-	code, _, stderr = cli(t, "resume", "--home", home, "--quiet", filepath.Base(dir))
+	if code, _, stderr := cli(t, "resume", "--home", home, "--quiet", filepath.Base(dir)); code == 0 || !strings.Contains(stderr, "--sandbox none") {
+		t.Fatalf("resume of a run recorded without a sandbox, without --sandbox none: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = cli(t, "resume", "--home", home, "--quiet", "--sandbox", "none", filepath.Base(dir))
 	if code == exitUsage || strings.Contains(stderr, "panic") {
 		t.Fatalf("resume: exit %d: %s", code, stderr)
 	}

@@ -4,8 +4,10 @@
 //
 // Guarantees:
 //   - only a finished run whose every event type this version knows is
-//     replayed; a run recorded without a sandbox is replayed unisolated only
-//     when the caller consents;
+//     replayed; its commands run in the sandbox kind the run recorded; a
+//     run recorded without a sandbox, or whose record contradicts itself
+//     on isolation, is replayed only unisolated and only when the caller
+//     asks for that (run.SandboxFor);
 //   - a changed or missing input is a divergence of kind initial_state and
 //     nothing is replayed;
 //   - the report names the first divergence in the original's seq order
@@ -33,6 +35,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/sandbox"
 )
 
 // Config is how to replay a run.
@@ -44,9 +47,11 @@ type Config struct {
 	// OrderWait bounds how long a turn waits for the recorded order of
 	// effects; default 10 s.
 	OrderWait time.Duration
-	// AllowNoSandbox lets a run recorded with --sandbox none replay without
-	// isolation too; otherwise such a replay is refused.
-	AllowNoSandbox bool
+	// Sandbox is the user's --sandbox: "" replays the commands in the
+	// sandbox the run recorded (run.SandboxFor: a run recorded without one,
+	// or a record that contradicts itself, is refused), "none" without
+	// isolation.
+	Sandbox string
 	// Progress receives the replay's step lines; nil for none.
 	Progress io.Writer
 }
@@ -106,8 +111,9 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 		return rep, nil
 	}
 	st := rec.Settings
-	if rec.Started.Sandbox.Kind == "none" && !rc.AllowNoSandbox {
-		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s ran without a sandbox; replaying it would run its commands on this machine unisolated: pass --sandbox none to accept that", rep.RunID)}
+	kind, err := run.SandboxFor(rec, rc.Sandbox)
+	if err != nil {
+		return rep, err
 	}
 	if st.Network {
 		rep.Notes = append(rep.Notes, "the run's commands had network access; replayed, they reach the network again, which need not answer the same")
@@ -135,7 +141,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	cfg := replayConfig(rec, home, dir, model)
+	cfg := replayConfig(rec, kind, home, dir, model)
 	cfg.NewID = func() string { return rep.RunID } // the same id: only the home differs
 	cfg.Progress = stepWriter{gate: gate, next: rc.Progress, notes: model.note}
 	if err := playSegments(ctx, segmentsOf(c.Events), cfg, replayDir, gate, model); err != nil {
@@ -160,12 +166,12 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 }
 
 // replayConfig runs the recorded run again the way it was started: its
-// settings as they are, its inputs
+// settings as they are, in the sandbox kind SandboxFor chose, its inputs
 // (the run's own copy), its objective as the user gave it. A task file's
 // deliverables and clauses are left out: they shape only the agent's first
 // message, which the replayed model does not read, and the final gate,
 // which the replay does not compare.
-func replayConfig(rec run.Recorded, home, dir string, model llm.Model) run.Config {
+func replayConfig(rec run.Recorded, kind, home, dir string, model llm.Model) run.Config {
 	u0 := rec.Settings.U0
 	if u0 == "" {
 		u0 = rec.Started.Objective
@@ -173,6 +179,7 @@ func replayConfig(rec run.Recorded, home, dir string, model llm.Model) run.Confi
 	info := rec.Started.Model
 	info.Provider, info.Script, info.ScriptRef = "replay", "", ""
 	cfg := run.Config{Settings: rec.Settings, Home: home, Objective: u0, InputsDir: filepath.Join(dir, "inputs"), Model: model, ModelInfo: info}
+	cfg.Sandbox = kind
 	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
 	cfg.EvidenceFrom = dir // fetched pages come from the record, not the network
 	if w := run.ReplayWorld(dir, rec.Started); w != nil {
@@ -202,7 +209,13 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 		if i == 0 {
 			_, err = run.Execute(ctx, cfg)
 		} else {
-			_, err = run.Resume(ctx, replayDir, run.ResumeConfig{Config: cfg})
+			// The replay's own record names the sandbox it chose; "none"
+			// was the user's choice, so it holds for every segment.
+			rc := run.ResumeConfig{Config: cfg}
+			if cfg.Sandbox == sandbox.KindNone {
+				rc.Sandbox = sandbox.KindNone
+			}
+			_, err = run.Resume(ctx, replayDir, rc)
 		}
 		stop()
 		<-played

@@ -72,7 +72,7 @@ func csvSumRun(t *testing.T) (run.Summary, string) {
 
 func replayOf(t *testing.T, dir string) replay.Report {
 	t.Helper()
-	rep, err := replay.Run(context.Background(), dir, replay.Config{TempDir: t.TempDir(), AllowNoSandbox: runtest.SandboxKind() == "none"})
+	rep, err := replay.Run(context.Background(), dir, replay.Config{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestReplayRefuses(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	lines := bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 	os.WriteFile(path, bytes.Join(lines[:len(lines)-1], nil), 0o644)
-	_, err = replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir(), AllowNoSandbox: true})
+	_, err = replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir(), Sandbox: "none"})
 	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "finished") {
 		t.Fatalf("replaying an unfinished run: %v", err)
 	}

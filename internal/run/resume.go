@@ -22,6 +22,9 @@ type ResumeConfig struct {
 	// (the recorded one when the caller rebuilt it from the record). Its
 	// Settings are ignored: a resume runs with the recorded ones.
 	Config
+	// Sandbox is the user's --sandbox: "" runs the commands in the sandbox
+	// the run recorded, "none" without isolation (see SandboxFor).
+	Sandbox string
 }
 
 // Resume continues a run that stopped without finishing (killed, crashed,
@@ -66,7 +69,13 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		log.Close()
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is a rollout of world %s, which cannot be resumed yet: start a fresh one with apodex run --world %s (apodex eval resume reruns an eval's unfinished rollouts)", filepath.Base(dir), rw.ID, rw.ID)}
 	}
+	kind, err := SandboxFor(rec, rc.Sandbox)
+	if err != nil {
+		log.Close()
+		return Summary{}, err
+	}
 	cfg.Settings = rec.Settings
+	cfg.Sandbox = kind
 	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
 	if cfg.ModelInfo.Provider == "" {
 		cfg.ModelInfo = rec.Started.Model

@@ -84,7 +84,7 @@ func BenchmarkReplayLong(b *testing.B) {
 			var total time.Duration
 			for range b.N {
 				start := time.Now()
-				rep, err := replay.Run(context.Background(), r.dir, replay.Config{TempDir: b.TempDir(), AllowNoSandbox: true})
+				rep, err := replay.Run(context.Background(), r.dir, replay.Config{TempDir: b.TempDir()})
 				total += time.Since(start)
 				if err != nil {
 					b.Fatal(err)

@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -110,3 +111,62 @@ func ReadStarted(dir string) (Recorded, error) {
 	r.Settings = SettingsFrom(r.Started.Settings)
 	return r, nil
 }
+
+// SandboxFor is the sandbox a resume or a replay of a recorded run runs
+// its commands in. A record is input from outside, so the kind comes from
+// what the run was isolated with (run_started.sandbox.kind), which must
+// agree with what it asked for (run_started.settings.sandbox), and the
+// network the settings give commands must agree with the sandbox's; a
+// disagreement is refused, naming both. A run recorded without isolation
+// is run without it only when the user asks for that: asked is the
+// user's --sandbox, "" (the recorded kind) or "none" (no isolation,
+// whatever the record says).
+func SandboxFor(rec Recorded, asked string) (string, error) {
+	switch asked {
+	case "":
+	case sandbox.KindNone:
+		return sandbox.KindNone, nil
+	default:
+		return "", &ConfigError{fmt.Sprintf("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", asked)}
+	}
+	id, kind, set := rec.Started.RunID, rec.Started.Sandbox.Kind, rec.Settings.Sandbox
+	disagree := func(a, av, b, bv string) error {
+		return &ConfigError{fmt.Sprintf("run %s: the record contradicts itself: run_started.%s is %s but run_started.%s is %s; it was changed after the run, so it is not run: check the run directory, or pass --sandbox none to run it without isolation anyway", id, a, av, b, bv)}
+	}
+	if !agrees(kind, set) {
+		return "", disagree("sandbox.kind", quoted(kind), "settings.sandbox", quoted(set))
+	}
+	sb := rec.Started.Sandbox
+	if sb.Network != rec.Settings.Network {
+		return "", disagree("sandbox.network", fmt.Sprint(sb.Network), "settings.network", fmt.Sprint(rec.Settings.Network))
+	}
+	if host := rec.Settings.HostNetwork || kind == sandbox.KindNone; sb.Network && sb.NetworkMode != "" && (sb.NetworkMode == "host") != host {
+		return "", disagree("sandbox.network_mode", quoted(sb.NetworkMode), "settings.host_network", fmt.Sprint(rec.Settings.HostNetwork))
+	}
+	switch kind {
+	case sandbox.KindNone:
+		return "", &ConfigError{fmt.Sprintf("run %s ran without a sandbox; running it again would run its commands on this machine unisolated: pass --sandbox none to accept that", id)}
+	case "unavailable": // none could be had then: the one asked for, if it can be had now
+		if set == "" {
+			return sandbox.KindAuto, nil
+		}
+		return set, nil
+	}
+	return kind, nil
+}
+
+// agrees says whether a recorded sandbox kind is one the recorded ask
+// could have given.
+func agrees(kind, asked string) bool {
+	switch asked {
+	case "", sandbox.KindAuto:
+		return kind == sandbox.KindBwrap || kind == sandbox.KindNative || kind == "unavailable"
+	case sandbox.KindBwrap, sandbox.KindNative:
+		return kind == asked || kind == "unavailable"
+	case sandbox.KindNone:
+		return kind == sandbox.KindNone
+	}
+	return false
+}
+
+func quoted(s string) string { return fmt.Sprintf("%q", s) }

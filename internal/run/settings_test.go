@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -74,6 +75,70 @@ func TestOldSettingsRead(t *testing.T) {
 	want := record.TeamSettings{Concurrency: 8, Isolation: "per-agent", SubBudget: record.BudgetSettings{MaxTurns: 30, MaxToolCalls: 100}}
 	if !reflect.DeepEqual(s.Team, want) || s.Mode != run.ModeTeam || s.Limits.MemLimit != 4<<30 || s.CommandTimeout.D().String() != "2m0s" {
 		t.Fatalf("old settings read as %+v", s)
+	}
+}
+
+// TestSandboxFor: resume and replay run commands in the sandbox the
+// record says the run was isolated with, refuse a record that contradicts
+// itself (naming both fields and values), and run one unisolated only on
+// the user's --sandbox none.
+func TestSandboxFor(t *testing.T) {
+	// rec is a record isolated with kind, asked for with asked; net sets
+	// the network on both sides as the run records it (mode "" for none).
+	rec := func(kind, asked, mode string) run.Recorded {
+		net := mode != ""
+		return run.Recorded{
+			Started:  record.RunStarted{RunID: "r1", Sandbox: record.SandboxSettings{Kind: kind, Network: net, NetworkMode: mode}},
+			Settings: run.Settings{Sandbox: asked, Network: net, HostNetwork: mode == "host" && kind != "none"},
+		}
+	}
+	networkOn := rec("bwrap", "auto", "")
+	networkOn.Settings.Network = true
+	hostOn := rec("bwrap", "auto", "outbound")
+	hostOn.Settings.HostNetwork = true
+	cases := []struct {
+		name  string
+		rec   run.Recorded
+		user  string
+		want  string
+		error []string // what the refusal names
+	}{
+		{"bwrap asked auto", rec("bwrap", "auto", ""), "", "bwrap", nil},
+		{"native asked native", rec("native", "native", ""), "", "native", nil},
+		{"old record without the ask", rec("bwrap", "", ""), "", "bwrap", nil},
+		{"unavailable: the ask again", rec("unavailable", "native", ""), "", "native", nil},
+		{"network outbound", rec("bwrap", "auto", "outbound"), "", "bwrap", nil},
+		{"network host", rec("bwrap", "auto", "host"), "", "bwrap", nil},
+		{"none needs consent", rec("none", "none", ""), "", "", []string{"without a sandbox", "--sandbox none"}},
+		{"none with consent", rec("none", "none", "host"), "none", "none", nil},
+		{"settings tampered to none", rec("bwrap", "none", ""), "", "", []string{`sandbox.kind is "bwrap"`, `settings.sandbox is "none"`}},
+		{"kind tampered to none", rec("none", "auto", ""), "", "", []string{`sandbox.kind is "none"`, `settings.sandbox is "auto"`}},
+		{"bwrap asked, native recorded", rec("native", "bwrap", ""), "", "", []string{`sandbox.kind is "native"`, `settings.sandbox is "bwrap"`}},
+		{"tampered, with consent", rec("bwrap", "none", ""), "none", "none", nil},
+		{"network tampered on", networkOn, "", "", []string{"sandbox.network is false", "settings.network is true"}},
+		{"host network tampered on", hostOn, "", "", []string{`sandbox.network_mode is "outbound"`, "settings.host_network is true"}},
+		{"unknown kind", rec("chroot", "auto", ""), "", "", []string{`sandbox.kind is "chroot"`}},
+		{"a bad --sandbox", rec("bwrap", "auto", ""), "bwrap", "", []string{`--sandbox "bwrap"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := run.SandboxFor(c.rec, c.user)
+			if c.error == nil {
+				if err != nil || got != c.want {
+					t.Fatalf("got %q, %v; want %q", got, err, c.want)
+				}
+				return
+			}
+			var ce *run.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %q, %v; want a refusal", got, err)
+			}
+			for _, w := range c.error {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the refusal %q does not name %s", err, w)
+				}
+			}
+		})
 	}
 }
 
