@@ -31,11 +31,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/taskstore"
 )
 
 // Config is how to replay a run.
@@ -142,6 +144,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 		return rep, err
 	}
 	cfg := replayConfig(rec, kind, home, dir, model)
+	cfg.Contract = replayContract(proj, cfg.Objective)
 	cfg.NewID = func() string { return rep.RunID } // the same id: only the home differs
 	cfg.Progress = stepWriter{gate: gate, next: rc.Progress, notes: model.note}
 	if err := playSegments(ctx, segmentsOf(c.Events), cfg, replayDir, gate, model); err != nil {
@@ -167,10 +170,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 
 // replayConfig runs the recorded run again the way it was started: its
 // settings as they are, in the sandbox kind SandboxFor chose, its inputs
-// (the run's own copy), its objective as the user gave it. A task file's
-// deliverables and clauses are left out: they shape only the agent's first
-// message, which the replayed model does not read, and the final gate,
-// which the replay does not compare.
+// (the run's own copy), its objective as the user gave it.
 func replayConfig(rec run.Recorded, kind, home, dir string, model llm.Model) run.Config {
 	u0 := rec.Settings.U0
 	if u0 == "" {
@@ -186,6 +186,20 @@ func replayConfig(rec run.Recorded, kind, home, dir string, model llm.Model) run
 		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
 	}
 	return cfg
+}
+
+// replayContract is the contract a replay starts from: the objective as
+// the user gave it and the original's first contract's deliverables
+// (taskstore.Outline), which decide what a team's writer writes
+// (synthesis). The task file's clauses are left out: they run commands and
+// a judge after the agents end, for the final gate, which the replay does
+// not compare; the rest of the task shapes only the agent's first message,
+// which the replayed model does not read.
+func replayContract(st *runstate.State, objective string) *contract.Contract {
+	if len(st.Contracts) == 0 {
+		return contract.FromObjective(objective)
+	}
+	return taskstore.Outline(st.Contracts[0].Contract, objective)
 }
 
 // playSegments runs the replay segment by segment (see segment): the first
