@@ -113,7 +113,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 		return rep, nil
 	}
 	st := rec.Settings
-	kind, err := run.SandboxFor(rec, rc.Sandbox)
+	kind, err := run.SandboxFor(rec.Started, rc.Sandbox)
 	if err != nil {
 		return rep, err
 	}

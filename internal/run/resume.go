@@ -69,7 +69,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		log.Close()
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is a rollout of world %s, which cannot be resumed yet: start a fresh one with apodex run --world %s (apodex eval resume reruns an eval's unfinished rollouts)", filepath.Base(dir), rw.ID, rw.ID)}
 	}
-	kind, err := SandboxFor(rec, rc.Sandbox)
+	kind, err := SandboxFor(rec.Started, rc.Sandbox)
 	if err != nil {
 		log.Close()
 		return Summary{}, err

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -121,7 +122,7 @@ func ReadStarted(dir string) (Recorded, error) {
 // is run without it only when the user asks for that: asked is the
 // user's --sandbox, "" (the recorded kind) or "none" (no isolation,
 // whatever the record says).
-func SandboxFor(rec Recorded, asked string) (string, error) {
+func SandboxFor(rs record.RunStarted, asked string) (string, error) {
 	switch asked {
 	case "":
 	case sandbox.KindNone:
@@ -129,30 +130,39 @@ func SandboxFor(rec Recorded, asked string) (string, error) {
 	default:
 		return "", &ConfigError{fmt.Sprintf("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", asked)}
 	}
-	id, kind, set := rec.Started.RunID, rec.Started.Sandbox.Kind, rec.Settings.Sandbox
-	disagree := func(a, av, b, bv string) error {
-		return &ConfigError{fmt.Sprintf("run %s: the record contradicts itself: run_started.%s is %s but run_started.%s is %s; it was changed after the run, so it is not run: check the run directory, or pass --sandbox none to run it without isolation anyway", id, a, av, b, bv)}
-	}
-	if !agrees(kind, set) {
-		return "", disagree("sandbox.kind", quoted(kind), "settings.sandbox", quoted(set))
-	}
-	sb := rec.Started.Sandbox
-	if sb.Network != rec.Settings.Network {
-		return "", disagree("sandbox.network", fmt.Sprint(sb.Network), "settings.network", fmt.Sprint(rec.Settings.Network))
-	}
-	if host := rec.Settings.HostNetwork || kind == sandbox.KindNone; sb.Network && sb.NetworkMode != "" && (sb.NetworkMode == "host") != host {
-		return "", disagree("sandbox.network_mode", quoted(sb.NetworkMode), "settings.host_network", fmt.Sprint(rec.Settings.HostNetwork))
+	id, kind := rs.RunID, rs.Sandbox.Kind
+	if rs.Settings != nil { // a record from before settings were recorded has nothing to contradict
+		if err := contradiction(rs); err != nil {
+			return "", err
+		}
 	}
 	switch kind {
+	case sandbox.KindBwrap, sandbox.KindNative:
+		return kind, nil
+	case "unavailable": // none could be had then: the one asked for, if it can be had now
+		return cmp.Or(SettingsFrom(rs.Settings).Sandbox, sandbox.KindAuto), nil
 	case sandbox.KindNone:
 		return "", &ConfigError{fmt.Sprintf("run %s ran without a sandbox; running it again would run its commands on this machine unisolated: pass --sandbox none to accept that", id)}
-	case "unavailable": // none could be had then: the one asked for, if it can be had now
-		if set == "" {
-			return sandbox.KindAuto, nil
-		}
-		return set, nil
 	}
-	return kind, nil
+	return "", &ConfigError{fmt.Sprintf("run %s: run_started.sandbox.kind is %q, not a sandbox this version knows; pass --sandbox none to run it without isolation anyway", id, kind)}
+}
+
+// contradiction is where a record's settings disagree with the sandbox it
+// says the run had, on the kind or on the network; nil when they agree.
+func contradiction(rs record.RunStarted) error {
+	sb, set := rs.Sandbox, SettingsFrom(rs.Settings)
+	disagree := func(a, av, b, bv string) error {
+		return &ConfigError{fmt.Sprintf("run %s: the record contradicts itself: run_started.%s is %s but run_started.%s is %s; it was changed after the run, so it is not run: check the run directory, or pass --sandbox none to run it without isolation anyway", rs.RunID, a, av, b, bv)}
+	}
+	switch {
+	case !agrees(sb.Kind, set.Sandbox):
+		return disagree("sandbox.kind", quoted(sb.Kind), "settings.sandbox", quoted(set.Sandbox))
+	case sb.Network != set.Network:
+		return disagree("sandbox.network", fmt.Sprint(sb.Network), "settings.network", fmt.Sprint(set.Network))
+	case sb.Network && sb.NetworkMode != "" && (sb.NetworkMode == "host") != (set.HostNetwork || sb.Kind == sandbox.KindNone):
+		return disagree("sandbox.network_mode", quoted(sb.NetworkMode), "settings.host_network", fmt.Sprint(set.HostNetwork))
+	}
+	return nil
 }
 
 // agrees says whether a recorded sandbox kind is one the recorded ask

@@ -85,20 +85,23 @@ func TestOldSettingsRead(t *testing.T) {
 func TestSandboxFor(t *testing.T) {
 	// rec is a record isolated with kind, asked for with asked; net sets
 	// the network on both sides as the run records it (mode "" for none).
-	rec := func(kind, asked, mode string) run.Recorded {
+	rec := func(kind, asked, mode string) record.RunStarted {
 		net := mode != ""
-		return run.Recorded{
-			Started:  record.RunStarted{RunID: "r1", Sandbox: record.SandboxSettings{Kind: kind, Network: net, NetworkMode: mode}},
-			Settings: run.Settings{Sandbox: asked, Network: net, HostNetwork: mode == "host" && kind != "none"},
-		}
+		return record.RunStarted{RunID: "r1", Sandbox: record.SandboxSettings{Kind: kind, Network: net, NetworkMode: mode},
+			Settings: &run.Settings{Sandbox: asked, Network: net, HostNetwork: mode == "host" && kind != "none"}}
 	}
 	networkOn := rec("bwrap", "auto", "")
 	networkOn.Settings.Network = true
 	hostOn := rec("bwrap", "auto", "outbound")
 	hostOn.Settings.HostNetwork = true
+	// A record from before settings were recorded: nothing contradicts its
+	// sandbox.
+	noSettings := record.RunStarted{RunID: "r1", Sandbox: record.SandboxSettings{Kind: "bwrap", Network: true, NetworkMode: "host"}}
+	noSettingsChroot := noSettings
+	noSettingsChroot.Sandbox.Kind = "chroot"
 	cases := []struct {
 		name  string
-		rec   run.Recorded
+		rec   record.RunStarted
 		user  string
 		want  string
 		error []string // what the refusal names
@@ -118,6 +121,8 @@ func TestSandboxFor(t *testing.T) {
 		{"network tampered on", networkOn, "", "", []string{"sandbox.network is false", "settings.network is true"}},
 		{"host network tampered on", hostOn, "", "", []string{`sandbox.network_mode is "outbound"`, "settings.host_network is true"}},
 		{"unknown kind", rec("chroot", "auto", ""), "", "", []string{`sandbox.kind is "chroot"`}},
+		{"no settings recorded", noSettings, "", "bwrap", nil},
+		{"no settings, unknown kind", noSettingsChroot, "", "", []string{`sandbox.kind is "chroot"`}},
 		{"a bad --sandbox", rec("bwrap", "auto", ""), "bwrap", "", []string{`--sandbox "bwrap"`}},
 	}
 	for _, c := range cases {
