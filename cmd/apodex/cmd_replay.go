@@ -18,15 +18,15 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	jsonOut := fs.jsonFlag("the replay report as JSON")
 	keep := fs.Bool("keep", false, "keep the replay's run directory and print where it is")
 	progress := fs.Bool("progress", false, "print the replay's steps on stderr")
-	sbx := fs.String("sandbox", "", "none: accept replaying a run recorded without isolation, unisolated (default: such runs are refused)")
+	sbx := sandboxOverride(fs, "replay")
 	var wait time.Duration
 	durationFlag(fs, &wait, "order-wait", 10*time.Second, "how long a turn waits for the recorded order of the agents' effects")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
-	if *sbx != "" && *sbx != "none" {
-		return usagef("--sandbox %q: the only value is none (a replay otherwise uses the run's recorded sandbox)", *sbx)
+	if err := checkSandboxOverride(*sbx); err != nil {
+		return err
 	}
 	if len(pos) != 1 {
 		return usagef("give one run id (see `apodex runs`; `latest` is the newest)")
@@ -35,7 +35,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	rc := replay.Config{Keep: *keep, OrderWait: wait, AllowNoSandbox: *sbx == "none"}
+	rc := replay.Config{Keep: *keep, OrderWait: wait, Sandbox: *sbx}
 	if *progress {
 		rc.Progress = stderr
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
@@ -92,4 +93,80 @@ func TestReplayUsage(t *testing.T) {
 		}
 		oneLineMessage(t, errOut)
 	}
+}
+
+// tamperSandbox edits the run's recorded ask for a sandbox to none, as
+// someone with write access to the run directory could, and checks the
+// record still says what isolated it.
+func tamperSandbox(t *testing.T, dir string) {
+	t.Helper()
+	p := filepath.Join(dir, record.EventsFile)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(string(data), "\n")
+	if !strings.Contains(first, `"sandbox":{"kind":"bwrap"`) && !strings.Contains(first, `"sandbox":{"kind":"native"`) {
+		t.Fatalf("run_started does not name an isolating sandbox: %s", first)
+	}
+	edited := strings.Replace(first, `"sandbox":"auto"`, `"sandbox":"none"`, 1)
+	if edited == first {
+		t.Fatalf("no settings.sandbox to tamper with in %s", first)
+	}
+	if err := os.WriteFile(p, []byte(edited+"\n"+rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A record is input from outside (issue #25, F2): with run_started's
+// settings.sandbox edited to none in a sandboxed run, replay and resume
+// refuse, naming both recorded values, and run it (unisolated) only with
+// the user's --sandbox none.
+func TestTamperedSandboxRefused(t *testing.T) {
+	t.Run("replay", func(t *testing.T) {
+		runtest.NeedSandbox(t)
+		home := t.TempDir()
+		code, out, errOut := cli(t, "run", "--home", home, "--provider", "scripted", "--json", "--quiet",
+			"--script", "../../examples/csv-sum/script.json", "--task", "../../examples/csv-sum/task.yaml")
+		if code != 0 {
+			t.Fatalf("demo: exit %d\n%s%s", code, out, errOut)
+		}
+		s := decodeSummary(t, out)
+		tamperSandbox(t, s.RunDir)
+		code, out, errOut = cli(t, "replay", "--home", home, s.RunID)
+		if code != exitUsage || !strings.Contains(errOut, `run_started.sandbox.kind is "`+s.Sandbox+`"`) || !strings.Contains(errOut, `run_started.settings.sandbox is "none"`) {
+			t.Fatalf("replay of the tampered record: exit %d\n%s%s", code, out, errOut)
+		}
+		code, out, errOut = cli(t, "replay", "--home", home, "--sandbox", "none", s.RunID)
+		if code == exitUsage || !strings.Contains(errOut, "replayed run "+s.RunID) {
+			t.Fatalf("replay --sandbox none: exit %d\n%s%s", code, out, errOut)
+		}
+		if code, out, _ := cli(t, "show", "--home", home, s.RunID); code != 0 || !strings.Contains(out, s.Sandbox) {
+			t.Errorf("show of the tampered record:\n%s", out)
+		}
+	})
+	t.Run("resume", func(t *testing.T) {
+		home, dir := stoppedExample(t, 6)
+		tamperSandbox(t, dir)
+		code, out, errOut := cli(t, "resume", "--home", home, "--quiet", filepath.Base(dir))
+		if code != exitUsage || !strings.Contains(errOut, "run_started.sandbox.kind is") || !strings.Contains(errOut, `run_started.settings.sandbox is "none"`) {
+			t.Fatalf("resume of the tampered record: exit %d\n%s%s", code, out, errOut)
+		}
+		if evs := runtest.Events(t, dir); len(evs) != 6 {
+			t.Fatalf("the refused resume wrote to the record: %d events", len(evs))
+		}
+		// It runs (the example's commands, which name the planes by their
+		// sandbox paths, fail on the host; the run ends without completing).
+		code, out, errOut = cli(t, "resume", "--home", home, "--quiet", "--sandbox", "none", filepath.Base(dir))
+		if code == exitUsage || !strings.Contains(out, "record: ") {
+			t.Fatalf("resume --sandbox none: exit %d\n%s%s", code, out, errOut)
+		}
+		var unisolated bool
+		for _, w := range decodeAll[record.Warning](t, runtest.Events(t, dir)[6:], record.TypeWarning) {
+			unisolated = unisolated || w.Code == "no_sandbox"
+		}
+		if !unisolated {
+			t.Error("the resumed segment ran without isolation but recorded no no_sandbox warning")
+		}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/inbox"
-	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 )
@@ -22,11 +21,15 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	mf.register(fs)
 	var out outputFlags
 	out.register(fs)
+	sbx := sandboxOverride(fs, "resume")
 	dir, err := fs.oneRun(args, home)
 	if err != nil {
 		return err
 	}
 	if err := out.check(); err != nil {
+		return err
+	}
+	if err := checkSandboxOverride(*sbx); err != nil {
 		return err
 	}
 	switch run.Liveness(dir) {
@@ -63,7 +66,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if last, err := record.Last(dir); err == nil {
 		after = last.Seq
 	}
-	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Retry: llm.RetryPolicy{}, Logger: logger}}
+	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger}, Sandbox: *sbx}
 	stop := out.startProgress(ctx, dir, after, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, after, stderr)
 	s, err := run.Resume(ctx, dir, rc)

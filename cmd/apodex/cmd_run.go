@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/contract"
-	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/world"
 )
@@ -32,32 +31,23 @@ func loadWorld(id, home, task, inputs string) (*world.World, *contract.Contract,
 	return w, c, nil
 }
 
-// runFlags are apodex run's flags.
+// runFlags are apodex run's flags. The flags of settings bind into set,
+// whose defaults (run.Defaults) are the flags' defaults.
 type runFlags struct {
-	model         modelFlags
-	out           outputFlags
-	home, inputs  string
-	task          string
-	world         string
-	override      bool
-	sandbox       string
-	network       networkFlag
-	limits        limitFlags
-	corpus        string
-	fetchPrivate  bool
-	budget        agent.Budget
-	cmdTimeout    time.Duration
-	timeout, soft time.Duration
-	ctxw          agent.Context
-	attempts      int
-	scratchQuota  int64
-	mode          string
-	team          run.TeamConfig
-	requireFinish bool
-	mergeIgnore   string
+	model        modelFlags
+	out          outputFlags
+	home, inputs string
+	task         string
+	world        string
+	override     bool
+	corpus       string
+	set          run.Settings
 }
 
 func (f *runFlags) register(fs *flagSet) {
+	d := run.Defaults()
+	f.set = run.Defaults() // a setting without a flag keeps its default
+	s := &f.set
 	f.model.register(fs)
 	f.out.register(fs)
 	fs.StringVar(&f.task, "task", "", "task contract file (task.yaml): objective, inputs, budget, deliverables, verification")
@@ -65,89 +55,90 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&f.world, "world", "", "run one rollout of a stored world (an id from `apodex worlds list`): its task, inputs and workspace")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
-	fs.IntVar(&f.budget.MaxTurns, "max-turns", 50, "stop after this many model calls (0: no limit)")
-	fs.IntVar(&f.budget.MaxToolCalls, "max-tool-calls", 200, "stop after this many tool calls (0: no limit)")
-	fs.IntVar(&f.budget.MaxTokens, "max-tokens", 2_000_000, "stop once this many tokens (prompt + completion, summed over calls) are used (0: no limit)")
-	durationFlag(fs, &f.timeout, "timeout", 0, "hard wall-clock limit for the whole run, e.g. 15m (0: none)")
-	durationFlag(fs, &f.soft, "soft-deadline", 0, "wall-clock soft deadline, e.g. 10m: near it the agent is told to wrap up, at it the loop ends and a tool-free call salvages a partial result (0: none)")
-	fs.IntVar(&f.ctxw.Window, "context-window", 0, "the model's context window in tokens (default: known for common model names, else 32768)")
-	fs.Float64Var(&f.ctxw.At, "compact-at", 0.8, "compact the context when the prompt reaches this fraction of the window")
-	fs.Float64Var(&f.ctxw.To, "compact-to", 0.5, "compaction aims for this fraction of the window")
-	durationFlag(fs, &f.cmdTimeout, "command-timeout", 120*time.Second, "default timeout of one bash command")
-	fs.IntVar(&f.attempts, "retries", 6, "attempts per model call on 429, 5xx and connection errors")
-	sizeFlag(fs, &f.scratchQuota, "scratch-quota", 256<<20, "how much every agent may write under /outputs/scratch, with bash or the file tools, e.g. 256MiB or 1GiB")
-	fs.StringVar(&f.sandbox, "sandbox", "auto", "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
-	fs.Var(&f.network, "network", "let sandboxed commands reach the network (and fetch reach http(s) URLs): --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
-	f.limits.register(fs)
+	fs.IntVar(&s.Budget.MaxTurns, "max-turns", d.Budget.MaxTurns, "stop after this many model calls (0: no limit)")
+	fs.IntVar(&s.Budget.MaxToolCalls, "max-tool-calls", d.Budget.MaxToolCalls, "stop after this many tool calls (0: no limit)")
+	fs.IntVar(&s.Budget.MaxTokens, "max-tokens", d.Budget.MaxTokens, "stop once this many tokens (prompt + completion, summed over calls) are used (0: no limit)")
+	durationFlag(fs, &s.Timeout, "timeout", d.Timeout, "hard wall-clock limit for the whole run, e.g. 15m (0: none)")
+	durationFlag(fs, &s.SoftDeadline, "soft-deadline", d.SoftDeadline, "wall-clock soft deadline, e.g. 10m: near it the agent is told to wrap up, at it the loop ends and a tool-free call salvages a partial result (0: none)")
+	fs.IntVar(&s.Context.Window, "context-window", d.Context.Window, "the model's context window in tokens (default: known for common model names, else 32768)")
+	fs.Float64Var(&s.Context.At, "compact-at", d.Context.At, "compact the context when the prompt reaches this fraction of the window")
+	fs.Float64Var(&s.Context.To, "compact-to", d.Context.To, "compaction aims for this fraction of the window")
+	durationFlag(fs, &s.CommandTimeout, "command-timeout", d.CommandTimeout, "default timeout of one bash command")
+	fs.IntVar(&s.MaxAttempts, "retries", d.MaxAttempts, "attempts per model call on 429, 5xx and connection errors")
+	sizeFlag(fs, &s.ScratchQuota, "scratch-quota", d.ScratchQuota, "how much every agent may write under /outputs/scratch, with bash or the file tools, e.g. 256MiB or 1GiB")
+	fs.StringVar(&s.Sandbox, "sandbox", d.Sandbox, "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
+	fs.Var(&networkFlag{on: &s.Network, host: &s.HostNetwork}, "network", "let sandboxed commands reach the network (and fetch reach http(s) URLs): --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
+	registerLimits(fs, &s.Limits, d.Limits)
 	fs.StringVar(&f.corpus, "corpus", "", "directory of documents the agent searches (search, fetch) and reads at /inputs/corpus (overrides the task file's corpus)")
-	fs.BoolVar(&f.fetchPrivate, "fetch-private", false, "with --network: let fetch reach private and loopback addresses")
-	fs.StringVar(&f.mode, "mode", "react", "react (one agent) or team (a lead that plans on a Task Board and dispatches subagents it designs)")
-	fs.IntVar(&f.team.Concurrency, "concurrency", 8, "team: subagents running at once")
-	fs.StringVar(&f.team.Isolation, "isolation", "per-agent", "team: per-agent (each subagent a private copy-on-write workspace, merged on report) or shared (one workspace, each agent writes only /workspace/<agent-id>/)")
-	fs.BoolVar(&f.team.Plan, "plan", false, "team: start the lead in planning mode (board and read-only tools until finish_planning)")
-	fs.IntVar(&f.team.SubBudget.MaxTurns, "sub-max-turns", 30, "team: model calls per subagent")
-	fs.IntVar(&f.team.SubBudget.MaxToolCalls, "sub-max-tool-calls", 100, "team: tool calls per subagent")
-	fs.IntVar(&f.team.VerifyMaxTurns, "verify-max-turns", 6, "team: model calls per verifier (verify)")
-	fs.StringVar(&f.team.Effort, "effort", "adaptive", "team: adaptive|off: at finish, investigate unsettled load-bearing claims in effort waves")
-	fs.IntVar(&f.team.EffortWidth, "effort-width", 2, "team: investigators per claim in an effort wave")
-	fs.IntVar(&f.team.EffortWaves, "effort-waves", 2, "team: effort waves at most")
-	fs.StringVar(&f.team.Synthesis, "synthesis", "on", "team: on|off: a writer writes the .md deliverables from the claim–evidence graph after finish")
-	durationFlag(fs, &f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
-	fs.StringVar(&f.mergeIgnore, "merge-ignore", "__pycache__,*.pyc,.pytest_cache", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
-	fs.BoolVar(&f.requireFinish, "require-finish", false, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
+	fs.BoolVar(&s.Evidence.FetchPrivate, "fetch-private", d.Evidence.FetchPrivate, "with --network: let fetch reach private and loopback addresses")
+	fs.StringVar(&s.Mode, "mode", d.Mode, "react (one agent) or team (a lead that plans on a Task Board and dispatches subagents it designs)")
+	fs.IntVar(&s.Team.Concurrency, "concurrency", d.Team.Concurrency, "team: subagents running at once")
+	fs.StringVar(&s.Team.Isolation, "isolation", d.Team.Isolation, "team: per-agent (each subagent a private copy-on-write workspace, merged on report) or shared (one workspace, each agent writes only /workspace/<agent-id>/)")
+	fs.BoolVar(&s.Team.Plan, "plan", d.Team.Plan, "team: start the lead in planning mode (board and read-only tools until finish_planning)")
+	fs.IntVar(&s.Team.SubBudget.MaxTurns, "sub-max-turns", d.Team.SubBudget.MaxTurns, "team: model calls per subagent")
+	fs.IntVar(&s.Team.SubBudget.MaxToolCalls, "sub-max-tool-calls", d.Team.SubBudget.MaxToolCalls, "team: tool calls per subagent")
+	fs.IntVar(&s.Team.VerifyMaxTurns, "verify-max-turns", d.Team.VerifyMaxTurns, "team: model calls per verifier (verify)")
+	fs.StringVar(&s.Team.Effort, "effort", d.Team.Effort, "team: adaptive|off: at finish, investigate unsettled load-bearing claims in effort waves")
+	fs.IntVar(&s.Team.EffortWidth, "effort-width", d.Team.EffortWidth, "team: investigators per claim in an effort wave")
+	fs.IntVar(&s.Team.EffortWaves, "effort-waves", d.Team.EffortWaves, "team: effort waves at most")
+	fs.StringVar(&s.Team.Synthesis, "synthesis", d.Team.Synthesis, "team: on|off: a writer writes the .md deliverables from the claim–evidence graph after finish")
+	durationFlag(fs, &s.Team.SubTimeout, "sub-timeout", d.Team.SubTimeout, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
+	fs.Var(&ignoreFlag{&s.Team.MergeIgnore}, "merge-ignore", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
+	fs.BoolVar(&s.RequireFinish, "require-finish", d.RequireFinish, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
 }
 
 // check validates the flags' values; the message says what to do.
 func (f *runFlags) check() error {
+	s := f.set
 	switch {
-	case f.sandbox != "auto" && f.sandbox != "bwrap" && f.sandbox != "native" && f.sandbox != "none":
-		return fmt.Errorf("--sandbox %q: use auto, bwrap, native or none", f.sandbox)
-	case f.budget.MaxTurns < 0 || f.budget.MaxToolCalls < 0 || f.budget.MaxTokens < 0 || f.timeout < 0 || f.soft < 0 || f.ctxw.Window < 0 || f.scratchQuota < 0:
+	case s.Sandbox != "auto" && s.Sandbox != "bwrap" && s.Sandbox != "native" && s.Sandbox != "none":
+		return fmt.Errorf("--sandbox %q: use auto, bwrap, native or none", s.Sandbox)
+	case s.Budget.MaxTurns < 0 || s.Budget.MaxToolCalls < 0 || s.Budget.MaxTokens < 0 || s.Timeout < 0 || s.SoftDeadline < 0 || s.Context.Window < 0 || s.ScratchQuota < 0:
 		return errors.New("budgets, deadlines, --scratch-quota and --context-window must be ≥ 0")
-	case f.mode != run.ModeReact && f.mode != run.ModeTeam:
-		return fmt.Errorf("--mode %q: use react or team", f.mode)
-	case f.team.Isolation != "per-agent" && f.team.Isolation != "shared":
-		return fmt.Errorf("--isolation %q: use per-agent or shared", f.team.Isolation)
-	case f.team.Concurrency < 1 || f.team.SubBudget.MaxTurns < 0 || f.team.SubBudget.MaxToolCalls < 0 || f.team.VerifyMaxTurns < 0 || f.team.SubTimeout < 0:
+	case s.Mode != run.ModeReact && s.Mode != run.ModeTeam:
+		return fmt.Errorf("--mode %q: use react or team", s.Mode)
+	case s.Team.Isolation != "per-agent" && s.Team.Isolation != "shared":
+		return fmt.Errorf("--isolation %q: use per-agent or shared", s.Team.Isolation)
+	case s.Team.Concurrency < 1 || s.Team.SubBudget.MaxTurns < 0 || s.Team.SubBudget.MaxToolCalls < 0 || s.Team.VerifyMaxTurns < 0 || s.Team.SubTimeout < 0:
 		return errors.New("--concurrency must be ≥ 1 and the subagent budgets ≥ 0")
-	case f.team.Effort != "adaptive" && f.team.Effort != "off":
-		return fmt.Errorf("--effort %q: use adaptive or off", f.team.Effort)
-	case f.team.Synthesis != "on" && f.team.Synthesis != "off":
-		return fmt.Errorf("--synthesis %q: use on or off", f.team.Synthesis)
-	case f.team.EffortWidth < 1 || f.team.EffortWaves < 0:
+	case s.Team.Effort != "adaptive" && s.Team.Effort != "off":
+		return fmt.Errorf("--effort %q: use adaptive or off", s.Team.Effort)
+	case s.Team.Synthesis != run.SynthesisOn && s.Team.Synthesis != run.SynthesisOff:
+		return fmt.Errorf("--synthesis %q: use on or off", s.Team.Synthesis)
+	case s.Team.EffortWidth < 1 || s.Team.EffortWaves < 0:
 		return errors.New("--effort-width must be ≥ 1 and --effort-waves ≥ 0")
-	case f.team.Plan && f.mode != run.ModeTeam:
+	case s.Team.Plan && s.Mode != run.ModeTeam:
 		return errors.New("--plan needs --mode team")
-	case f.attempts < 1 || f.cmdTimeout <= 0:
+	case s.MaxAttempts < 1 || s.CommandTimeout <= 0:
 		return errors.New("--retries must be ≥ 1 and --command-timeout > 0")
-	case f.ctxw.At <= 0 || f.ctxw.At > 1 || f.ctxw.To <= 0 || f.ctxw.To >= f.ctxw.At:
+	case s.Context.At <= 0 || s.Context.At > 1 || s.Context.To <= 0 || s.Context.To >= s.Context.At:
 		return errors.New("need 0 < --compact-to < --compact-at ≤ 1 (e.g. --compact-at 0.8 --compact-to 0.5)")
 	}
 	return f.out.check()
 }
 
-// applyContract takes the contract's budget for every limit whose flag was
-// not given: flags on the command line win.
+// applyContract takes the contract's budget for every setting whose flag
+// was not given: flags on the command line win.
 func (f *runFlags) applyContract(set map[string]bool, c *contract.Contract) {
-	b := c.Budget
+	b, s := c.Budget, &f.set
 	if b.Turns > 0 && !set["max-turns"] {
-		f.budget.MaxTurns = b.Turns
+		s.Budget.MaxTurns = b.Turns
 	}
 	if b.ToolCalls > 0 && !set["max-tool-calls"] {
-		f.budget.MaxToolCalls = b.ToolCalls
+		s.Budget.MaxToolCalls = b.ToolCalls
 	}
 	if b.Tokens > 0 && !set["max-tokens"] {
-		f.budget.MaxTokens = b.Tokens
+		s.Budget.MaxTokens = b.Tokens
 	}
 	if b.SoftDeadline > 0 && !set["soft-deadline"] {
-		f.soft = b.SoftDeadline
+		s.SoftDeadline = record.Duration(b.SoftDeadline)
 	}
 	if b.Timeout > 0 && !set["timeout"] {
-		f.timeout = b.Timeout
+		s.Timeout = record.Duration(b.Timeout)
 	}
-	f.limits.applyContract(set, b)
+	applyContractLimits(set, b, &s.Limits)
 	if b.Concurrency > 0 && !set["concurrency"] {
-		f.team.Concurrency = b.Concurrency
+		s.Team.Concurrency = b.Concurrency
 	}
 }
 
@@ -204,15 +195,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		model = loggedModel(model, logger)
 	}
 	cfg := run.Config{
-		Home: home, Objective: objective, Contract: c, InputsDir: f.inputs,
-		Model: model, ModelInfo: info, Budget: f.budget,
-		Sandbox: f.sandbox, Network: f.network.on(), HostNetwork: f.network.mode == "host", Limits: f.limits.Limits, CommandTimeout: f.cmdTimeout, ScratchQuota: f.scratchQuota,
-		Retry: llm.RetryPolicy{MaxAttempts: f.attempts}, Context: f.ctxw, SoftDeadline: f.soft, Timeout: f.timeout,
-		Mode: f.mode, Team: f.team, Logger: logger, NewID: func() string { return id }, World: w,
-		RequireFinish: f.requireFinish,
-		Evidence:      run.EvidenceConfig{Corpus: f.corpus, FetchPrivate: f.fetchPrivate},
+		Settings: f.set, Home: home, Objective: objective, Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
+		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w,
 	}
-	cfg.Team.MergeIgnore = ignoreList(f.mergeIgnore)
 	stop := f.out.startProgress(ctx, dir, 0, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, 0, stderr)
 	s, err := run.Execute(ctx, cfg)
@@ -299,17 +284,29 @@ func printSummary(w io.Writer, s run.Summary) {
 // shownFiles is how many produced files the run's summary prints.
 const shownFiles = 50
 
-// ignoreList parses --merge-ignore: "none" (or "") is an empty, non-nil
-// list, so nothing is left out.
-func ignoreList(s string) []string {
+// ignoreFlag is --merge-ignore: comma-separated patterns; "none" (or "")
+// is an empty, non-nil list, so nothing is left out.
+type ignoreFlag struct{ p *[]string }
+
+func (f *ignoreFlag) Set(s string) error {
 	out := []string{}
-	if strings.TrimSpace(s) == "none" {
-		return out
-	}
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+	if strings.TrimSpace(s) != "none" {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
 		}
 	}
-	return out
+	*f.p = out
+	return nil
+}
+
+func (f *ignoreFlag) String() string {
+	switch {
+	case f.p == nil:
+		return ""
+	case *f.p != nil && len(*f.p) == 0:
+		return "none"
+	}
+	return strings.Join(*f.p, ",")
 }

@@ -248,7 +248,7 @@ func TestEvidenceSurvivesResume(t *testing.T) {
 	os.RemoveAll(filepath.Join(runDir, "outputs"))
 	os.MkdirAll(filepath.Join(runDir, "outputs"), 0o755)
 
-	code, out, errOut = cli(t, "resume", "--home", home, "--json", filepath.Base(runDir))
+	code, out, errOut = cli(t, "resume", "--home", home, "--json", "--sandbox", "none", filepath.Base(runDir)) // the run's own --sandbox none
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
 	}

@@ -131,24 +131,30 @@ func homeDir(flagValue string) string {
 	return h
 }
 
-// durationValue is a duration flag whose bad value names the expected form.
-type durationValue time.Duration
+// durationValue is a duration flag (a time.Duration or a recorded
+// setting's record.Duration) whose bad value names the expected form.
+type durationValue[D ~int64] struct{ p *D }
 
-func durationFlag(fs *flagSet, p *time.Duration, name string, value time.Duration, usage string) {
+func durationFlag[D ~int64](fs *flagSet, p *D, name string, value D, usage string) {
 	*p = value
-	fs.Var((*durationValue)(p), name, usage)
+	fs.Var(durationValue[D]{p}, name, usage)
 }
 
-func (d *durationValue) Set(s string) error {
+func (d durationValue[D]) Set(s string) error {
 	v, err := parseDuration(s)
 	if err != nil {
 		return err
 	}
-	*d = durationValue(v)
+	*d.p = D(v)
 	return nil
 }
 
-func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d durationValue[D]) String() string {
+	if d.p == nil {
+		return time.Duration(0).String()
+	}
+	return time.Duration(*d.p).String()
+}
 
 // parseDuration reads "5m", "90s", "1h30m"; a bare 0 is zero.
 func parseDuration(s string) (time.Duration, error) {

@@ -4,54 +4,58 @@ import (
 	"fmt"
 
 	"github.com/apodex/apodex/internal/contract"
-	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/record"
 )
 
-// limitFlags are the per-command sandbox limits.
-type limitFlags struct {
-	sandbox.Limits
+// registerLimits registers the per-command sandbox limits, bound into l.
+func registerLimits(fs *flagSet, l *record.LimitSettings, d record.LimitSettings) {
+	sizeFlag(fs, &l.MemLimit, "mem-limit", d.MemLimit, "memory of one sandboxed command, e.g. 256MiB")
+	fs.Int64Var(&l.PidsLimit, "pids-limit", d.PidsLimit, "processes and threads of one sandboxed command")
+	sizeFlag(fs, &l.TmpSize, "tmp-size", d.TmpSize, "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
+	sizeFlag(fs, &l.WorkspaceQuota, "workspace-quota", d.WorkspaceQuota, "allocated bytes /workspace may hold, e.g. 2GiB")
+	fs.Int64Var(&l.WorkspaceFiles, "workspace-files", d.WorkspaceFiles, "files and directories /workspace may hold")
 }
 
-func (l *limitFlags) register(fs *flagSet) {
-	sizeFlag(fs, &l.Memory, "mem-limit", sandbox.DefaultMemory, "memory of one sandboxed command, e.g. 256MiB")
-	fs.Int64Var(&l.Pids, "pids-limit", sandbox.DefaultPids, "processes and threads of one sandboxed command")
-	sizeFlag(fs, &l.TmpSize, "tmp-size", sandbox.DefaultTmpSize, "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
-	sizeFlag(fs, &l.Workspace.Bytes, "workspace-quota", sandbox.DefaultWorkspaceBytes, "allocated bytes /workspace may hold, e.g. 2GiB")
-	fs.Int64Var(&l.Workspace.Files, "workspace-files", sandbox.DefaultWorkspaceFiles, "files and directories /workspace may hold")
-}
-
-// applyContract takes the task budget's limits for flags not given.
-func (l *limitFlags) applyContract(set map[string]bool, b contract.Budget) {
+// applyContractLimits takes the task budget's limits for flags not given.
+func applyContractLimits(set map[string]bool, b contract.Budget, l *record.LimitSettings) {
 	if b.MemLimit > 0 && !set["mem-limit"] {
-		l.Memory = b.MemLimit
+		l.MemLimit = b.MemLimit
 	}
 	if b.PidsLimit > 0 && !set["pids-limit"] {
-		l.Pids = b.PidsLimit
+		l.PidsLimit = b.PidsLimit
 	}
 	if b.TmpSize > 0 && !set["tmp-size"] {
 		l.TmpSize = b.TmpSize
 	}
 	if b.WorkspaceQuota > 0 && !set["workspace-quota"] {
-		l.Workspace.Bytes = b.WorkspaceQuota
+		l.WorkspaceQuota = b.WorkspaceQuota
 	}
 }
 
 // networkFlag is --network (outbound through a user-mode stack) or
-// --network host.
-type networkFlag struct{ mode string }
+// --network host, bound into the settings' Network and HostNetwork.
+type networkFlag struct{ on, host *bool }
 
-func (n *networkFlag) String() string   { return n.mode }
 func (n *networkFlag) IsBoolFlag() bool { return true }
-func (n *networkFlag) on() bool         { return n.mode != "" }
+
+func (n *networkFlag) String() string {
+	switch {
+	case n.on == nil || !*n.on:
+		return ""
+	case *n.host:
+		return "host"
+	}
+	return "isolated"
+}
 
 func (n *networkFlag) Set(v string) error {
 	switch v {
 	case "true", "isolated":
-		n.mode = "isolated"
+		*n.on, *n.host = true, false
 	case "host":
-		n.mode = "host"
+		*n.on, *n.host = true, true
 	case "false", "off", "none":
-		n.mode = ""
+		*n.on, *n.host = false, false
 	default:
 		return fmt.Errorf("--network %q: give --network (outbound only) or --network host", v)
 	}
@@ -75,4 +79,18 @@ func joinNetwork(args []string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// sandboxOverride registers --sandbox of resume and replay: they run a
+// record's commands in the sandbox the record names, and only none, the
+// user's explicit consent, changes that.
+func sandboxOverride(fs *flagSet, verb string) *string {
+	return fs.String("sandbox", "", "none: "+verb+" without isolation, running the record's commands on this machine as they are (needed for a run recorded with --sandbox none; default: the sandbox the run recorded, and a run recorded without one is refused)")
+}
+
+func checkSandboxOverride(v string) error {
+	if v != "" && v != "none" {
+		return usagef("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", v)
+	}
+	return nil
 }

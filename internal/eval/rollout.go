@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -10,10 +11,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/inbox"
-	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -43,22 +45,12 @@ func (r *roller) rollout(ctx context.Context, pw PlanWorld, c Config, index int)
 	if err != nil {
 		return fail(err)
 	}
-	b := task.Budget
-	budget := agent.Budget{MaxTurns: pick(c.Budget.Turns, b.Turns, 50), MaxToolCalls: pick(c.Budget.ToolCalls, b.ToolCalls, 200), MaxTokens: pick(c.Budget.Tokens, b.Tokens, 2_000_000)}
 	id := run.NewID(r.opts.Now())
 	runDir := filepath.Join(r.opts.Home, "runs", id)
 	r.sink.start(key{pw.ID, c.Name, index}, id)
-	mode := c.Mode
-	if mode == "" {
-		mode = run.ModeReact
-	}
 	iv := &intervener{dir: runDir, plan: c.Interventions}
-	cfg := run.Config{
-		Home: r.opts.Home, Contract: task, World: w, Model: model, ModelInfo: info, Budget: budget,
-		Mode: mode, Team: run.TeamConfig{Concurrency: 8, Isolation: "per-agent", SubBudget: agent.Budget{MaxTurns: 30, MaxToolCalls: 100}},
-		Sandbox: r.opts.Sandbox, Retry: llm.RetryPolicy{MaxAttempts: 6}, Timeout: pickDur(c.Budget.Timeout, b.Timeout),
-		SoftDeadline: b.SoftDeadline, Progress: iv, NewID: func() string { return id },
-	}
+	cfg := run.Config{Settings: rolloutSettings(c, task.Budget, r.opts.Sandbox), Home: r.opts.Home, Contract: task, World: w,
+		Model: model, ModelInfo: info, Progress: iv, NewID: func() string { return id }}
 	s, err := run.Execute(ctx, cfg)
 	res.RunID, res.Status, res.Termination = s.RunID, s.Status, s.Termination
 	if err != nil && s.RunID == "" {
@@ -71,6 +63,23 @@ func (r *roller) rollout(ctx context.Context, pw PlanWorld, c Config, index int)
 	res.Score = score
 	res.FinishedAt = r.opts.Now().UTC()
 	return res
+}
+
+// rolloutSettings are a rollout's settings: run.Defaults, the world's task
+// budget over them and the configuration's budget over that.
+func rolloutSettings(c Config, b contract.Budget, sbx string) run.Settings {
+	s := run.Defaults()
+	s.Mode = cmp.Or(c.Mode, run.ModeReact)
+	s.Sandbox = cmp.Or(sbx, s.Sandbox)
+	d := s.Budget
+	s.Budget = record.BudgetSettings{MaxTurns: pick(c.Budget.Turns, b.Turns, d.MaxTurns), MaxToolCalls: pick(c.Budget.ToolCalls, b.ToolCalls, d.MaxToolCalls),
+		MaxTokens: pick(c.Budget.Tokens, b.Tokens, d.MaxTokens)}
+	s.Timeout = record.Duration(pickDur(c.Budget.Timeout, b.Timeout))
+	s.SoftDeadline = record.Duration(b.SoftDeadline)
+	// A rollout's team has run without effort waves and synthesis; a suite
+	// cannot turn them on yet.
+	s.Team.Effort, s.Team.Synthesis = team.EffortOff, run.SynthesisOff
+	return s
 }
 
 func pick(xs ...int) int {

@@ -13,7 +13,6 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/otel"
 	"github.com/apodex/apodex/internal/record"
@@ -62,8 +61,8 @@ func teamRun(t *testing.T) string {
 	sandbox := runtest.SandboxKind()
 	s, err := run.Execute(context.Background(), run.Config{
 		Home: t.TempDir(), Objective: "Sum north and south and report", Model: m,
-		ModelInfo: record.ModelSettings{Provider: "scripted", Name: "script-1"}, Retry: llm.RetryPolicy{MaxAttempts: 1},
-		Mode: run.ModeTeam, InputsDir: "../../examples/team-csv/inputs", Sandbox: sandbox,
+		ModelInfo: record.ModelSettings{Provider: "scripted", Name: "script-1"}, InputsDir: "../../examples/team-csv/inputs",
+		Settings: run.Settings{MaxAttempts: 1, Mode: run.ModeTeam, Sandbox: sandbox},
 	})
 	if err != nil || s.Status != run.StatusCompleted {
 		t.Fatalf("team run: %v %s", err, s.Status)

@@ -5,27 +5,54 @@ import (
 	"time"
 )
 
-// RunSettings is what a run was started with (run_started's "settings"), so
-// that a resume and a replay run it the same way. Names are snake_case and
-// durations are strings ("5m0s"); a zero duration is "0s".
+// RunSettings is every setting a run has (run_started's "settings"), so
+// that a resume and a replay run it the same way. It is the runtime's one
+// settings type (run.Settings is this type): flags bind into it, the run
+// records it as it is and resume, replay and eval read it back as it is,
+// so a field added here is recorded without anything else to copy. Names
+// are snake_case and durations are strings ("5m0s"); a zero duration is
+// "0s". A record written before a field existed reads back with the
+// field's zero value.
 type RunSettings struct {
-	Mode           string           `json:"mode"`
-	Team           TeamSettings     `json:"team"`
-	Budget         BudgetSettings   `json:"budget"`
-	Context        ContextSettings  `json:"context"`
-	SoftDeadline   Duration         `json:"soft_deadline"`
-	Timeout        Duration         `json:"timeout"`
-	Sandbox        string           `json:"sandbox"`
-	Network        bool             `json:"network"`
-	HostNetwork    bool             `json:"host_network,omitempty"`
-	Limits         LimitSettings    `json:"limits,omitzero"`
-	CommandTimeout Duration         `json:"command_timeout"`
-	ScratchQuota   int64            `json:"scratch_quota"`
-	MaxAttempts    int              `json:"max_attempts"`
-	TaskFile       string           `json:"task_file,omitempty"`
-	U0             string           `json:"u0,omitempty"`
-	RequireFinish  bool             `json:"require_finish,omitempty"`
-	Evidence       EvidenceSettings `json:"evidence"`
+	// Mode is "react" (one agent) or "team" (a lead that dispatches
+	// subagents, configured by Team).
+	Mode   string         `json:"mode"`
+	Team   TeamSettings   `json:"team"`
+	Budget BudgetSettings `json:"budget"`
+	// Context configures compaction; Window 0 is the model's own window,
+	// filled in when the run starts.
+	Context ContextSettings `json:"context"`
+	// SoftDeadline and Timeout are measured from the start of the run;
+	// zero disables them. Near the soft deadline (its last tenth) the agent
+	// is told to wrap up; at it the loop ends and the work is salvaged; at
+	// the hard timeout everything in flight is killed.
+	SoftDeadline Duration `json:"soft_deadline"`
+	Timeout      Duration `json:"timeout"`
+	// Sandbox is the isolation asked for: "auto" or "" (bwrap if usable,
+	// else native), "bwrap", "native" or "none"; run_started.sandbox says
+	// what the run got.
+	Sandbox string `json:"sandbox"`
+	// Network lets commands reach the network: outbound only, through a
+	// user-mode stack in their own network namespace, unless HostNetwork
+	// shares the host's (loopback included).
+	Network     bool `json:"network"`
+	HostNetwork bool `json:"host_network,omitempty"`
+	// Limits bound every sandboxed command.
+	Limits LimitSettings `json:"limits,omitzero"`
+	// CommandTimeout is bash's default timeout (0: 120 s); ScratchQuota
+	// bounds /outputs/scratch in bytes (0: 256 MiB); MaxAttempts is the
+	// attempts per model call.
+	CommandTimeout Duration `json:"command_timeout"`
+	ScratchQuota   int64    `json:"scratch_quota"`
+	MaxAttempts    int      `json:"max_attempts"`
+	// TaskFile and U0 (the objective as typed) are filled in when the run
+	// starts, from its contract.
+	TaskFile string `json:"task_file,omitempty"`
+	U0       string `json:"u0,omitempty"`
+	// RequireFinish keeps nudging agents that answer without a tool call;
+	// otherwise a second tool-free reply in a row is taken as finish.
+	RequireFinish bool             `json:"require_finish,omitempty"`
+	Evidence      EvidenceSettings `json:"evidence"`
 	// World names the stored world a rollout was built from (absent for
 	// other runs); the world event repeats it.
 	World *World `json:"world,omitempty"`
@@ -55,6 +82,17 @@ type TeamSettings struct {
 	SubBudget   BudgetSettings `json:"sub_budget"`
 	SubTimeout  Duration       `json:"sub_timeout"`
 	MergeIgnore []string       `json:"merge_ignore,omitempty"`
+	// VerifyMaxTurns bounds each verifier's model calls (0: 6).
+	VerifyMaxTurns int `json:"verify_max_turns"`
+	// Effort is "adaptive" or "off" ("": off): at the lead's finish,
+	// unsettled load-bearing claims are investigated in effort waves of
+	// EffortWidth investigators per claim (0: 2), at most EffortWaves waves (0: 2).
+	Effort      string `json:"effort"`
+	EffortWidth int    `json:"effort_width"`
+	EffortWaves int    `json:"effort_waves"`
+	// Synthesis is "on" or "off" ("": off): a writer writes the report
+	// deliverables from the claim–evidence graph after finish.
+	Synthesis string `json:"synthesis"`
 }
 
 // BudgetSettings is a loop's limits; zero means unlimited.

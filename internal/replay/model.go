@@ -141,7 +141,7 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 // limit (soft deadline, timeout, a subagent's time budget) and then some,
 // or the order wait for a subagent cancelled when the lead ended.
 func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) map[string]time.Duration {
-	limit := max(st.SoftDeadline, st.Timeout, st.Team.SubTimeout) + wait
+	limit := max(st.SoftDeadline, st.Timeout, st.Team.SubTimeout).D() + wait
 	out := map[string]time.Duration{}
 	byClock := func(reason string) bool {
 		for _, t := range []string{"soft_deadline", "hard_timeout"} {

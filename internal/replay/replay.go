@@ -4,8 +4,10 @@
 //
 // Guarantees:
 //   - only a finished run whose every event type this version knows is
-//     replayed; a run recorded without a sandbox is replayed unisolated only
-//     when the caller consents;
+//     replayed; its commands run in the sandbox kind the run recorded; a
+//     run recorded without a sandbox, or whose record contradicts itself
+//     on isolation, is replayed only unisolated and only when the caller
+//     asks for that (run.SandboxFor);
 //   - a changed or missing input is a divergence of kind initial_state and
 //     nothing is replayed;
 //   - the report names the first divergence in the original's seq order
@@ -29,10 +31,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/taskstore"
 )
 
 // Config is how to replay a run.
@@ -44,9 +49,11 @@ type Config struct {
 	// OrderWait bounds how long a turn waits for the recorded order of
 	// effects; default 10 s.
 	OrderWait time.Duration
-	// AllowNoSandbox lets a run recorded with --sandbox none replay without
-	// isolation too; otherwise such a replay is refused.
-	AllowNoSandbox bool
+	// Sandbox is the user's --sandbox: "" replays the commands in the
+	// sandbox the run recorded (run.SandboxFor: a run recorded without one,
+	// or a record that contradicts itself, is refused), "none" without
+	// isolation.
+	Sandbox string
 	// Progress receives the replay's step lines; nil for none.
 	Progress io.Writer
 }
@@ -106,8 +113,9 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 		return rep, nil
 	}
 	st := rec.Settings
-	if rec.Started.Sandbox.Kind == "none" && !rc.AllowNoSandbox {
-		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s ran without a sandbox; replaying it would run its commands on this machine unisolated: pass --sandbox none to accept that", rep.RunID)}
+	kind, err := run.SandboxFor(rec.Started, rc.Sandbox)
+	if err != nil {
+		return rep, err
 	}
 	if st.Network {
 		rep.Notes = append(rep.Notes, "the run's commands had network access; replayed, they reach the network again, which need not answer the same")
@@ -135,7 +143,8 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	cfg := replayConfig(rec, home, dir, model)
+	cfg := replayConfig(rec, kind, home, dir, model)
+	cfg.Contract = replayContract(proj, cfg.Objective)
 	cfg.NewID = func() string { return rep.RunID } // the same id: only the home differs
 	cfg.Progress = stepWriter{gate: gate, next: rc.Progress, notes: model.note}
 	if err := playSegments(ctx, segmentsOf(c.Events), cfg, replayDir, gate, model); err != nil {
@@ -160,32 +169,37 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 }
 
 // replayConfig runs the recorded run again the way it was started: its
-// settings, its inputs (the run's own copy), its objective as the user gave
-// it. A task file's deliverables and clauses are left out: they shape only
-// the agent's first message, which the replayed model does not read, and
-// the final gate, which the replay does not compare.
-func replayConfig(rec run.Recorded, home, dir string, model llm.Model) run.Config {
-	st := rec.Settings
-	u0 := st.U0
+// settings as they are, in the sandbox kind SandboxFor chose, its inputs
+// (the run's own copy), its objective as the user gave it.
+func replayConfig(rec run.Recorded, kind, home, dir string, model llm.Model) run.Config {
+	u0 := rec.Settings.U0
 	if u0 == "" {
 		u0 = rec.Started.Objective
 	}
 	info := rec.Started.Model
 	info.Provider, info.Script, info.ScriptRef = "replay", "", ""
-	cfg := run.Config{
-		Home: home, Objective: u0, InputsDir: filepath.Join(dir, "inputs"),
-		Model: model, ModelInfo: info, Mode: st.Mode, Team: st.Team, Budget: st.Budget, Context: st.Context,
-		SoftDeadline: st.SoftDeadline, Timeout: st.Timeout, Sandbox: st.Sandbox, Network: st.Network,
-		CommandTimeout: st.CommandTimeout, ScratchQuota: st.ScratchQuota, RequireFinish: st.RequireFinish,
-		Limits: st.Limits.Sandbox(), HostNetwork: st.HostNetwork,
-	}
-	cfg.Retry.MaxAttempts = max(st.MaxAttempts, 1)
-	cfg.Evidence = run.RecordedEvidence(st.Evidence)
-	cfg.Evidence.Recorded = dir // fetched pages come from the record, not the network
+	cfg := run.Config{Settings: rec.Settings, Home: home, Objective: u0, InputsDir: filepath.Join(dir, "inputs"), Model: model, ModelInfo: info}
+	cfg.Sandbox = kind
+	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
+	cfg.EvidenceFrom = dir // fetched pages come from the record, not the network
 	if w := run.ReplayWorld(dir, rec.Started); w != nil {
 		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
 	}
 	return cfg
+}
+
+// replayContract is the contract a replay starts from: the objective as
+// the user gave it and the original's first contract's deliverables
+// (taskstore.Outline), which decide what a team's writer writes
+// (synthesis). The task file's clauses are left out: they run commands and
+// a judge after the agents end, for the final gate, which the replay does
+// not compare; the rest of the task shapes only the agent's first message,
+// which the replayed model does not read.
+func replayContract(st *runstate.State, objective string) *contract.Contract {
+	if len(st.Contracts) == 0 {
+		return contract.FromObjective(objective)
+	}
+	return taskstore.Outline(st.Contracts[0].Contract, objective)
 }
 
 // playSegments runs the replay segment by segment (see segment): the first
@@ -209,7 +223,13 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 		if i == 0 {
 			_, err = run.Execute(ctx, cfg)
 		} else {
-			_, err = run.Resume(ctx, replayDir, run.ResumeConfig{Config: cfg})
+			// The replay's own record names the sandbox it chose; "none"
+			// was the user's choice, so it holds for every segment.
+			rc := run.ResumeConfig{Config: cfg}
+			if cfg.Sandbox == sandbox.KindNone {
+				rc.Sandbox = sandbox.KindNone
+			}
+			_, err = run.Resume(ctx, replayDir, rc)
 		}
 		stop()
 		<-played

@@ -10,7 +10,6 @@ import (
 
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/contract"
-	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
@@ -188,7 +187,7 @@ func TestLoadReadsTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config(t, "gate", script(finish("done, without writing anything")))
-	cfg.Contract, cfg.Sandbox, cfg.Retry = task, runtest.SandboxKind(), llm.RetryPolicy{MaxAttempts: 1}
+	cfg.Contract, cfg.Sandbox, cfg.MaxAttempts = task, runtest.SandboxKind(), 1
 	s, err := run.Execute(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

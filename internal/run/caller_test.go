@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
@@ -116,7 +115,7 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 		put(t, filepath.Join(cfg.InputsDir, "data.csv"), "n\n40\n2\n")
 		cfg.Model = openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
 		cfg.Mode, cfg.Sandbox = run.ModeTeam, "none"
-		cfg.Context = agent.Context{Window: 2000}
+		cfg.Context = record.ContextSettings{Window: 2000}
 		s, err := run.Execute(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +161,7 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 		cfg := config(t, "single-run", nil)
 		cfg.Model = openai.New(openai.Config{BaseURL: srv.URL, Model: "m"})
 		cfg.Sandbox = "none"
-		cfg.SoftDeadline, cfg.Clock = time.Second, clk
+		cfg.SoftDeadline, cfg.Clock = record.Duration(time.Second), clk
 		s, err := run.Execute(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)

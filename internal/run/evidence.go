@@ -17,46 +17,20 @@ import (
 	"github.com/apodex/apodex/internal/workspace"
 )
 
-// EvidenceConfig configures a run's evidence plane (R-SEARCH): its corpus
-// and what fetch may reach.
-type EvidenceConfig struct {
-	// Corpus is a host directory of documents, copied read-only to
-	// /inputs/corpus and indexed; it overrides the contract's corpus key.
-	Corpus string
-	// InInputs says the run's inputs already hold the corpus (a resumed or
-	// replayed run).
-	InInputs bool
-	// FetchPrivate lets fetch reach private and loopback addresses (with
-	// Network).
-	FetchPrivate bool
-	// Recorded, in a replay, is the original run's directory: fetches of
-	// URLs are served from its evidence, never from the network.
-	Recorded string
-}
-
-// evidenceSettings is what run_started records of the evidence plane.
-func (e EvidenceConfig) settings() record.EvidenceSettings {
-	return record.EvidenceSettings{Corpus: e.Corpus != "" || e.InInputs, FetchPrivate: e.FetchPrivate}
-}
-
-// RecordedEvidence is the evidence configuration a resume continues with.
-func RecordedEvidence(st record.EvidenceSettings) EvidenceConfig {
-	return EvidenceConfig{InInputs: st.Corpus, FetchPrivate: st.FetchPrivate}
-}
-
 // corpusName is the corpus's directory under /inputs.
 const corpusName = taskstore.CorpusName
 
 // copyCorpus copies the corpus (the flag's, else the contract's) to
 // inputs/corpus and returns its entries for run_started.
 func copyCorpus(cfg *Config, c *contract.Contract, fs *workspace.FS) ([]record.FileEntry, error) {
-	if cfg.Evidence.Corpus == "" {
-		cfg.Evidence.Corpus = c.Corpus
+	if cfg.CorpusDir == "" {
+		cfg.CorpusDir = c.Corpus
 	}
-	src := cfg.Evidence.Corpus
+	src := cfg.CorpusDir
 	if src == "" {
 		return nil, nil
 	}
+	cfg.Evidence.Corpus = true
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return nil, &ConfigError{fmt.Sprintf("corpus %s is not a directory: pass --corpus (or the task's corpus key) a directory of documents", src)}
 	}
@@ -107,14 +81,14 @@ func openEvidence(cfg Config, dir string, fs *workspace.FS, log *record.Log) (*e
 			return nil, fmt.Errorf("run: restore the evidence: %w", err)
 		}
 	}
-	if cfg.Evidence.Recorded != "" {
-		r, err := evidence.FromRecord(cfg.Evidence.Recorded)
+	if cfg.EvidenceFrom != "" {
+		r, err := evidence.FromRecord(cfg.EvidenceFrom)
 		if err != nil {
 			return nil, fmt.Errorf("run: the recorded evidence: %w", err)
 		}
 		p.recorded = r
 	}
-	if cfg.Evidence.Corpus == "" && !cfg.Evidence.InInputs {
+	if !cfg.Evidence.Corpus {
 		return p, nil
 	}
 	p.corpusDir = filepath.Join(fs.Inputs, corpusName)

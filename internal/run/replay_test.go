@@ -72,7 +72,7 @@ func csvSumRun(t *testing.T) (run.Summary, string) {
 
 func replayOf(t *testing.T, dir string) replay.Report {
 	t.Helper()
-	rep, err := replay.Run(context.Background(), dir, replay.Config{TempDir: t.TempDir(), AllowNoSandbox: runtest.SandboxKind() == "none"})
+	rep, err := replay.Run(context.Background(), dir, replay.Config{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestReplayIdentical(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			return scripted.Calls(call("write_file", map[string]string{"path": "x.txt", "content": strings.Repeat("x", turn+1)})), nil
 		})
-		cfg.SoftDeadline = time.Second
+		cfg.SoftDeadline = record.Duration(time.Second)
 		s, err := run.Execute(context.Background(), cfg)
 		if err != nil || s.Termination != "soft_deadline" || s.Partial == "" {
 			t.Fatalf("%v %+v", err, s)
@@ -260,7 +260,7 @@ func TestReplayRefuses(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	lines := bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 	os.WriteFile(path, bytes.Join(lines[:len(lines)-1], nil), 0o644)
-	_, err = replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir(), AllowNoSandbox: true})
+	_, err = replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir(), Sandbox: "none"})
 	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "finished") {
 		t.Fatalf("replaying an unfinished run: %v", err)
 	}
@@ -389,7 +389,7 @@ func BenchmarkReplay(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := run.Config{Home: b.TempDir(), Objective: "bench", ModelInfo: record.ModelSettings{Provider: "scripted"},
-				Retry: llm.RetryPolicy{MaxAttempts: 1}, NewID: func() string { return "bench" }}
+				Settings: run.Settings{MaxAttempts: 1}, NewID: func() string { return "bench" }}
 			tc.cfg(&cfg)
 			s, err := run.Execute(context.Background(), cfg)
 			if err != nil || s.Status != run.StatusCompleted {

@@ -4,144 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"time"
-
 	"github.com/apodex/apodex/internal/agent"
+	"path/filepath"
+
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/clock"
-	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
-	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
 
-// Settings is what a run was started with, recorded in run_started (as
-// record.RunSettings) so a resume (and a replay) can run it the same way.
-type Settings struct {
-	Mode           string                  `json:"mode"`
-	Team           TeamConfig              `json:"team"`
-	Budget         agent.Budget            `json:"budget"`
-	Context        agent.Context           `json:"context"`
-	SoftDeadline   time.Duration           `json:"soft_deadline"`
-	Timeout        time.Duration           `json:"timeout"`
-	Sandbox        string                  `json:"sandbox"`
-	Network        bool                    `json:"network"`
-	HostNetwork    bool                    `json:"host_network,omitempty"`
-	Limits         Limits                  `json:"limits,omitzero"`
-	CommandTimeout time.Duration           `json:"command_timeout"`
-	ScratchQuota   int64                   `json:"scratch_quota"`
-	MaxAttempts    int                     `json:"max_attempts"`
-	TaskFile       string                  `json:"task_file,omitempty"`
-	U0             string                  `json:"u0,omitempty"`
-	RequireFinish  bool                    `json:"require_finish,omitempty"`
-	Evidence       record.EvidenceSettings `json:"evidence"`
-}
-
-func settingsOf(cfg Config, c *contract.Contract) Settings {
-	return Settings{Mode: cfg.Mode, Team: cfg.Team, Budget: cfg.Budget, Context: cfg.Context,
-		SoftDeadline: cfg.SoftDeadline, Timeout: cfg.Timeout, Sandbox: cfg.Sandbox, Network: cfg.Network, HostNetwork: cfg.HostNetwork, Limits: limitsOf(cfg.Limits),
-		CommandTimeout: cfg.CommandTimeout, ScratchQuota: cfg.ScratchQuota, MaxAttempts: cfg.Retry.MaxAttempts,
-		TaskFile: c.File, U0: c.U0, RequireFinish: cfg.RequireFinish, Evidence: cfg.Evidence.settings()}
-}
-
-// Record is the settings as the record keeps them.
-func (s Settings) Record() *record.RunSettings {
-	budget := func(b agent.Budget) record.BudgetSettings {
-		return record.BudgetSettings{MaxTurns: b.MaxTurns, MaxToolCalls: b.MaxToolCalls, MaxTokens: b.MaxTokens}
-	}
-	return &record.RunSettings{
-		Mode: s.Mode,
-		Team: record.TeamSettings{Concurrency: s.Team.Concurrency, Isolation: s.Team.Isolation, Plan: s.Team.Plan,
-			SubBudget: budget(s.Team.SubBudget), SubTimeout: record.Duration(s.Team.SubTimeout), MergeIgnore: s.Team.MergeIgnore},
-		Budget: budget(s.Budget),
-		Context: record.ContextSettings{Window: s.Context.Window, At: s.Context.At, To: s.Context.To,
-			KeepRecent: s.Context.KeepRecent, KeepTail: s.Context.KeepTail},
-		SoftDeadline: record.Duration(s.SoftDeadline), Timeout: record.Duration(s.Timeout),
-		Sandbox: s.Sandbox, Network: s.Network, HostNetwork: s.HostNetwork,
-		Limits: record.LimitSettings{MemLimit: s.Limits.Memory, PidsLimit: s.Limits.Pids, TmpSize: s.Limits.TmpSize,
-			WorkspaceQuota: s.Limits.WorkspaceBytes, WorkspaceFiles: s.Limits.WorkspaceFiles},
-		CommandTimeout: record.Duration(s.CommandTimeout),
-		ScratchQuota:   s.ScratchQuota, MaxAttempts: s.MaxAttempts, TaskFile: s.TaskFile, U0: s.U0,
-		RequireFinish: s.RequireFinish, Evidence: s.Evidence,
-	}
-}
-
-// SettingsFrom reads recorded settings back.
-func SettingsFrom(r *record.RunSettings) Settings {
-	if r == nil {
-		return Settings{}
-	}
-	budget := func(b record.BudgetSettings) agent.Budget {
-		return agent.Budget{MaxTurns: b.MaxTurns, MaxToolCalls: b.MaxToolCalls, MaxTokens: b.MaxTokens}
-	}
-	return Settings{
-		Mode: r.Mode,
-		Team: TeamConfig{Concurrency: r.Team.Concurrency, Isolation: r.Team.Isolation, Plan: r.Team.Plan,
-			SubBudget: budget(r.Team.SubBudget), SubTimeout: r.Team.SubTimeout.D(), MergeIgnore: r.Team.MergeIgnore},
-		Budget: budget(r.Budget),
-		Context: agent.Context{Window: r.Context.Window, At: r.Context.At, To: r.Context.To,
-			KeepRecent: r.Context.KeepRecent, KeepTail: r.Context.KeepTail},
-		SoftDeadline: r.SoftDeadline.D(), Timeout: r.Timeout.D(), Sandbox: r.Sandbox, Network: r.Network, HostNetwork: r.HostNetwork,
-		Limits: Limits{Memory: r.Limits.MemLimit, Pids: r.Limits.PidsLimit, TmpSize: r.Limits.TmpSize,
-			WorkspaceBytes: r.Limits.WorkspaceQuota, WorkspaceFiles: r.Limits.WorkspaceFiles},
-		CommandTimeout: r.CommandTimeout.D(), ScratchQuota: r.ScratchQuota, MaxAttempts: r.MaxAttempts,
-		TaskFile: r.TaskFile, U0: r.U0, RequireFinish: r.RequireFinish, Evidence: r.Evidence,
-	}
-}
-
-// Limits are the per-command sandbox limits a run was started with.
-type Limits struct {
-	Memory         int64 `json:"mem_limit,omitempty"`
-	Pids           int64 `json:"pids_limit,omitempty"`
-	TmpSize        int64 `json:"tmp_size,omitempty"`
-	WorkspaceBytes int64 `json:"workspace_quota,omitempty"`
-	WorkspaceFiles int64 `json:"workspace_files,omitempty"`
-}
-
-func limitsOf(l sandbox.Limits) Limits {
-	return Limits{l.Memory, l.Pids, l.TmpSize, l.Workspace.Bytes, l.Workspace.Files}
-}
-
-// Sandbox is the limits as the sandbox takes them.
-func (l Limits) Sandbox() sandbox.Limits {
-	return sandbox.Limits{Memory: l.Memory, Pids: l.Pids, TmpSize: l.TmpSize, Workspace: sandbox.Quota{Bytes: l.WorkspaceBytes, Files: l.WorkspaceFiles}}
-}
-
-// Recorded is what the record says a run was started with.
-type Recorded struct {
-	Started  record.RunStarted
-	Settings Settings
-	At       time.Time
-}
-
-// ReadStarted reads a run's run_started event.
-func ReadStarted(dir string) (Recorded, error) {
-	first, err := record.First(dir)
-	if err != nil {
-		return Recorded{}, err
-	}
-	if first.Type != record.TypeRunStarted {
-		return Recorded{}, errors.New("run: the record does not start with run_started")
-	}
-	var r Recorded
-	if err := first.Decode(&r.Started); err != nil {
-		return r, err
-	}
-	r.At = first.Time
-	r.Settings = SettingsFrom(r.Started.Settings)
-	return r, nil
-}
-
 // ResumeConfig is what a resume needs beyond the record.
 type ResumeConfig struct {
 	// Model, Progress and Now as in Config; ModelInfo is the model's record
-	// (the recorded one when the caller rebuilt it from the record).
+	// (the recorded one when the caller rebuilt it from the record). Its
+	// Settings are ignored: a resume runs with the recorded ones.
 	Config
+	// Sandbox is the user's --sandbox: "" runs the commands in the sandbox
+	// the run recorded, "none" without isolation (see SandboxFor).
+	Sandbox string
 }
 
 // Resume continues a run that stopped without finishing (killed, crashed,
@@ -191,16 +75,18 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		log.Close()
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is a rollout of world %s, which cannot be resumed yet: start a fresh one with apodex run --world %s (apodex eval resume reruns an eval's unfinished rollouts)", filepath.Base(dir), rw.ID, rw.ID)}
 	}
-	set := rec.Settings
-	cfg.Mode, cfg.Team, cfg.Budget, cfg.Context = set.Mode, set.Team, set.Budget, set.Context
-	cfg.SoftDeadline, cfg.Timeout, cfg.Sandbox, cfg.Network = set.SoftDeadline, set.Timeout, set.Sandbox, set.Network
-	cfg.CommandTimeout, cfg.ScratchQuota, cfg.Retry.MaxAttempts = set.CommandTimeout, set.ScratchQuota, max(set.MaxAttempts, 1)
-	cfg.RequireFinish = set.RequireFinish
-	cfg.Limits, cfg.HostNetwork = set.Limits.Sandbox(), set.HostNetwork
+	kind, err := SandboxFor(rec.Started, rc.Sandbox)
+	if err != nil {
+		log.Close()
+		return Summary{}, err
+	}
+	cfg.Settings = rec.Settings
+	cfg.Sandbox = kind
+	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
 	if cfg.ModelInfo.Provider == "" {
 		cfg.ModelInfo = rec.Started.Model
 	}
-	cfg.Evidence = RecordedEvidence(set.Evidence)
+	cfg.CorpusDir = "" // a corpus is in the run's inputs (Settings.Evidence.Corpus)
 	c, err := taskstore.Rebuild(dir, st)
 	if err != nil {
 		log.Close()

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
@@ -53,7 +52,7 @@ func BenchmarkResume(b *testing.B) {
 				m := &firstCall{cancel: cancel}
 				b.StartTimer()
 				start := time.Now()
-				_, err := run.Resume(ctx, dir, run.ResumeConfig{Config: run.Config{Model: m, Retry: llm.RetryPolicy{MaxAttempts: 1}}})
+				_, err := run.Resume(ctx, dir, run.ResumeConfig{Config: run.Config{Model: m}})
 				b.StopTimer()
 				cancel()
 				if err != nil {
@@ -85,7 +84,7 @@ func BenchmarkReplayLong(b *testing.B) {
 			var total time.Duration
 			for range b.N {
 				start := time.Now()
-				rep, err := replay.Run(context.Background(), r.dir, replay.Config{TempDir: b.TempDir(), AllowNoSandbox: true})
+				rep, err := replay.Run(context.Background(), r.dir, replay.Config{TempDir: b.TempDir()})
 				total += time.Since(start)
 				if err != nil {
 					b.Fatal(err)
@@ -138,8 +137,7 @@ func makeLongRun(b *testing.B, home string, n int) longRun {
 	s, err := run.Execute(context.Background(), run.Config{
 		Home: home, Objective: "write many notes", Model: scripted.New(policy),
 		ModelInfo: record.ModelSettings{Provider: "scripted", Name: "bench"},
-		Retry:     llm.RetryPolicy{MaxAttempts: 1},
-		Context:   agent.Context{Window: 16_000},
+		Settings:  run.Settings{MaxAttempts: 1, Context: record.ContextSettings{Window: 16_000}},
 		NewID:     func() string { return fmt.Sprintf("bench-%d", n) },
 	})
 	if err != nil {

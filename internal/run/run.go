@@ -34,14 +34,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runinfo"
-	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/world"
@@ -55,8 +53,13 @@ type ConfigError struct{ Msg string }
 
 func (e *ConfigError) Error() string { return e.Msg }
 
-// Config is one run's settings. Flags are parsed elsewhere.
+// Config is one run: its Settings and what it runs on. Flags are parsed
+// elsewhere.
 type Config struct {
+	// Settings are recorded in run_started as they are once the run has
+	// started (with the context window, the task file, the objective as
+	// typed and the world filled in); a resume and a replay run with them.
+	Settings
 	Home      string
 	Objective string
 	// Contract, if set, supplies the objective, inputs, deliverables and
@@ -64,40 +67,16 @@ type Config struct {
 	// set, override its own.
 	Contract  *contract.Contract
 	InputsDir string // optional; copied read-only into the run
-	Model     llm.Model
-	ModelInfo record.ModelSettings
-	Budget    agent.Budget
-	// Context configures compaction; Window 0 picks the model's window.
-	Context agent.Context
-	// SoftDeadline and Timeout are measured from the start of the run; zero
-	// disables them. Near the soft deadline (the last tenth of it) the agent
-	// is told to wrap up; at it, the loop ends and the work is salvaged; at
-	// the hard timeout everything in flight is killed.
-	SoftDeadline, Timeout time.Duration
-	// Mode is "react" (one agent, the default) or "team" (a lead that
-	// dispatches subagents); Team configures the latter.
-	Mode string
-	// RequireFinish keeps nudging agents that answer without a tool call;
-	// by default a second consecutive tool-free reply is taken as finish.
-	RequireFinish bool
-	Team          TeamConfig
-	// Sandbox is "auto" or "" (bwrap if usable, else native), "bwrap",
-	// "native" or "none"; bash is refused when the one asked for is
-	// unavailable.
-	Sandbox string
-	// Network lets commands reach the network: outbound only, through a
-	// user-mode stack in their own network namespace, unless HostNetwork
-	// shares the host's (loopback included).
-	Network, HostNetwork bool
-	// Limits bound every sandboxed command (zero fields: the defaults).
-	Limits sandbox.Limits
-	// Evidence configures the corpus and fetch (R-SEARCH).
-	Evidence EvidenceConfig
-	// CommandTimeout is bash's default timeout; 0 means 120 s.
-	CommandTimeout time.Duration
-	// ScratchQuota bounds /outputs/scratch in bytes; 0 means 256 MiB.
-	ScratchQuota int64
-	Retry        llm.RetryPolicy
+	// CorpusDir is a host directory of documents, copied read-only to
+	// /inputs/corpus and indexed (R-SEARCH); it overrides the contract's
+	// corpus key. A run whose inputs already hold the corpus (a replay)
+	// says so with Settings.Evidence.Corpus instead.
+	CorpusDir string
+	// EvidenceFrom, in a replay, is the original run's directory: fetches
+	// of URLs are served from its evidence, never from the network.
+	EvidenceFrom string
+	Model        llm.Model
+	ModelInfo    record.ModelSettings
 	// World, when set, makes the run a rollout of that stored world: its
 	// inputs and /workspace come from the store (see stageWorld), and the
 	// record names the world and its generator version.
@@ -229,7 +208,12 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Context.Window <= 0 {
 		cfg.Context.Window = llm.ContextWindow(cfg.ModelInfo.Name)
 	}
-	cfg.Context = cfg.Context.WithDefaults()
+	cfg.Context = record.ContextSettings(contextOf(cfg.Context).WithDefaults())
+	cfg.TaskFile, cfg.U0, cfg.Settings.World = c.File, c.U0, nil
+	if roll != nil {
+		w := roll.Record
+		cfg.Settings.World = &w // Config.World is the stored world it was built from
+	}
 	ss, err := open(cfg, id, dir, fs, log, c)
 	if err != nil {
 		log.Close()
@@ -243,11 +227,12 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		}
 	}
 	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
-		SoftDeadline: cfg.SoftDeadline.String(), Timeout: cfg.Timeout.String()}
+		SoftDeadline: durationOf(cfg.SoftDeadline).String(), Timeout: durationOf(cfg.Timeout).String()}
+	set := cfg.Settings // recorded as it is
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
 		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": Version, "sandbox": ss.sbx.Version},
-		Settings: settings(cfg, c, roll),
+		Settings: &set,
 	}); err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}
@@ -282,13 +267,4 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		}
 	}
 	return s, err
-}
-
-func settings(cfg Config, c *contract.Contract, roll *world.Rollout) *record.RunSettings {
-	s := settingsOf(cfg, c).Record()
-	if roll != nil {
-		w := roll.Record
-		s.World = &w
-	}
-	return s
 }

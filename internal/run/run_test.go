@@ -47,8 +47,8 @@ func config(t *testing.T, id string, p scripted.Policy) run.Config {
 		Objective: "test objective",
 		Model:     scripted.New(p),
 		ModelInfo: record.ModelSettings{Provider: "scripted"},
-		Retry:     llm.RetryPolicy{MaxAttempts: 1},
 		NewID:     func() string { return id },
+		Settings:  run.Settings{MaxAttempts: 1},
 	}
 }
 
@@ -177,7 +177,7 @@ func TestExecute(t *testing.T) {
 		},
 	}, {
 		name:  "turn budget",
-		setup: func(t *testing.T, cfg *run.Config) { cfg.Budget = agent.Budget{MaxTurns: 2} },
+		setup: func(t *testing.T, cfg *run.Config) { cfg.Budget = record.BudgetSettings{MaxTurns: 2} },
 		policy: script(
 			[]llm.ToolCall{call("list_files", map[string]string{"path": "/workspace"})},
 			[]llm.ToolCall{call("list_files", map[string]string{"path": "/workspace"})},

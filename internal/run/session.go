@@ -61,13 +61,13 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		release()
 		return nil, fmt.Errorf("run: message inbox: %w", err)
 	}
-	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, cfg.Limits)
+	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, limitsOf(cfg.Limits))
 	ss.sbx, ss.warn = sbx, warn
 	if ss.ev, err = openEvidence(cfg, dir, fs, log); err != nil {
 		release()
 		return nil, err
 	}
-	ss.kit = &toolkit{fs: fs, plane: ss.plane, runner: runner, network: cfg.Network, commandTimeout: cfg.CommandTimeout, ev: ss.ev}
+	ss.kit = &toolkit{fs: fs, plane: ss.plane, runner: runner, network: cfg.Network, commandTimeout: durationOf(cfg.CommandTimeout), ev: ss.ev}
 	return ss, nil
 }
 
@@ -117,15 +117,16 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ctx = llm.WithCaller(ctx, llm.Caller{Run: ss.id}) // every model call names its run
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Now: cfg.Now, Clock: cfg.Clock, Budget: cfg.Budget, Contract: ss.c,
+	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Now: cfg.Now, Clock: cfg.Clock, Budget: budgetOf(cfg.Budget), Contract: ss.c,
 		Status: func() string { return runinfo.StatusText(ss.dir) }})
 	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
-	if cfg.Timeout > 0 {
-		ctl.SetTimeout(cfg.Now().Add(cfg.Timeout - elapsed))
+	if timeout := durationOf(cfg.Timeout); timeout > 0 {
+		ctl.SetTimeout(cfg.Now().Add(timeout - elapsed))
 	}
 	defer ctl.Stop()
-	if cfg.SoftDeadline > 0 {
-		ctl.SetSoftDeadline(ss.start.Add(cfg.SoftDeadline - elapsed))
+	soft := durationOf(cfg.SoftDeadline)
+	if soft > 0 {
+		ctl.SetSoftDeadline(ss.start.Add(soft - elapsed))
 	}
 	if rs != nil {
 		ctl.Replay(rs.st)
@@ -140,9 +141,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}()
 	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
-	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: cfg.Retry, Context: cfg.Context,
+	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: retryOf(cfg.Settings), Context: contextOf(cfg.Context),
 		OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now, Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
-	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: cfg.Budget, Adjust: ctl.Adjust, Recall: true}
+	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: budgetOf(cfg.Budget), Adjust: ctl.Adjust, Recall: true}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
 		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl)
@@ -153,10 +154,10 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.BeforeCall = ctl.BeforeCall("main")
 		spec.Tools = ss.kit.list("main", ss.fs)
 	}
-	if cfg.SoftDeadline > 0 {
+	if soft > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
-		fin := min(max(cfg.SoftDeadline/10, 5*time.Second), 60*time.Second)
-		spec.Deadlines = agent.Deadlines{Soft: ctl.SoftDeadline(), WrapUp: cfg.SoftDeadline / 10, Finalize: fin}
+		fin := min(max(soft/10, 5*time.Second), 60*time.Second)
+		spec.Deadlines = agent.Deadlines{Soft: ctl.SoftDeadline(), WrapUp: soft / 10, Finalize: fin}
 	}
 	ac := rt.Assemble(spec)
 
@@ -249,5 +250,5 @@ func judgeModel(cfg Config) llm.Model {
 	if cfg.Model == nil {
 		return nil
 	}
-	return llm.WithRetry(cfg.Model, cfg.Retry)
+	return llm.WithRetry(cfg.Model, retryOf(cfg.Settings))
 }

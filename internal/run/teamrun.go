@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/contract"
@@ -18,32 +17,6 @@ const (
 	ModeReact = "react"
 	ModeTeam  = "team"
 )
-
-// TeamConfig configures --mode team.
-type TeamConfig struct {
-	// Concurrency bounds running subagents (default 8).
-	Concurrency int
-	// Isolation is team.PerAgent (default) or team.Shared.
-	Isolation string
-	// Plan starts the lead in planning mode.
-	Plan bool
-	// SubBudget and SubTimeout bound each assignment.
-	SubBudget  agent.Budget
-	SubTimeout time.Duration
-	// MergeIgnore are the patterns a per-agent merge leaves out (nil: the
-	// defaults, __pycache__, *.pyc, .pytest_cache).
-	MergeIgnore []string `json:"merge_ignore,omitempty"`
-	// VerifyMaxTurns bounds each verifier's model calls (0: 6).
-	VerifyMaxTurns int `json:"verify_max_turns,omitempty"`
-	// Effort is team.EffortAdaptive or team.EffortOff ("": off); Width
-	// investigators per claim (0: 2), at most Waves waves (0: 2).
-	Effort      string `json:"effort,omitempty"`
-	EffortWidth int    `json:"effort_width,omitempty"`
-	EffortWaves int    `json:"effort_waves,omitempty"`
-	// Synthesis is "on" or "off" ("": off): the report deliverables (the
-	// contract's .md files) are written by a writer from the claim graph.
-	Synthesis string `json:"synthesis,omitempty"`
-}
 
 func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, dir string, ctl *live.Control) *team.Team {
 	tc := cfg.Team
@@ -62,10 +35,10 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 		Isolation:    tc.Isolation,
 		WorktreeRoot: filepath.Join(dir, "worktrees"),
 		Concurrency:  tc.Concurrency,
-		SubBudget:    tc.SubBudget,
-		SubTimeout:   tc.SubTimeout,
-		Retry:        cfg.Retry,
-		Context:      cfg.Context,
+		SubBudget:    budgetOf(tc.SubBudget),
+		SubTimeout:   durationOf(tc.SubTimeout),
+		Retry:        retryOf(cfg.Settings),
+		Context:      contextOf(cfg.Context),
 		Plan:         tc.Plan,
 		OnStep:       rt.OnStep,
 		Now:          cfg.Now,
@@ -82,7 +55,7 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 		Effort:         tc.Effort,
 		EffortWidth:    tc.EffortWidth,
 		EffortWaves:    tc.EffortWaves,
-		Synthesis:      tc.Synthesis == "on",
+		Synthesis:      tc.Synthesis == SynthesisOn,
 		Reports:        reports,
 		Contract:       contractText(ctl.Current()),
 	})

@@ -9,6 +9,7 @@ package taskstore
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -115,10 +116,7 @@ func Rebuild(dir string, st *runstate.State) (*contract.Contract, error) {
 	var c *contract.Contract
 	switch {
 	case first.File == "":
-		c = contract.FromObjective(first.U0)
-		if first.U0 == "" {
-			c = contract.FromObjective(first.Objective)
-		}
+		c = Outline(first, cmp.Or(first.U0, first.Objective))
 	case first.TaskRef == "": // a record of an older version: the task file itself
 		var err error
 		if c, err = contract.Load(first.File); err != nil {
@@ -140,6 +138,27 @@ func Rebuild(dir string, st *runstate.State) (*contract.Contract, error) {
 		return nil, fmt.Errorf("run: the contract rebuilt from the run (hash %s) is not the one recorded (hash %s); the task blobs under %s were altered", c.Hash(), last.Hash, filepath.Join(dir, record.BlobsDir))
 	}
 	return c, nil
+}
+
+// Outline is the contract ce records reduced to what a run without a task
+// file can have: objective as its objective, and the deliverables ce names
+// (their paths and kinds, from its canonical JSON) with its deliverables
+// cap. A replay starts from the outline of the original's task (package
+// replay), and a resume of that replay rebuilds the same contract from it.
+func Outline(ce record.Contract, objective string) *contract.Contract {
+	c := contract.FromObjective(objective)
+	var w struct {
+		Deliverables []struct{ Path, Kind string }
+		Limits       struct{ Deliverables int }
+	}
+	if json.Unmarshal(ce.Contract, &w) != nil {
+		return c
+	}
+	for _, d := range w.Deliverables {
+		c.Deliverables = append(c.Deliverables, contract.Deliverable{Path: d.Path, Kind: d.Kind})
+	}
+	c.MaxDeliverables = w.Limits.Deliverables
+	return c
 }
 
 // Materialize writes the task's files from their blobs under

@@ -115,6 +115,15 @@ type Config struct {
 	Clock clock.Clock
 }
 
+// What a zero field of Config means; run.Defaults gives every run these
+// values explicitly (DefaultVerifyMaxTurns is the verifier's).
+const (
+	DefaultConcurrency = 8
+	DefaultSubMaxTurns = 30
+	DefaultEffortWidth = 2
+	DefaultEffortWaves = 2
+)
+
 // Team is one run's coordination plane: the board and the assignments.
 type Team struct {
 	cfg Config
@@ -142,7 +151,7 @@ type Team struct {
 // New makes a team; ctx bounds every assignment.
 func New(ctx context.Context, cfg Config) *Team {
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 8
+		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.Isolation == "" {
 		cfg.Isolation = PerAgent
@@ -152,13 +161,13 @@ func New(ctx context.Context, cfg Config) *Team {
 		cfg.Now = cfg.Clock.Now
 	}
 	if cfg.EffortWidth <= 0 {
-		cfg.EffortWidth = 2
+		cfg.EffortWidth = DefaultEffortWidth
 	}
 	if cfg.EffortWaves == 0 {
-		cfg.EffortWaves = 2
+		cfg.EffortWaves = DefaultEffortWaves
 	}
 	if cfg.SubBudget.MaxTurns == 0 {
-		cfg.SubBudget.MaxTurns = 30
+		cfg.SubBudget.MaxTurns = DefaultSubMaxTurns
 	}
 	t := &Team{cfg: cfg, board: &board.Board{}, assignments: map[string]*Assignment{},
 		changed: make(chan struct{}), planning: cfg.Plan, slots: newSlots(cfg.Concurrency)}

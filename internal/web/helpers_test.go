@@ -58,11 +58,9 @@ func teamConfig(t *testing.T, home, id string, delay time.Duration) run.Config {
 		Objective: "Sum north and south and report",
 		Model:     slow{m, delay},
 		ModelInfo: record.ModelSettings{Provider: "scripted"},
-		Retry:     llm.RetryPolicy{MaxAttempts: 1},
 		NewID:     func() string { return id },
-		Mode:      run.ModeTeam,
 		InputsDir: filepath.Join(teamDemo, "inputs"),
-		Sandbox:   runtest.SandboxKind(),
+		Settings:  run.Settings{MaxAttempts: 1, Mode: run.ModeTeam, Sandbox: runtest.SandboxKind()},
 	}
 }
 
