@@ -3,7 +3,6 @@ package eval
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/run"
@@ -150,7 +150,7 @@ func (iv *intervener) reflected() []bool {
 		if !ok {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(iv.dir, rel))
+		b, err := hostfs.ReadFile(iv.dir, filepath.ToSlash(rel), 0)
 		out[i] = err == nil && strings.Contains(string(b), x.Expect.Contains)
 	}
 	return out

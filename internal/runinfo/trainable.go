@@ -97,10 +97,11 @@ func missingBlobs(dir string, refs map[string]int64) []string {
 	var firstSeq int64
 	for ref, seq := range refs {
 		p, err := record.BlobPath(dir, ref)
+		var fi os.FileInfo
 		if err == nil {
-			_, err = os.Stat(p)
+			fi, err = os.Lstat(p) // a link is not a blob
 		}
-		if err != nil {
+		if err != nil || !fi.Mode().IsRegular() {
 			if n == 0 || seq < firstSeq {
 				first, firstSeq = fmt.Sprintf("%s (referenced at seq %d)", ref, seq), seq
 			}

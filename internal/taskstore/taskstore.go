@@ -258,9 +258,9 @@ func readBlob(dir, ref string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(p)
+	data, err := record.ReadBlob(dir, ref)
 	if err != nil {
-		return nil, fmt.Errorf("blob %s is missing (%v); the run directory is incomplete: restore %s from a copy of the run", ref, err, p)
+		return nil, fmt.Errorf("blob %s could not be read (%v); the run directory is incomplete: restore %s from a copy of the run", ref, err, p)
 	}
 	sum := sha256.Sum256(data)
 	if !bytes.Equal([]byte(hex.EncodeToString(sum[:])), []byte(strings.TrimPrefix(ref, "sha256:"))) {

@@ -13,8 +13,9 @@
 //     from another site, when it is not application/json, and when its body
 //     is over MaxBody bytes;
 //   - files are read only under the run's planes (inputs, workspace,
-//     outputs) through an os.Root, so neither ".." nor a symlink leaves the
-//     run directory; they are served as text with nosniff and a sandboxing CSP;
+//     outputs), and no symbolic link on the way is followed, not even one
+//     that stays in the run directory (403 "... is a symbolic link; not
+//     followed"); they are served as text with nosniff and a sandboxing CSP;
 //   - the stream is one SSE event per record event, "id: <seq>", in seq order
 //     without gaps, from the record's subscriber (record.Follow); a client that
 //     reconnects with Last-Event-ID gets exactly the events after it;
