@@ -121,7 +121,8 @@ func Rebuild(dir string, st *runstate.State) (*contract.Contract, error) {
 		}
 	case first.TaskRef == "": // a record of an older version: the task file itself
 		var err error
-		if c, err = contract.Load(first.File); err != nil {
+		// Accepted when the run started (with or without --allow-outside-task).
+		if c, err = contract.LoadWith(first.File, contract.Options{AllowOutside: true}); err != nil {
 			return nil, fmt.Errorf("run: reload the task file %s (this run predates self-contained records): %w", first.File, err)
 		}
 	default:
@@ -221,7 +222,9 @@ func Materialize(dir string, ce record.Contract) (*contract.Contract, error) {
 		}
 	}
 	target, _ := under(root, ce.File)
-	c, err := contract.Load(target)
+	// The kept task links to the run's copies, outside its root: it was
+	// checked when the run started.
+	c, err := contract.LoadWith(target, contract.Options{AllowOutside: true})
 	if err != nil {
 		return nil, fmt.Errorf("run: load the task kept in the run: %w", err)
 	}
