@@ -9,6 +9,10 @@
 //     loopback name (no DNS rebinding); with a token every /api request needs
 //     "Authorization: Bearer TOKEN" or the cookie the page gets from
 //     /?token=TOKEN, compared in constant time;
+//   - with a ControlKey (and no token), every POST under /api (messages,
+//     controls) needs it, as a bearer token or the page's cookie: a process
+//     that can reach loopback but never saw the URL apodex serve printed
+//     (a sandboxed command under --network host) reads, but cannot steer;
 //   - a POST is refused when its Origin (or Sec-Fetch-Site) says it comes
 //     from another site, when it is not application/json, and when its body
 //     is over MaxBody bytes;

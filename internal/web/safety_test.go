@@ -192,6 +192,31 @@ func TestToken(t *testing.T) {
 	}
 }
 
+// With a control key (apodex serve without --token), reading needs nothing
+// on loopback, but messages and controls need the key: a sandboxed command
+// that reaches loopback (--network host) never saw it.
+func TestControlKey(t *testing.T) {
+	home := t.TempDir()
+	fakeRun(t, home, "r1")
+	srv := serve(t, web.Config{Home: home, ControlKey: "k3y"})
+	ctl := `{"action":"pause"}`
+	for _, a := range []attempt{
+		{"reading needs no key", "GET", "/api/runs/r1/board", "", nil, "", 200},
+		{"a file needs no key", "GET", "/api/runs/r1/files/outputs/a.txt", "", nil, "", 200},
+		{"a control without the key", "POST", "/api/runs/r1/control", ctl, nil, "", 401},
+		{"a message without the key", "POST", "/api/runs/r1/messages", `{"text":"stop"}`, nil, "", 401},
+		{"a same-origin control without the key", "POST", "/api/runs/r1/control", ctl, map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}, "", 401},
+		{"a wrong key", "POST", "/api/runs/r1/control", ctl, map[string]string{"Authorization": "Bearer k3"}, "", 401},
+		{"a wrong cookie", "POST", "/api/runs/r1/control", ctl, map[string]string{"Cookie": "apodex_token=x"}, "", 401},
+		{"the key as bearer", "POST", "/api/runs/r1/control", ctl, map[string]string{"Authorization": "Bearer k3y"}, "", 202},
+		{"the key as the page's cookie", "POST", "/api/runs/r1/messages", `{"text":"hi"}`, map[string]string{"Cookie": "apodex_token=k3y"}, "", 202},
+		{"the page's link with a wrong key", "GET", "/?token=nope", "", nil, "", 401},
+		{"the page's link sets the cookie", "GET", "/?token=k3y", "", nil, "", 303},
+	} {
+		t.Run(a.name, func(t *testing.T) { try(t, srv, a) })
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
