@@ -65,6 +65,8 @@ func TestHostileTextIsEscaped(t *testing.T) {
 		}
 		outputs[strings.Join(args, " ")] = out + errOut
 	}
+	// An error message that quotes what it was given.
+	_, _, outputs["an error quoting its argument"] = cli(t, "show", "--home", home, "run\x1b]0;pwned\x07\rfinished: completed")
 	for what, out := range outputs {
 		rawControls(t, what, out)
 	}
