@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/termtext"
 )
 
 func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -31,12 +32,14 @@ func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	return w.Follow(ctx, stdout, isTerminal(stdout) && !*jsonOut)
+	// The watcher cleans the board's text itself (it clears the screen
+	// between prints) and keeps JSON exact.
+	return w.Follow(ctx, termtext.Raw(stdout), isTerminal(stdout) && !*jsonOut)
 }
 
 // isTerminal reports whether w is a terminal, where --watch redraws in place.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := termtext.Raw(w).(*os.File)
 	if !ok {
 		return false
 	}

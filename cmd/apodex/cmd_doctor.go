@@ -6,6 +6,7 @@ import (
 
 	"github.com/apodex/apodex/internal/doctor"
 	"github.com/apodex/apodex/internal/progress"
+	"github.com/apodex/apodex/internal/termtext"
 )
 
 // cmdDoctor checks the machine and, when a provider is configured (flags,
@@ -33,7 +34,11 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *jsonOut {
 		writeJSON(stdout, checks)
 	} else {
-		doctor.Render(stdout, checks, progress.Colour(stdout))
+		if progress.Colour(stdout) { // doctor.Render cleans what it colours
+			doctor.Render(termtext.Raw(stdout), checks, true)
+		} else {
+			doctor.Render(stdout, checks, false)
+		}
 	}
 	if doctor.Failed(checks) {
 		return exitError(exitFailed)

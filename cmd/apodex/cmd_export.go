@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/trajectory"
 )
 
@@ -60,7 +61,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if (len(pos) == 0) == (*follow == "") {
 		return usagef("give run or eval ids (see `apodex runs`), or --follow EVAL_ID")
 	}
-	o.W = stdout
+	o.W = termtext.Raw(stdout) // training data, exactly
 	if o.Out != "" && o.Format == "chat" {
 		f, err := os.Create(o.Out)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
 )
 
@@ -26,11 +27,13 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	opt := transcript.Options{Full: *full, Dir: dir}
-	tw := &transcript.Writer{W: stdout, Full: *full, Style: transcript.Style{Color: !*jsonOut && progress.Colour(stdout)}}
+	// JSON lines stay exact; the transcript cleans and colours its own text.
+	raw := termtext.Raw(stdout)
+	tw := &transcript.Writer{W: raw, Full: *full, Style: transcript.Style{Color: !*jsonOut && progress.Colour(stdout)}}
 	emit := func(x transcript.Entry) {
 		if *jsonOut {
 			b, _ := json.Marshal(x)
-			fmt.Fprintf(stdout, "%s\n", b)
+			fmt.Fprintf(raw, "%s\n", b)
 		} else {
 			tw.Write(x)
 		}

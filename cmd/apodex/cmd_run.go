@@ -40,6 +40,7 @@ type runFlags struct {
 	task         string
 	world        string
 	override     bool
+	allowOutside bool
 	corpus       string
 	set          run.Settings
 }
@@ -52,6 +53,7 @@ func (f *runFlags) register(fs *flagSet) {
 	f.out.register(fs)
 	fs.StringVar(&f.task, "task", "", "task contract file (task.yaml): objective, inputs, budget, deliverables, verification")
 	fs.BoolVar(&f.override, "objective-override", false, "with --task, let an OBJECTIVE argument replace the task file's objective")
+	fs.BoolVar(&f.allowOutside, "allow-outside-task", false, "with --task, let the task's paths (inputs, corpus, files, json_schema) lie outside the task file's directory or lead out of it through symbolic links")
 	fs.StringVar(&f.world, "world", "", "run one rollout of a stored world (an id from `apodex worlds list`): its task, inputs and workspace")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
@@ -167,7 +169,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		f.applyContract(given, c)
 	case f.task != "":
-		if c, err = contract.Load(f.task); err != nil {
+		if c, err = contract.LoadWith(f.task, contract.Options{AllowOutside: f.allowOutside}); err != nil {
 			return usagef("the task file is not valid:\n%v", err)
 		}
 		if objective != "" && !f.override {
@@ -176,6 +178,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		f.applyContract(given, c)
 	case f.override:
 		return usagef("--objective-override needs --task")
+	case f.allowOutside:
+		return usagef("--allow-outside-task needs --task")
 	case objective == "":
 		return usagef("no objective: pass what the agent should do, e.g. apodex run --inputs ./data \"Sum the value column of /inputs/data.csv\", or --task task.yaml")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/termtext"
 )
 
 // Read models with the status people see (a dead process's run is stopped).
@@ -74,7 +75,7 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tSTATUS\tTERMINATION\tTURNS\tTOOLS\tOBJECTIVE")
 	for _, i := range shown {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.RunID, i.Status, dash(i.Termination), i.Turns, i.ToolCalls, clip(oneLine(i.Objective), 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.RunID, i.Status, dash(i.Termination), i.Turns, i.ToolCalls, clip(oneLine(termtext.Clean(i.Objective)), 60))
 	}
 	tw.Flush()
 	return nil

@@ -36,16 +36,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w; pick another --addr (port 0 takes a free one)", *addr, err)
 	}
+	// Without a token, messages and controls still need a secret: a
+	// sandboxed command under --network host reaches loopback too.
+	key := ""
+	if *token == "" {
+		key = web.NewToken()
+	}
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Home: homeDir(*home), Token: *token, Sender: sender(), Log: slog.New(slog.NewTextHandler(stderr, nil))}),
+		Handler:           web.New(web.Config{Home: homeDir(*home), Token: *token, ControlKey: key, Sender: sender(), Log: slog.New(slog.NewTextHandler(stderr, nil))}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx }, // streams end with the command
 	}
-	url := "http://" + ln.Addr().String() + "/"
-	if *token != "" {
-		url += "?token=" + *token
-	}
+	url := "http://" + ln.Addr().String() + "/?token=" + *token + key
 	fmt.Fprintf(stdout, "apodex serve: %s (runs under %s; Ctrl-C stops)\n", url, homeDir(*home))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -48,7 +48,7 @@ func lastTool(req llmtest.Request) string {
 
 func taskFile(t *testing.T, corpus string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "task.yaml")
+	p := filepath.Join(filepath.Dir(corpus), "task.yaml") // task paths stay in the task's directory
 	os.WriteFile(p, []byte(`objective: When was the harbour light relit? Answer in /outputs/answer.md, citing evidence.
 corpus: `+corpus+`
 deliverables:

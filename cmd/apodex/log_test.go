@@ -11,6 +11,7 @@ import (
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
+	"github.com/apodex/apodex/internal/record"
 )
 
 // `apodex log` of the demo shows the assistant's words, the awk command
@@ -73,6 +74,50 @@ func TestLogFull(t *testing.T) {
 	_, full, _ := cli(t, "log", "--home", home, "--full", id)
 	if !strings.Contains(clipped, "--full prints") || strings.Count(full, "0123456789") < 2900 || len(full) <= len(clipped) {
 		t.Errorf("clipped %d bytes, full %d bytes (%d lines of the file)", len(clipped), len(full), strings.Count(full, "0123456789"))
+	}
+}
+
+// `log --full` never reads a blob through a symbolic link (F14): a blob
+// replaced by a link to a host file is refused, and the refusal says so.
+func TestLogFullRefusesLinkedBlob(t *testing.T) {
+	home := t.TempDir()
+	srv := llmtest.NewOpenAI(t, llmtest.Script(calls(bash("seq 1 40000")), calls(finish("done"))))
+	code, out, errOut := cli(t, append(openaiArgs(home, srv), "--quiet", "--json", "--sandbox", "none", "count")...)
+	if code != 0 {
+		t.Fatalf("run: exit %d %s", code, errOut)
+	}
+	dir := decodeSummary(t, out).RunDir
+	c, err := record.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref string
+	for _, r := range decodeAll[record.ToolResult](t, c.Events, record.TypeToolResult) {
+		if r.FullRef != "" {
+			ref = r.FullRef
+		}
+	}
+	blob, err := record.BlobPath(dir, ref)
+	if err != nil {
+		t.Fatalf("no clipped result with a blob: %v", err)
+	}
+	secret := filepath.Join(home, "host-secret")
+	os.WriteFile(secret, []byte("HOST SECRET\n"), 0o644)
+	if err := os.Remove(blob); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, blob); err != nil {
+		t.Fatal(err)
+	}
+	code, full, errOut := cli(t, "log", "--home", home, "--full", filepath.Base(dir))
+	if code != 0 {
+		t.Fatalf("log --full: exit %d %s", code, errOut)
+	}
+	if strings.Contains(full, "HOST SECRET") {
+		t.Errorf("log --full printed a host file through a blob link:\n%s", full)
+	}
+	if !strings.Contains(full, "blobs/"+filepath.Base(blob)+" is a symbolic link; not followed") {
+		t.Errorf("log --full does not say what it refused:\n%s", full)
 	}
 }
 

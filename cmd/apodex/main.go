@@ -8,6 +8,12 @@
 //
 // Each command is one file (cmd_NAME.go) and one line in commands(); flags
 // shared by commands are groups (home, model, output) registered in one call.
+//
+// Run hands every command stdout and stderr wrapped in termtext.Writer, so
+// text from a model, a command or a file never reaches a terminal raw. The
+// few outputs that must stay exact (JSON: writeJSON, log --json, board
+// --json, export) or that colour their own cleaned parts (log, progress,
+// doctor) write to termtext.Raw of them.
 package main
 
 import (
@@ -23,6 +29,7 @@ import (
 
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/termtext"
 )
 
 func main() {
@@ -107,6 +114,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "--version":
 		name = "version"
 	}
+	stdout, stderr = termtext.NewWriter(stdout), termtext.NewWriter(stderr)
 	c, ok := lookup(name)
 	if !ok {
 		fmt.Fprintf(stderr, "apodex: unknown command %q; run `apodex --help` for the list\n", name)

@@ -11,6 +11,7 @@ import (
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runlog"
+	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
 )
 
@@ -63,11 +64,13 @@ func (o *outputFlags) startProgress(ctx context.Context, dir string, after int64
 	if o.quiet {
 		return func(bool) {}
 	}
-	return progress.Start(ctx, dir, after, w, progress.Options{Verbose: o.verbose, Style: transcript.Style{Color: progress.Colour(w)}})
+	// progress cleans what it prints and colours it: it writes raw.
+	return progress.Start(ctx, dir, after, termtext.Raw(w), progress.Options{Verbose: o.verbose, Style: transcript.Style{Color: progress.Colour(w)}})
 }
 
+// writeJSON prints v as indented JSON, exactly: JSON escapes controls itself.
 func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(termtext.Raw(w))
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
 }

@@ -59,7 +59,11 @@ func TestServeListsRunsAndGeneratesAToken(t *testing.T) {
 		t.Fatalf("team demo: exit %d %s", code, stderr)
 	}
 	url := serveCLI(t, "--home", home, "--addr", "127.0.0.1:0")
-	resp, err := http.Get(url + "api/runs")
+	base, key, ok := strings.Cut(url, "?token=")
+	if !ok || len(key) < 20 {
+		t.Fatalf("URL %q carries no control key", url)
+	}
+	resp, err := http.Get(base + "api/runs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +71,28 @@ func TestServeListsRunsAndGeneratesAToken(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&runs)
 	resp.Body.Close()
 	if len(runs) != 1 {
-		t.Errorf("runs %+v", runs)
+		t.Fatalf("runs %+v", runs)
+	}
+	// Reading needs no key on loopback; a control does (a sandboxed curl
+	// under --network host reaches loopback, but never saw the URL).
+	control := func(bearer string) int {
+		req, _ := http.NewRequest("POST", base+"api/runs/"+runs[0].ID+"/control", strings.NewReader(`{"action":"cancel"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := control(""); code != http.StatusUnauthorized {
+		t.Errorf("a control without the key: %d, want 401", code)
+	}
+	if code := control(key); code != http.StatusConflict { // admitted; the run has finished
+		t.Errorf("a control with the key: %d, want 409 (the run finished)", code)
 	}
 
 	url = serveCLI(t, "--home", home, "--addr", "127.0.0.1:0", "--token", "generate")

@@ -19,7 +19,6 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
@@ -211,11 +210,7 @@ func decodeMessage(dir string, raw json.RawMessage) (llm.Message, error) {
 		return llm.Message{}, err
 	}
 	if s.ContentRef != "" {
-		p, err := record.BlobPath(dir, s.ContentRef)
-		if err != nil {
-			return llm.Message{}, err
-		}
-		b, err := os.ReadFile(p)
+		b, err := record.ReadBlob(dir, s.ContentRef)
 		if err != nil {
 			return llm.Message{}, fmt.Errorf("message body %s: %w", s.ContentRef, err)
 		}

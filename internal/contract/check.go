@@ -138,7 +138,7 @@ func checkOne(outs, ins *os.Root, d Deliverable) []Finding {
 	if d.JSONSchema != "" {
 		sch, msg := d.schema, ""
 		if sch == nil { // built by hand, not parsed
-			_, sch, msg = loadSchema(d.JSONSchema)
+			_, sch, msg = loadSchema(d.JSONSchema, jsonschema.SchemeURLLoader{"file": jsonschema.FileLoader{}})
 		}
 		if msg != "" {
 			add(CheckJSONSchema, false, "%s", msg)

@@ -14,7 +14,11 @@
 //     deliverable; every referenced host file or directory existed when the
 //     contract was loaded, and a verifier's files directory is never inside
 //     the inputs directory (which the agent sees).
-//   - Relative paths are resolved against the task file's directory.
+//   - Relative paths are resolved against the task file's directory, and
+//     every host path (inputs, corpus, a clause's files, a json_schema and
+//     the files its $ref names) must lie inside that directory, symbolic
+//     links resolved: one outside it, or a link leading out, is refused
+//     naming the key, the path and OutsideFlag, unless Options.AllowOutside.
 //   - The raw user text U0, the objective as written in the file and the
 //     normalized Objective are kept apart (R-CONTRACT-3); Hash is a sha256 of
 //     the canonical JSON (MarshalJSON), which covers the content of every
@@ -235,8 +239,12 @@ func (e *Error) Error() string {
 }
 
 // Load reads and parses the task file at path; relative paths in it are
-// resolved against its directory. Errors name path as given.
-func Load(path string) (*Contract, error) {
+// resolved against its directory and must stay inside it (LoadWith with
+// the zero Options). Errors name path as given.
+func Load(path string) (*Contract, error) { return LoadWith(path, Options{}) }
+
+// LoadWith is Load with options.
+func LoadWith(path string, opt Options) (*Contract, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
@@ -250,7 +258,7 @@ func Load(path string) (*Contract, error) {
 	if _, err := buf.ReadFrom(io.LimitReader(f, maxTaskFile+1)); err != nil {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read the task file: %v", err)}
 	}
-	c, err := parse(path, buf.Bytes(), filepath.Dir(abs))
+	c, err := parse(path, buf.Bytes(), filepath.Dir(abs), opt)
 	if err != nil {
 		return nil, err
 	}
@@ -258,10 +266,16 @@ func Load(path string) (*Contract, error) {
 	return c, nil
 }
 
-// Parse parses a task file's content; baseDir resolves relative paths.
-// Errors are reported against the name "task.yaml".
+// Parse parses a task file's content; baseDir resolves relative paths,
+// and every host path must stay inside it. Errors are reported against the
+// name "task.yaml".
 func Parse(data []byte, baseDir string) (*Contract, error) {
-	return parse("task.yaml", data, baseDir)
+	return ParseWith(data, baseDir, Options{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(data []byte, baseDir string, opt Options) (*Contract, error) {
+	return parse("task.yaml", data, baseDir, opt)
 }
 
 // FromObjective is the contract of a task given only on the command line.

@@ -24,7 +24,7 @@ const (
 
 // loadSchema reads and compiles a JSON schema file. msg says what is wrong.
 // A $ref may name other local files, resolved against the schema's path.
-func loadSchema(host string) ([]byte, *jsonschema.Schema, string) {
+func loadSchema(host string, refs jsonschema.URLLoader) ([]byte, *jsonschema.Schema, string) {
 	fi, err := os.Stat(host)
 	switch {
 	case err != nil:
@@ -43,6 +43,7 @@ func loadSchema(host string) ([]byte, *jsonschema.Schema, string) {
 		return nil, nil, fmt.Sprintf("%s is not valid JSON: %v", host, err)
 	}
 	comp := jsonschema.NewCompiler()
+	comp.UseLoader(refs)
 	if err := comp.AddResource(host, doc); err != nil {
 		return nil, nil, fmt.Sprintf("%s: %v", host, err)
 	}

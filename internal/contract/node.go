@@ -18,9 +18,10 @@ const maxCount = 1 << 53
 
 // parser walks the YAML node tree, collecting every problem with its line.
 type parser struct {
-	file string
-	base string
-	errs []error
+	file         string
+	base         string
+	allowOutside bool // Options.AllowOutside
+	errs         []error
 }
 
 func (p *parser) fail(n *yaml.Node, format string, a ...any) {

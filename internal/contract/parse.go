@@ -17,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-func parse(name string, data []byte, baseDir string) (c *Contract, err error) {
+func parse(name string, data []byte, baseDir string, opt Options) (c *Contract, err error) {
 	defer func() {
 		if r := recover(); r != nil { // a bug in a library must not kill the CLI
 			c, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse the task file: internal error: %v", r)}
@@ -34,7 +34,7 @@ func parse(name string, data []byte, baseDir string) (c *Contract, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{file: name, base: base}
+	p := &parser{file: name, base: base, allowOutside: opt.AllowOutside}
 	c = &Contract{BaseDir: base}
 	p.contract(root, c)
 	if len(p.errs) > 0 {
@@ -137,6 +137,9 @@ func (p *parser) dir(n *yaml.Node, name string) (string, bool) {
 		return "", false
 	}
 	d := p.host(s)
+	if !p.confine(n, name, s, d) {
+		return "", false
+	}
 	fi, err := os.Stat(d)
 	switch {
 	case err != nil:
@@ -254,8 +257,8 @@ func (p *parser) deliverable(e *yaml.Node, where string, c *Contract) (Deliverab
 		p.ext(v, where+".ext", &d)
 	}
 	if v := m["json_schema"]; v != nil {
-		if s, ok := p.str(v, where+".json_schema"); ok {
-			if raw, sch, msg := loadSchema(p.host(s)); msg != "" {
+		if s, ok := p.str(v, where+".json_schema"); ok && p.confine(v, where+".json_schema", s, p.host(s)) {
+			if raw, sch, msg := loadSchema(p.host(s), schemaLoader{dir: p.base, allow: p.allowOutside}); msg != "" {
 				p.fail(v, "%s.json_schema: %s", where, msg)
 			} else {
 				d.JSONSchema, d.JSONSchemaSpec, d.schemaRaw, d.schema = p.host(s), s, raw, sch

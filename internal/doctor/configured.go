@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/apodex/apodex/internal/llm/provider"
+	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
 )
 
@@ -17,9 +18,10 @@ func Render(w io.Writer, checks []Check, color bool) {
 	for _, c := range checks {
 		mark := map[string]string{OK: st.Paint(transcript.Green, "ok  "), Warn: st.Paint(transcript.Yellow, "warn"),
 			Fail: st.Paint(transcript.Red, "FAIL"), Skip: st.Paint(transcript.Dim, "skip")}[c.Status]
-		fmt.Fprintf(w, "%s  %-8s %s: %s\n", mark, c.Group, c.Name, c.Detail)
+		// An endpoint's reply is in Detail: clean it, as the colours are not.
+		fmt.Fprintf(w, "%s  %-8s %s: %s\n", mark, termtext.Clean(c.Group), termtext.Clean(c.Name), termtext.Clean(c.Detail))
 		if c.Fix != "" {
-			fmt.Fprintf(w, "      fix: %s\n", c.Fix)
+			fmt.Fprintf(w, "      fix: %s\n", termtext.Clean(c.Fix))
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
@@ -159,7 +159,7 @@ func (iv *intervener) reflected() []bool {
 		if !ok {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(iv.dir, rel))
+		b, err := hostfs.ReadFile(iv.dir, filepath.ToSlash(rel), 0)
 		out[i] = err == nil && strings.Contains(string(b), x.Expect.Contains)
 	}
 	return out

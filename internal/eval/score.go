@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"os"
 	"regexp"
 	"strings"
 
@@ -83,10 +82,8 @@ func scoreRun(dir string, reflected []bool) (Score, error) {
 				produced[fd.Path] = true
 				texts[fd.Path] = fd.Content
 				if fd.Content == "" && fd.ContentRef != "" {
-					if p, err := record.BlobPath(dir, fd.ContentRef); err == nil {
-						if b, err := os.ReadFile(p); err == nil && len(b) <= 1<<20 {
-							texts[fd.Path] = string(b)
-						}
+					if b, err := record.ReadBlob(dir, fd.ContentRef); err == nil && len(b) <= 1<<20 {
+						texts[fd.Path] = string(b)
 					}
 				}
 			}

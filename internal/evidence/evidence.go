@@ -20,7 +20,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -214,11 +213,7 @@ func (r *Registry) Text(id string) (string, error) {
 	if ok {
 		return t, nil
 	}
-	p, err := record.BlobPath(r.dir, it.TextRef)
-	if err != nil {
-		return "", fmt.Errorf("evidence: text of %s: %w", id, err)
-	}
-	b, err := os.ReadFile(p)
+	b, err := record.ReadBlob(r.dir, it.TextRef)
 	if err != nil {
 		return "", fmt.Errorf("evidence: text of %s: %w", id, err)
 	}

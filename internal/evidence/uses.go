@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/record"
 )
 
@@ -73,11 +73,11 @@ func Uses(events []record.Event, outputs string) map[string][]Use {
 		if fi, err := d.Info(); err != nil || fi.Size() > maxScanned {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(outputs, p)
+		data, err := hostfs.ReadFile(outputs, filepath.ToSlash(rel), maxScanned) // never through a link
 		if err != nil {
 			return nil
 		}
-		rel, _ := filepath.Rel(outputs, p)
 		plane := "/outputs/" + filepath.ToSlash(rel)
 		for _, c := range Citations(string(data)) {
 			for _, id := range c.IDs {

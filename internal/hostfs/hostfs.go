@@ -1,6 +1,8 @@
 // Package hostfs is the one way the runtime writes files on the host
 // (SPEC R-SBX-5): resume's replayed deltas, worktree merges, publish
-// commits and verifier scratch all go through a Dir.
+// commits and verifier scratch all go through a Dir. It is also how readers
+// of a run directory (serve, log, show, export, replay) open a file whose
+// name came from the record or from an agent's planes: OpenFile, ReadFile.
 //
 // Guarantees:
 //   - a Dir is a directory opened as an os.Root: nothing it creates,
@@ -19,7 +21,12 @@
 //     half-written, the old inode is never written, and a link at the
 //     final name is replaced, never followed; with a wanted hash the
 //     rename happens only if the bytes written have it;
-//   - on any error nothing is left behind: the temporary file is removed.
+//   - on any error nothing is left behind: the temporary file is removed;
+//   - OpenFile and ReadFile follow no symbolic link below the directory,
+//     not even one that stays inside it: each element is opened with
+//     O_NOFOLLOW relative to its parent's descriptor, and a link is refused
+//     as "<path> is a symbolic link; not followed" (a *LinkError, ErrLink);
+//     only regular files are opened.
 //
 // Temporary names start with "." and contain TempMark; IsTemp tells them.
 package hostfs

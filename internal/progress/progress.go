@@ -8,6 +8,9 @@
 // short arguments and the result's short status; retries with their wait and
 // reason; user messages and controls as they arrive; the end. Colour only
 // when asked (Style), which callers do only on a terminal without NO_COLOR.
+// Every text taken from the record (the model's words, a command's output,
+// file names, arguments) is cleaned for a terminal (termtext.Clean) before
+// it is printed: only the Style's own colour codes reach w raw.
 package progress
 
 import (
@@ -19,6 +22,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
 )
 
@@ -83,6 +87,7 @@ func (p *Printer) Event(e record.Event) {
 	p.at = e.Time
 	s := p.opt.Style
 	for _, x := range transcript.Entries(e, transcript.Options{}) {
+		x = x.ForTerminal() // model text, command output and file names reach a terminal
 		who := x.Agent
 		if x.Turn > 0 {
 			who += fmt.Sprintf(" t%d", x.Turn)
@@ -96,7 +101,7 @@ func (p *Printer) Event(e record.Event) {
 				p.line("%s %s", who, t)
 			}
 		case transcript.KindToolCall:
-			args := transcript.Args(x.Tool, x.Args, false, 80)
+			args := termtext.Clean(transcript.Args(x.Tool, x.Args, false, 80))
 			p.calls[x.CallID] = transcript.FirstLine(args, 80)
 			if p.opt.Verbose {
 				p.line("%s %s %s …", who, s.Paint(transcript.Bold, x.Tool), p.calls[x.CallID])
@@ -178,12 +183,13 @@ func tokens(n int) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// Colour reports whether w gets colour: a terminal, and NO_COLOR unset.
+// Colour reports whether w (or the writer under a termtext.Writer) gets
+// colour: a terminal, and NO_COLOR unset.
 func Colour(w io.Writer) bool {
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	f, ok := w.(*os.File)
+	f, ok := termtext.Raw(w).(*os.File)
 	if !ok {
 		return false
 	}

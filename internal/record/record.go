@@ -20,6 +20,8 @@
 //     flight;
 //   - a blob is stored once under blobs/<sha256 hex>, written atomically
 //     (temporary file, fsync, then rename), and referenced as "sha256:<hex>";
+//     ReadBlob reads one back without following a symbolic link (a blob
+//     that is a link to a host file is refused, not read);
 //   - Follow (the subscriber API) yields each event once, in seq order, as
 //     it lands, from another process's writes too, by tailing the file.
 //
@@ -38,6 +40,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/apodex/apodex/internal/hostfs"
 	"time"
 )
 
@@ -213,6 +217,20 @@ func BlobPath(dir, ref string) (string, error) {
 		return "", fmt.Errorf("record: bad blob reference %q", ref)
 	}
 	return filepath.Join(dir, BlobsDir, name), nil
+}
+
+// ReadBlob reads the blob ref of run directory dir. It follows no symbolic
+// link: neither blobs/ nor the blob itself may be one (hostfs.OpenFile).
+func ReadBlob(dir, ref string) ([]byte, error) {
+	p, err := BlobPath(dir, ref)
+	if err != nil {
+		return nil, err
+	}
+	b, err := hostfs.ReadFile(dir, BlobsDir+"/"+filepath.Base(p), 0)
+	if err != nil {
+		return nil, fmt.Errorf("record: blob %s: %w", ref, err)
+	}
+	return b, nil
 }
 
 func cutPrefix(s, p string) (string, bool) {

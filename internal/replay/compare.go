@@ -3,7 +3,6 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -278,13 +277,9 @@ func fullBody(s side, ref string) string {
 	if ref == "" {
 		return "(no full output kept)"
 	}
-	p, err := record.BlobPath(s.dir, ref)
+	b, err := record.ReadBlob(s.dir, ref)
 	if err != nil {
 		return "(" + err.Error() + ")"
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "(blob " + ref + " is missing)"
 	}
 	return s.norm.text(string(b))
 }

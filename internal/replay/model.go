@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -190,11 +189,7 @@ func (m *replayModel) message(raw json.RawMessage) (llm.Message, error) {
 		return llm.Message{}, err
 	}
 	if s.ContentRef != "" {
-		p, err := record.BlobPath(m.dir, s.ContentRef)
-		if err != nil {
-			return llm.Message{}, err
-		}
-		b, err := os.ReadFile(p)
+		b, err := record.ReadBlob(m.dir, s.ContentRef)
 		if err != nil {
 			return llm.Message{}, fmt.Errorf("message body %s: %w", s.ContentRef, err)
 		}

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -81,10 +80,8 @@ func leadNotices(dir string, events []record.Event) []notice {
 			}
 			text = tr.Output
 			if tr.FullRef != "" { // the notices the model was shown were cut: take them whole
-				if p, err := record.BlobPath(dir, tr.FullRef); err == nil {
-					if b, err := os.ReadFile(p); err == nil {
-						text = string(b)
-					}
+				if b, err := record.ReadBlob(dir, tr.FullRef); err == nil {
+					text = string(b)
 				}
 			}
 		case record.TypeObservation:

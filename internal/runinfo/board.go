@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/termtext"
 )
 
 // watchEvery is how often Follow looks at what the record has folded.
@@ -192,7 +193,7 @@ func (w *BoardWatcher) poll(st *runstate.State, events int, stdout io.Writer, cl
 		key, v.Seq = string(k), seq
 	} else {
 		head, body := v.Text()
-		out, key = head+body, fmt.Sprint(v.Finished)+body
+		out, key = termtext.Clean(head+body), fmt.Sprint(v.Finished)+body
 	}
 	if key != w.last {
 		if clear {

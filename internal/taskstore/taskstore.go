@@ -119,7 +119,8 @@ func Rebuild(dir string, st *runstate.State) (*contract.Contract, error) {
 		c = Outline(first, cmp.Or(first.U0, first.Objective))
 	case first.TaskRef == "": // a record of an older version: the task file itself
 		var err error
-		if c, err = contract.Load(first.File); err != nil {
+		// Accepted when the run started (with or without --allow-outside-task).
+		if c, err = contract.LoadWith(first.File, contract.Options{AllowOutside: true}); err != nil {
 			return nil, fmt.Errorf("run: reload the task file %s (this run predates self-contained records): %w", first.File, err)
 		}
 	default:
@@ -240,7 +241,9 @@ func Materialize(dir string, ce record.Contract) (*contract.Contract, error) {
 		}
 	}
 	target, _ := under(root, ce.File)
-	c, err := contract.Load(target)
+	// The kept task links to the run's copies, outside its root: it was
+	// checked when the run started.
+	c, err := contract.LoadWith(target, contract.Options{AllowOutside: true})
 	if err != nil {
 		return nil, fmt.Errorf("run: load the task kept in the run: %w", err)
 	}
@@ -277,9 +280,9 @@ func readBlob(dir, ref string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(p)
+	data, err := record.ReadBlob(dir, ref)
 	if err != nil {
-		return nil, fmt.Errorf("blob %s is missing (%v); the run directory is incomplete: restore %s from a copy of the run", ref, err, p)
+		return nil, fmt.Errorf("blob %s could not be read (%v); the run directory is incomplete: restore %s from a copy of the run", ref, err, p)
 	}
 	sum := sha256.Sum256(data)
 	if !bytes.Equal([]byte(hex.EncodeToString(sum[:])), []byte(strings.TrimPrefix(ref, "sha256:"))) {

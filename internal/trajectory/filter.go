@@ -3,12 +3,11 @@ package trajectory
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 )
@@ -134,7 +133,7 @@ func answerHolds(r *Run, want string) bool {
 		if !strings.HasPrefix(f.Path, "/outputs/") || f.Bytes > 1<<20 {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(r.Dir, filepath.FromSlash(f.Path)))
+		b, err := hostfs.ReadFile(r.Dir, strings.TrimPrefix(f.Path, "/"), 1<<20)
 		if err == nil && strings.Contains(norm(string(b)), w) {
 			return true
 		}

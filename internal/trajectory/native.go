@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/apodex/apodex/internal/hostfs"
 )
 
 // Native writes the run directory dir to w as one gzip-compressed tar,
@@ -49,7 +51,7 @@ func Native(w io.Writer, dir, id string) error {
 		if !info.Mode().IsRegular() {
 			return nil
 		}
-		f, err := os.Open(p)
+		f, err := hostfs.OpenFile(dir, filepath.ToSlash(rel)) // a link swapped in since the walk is refused
 		if err != nil {
 			return err
 		}

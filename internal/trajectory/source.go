@@ -17,7 +17,6 @@ package trajectory
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -171,11 +170,7 @@ func Load(dir string) (*Run, error) {
 }
 
 func readTools(dir, ref string) ([]llm.ToolSpec, error) {
-	p, err := record.BlobPath(dir, ref)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := os.ReadFile(p)
+	raw, err := record.ReadBlob(dir, ref)
 	if err != nil {
 		return nil, err
 	}

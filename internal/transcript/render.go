@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/apodex/apodex/internal/termtext"
 )
 
 // Clipping of the text form (without Full).
@@ -47,8 +49,10 @@ type Writer struct {
 	begun bool
 }
 
-// Write prints one entry.
+// Write prints one entry, its text cleaned for a terminal (ForTerminal):
+// only the Style's own colour codes reach W raw.
 func (w *Writer) Write(x Entry) {
+	x = x.ForTerminal()
 	s := w.Style
 	agent := x.Agent
 	if agent == "" || agent == "runtime" || agent == "user" {
@@ -76,7 +80,7 @@ func (w *Writer) Write(x Entry) {
 			w.block(label("assistant", Cyan)+fmt.Sprintf(" (turn %d): ", x.Turn), x.Text)
 		}
 	case KindToolCall:
-		fmt.Fprintf(w.W, "  %s %s %s\n", label("▸", Blue), label(x.Tool, Bold), Args(x.Tool, x.Args, w.Full, clipArgs))
+		fmt.Fprintf(w.W, "  %s %s %s\n", label("▸", Blue), label(x.Tool, Bold), termtext.Clean(Args(x.Tool, x.Args, w.Full, clipArgs)))
 	case KindToolResult:
 		mark := label("ok", Green)
 		if x.Error {
@@ -147,6 +151,23 @@ func (w *Writer) Write(x Entry) {
 			fmt.Fprintf(w.W, "  %s\n", l)
 		}
 	}
+}
+
+// ForTerminal is x with every text field cleaned for a terminal
+// (termtext.Clean). Args stays JSON (which escapes controls): clean what
+// Args renders of it.
+func (x Entry) ForTerminal() Entry {
+	for _, f := range []*string{&x.Agent, &x.Kind, &x.Text, &x.Tool, &x.CallID, &x.Output, &x.Class, &x.Detail} {
+		*f = termtext.Clean(*f)
+	}
+	if len(x.Lines) > 0 {
+		lines := make([]string, len(x.Lines))
+		for i, l := range x.Lines {
+			lines[i] = termtext.Clean(l)
+		}
+		x.Lines = lines
+	}
+	return x
 }
 
 // block prints a labelled text, its continuation lines indented.

@@ -18,7 +18,6 @@ package transcript
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -153,9 +152,11 @@ func Entries(e record.Event, opt Options) []Entry {
 			if p.FullRef != "" && p.FullBytes > len(p.Output) {
 				x.FullBytes = p.FullBytes
 				if opt.Full {
-					if body, err := readBlob(opt.Dir, p.FullRef); err == nil {
-						x.Output, x.FullBytes = body, 0
+					body, err := readBlob(opt.Dir, p.FullRef)
+					if err != nil {
+						body = x.Output + "\n(the whole output was not read: " + err.Error() + ")"
 					}
+					x.Output, x.FullBytes = body, 0
 				}
 			}
 		})
@@ -386,11 +387,7 @@ func Entries(e record.Event, opt Options) []Entry {
 }
 
 func readBlob(dir, ref string) (string, error) {
-	p, err := record.BlobPath(dir, ref)
-	if err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile(p)
+	b, err := record.ReadBlob(dir, ref)
 	return string(b), err
 }
 

@@ -1,14 +1,15 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path"
 	"strconv"
 	"strings"
 
+	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
@@ -125,26 +126,27 @@ func planeFile(p string) (string, error) {
 	return "", &httpError{http.StatusForbidden, fmt.Sprintf("file path %q is outside the run's planes; it must start with inputs/, workspace/ or outputs/", p)}
 }
 
-// getFile serves one file of the run's planes as text. The os.Root keeps
-// symlinks from leading out of the run directory.
+// getFile serves one file of the run's planes as text. No symbolic link on
+// the way is followed, not even one that stays in the run directory (an
+// agent's link to blobs/ or to the verifier's files): hostfs.OpenFile.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, dir string) error {
 	p, err := planeFile(r.PathValue("path"))
 	if err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	f, err := root.Open(p)
-	if err != nil {
-		return errNotFound("no file /%s in this run (or it leads outside the run); list the files at /files", p)
+	f, err := hostfs.OpenFile(dir, p)
+	switch {
+	case errors.Is(err, hostfs.ErrLink):
+		return &httpError{http.StatusForbidden, "/" + err.Error()}
+	case errors.Is(err, hostfs.ErrNotRegular):
+		return errNotFound("/%s is not a file; list the files at /files", p)
+	case err != nil:
+		return errNotFound("no file /%s in this run; list the files at /files", p)
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return errNotFound("/%s is not a file; list the files at /files", p)
+	if err != nil {
+		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

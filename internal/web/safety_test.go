@@ -35,6 +35,10 @@ func fakeRun(t *testing.T, home, id string) string {
 	os.WriteFile(filepath.Join(dir, "inbox-secret.txt"), []byte("SECRET"), 0o644)
 	os.Symlink(filepath.Join(home, "secret.txt"), filepath.Join(dir, "outputs", "link.txt"))
 	os.Symlink("../../../secret.txt", filepath.Join(dir, "outputs", "rel.txt"))
+	// An agent's links that stay inside the run directory (F7): to a file
+	// beside the planes, and a directory link up to the run directory.
+	os.Symlink("../inbox-secret.txt", filepath.Join(dir, "workspace", "inside.txt"))
+	os.Symlink("..", filepath.Join(dir, "workspace", "up"))
 	return dir
 }
 
@@ -92,8 +96,11 @@ func TestRefusals(t *testing.T) {
 		{"dot-dot, raw, is cleaned away by a redirect", "GET", "/api/runs/r1/files/../../secret.txt", "", nil, "", 307},
 		{"outside the planes, inside the run", "GET", "/api/runs/r1/files/inbox-secret.txt", "", nil, "", 403},
 		{"the record is not a plane", "GET", "/api/runs/r1/files/events.jsonl", "", nil, "", 403},
-		{"absolute symlink out of the run", "GET", "/api/runs/r1/files/outputs/link.txt", "", nil, "", 404},
-		{"relative symlink out of the run", "GET", "/api/runs/r1/files/outputs/rel.txt", "", nil, "", 404},
+		{"absolute symlink out of the run", "GET", "/api/runs/r1/files/outputs/link.txt", "", nil, "", 403},
+		{"relative symlink out of the run", "GET", "/api/runs/r1/files/outputs/rel.txt", "", nil, "", 403},
+		{"symlink to a file of the run beside the planes", "GET", "/api/runs/r1/files/workspace/inside.txt", "", nil, "", 403},
+		{"symlinked directory up to the run directory", "GET", "/api/runs/r1/files/workspace/up/inbox-secret.txt", "", nil, "", 403},
+		{"symlinked directory back into a plane", "GET", "/api/runs/r1/files/workspace/up/outputs/a.txt", "", nil, "", 403},
 		{"a directory", "GET", "/api/runs/r1/files/outputs", "", nil, "", 404},
 		{"backslash", "GET", "/api/runs/r1/files/outputs\\..\\..\\secret.txt", "", nil, "", 400},
 		{"bad run id", "GET", "/api/runs/..%2f..%2fetc/board", "", nil, "", 400},
@@ -122,6 +129,16 @@ func TestRefusals(t *testing.T) {
 		{"POST to the page", "POST", "/", `{}`, nil, "", 405},
 	} {
 		t.Run(a.name, func(t *testing.T) { try(t, srv, a) })
+	}
+	// A refused link is named.
+	resp, err := http.Get(srv.URL + "/api/runs/r1/files/workspace/up/inbox-secret.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "/workspace/up is a symbolic link; not followed") {
+		t.Errorf("the refusal does not name the link: %s", b)
 	}
 	// A stopped run takes a message, for its resume; the queue has it.
 	code, out := post(t, srv, "/api/runs/r1/messages", `{"text":"later"}`)
@@ -172,6 +189,31 @@ func TestToken(t *testing.T) {
 	c := resp.Cookies()
 	if len(c) != 1 || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
 		t.Errorf("cookie %+v: want one HttpOnly SameSite=Strict cookie", c)
+	}
+}
+
+// With a control key (apodex serve without --token), reading needs nothing
+// on loopback, but messages and controls need the key: a sandboxed command
+// that reaches loopback (--network host) never saw it.
+func TestControlKey(t *testing.T) {
+	home := t.TempDir()
+	fakeRun(t, home, "r1")
+	srv := serve(t, web.Config{Home: home, ControlKey: "k3y"})
+	ctl := `{"action":"pause"}`
+	for _, a := range []attempt{
+		{"reading needs no key", "GET", "/api/runs/r1/board", "", nil, "", 200},
+		{"a file needs no key", "GET", "/api/runs/r1/files/outputs/a.txt", "", nil, "", 200},
+		{"a control without the key", "POST", "/api/runs/r1/control", ctl, nil, "", 401},
+		{"a message without the key", "POST", "/api/runs/r1/messages", `{"text":"stop"}`, nil, "", 401},
+		{"a same-origin control without the key", "POST", "/api/runs/r1/control", ctl, map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}, "", 401},
+		{"a wrong key", "POST", "/api/runs/r1/control", ctl, map[string]string{"Authorization": "Bearer k3"}, "", 401},
+		{"a wrong cookie", "POST", "/api/runs/r1/control", ctl, map[string]string{"Cookie": "apodex_token=x"}, "", 401},
+		{"the key as bearer", "POST", "/api/runs/r1/control", ctl, map[string]string{"Authorization": "Bearer k3y"}, "", 202},
+		{"the key as the page's cookie", "POST", "/api/runs/r1/messages", `{"text":"hi"}`, map[string]string{"Cookie": "apodex_token=k3y"}, "", 202},
+		{"the page's link with a wrong key", "GET", "/?token=nope", "", nil, "", 401},
+		{"the page's link sets the cookie", "GET", "/?token=k3y", "", nil, "", 303},
+	} {
+		t.Run(a.name, func(t *testing.T) { try(t, srv, a) })
 	}
 }
 

@@ -32,6 +32,13 @@ var pageFS embed.FS
 type Config struct {
 	Home  string // where runs are kept
 	Token string // "" = no token (loopback only)
+	// ControlKey, without a Token, is needed by every state-changing
+	// request (messages, controls): as "Authorization: Bearer KEY" or the
+	// cookie the page gets from /?token=KEY. apodex serve makes one per
+	// process and prints it only in its URL, so a command in a run's
+	// sandbox that reaches loopback (--network host) can read the page
+	// but cannot steer a run. "" = none.
+	ControlKey string
 	// Sender names who sends messages from the page (recorded in the inbox).
 	Sender string
 	Log    *slog.Logger
@@ -119,8 +126,8 @@ func (s *Server) routes() {
 			writeError(w, &httpError{http.StatusMethodNotAllowed, "the page is read with GET; the API is under /api"})
 			return
 		}
-		if t := r.URL.Query().Get("token"); t != "" && s.cfg.Token != "" {
-			if !s.tokenOK(t) {
+		if t := r.URL.Query().Get("token"); t != "" && s.secret() != "" {
+			if !s.secretOK(t) {
 				writeError(w, &httpError{http.StatusUnauthorized, "wrong token; use the URL apodex serve printed"})
 				return
 			}
@@ -166,6 +173,9 @@ func (s *Server) admit(r *http.Request) error {
 		return &httpError{http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer TOKEN, or open the URL apodex serve printed"}
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if s.cfg.Token == "" && s.cfg.ControlKey != "" && isAPI && !s.authorized(r) {
+			return &httpError{http.StatusUnauthorized, "messages and controls need the key in the URL apodex serve printed: open that URL once (the page keeps it in a cookie), or send Authorization: Bearer KEY"}
+		}
 		if err := sameOrigin(r); err != nil {
 			return err
 		}
@@ -179,19 +189,29 @@ func (s *Server) admit(r *http.Request) error {
 	return nil
 }
 
+// authorized reports whether r carries the server's secret (secret).
 func (s *Server) authorized(r *http.Request) bool {
 	if h := r.Header.Get("Authorization"); h != "" {
 		t, ok := strings.CutPrefix(h, "Bearer ")
-		return ok && s.tokenOK(t)
+		return ok && s.secretOK(t)
 	}
 	if c, err := r.Cookie(cookieName); err == nil {
-		return s.tokenOK(c.Value)
+		return s.secretOK(c.Value)
 	}
 	return false
 }
 
-func (s *Server) tokenOK(t string) bool {
-	return subtle.ConstantTimeCompare([]byte(t), []byte(s.cfg.Token)) == 1
+// secret is what the page's cookie carries: the token, else the control key.
+func (s *Server) secret() string {
+	if s.cfg.Token != "" {
+		return s.cfg.Token
+	}
+	return s.cfg.ControlKey
+}
+
+func (s *Server) secretOK(t string) bool {
+	want := s.secret()
+	return want != "" && subtle.ConstantTimeCompare([]byte(t), []byte(want)) == 1
 }
 
 // sameOrigin refuses a state-changing request from another site. A client
