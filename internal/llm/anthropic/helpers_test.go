@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"github.com/apodex/apodex/internal/llm/llmtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,9 +16,10 @@ const testKey = "sk-ant-test-secret-key"
 
 // reply is what the fake server answers.
 type reply struct {
-	status int
-	header map[string]string
-	body   string
+	lenient bool // the request is odd on purpose: not checked
+	status  int
+	header  map[string]string
+	body    string
 }
 
 // captured is what the fake server received, one entry per request.
@@ -45,6 +47,11 @@ func fakeServer(t *testing.T, rp reply) (*httptest.Server, *captured) {
 	rec := &captured{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		// Every body the client sends must be one the real API accepts,
+		// unless the test sends a deliberately odd request (rp.lenient).
+		if v := llmtest.CheckAnthropic(body); v != nil && !rp.lenient {
+			t.Errorf("the client sent a request the Messages API refuses: %v\n%s", v, body)
+		}
 		rec.mu.Lock()
 		rec.header = append(rec.header, r.Header.Clone())
 		rec.bodies = append(rec.bodies, body)

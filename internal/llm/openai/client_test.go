@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/apodex/apodex/internal/llm/llmtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +31,11 @@ func jsonServer(t *testing.T, status int, header http.Header, body string) (stri
 		got.path, got.auth = r.URL.Path, r.Header.Get("Authorization")
 		if err := json.Unmarshal(raw, &got.body); err != nil {
 			t.Errorf("request body is not JSON: %v", err)
+		}
+		// These tests build clients without a model (a local server takes
+		// any); every other rule of the real API holds.
+		if v := llmtest.CheckOpenAI(raw); v != nil && v.Rule != llmtest.RuleModel {
+			t.Errorf("the client sent a request the Chat Completions API refuses: %v\n%s", v, raw)
 		}
 		for k, vs := range header {
 			w.Header()[k] = vs
