@@ -55,7 +55,24 @@ func peRun(t *testing.T, want int, args ...string) run.Summary {
 	if code != want {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, want, out, errOut)
 	}
-	return decodeSummary(t, out)
+	s := decodeSummary(t, out)
+	noInvalidHistory(t, s.RunDir)
+	return s
+}
+
+// noInvalidHistory fails the test when an agent of the run sent a history
+// that was not a valid conversation (the clients repaired it, hiding a
+// runtime bug behind the repair).
+func noInvalidHistory(t *testing.T, dir string) {
+	t.Helper()
+	if dir == "" {
+		return
+	}
+	for _, w := range decodeAll[record.Warning](t, runtest.Events(t, dir), record.TypeWarning) {
+		if w.Code == record.WarnInvalidHistory {
+			t.Errorf("the runtime broke an agent's history: %s", w.Message)
+		}
+	}
 }
 
 // peSHA is the hash of a host file as the delivery states it.
