@@ -94,7 +94,7 @@ func (c *command) ready() error {
 // specPlan is what the helper needs of the command, with the mounts'
 // sources as given.
 func (c *command) specPlan(network bool) specPlan {
-	return specPlan{Command: c.spec.Command, Dir: c.dir, Mounts: c.mounts, Env: c.env, Network: network, TmpSize: c.lim.TmpSize, Sized: c.sized}
+	return specPlan{Command: c.spec.Command, Dir: c.dir, Mounts: c.mounts, Env: c.env, Network: network, TmpSize: c.lim.TmpSize, Sized: c.sized, NoTrace: c.spec.NoTrace}
 }
 
 // rlimits are the limits a cgroup cannot enforce here.

@@ -54,6 +54,7 @@ var procKnobs = []string{"sys", "sysrq-trigger", "irq", "bus", "fs", "latency_st
 // fork: they run no Go runtime code, only system calls on this memory.
 type rawCmd struct {
 	proc, procType *byte
+	procFlags      uintptr
 	knobs          []*byte // /proc/<knob>, those that exist
 	capHdr         [2]uint32
 	capData        [6]uint32
@@ -304,7 +305,8 @@ func (r *rawCmd) prepare(p livePlan) error {
 		return fmt.Errorf("capget: %v", e)
 	}
 	r.capData[2], r.capData[5] = 0, 0
-	r.seccomp = commandFilter()
+	r.seccomp = commandFilter(p.Spec.NoTrace)
+	r.procFlags = procFlags(p.Spec.NoTrace)
 	if p.Landlock {
 		if rs, proc, ok := landlockRules(p.Spec); ok {
 			r.landlock = int(rs)
@@ -379,7 +381,7 @@ func commandInit(r *rawCmd) {
 	}
 	// The command's own /proc, kernel knobs read-only.
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_MOUNT, uintptr(unsafe.Pointer(r.procType)), uintptr(unsafe.Pointer(r.proc)), uintptr(unsafe.Pointer(r.procType)),
-		syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, 0, 0); e != 0 {
+		r.procFlags, 0, 0); e != 0 {
 		rawFail(msgMountProc)
 	}
 	for i := 0; i < len(r.knobs); i++ {

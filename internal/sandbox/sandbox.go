@@ -19,6 +19,8 @@
 //     (TIOCSTI, TIOCLINUX), and kills a process making a system call
 //     through another ABI than the native one (int $0x80, x32, AArch32),
 //     so no rule is sidestepped that way and 32-bit programs do not run;
+//     with Spec.NoTrace it also refuses ptrace, process_vm_readv,
+//     process_vm_writev and pidfd_getfd, and /proc is read-only;
 //   - it never runs as host uid 0: under a root runtime it runs as
 //     SandboxUID, the writable mounts' contents are given to that uid first,
 //     and after the command no setuid or setgid bit is left in them;
@@ -114,6 +116,14 @@ type Spec struct {
 	// Limits bound the command's memory, processes and /tmp (zero fields:
 	// the defaults). None ignores them.
 	Limits Limits
+	// NoTrace keeps the command's processes out of one another (a
+	// verifier's test runner and the code it tests): ptrace,
+	// process_vm_readv, process_vm_writev and pidfd_getfd fail with EPERM
+	// and /proc is read-only, so no process writes another's memory
+	// through /proc/PID/mem. Reading it (and /proc/PID/fd) stays possible
+	// between processes of one uid unless the target made itself
+	// non-dumpable (prctl PR_SET_DUMPABLE 0). None ignores it.
+	NoTrace bool
 }
 
 // Result is what a command did.
