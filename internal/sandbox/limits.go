@@ -353,6 +353,8 @@ func (r Result) LimitNote() string {
 		return fmt.Sprintf("the command hit the process limit of %d (fork failed or it was stopped); start fewer processes, or raise it with --pids-limit (task budget key pids_limit)", lim.Pids)
 	case r.Mechanism != "" && (bytes.Contains(r.Stderr, []byte("No space left on device")) || bytes.Contains(r.Stdout, []byte("No space left on device"))):
 		return fmt.Sprintf("a device was full: /tmp holds at most %s; write large files under /workspace, or raise it with --tmp-size (task budget key tmp_size)", human(lim.TmpSize))
+	case r.Mechanism != "" && bytes.Contains(r.Stderr, []byte("fallocate")) && bytes.Contains(r.Stderr, []byte("Operation not supported")):
+		return "preallocation (fallocate) is refused in the sandbox, as on a file system without it: quotas count what is written; write the data itself (glibc's posix_fallocate does so already)"
 	case r.Mechanism != "" && strings.Contains(r.Mechanism, "pids=rlimit") && bytes.Contains(r.Stderr, []byte("fork")):
 		return fmt.Sprintf("fork may have failed at the process limit of %d; raise it with --pids-limit", lim.Pids)
 	}

@@ -15,9 +15,10 @@
 //     runtime's but its stdin, stdout and stderr (not one the runtime
 //     inherited without close-on-exec);
 //   - a seccomp filter (seccomp_linux.go; amd64 and arm64) refuses new user
-//     namespaces, io_uring and the ioctls that type into a terminal
-//     (TIOCSTI, TIOCLINUX), and kills a process making a system call
-//     through another ABI than the native one (int $0x80, x32, AArch32),
+//     namespaces, io_uring, the ioctls that type into a terminal (TIOCSTI,
+//     TIOCLINUX) and preallocation (fallocate, EOPNOTSUPP), and kills a
+//     process making a system call through another ABI than the native
+//     one (int $0x80, x32, AArch32),
 //     so no rule is sidestepped that way and 32-bit programs do not run;
 //     with Spec.NoTrace it also refuses ptrace, process_vm_readv,
 //     process_vm_writev and pidfd_getfd, and /proc is read-only;

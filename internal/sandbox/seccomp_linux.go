@@ -60,6 +60,11 @@ type bpf struct {
 //     without it: its operations run without passing this filter;
 //   - ioctl TIOCSTI and TIOCLINUX, which type into a terminal (or paste
 //     its selection), with EPERM, on any descriptor;
+//   - fallocate that allocates (every mode but punching a hole or
+//     collapsing a range) with EOPNOTSUPP, as on a file system without
+//     it: preallocation would take a plane's quota in one call, faster
+//     than the quota is measured (glibc's posix_fallocate falls back to
+//     writing, which the quotas see);
 //   - with noTrace, the calls that reach into another process's memory,
 //     registers or descriptors (ptrace, process_vm_readv and _writev,
 //     pidfd_getfd) with EPERM.
@@ -78,7 +83,7 @@ var (
 // sysNums are the system call numbers the filter names, by architecture.
 type sysNums struct {
 	arch                                uint32 // AUDIT_ARCH_*
-	ioctl, unshare, clone               uint32
+	ioctl, unshare, clone, fallocate    uint32
 	ptrace, vmRead, vmWrite, pidfdGetfd uint32
 	x32                                 bool
 }
@@ -87,10 +92,10 @@ func buildFilter(noTrace bool) []bpf {
 	var n sysNums
 	switch runtime.GOARCH {
 	case "amd64":
-		n = sysNums{arch: 0xc000003e, ioctl: 16, unshare: 272, clone: 56,
+		n = sysNums{arch: 0xc000003e, ioctl: 16, unshare: 272, clone: 56, fallocate: 285,
 			ptrace: 101, vmRead: 310, vmWrite: 311, pidfdGetfd: 438, x32: true}
 	case "arm64":
-		n = sysNums{arch: 0xc00000b7, ioctl: 29, unshare: 97, clone: 220,
+		n = sysNums{arch: 0xc00000b7, ioctl: 29, unshare: 97, clone: 220, fallocate: 47,
 			ptrace: 117, vmRead: 270, vmWrite: 271, pidfdGetfd: 438}
 	default:
 		return nil
@@ -114,9 +119,13 @@ func buildFilter(noTrace bool) []bpf {
 		uringMax = 427
 		tiocsti  = 0x5412
 		tioclin  = 0x541c
-		newUser  = syscall.CLONE_NEWUSER
-		eperm    = errno | uint32(syscall.EPERM)
-		enosys   = errno | uint32(syscall.ENOSYS)
+		// fallocate modes that free space: FALLOC_FL_PUNCH_HOLE,
+		// FALLOC_FL_COLLAPSE_RANGE.
+		freeing    = 0x02 | 0x08
+		eopnotsupp = errno | uint32(syscall.EOPNOTSUPP)
+		newUser    = syscall.CLONE_NEWUSER
+		eperm      = errno | uint32(syscall.EPERM)
+		enosys     = errno | uint32(syscall.ENOSYS)
 	)
 	p := []bpf{
 		{ldAbs, 0, 0, offArch},
@@ -141,6 +150,12 @@ func buildFilter(noTrace bool) []bpf {
 		}
 	}
 	p = append(p,
+		// fallocate: its second argument is the mode.
+		bpf{jeq, 0, 4, n.fallocate},
+		bpf{ldAbs, 0, 0, offArg1},
+		bpf{jset, 0, 1, freeing},
+		bpf{ret, 0, 0, allow},
+		bpf{ret, 0, 0, eopnotsupp},
 		// unshare, clone: their first argument holds the flags.
 		bpf{jeq, 1, 0, n.unshare},
 		bpf{jeq, 0, 4, n.clone},
