@@ -47,6 +47,9 @@ type plan struct {
 	Rlimits []rlim   `json:"rlimits,omitempty"`
 	// Landlock applies a Landlock domain (native) when the kernel has it.
 	Landlock bool `json:"landlock"`
+	// Net are the rules the helper installs in the outbound network
+	// namespace it made (a runtime that is not root; netrules_linux.go).
+	Net *netRules `json:"net,omitempty"`
 }
 
 // specPlan is the part of Spec the helper needs.
@@ -92,6 +95,11 @@ func helperMain() {
 	// runtime inherited without close-on-exec (a host directory, which
 	// opens the host's files past every mount, or a terminal).
 	closeOnExecAbove2()
+	if p.Net != nil {
+		if err := p.Net.apply(); err != nil {
+			fail("network rules: %v", err)
+		}
+	}
 	for _, r := range p.Rlimits {
 		lim := &syscall.Rlimit{Cur: r.Value, Max: r.Value}
 		if err := syscall.Setrlimit(r.Resource, lim); err != nil {

@@ -105,32 +105,34 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	if c.ups != nil {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, c.ups.theirs) // fd 4: upperFD
 	}
-	attr := helperAttr(backend, spec.Network, outbound, drop, uid, gid, cg)
+	var ob *outboundNet
+	if outbound {
+		if ob, err = newOutbound(drop, outboundRules(etc.Dir(), spec.AllowNets)); err != nil {
+			return Result{}, err
+		}
+		defer ob.close()
+		p.Net = ob.rules
+	}
+	cmd.SysProcAttr = helperAttr(backend, spec.Network, outbound, ob.joined(), drop, uid, gid, cg)
 	if backend == "bwrap" && outbound {
 		p.Spec.Network = true // bwrap shares the helper's namespace
 	}
-	cmd.SysProcAttr = attr
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return Result{}, err
 	}
-	stopPasta := func() {}
-	defer func() { stopPasta() }()
 	stopWatch := make(chan struct{})
 	go c.watchQuotas(stopWatch)
 	res, err := supervise(ctx, cmd, spec, &hooks{
+		start: ob.start,
 		started: func(pid int) error {
 			c.running(func() { killGroup(pid); cg.kill() })
 			planR.Close()
 			if err := cg.join(pid); err != nil {
 				return err
 			}
-			if outbound {
-				stop, err := startPasta(pid, attr.Cloneflags&syscall.CLONE_NEWUSER != 0)
-				if err != nil {
-					return err
-				}
-				stopPasta = stop
+			if err := ob.started(pid); err != nil {
+				return err
 			}
 			_, err := planW.Write(raw) // the plan is small: fits the pipe
 			planW.Close()
@@ -148,8 +150,10 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 // started: its namespaces, uid maps, cgroup, parent-death signal and a
 // session of its own (no controlling terminal, see supervise).
 // network shares the host's network, outbound gives the helper a network
-// namespace of its own for pasta.
-func helperAttr(backend string, network, outbound, drop bool, uid, gid int, cg *cgroup) *syscall.SysProcAttr {
+// namespace of its own for pasta, unless joined: it starts in one made
+// apart (netns_linux.go).
+func helperAttr(backend string, network, outbound, joined, drop bool, uid, gid int, cg *cgroup) *syscall.SysProcAttr {
+	outbound = outbound && !joined
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}
 	if cg.v2 != "" {
 		attr.UseCgroupFD, attr.CgroupFD = true, cg.v2fd
@@ -176,7 +180,7 @@ func helperAttr(backend string, network, outbound, drop bool, uid, gid int, cg *
 		}
 	case backend == "native":
 		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
-		if !network {
+		if !network && !joined {
 			attr.Cloneflags |= syscall.CLONE_NEWNET
 		}
 		// A new user namespace: for a root runtime an identity map (the

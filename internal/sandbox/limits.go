@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -307,6 +308,8 @@ type Options struct {
 	// the host's loopback (the default of --network; --network host
 	// leaves it false).
 	Outbound bool
+	// AllowNets are given to every spec that sets none (Spec.AllowNets).
+	AllowNets []netip.Prefix
 }
 
 // WithOptions returns r configured by o.
@@ -328,6 +331,9 @@ func (l limited) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	if spec.Network && l.o.Outbound {
 		spec.Network, spec.Outbound = false, true
+	}
+	if spec.AllowNets == nil {
+		spec.AllowNets = l.o.AllowNets
 	}
 	return l.Runner.Run(ctx, spec)
 }

@@ -10,8 +10,10 @@
 //     everything else, the root included, is read-only, and every mount is
 //     nosuid,nodev; it has its own user, mount, pid, ipc, uts and network
 //     namespaces, so no network unless Spec.Network (the host's) or
-//     Spec.Outbound (outbound only, through pasta, without the host's
-//     loopback); it holds no capabilities, and no descriptor of the
+//     Spec.Outbound (outbound only, through pasta, which never runs as
+//     root, without the host's loopback, and refusing private, link-local,
+//     shared and multicast addresses but Spec.AllowNets); it holds no
+//     capabilities, and no descriptor of the
 //     runtime's but its stdin, stdout and stderr (not one the runtime
 //     inherited without close-on-exec);
 //   - a seccomp filter (seccomp_linux.go; amd64 and arm64) refuses new user
@@ -69,6 +71,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 )
 
@@ -104,9 +107,14 @@ type Spec struct {
 	// Network shares the host network namespace (loopback included).
 	Network bool
 	// Outbound gives the command its own network namespace with outbound
-	// access through pasta but no way to the host's loopback (network.go);
-	// Network wins if both are set. None treats it as Network.
+	// access through pasta but no way to the host's loopback, nor to
+	// private, link-local, shared or multicast addresses (network.go,
+	// netrules_linux.go); Network wins if both are set. None treats it as
+	// Network.
 	Outbound bool
+	// AllowNets are prefixes an Outbound command may reach although the
+	// rules refuse them (a LAN service, say).
+	AllowNets []netip.Prefix
 	// Timeout kills the process group after this long; 0 means no limit
 	// beyond ctx.
 	Timeout time.Duration
