@@ -273,17 +273,17 @@ func reach(c *command, i int) string {
 
 // live is the runtime's end of one live sandbox.
 type live struct {
-	pool      *Pool
-	sh        shape
-	conn      *os.File
-	proc      *os.Process
-	exited    chan struct{} // closed once proc is reaped
-	cg        *cgroup
-	events    *cgCounters
-	etc       *etccopy.Copy
-	net       *outboundNet // with an outbound network
-	stderr    *capture // the server's own complaints
-	seq       atomic.Uint64
+	pool   *Pool
+	sh     shape
+	conn   *os.File
+	proc   *os.Process
+	exited chan struct{} // closed once proc is reaped
+	cg     *cgroup
+	events *cgCounters
+	etc    *etccopy.Copy
+	net    *outboundNet // with an outbound network
+	stderr *capture     // the server's own complaints
+	seq    atomic.Uint64
 	// warmStarts counts the commands started on a warm pid 1
 	// (livewarm_linux.go).
 	warmStarts atomic.Uint64
