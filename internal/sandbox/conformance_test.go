@@ -503,3 +503,24 @@ func TestNoStrayDescriptor(t *testing.T) {
 		})
 	}
 }
+
+// F5 (issue 25): SysV shared memory a command creates goes with it, on
+// every runner: a live sandbox's commands shared its IPC namespace, so a
+// segment stayed allocated after its command, for the next to see.
+func TestIPCPerCommand(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/ipcmk"); err != nil {
+		t.Skip("needs ipcmk and ipcs (util-linux)")
+	}
+	for name, r := range sandboxes(t) {
+		t.Run(name, func(t *testing.T) {
+			res := run(t, r, Spec{Command: "ipcmk -M 1048576 && ipcs -m | grep -c '^0x'"})
+			if res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) == "" {
+				t.Fatalf("ipcmk: exit %d %s%s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			res = run(t, r, Spec{Command: "ipcs -m | grep -c '^0x' || true"})
+			if n := strings.TrimSpace(string(res.Stdout)); n != "0" {
+				t.Errorf("the next command sees %s shared memory segments:\n%s", n, res.Stdout)
+			}
+		})
+	}
+}

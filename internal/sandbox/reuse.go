@@ -26,17 +26,17 @@ import (
 // building a sandbox per command.
 //
 // What a command of a live sandbox gets, as with the per-command runners:
-// its own mount and pid namespaces (its /tmp, /dev/shm, /proc and mounts are
-// its own, so a per-command mount such as the publishing holder's staging
-// copy of /outputs or a sized overlay works as before; its background
-// processes die when it ends), a fresh process as the sandbox uid with no
+// its own mount, pid and ipc namespaces (its /tmp, /dev/shm, /proc, SysV
+// objects and mounts are its own, so a per-command mount such as the
+// publishing holder's staging copy of /outputs or a sized overlay works as
+// before; its background processes die when it ends), a fresh process as the sandbox uid with no
 // capabilities, no_new_privs, the seccomp filter and (native) Landlock, the
 // output caps, timeout and cancellation, the runtime's setuid sweep,
 // ownership hand-over and quotas.
 //
 // What the commands of one live sandbox share: its user, network (abstract
 // unix sockets included; with Spec.Network or Outbound, the one network
-// namespace), ipc and uts namespaces, and its cgroup: Limits.Memory and
+// namespace) and uts namespaces, and its cgroup: Limits.Memory and
 // Limits.Pids bound the commands of one shape running at the same time
 // together (the server counts too). A command is told it ran into one when
 // the group's event counters grew while it ran; with commands at the same

@@ -41,7 +41,7 @@
 // Reuse wraps either in a Pool of live sandboxes (reuse.go): one long-lived
 // sandbox per shape of command, each command a fresh process in it with the
 // guarantees above, except that the commands of one live sandbox share its
-// network, ipc and uts namespaces and its cgroup (Limits.Memory and
+// network and uts namespaces and its cgroup (Limits.Memory and
 // Limits.Pids bound them together); a live sandbox that cannot start or has
 // died leaves its commands to the per-command runner, never to None. A
 // command returns once no process of it is left; the next command of the
