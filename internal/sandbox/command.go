@@ -103,7 +103,7 @@ func (c *command) rlimits(cg *cgroup) []rlim {
 	if cg.memory == "" && c.lim.Memory > 0 {
 		out = append(out, rlim{Resource: syscall.RLIMIT_AS, Value: uint64(c.lim.Memory)})
 	}
-	if cg.pids == "" && c.lim.Pids > 0 && c.drop {
+	if cg.pids == "" && c.lim.Pids > 0 && (c.drop || nprocPerUserns()) {
 		const rlimitNproc = 6
 		out = append(out, rlim{Resource: rlimitNproc, Value: uint64(c.lim.Pids)})
 	}

@@ -48,7 +48,7 @@ func mechanism(cg *cgroup, lim Limits) string {
 	}
 	if pids == "" && lim.Pids > 0 {
 		pids = "rlimit-nproc"
-		if _, _, drop := ids(); !drop {
+		if _, _, drop := ids(); !drop && !nprocPerUserns() {
 			pids = "none"
 		}
 	}
@@ -60,6 +60,30 @@ func mechanism(cg *cgroup, lim Limits) string {
 	}
 	return fmt.Sprintf("memory=%s pids=%s tmp=tmpfs", mem, pids)
 }
+
+// nprocPerUserns says RLIMIT_NPROC counts the processes of a uid in one
+// user namespace (Linux 5.14 and later): a runtime that is not root can
+// then bound a sandbox's processes with it, its own user namespace being
+// the sandbox's, without counting the user's processes outside it. Before,
+// it counted every process of the uid on the host.
+var nprocPerUserns = sync.OnceValue(func() bool {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return false
+	}
+	var rel []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		rel = append(rel, byte(c))
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(string(rel), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 5 || major == 5 && minor >= 14
+})
 
 // launch runs spec through the helper (helper_linux.go) with the given
 // backend and returns its result.
