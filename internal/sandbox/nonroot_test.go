@@ -63,7 +63,7 @@ func TestNonRootLimits(t *testing.T) {
 			if _, err := os.Stat("/usr/bin/python3"); err != nil {
 				return
 			}
-			bomb := `for i in 1 2 3 4; do python3 -c "import time; b = b'x' * (150 << 20); time.sleep(3)" & done; wait; echo survived`
+			bomb := `for i in 1 2 3 4; do python3 -c "import time; b = b'x' * (150 << 20); time.sleep(1)" & done; wait; echo survived`
 			res = run(t, r, Spec{Limits: lim, Timeout: 30 * time.Second, Command: bomb})
 			switch {
 			case strings.Contains(res.Mechanism, "memory=cgroup") && res.Limit != LimitMemory:
