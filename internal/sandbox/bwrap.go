@@ -98,6 +98,9 @@ func bwrapArgs(spec Spec, etc string) ([]string, error) {
 		}
 		args = append(args, op, m.Source, m.Target)
 	}
+	if spec.NoTrace {
+		args = append(args, "--remount-ro", "/proc")
+	}
 	args = append(args,
 		"--remount-ro", "/",
 		"--chdir", dir,

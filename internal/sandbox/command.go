@@ -94,7 +94,7 @@ func (c *command) ready() error {
 // specPlan is what the helper needs of the command, with the mounts'
 // sources as given.
 func (c *command) specPlan(network bool) specPlan {
-	return specPlan{Command: c.spec.Command, Dir: c.dir, Mounts: c.mounts, Env: c.env, Network: network, TmpSize: c.lim.TmpSize, Sized: c.sized}
+	return specPlan{Command: c.spec.Command, Dir: c.dir, Mounts: c.mounts, Env: c.env, Network: network, TmpSize: c.lim.TmpSize, Sized: c.sized, NoTrace: c.spec.NoTrace}
 }
 
 // rlimits are the limits a cgroup cannot enforce here.
@@ -103,7 +103,7 @@ func (c *command) rlimits(cg *cgroup) []rlim {
 	if cg.memory == "" && c.lim.Memory > 0 {
 		out = append(out, rlim{Resource: syscall.RLIMIT_AS, Value: uint64(c.lim.Memory)})
 	}
-	if cg.pids == "" && c.lim.Pids > 0 && c.drop {
+	if cg.pids == "" && c.lim.Pids > 0 && (c.drop || nprocPerUserns()) {
 		const rlimitNproc = 6
 		out = append(out, rlim{Resource: rlimitNproc, Value: uint64(c.lim.Pids)})
 	}

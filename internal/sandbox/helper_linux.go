@@ -47,6 +47,9 @@ type plan struct {
 	Rlimits []rlim   `json:"rlimits,omitempty"`
 	// Landlock applies a Landlock domain (native) when the kernel has it.
 	Landlock bool `json:"landlock"`
+	// Net are the rules the helper installs in the outbound network
+	// namespace it made (a runtime that is not root; netrules_linux.go).
+	Net *netRules `json:"net,omitempty"`
 }
 
 // specPlan is the part of Spec the helper needs.
@@ -60,6 +63,8 @@ type specPlan struct {
 	// Sized gives, by index in Mounts, the size of the upper layer of a
 	// mount that becomes a sized overlay (overlay_linux.go); 0 binds it.
 	Sized []int64 `json:"sized,omitempty"`
+	// NoTrace is Spec.NoTrace.
+	NoTrace bool `json:"no_trace,omitempty"`
 }
 
 type rlim struct {
@@ -90,6 +95,11 @@ func helperMain() {
 	// runtime inherited without close-on-exec (a host directory, which
 	// opens the host's files past every mount, or a terminal).
 	closeOnExecAbove2()
+	if p.Net != nil {
+		if err := p.Net.apply(); err != nil {
+			fail("network rules: %v", err)
+		}
+	}
 	for _, r := range p.Rlimits {
 		lim := &syscall.Rlimit{Cur: r.Value, Max: r.Value}
 		if err := syscall.Setrlimit(r.Resource, lim); err != nil {
@@ -130,7 +140,7 @@ func closeOnExecAbove2() {
 // an overlay, which bwrap binds in place of the source. bwrap installs the
 // seccomp filter (seccomp_linux.go) before it runs the command.
 func helperBwrap(p plan) {
-	spec := Spec{Command: p.Spec.Command, Dir: p.Spec.Dir, Env: p.Spec.Env, Network: p.Spec.Network, Mounts: p.Spec.Mounts}
+	spec := Spec{Command: p.Spec.Command, Dir: p.Spec.Dir, Env: p.Spec.Env, Network: p.Spec.Network, Mounts: p.Spec.Mounts, NoTrace: p.Spec.NoTrace}
 	etc := p.Etc
 	sized := false
 	for _, n := range p.Spec.Sized {
@@ -182,7 +192,7 @@ func helperBwrap(p plan) {
 	if p.Spec.TmpSize > 0 {
 		args = withTmpSize(args, p.Spec.TmpSize)
 	}
-	if prog := filterBytes(); prog != nil {
+	if prog := filterBytes(p.Spec.NoTrace); prog != nil {
 		args = append([]string{"--seccomp", strconv.Itoa(filterFD(prog))}, args...)
 	}
 	if err := syscall.Exec(p.Bwrap, append([]string{"bwrap"}, args...), []string{}); err != nil {

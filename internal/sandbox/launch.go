@@ -48,7 +48,7 @@ func mechanism(cg *cgroup, lim Limits) string {
 	}
 	if pids == "" && lim.Pids > 0 {
 		pids = "rlimit-nproc"
-		if _, _, drop := ids(); !drop {
+		if _, _, drop := ids(); !drop && !nprocPerUserns() {
 			pids = "none"
 		}
 	}
@@ -60,6 +60,30 @@ func mechanism(cg *cgroup, lim Limits) string {
 	}
 	return fmt.Sprintf("memory=%s pids=%s tmp=tmpfs", mem, pids)
 }
+
+// nprocPerUserns says RLIMIT_NPROC counts the processes of a uid in one
+// user namespace (Linux 5.14 and later): a runtime that is not root can
+// then bound a sandbox's processes with it, its own user namespace being
+// the sandbox's, without counting the user's processes outside it. Before,
+// it counted every process of the uid on the host.
+var nprocPerUserns = sync.OnceValue(func() bool {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return false
+	}
+	var rel []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		rel = append(rel, byte(c))
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(string(rel), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 5 || major == 5 && minor >= 14
+})
 
 // launch runs spec through the helper (helper_linux.go) with the given
 // backend and returns its result.
@@ -105,32 +129,34 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 	if c.ups != nil {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, c.ups.theirs) // fd 4: upperFD
 	}
-	attr := helperAttr(backend, spec.Network, outbound, drop, uid, gid, cg)
+	var ob *outboundNet
+	if outbound {
+		if ob, err = newOutbound(drop, outboundRules(etc.Dir(), spec.AllowNets)); err != nil {
+			return Result{}, err
+		}
+		defer ob.close()
+		p.Net = ob.rules
+	}
+	cmd.SysProcAttr = helperAttr(backend, spec.Network, outbound, ob.joined(), drop, uid, gid, cg)
 	if backend == "bwrap" && outbound {
 		p.Spec.Network = true // bwrap shares the helper's namespace
 	}
-	cmd.SysProcAttr = attr
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return Result{}, err
 	}
-	stopPasta := func() {}
-	defer func() { stopPasta() }()
 	stopWatch := make(chan struct{})
 	go c.watchQuotas(stopWatch)
 	res, err := supervise(ctx, cmd, spec, &hooks{
+		start: ob.start,
 		started: func(pid int) error {
 			c.running(func() { killGroup(pid); cg.kill() })
 			planR.Close()
 			if err := cg.join(pid); err != nil {
 				return err
 			}
-			if outbound {
-				stop, err := startPasta(pid, attr.Cloneflags&syscall.CLONE_NEWUSER != 0)
-				if err != nil {
-					return err
-				}
-				stopPasta = stop
+			if err := ob.started(pid); err != nil {
+				return err
 			}
 			_, err := planW.Write(raw) // the plan is small: fits the pipe
 			planW.Close()
@@ -148,8 +174,10 @@ func launch(ctx context.Context, backend, bwrap string, spec Spec) (Result, erro
 // started: its namespaces, uid maps, cgroup, parent-death signal and a
 // session of its own (no controlling terminal, see supervise).
 // network shares the host's network, outbound gives the helper a network
-// namespace of its own for pasta.
-func helperAttr(backend string, network, outbound, drop bool, uid, gid int, cg *cgroup) *syscall.SysProcAttr {
+// namespace of its own for pasta, unless joined: it starts in one made
+// apart (netns_linux.go).
+func helperAttr(backend string, network, outbound, joined, drop bool, uid, gid int, cg *cgroup) *syscall.SysProcAttr {
+	outbound = outbound && !joined
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}
 	if cg.v2 != "" {
 		attr.UseCgroupFD, attr.CgroupFD = true, cg.v2fd
@@ -176,7 +204,7 @@ func helperAttr(backend string, network, outbound, drop bool, uid, gid int, cg *
 		}
 	case backend == "native":
 		attr.Cloneflags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
-		if !network {
+		if !network && !joined {
 			attr.Cloneflags |= syscall.CLONE_NEWNET
 		}
 		// A new user namespace: for a root runtime an identity map (the

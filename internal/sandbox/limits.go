@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,7 +136,7 @@ func newCgroup(lim Limits) *cgroup {
 		if _, err := os.Stat(filepath.Join(base, "cgroup.controllers")); err != nil {
 			continue
 		}
-		parent := filepath.Join(base, ownCgroup(""))
+		parent := v2Parent(base)
 		sweepCgroups(parent)
 		dir := filepath.Join(parent, name)
 		if os.Mkdir(dir, 0o755) != nil {
@@ -185,6 +187,80 @@ func newCgroup(lim Limits) *cgroup {
 		cg.v1[c] = dir
 	}
 	return cg
+}
+
+var v2Parents struct {
+	sync.Mutex
+	m map[string]string // base -> the directory command groups go in
+}
+
+// v2Parent is the v2 group under base the command groups go in: this
+// process's own. Where this process may write it (root, or a group
+// delegated to its user, e.g. by systemd's Delegate=yes) but the memory
+// and pids controllers are not enabled for its children, the process moves
+// into a leaf of its own (apodex-PID-runtime) first, as cgroup v2 enables
+// controllers only below a group without processes, and enables them; if
+// that fails it moves back and the commands' limits fall back to rlimits.
+// Decided once per process and base.
+func v2Parent(base string) string {
+	v2Parents.Lock()
+	defer v2Parents.Unlock()
+	if p, ok := v2Parents.m[base]; ok {
+		return p
+	}
+	own := filepath.Join(base, ownCgroup(""))
+	if v2Parents.m == nil {
+		v2Parents.m = map[string]string{}
+	}
+	v2Parents.m[base] = own
+	if enabled(own, "memory", "pids") {
+		return own
+	}
+	avail, _ := os.ReadFile(filepath.Join(own, "cgroup.controllers"))
+	var want []string
+	for _, c := range []string{"memory", "pids"} {
+		if slices.Contains(strings.Fields(string(avail)), c) && !enabled(own, c) {
+			want = append(want, c)
+		}
+	}
+	if len(want) == 0 {
+		return own
+	}
+	leaf := filepath.Join(own, fmt.Sprintf("apodex-%d-runtime", os.Getpid()))
+	if os.Mkdir(leaf, 0o755) != nil && !isDir(leaf) {
+		return own
+	}
+	if write(leaf, "cgroup.procs", int64(os.Getpid())) != nil {
+		_ = os.Remove(leaf)
+		return own
+	}
+	for _, c := range want {
+		_ = os.WriteFile(filepath.Join(own, "cgroup.subtree_control"), []byte("+"+c), 0)
+	}
+	if !enabled(own, want...) {
+		_ = write(own, "cgroup.procs", int64(os.Getpid()))
+		_ = os.Remove(leaf)
+	}
+	return own
+}
+
+// enabled says the controllers are enabled for dir's children.
+func enabled(dir string, controllers ...string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return false
+	}
+	for _, c := range controllers {
+		if !slices.Contains(strings.Fields(string(b)), c) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 var swept sync.Map // parent directory -> true
@@ -307,6 +383,8 @@ type Options struct {
 	// the host's loopback (the default of --network; --network host
 	// leaves it false).
 	Outbound bool
+	// AllowNets are given to every spec that sets none (Spec.AllowNets).
+	AllowNets []netip.Prefix
 }
 
 // WithOptions returns r configured by o.
@@ -328,6 +406,9 @@ func (l limited) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	if spec.Network && l.o.Outbound {
 		spec.Network, spec.Outbound = false, true
+	}
+	if spec.AllowNets == nil {
+		spec.AllowNets = l.o.AllowNets
 	}
 	return l.Runner.Run(ctx, spec)
 }
@@ -353,6 +434,8 @@ func (r Result) LimitNote() string {
 		return fmt.Sprintf("the command hit the process limit of %d (fork failed or it was stopped); start fewer processes, or raise it with --pids-limit (task budget key pids_limit)", lim.Pids)
 	case r.Mechanism != "" && (bytes.Contains(r.Stderr, []byte("No space left on device")) || bytes.Contains(r.Stdout, []byte("No space left on device"))):
 		return fmt.Sprintf("a device was full: /tmp holds at most %s; write large files under /workspace, or raise it with --tmp-size (task budget key tmp_size)", human(lim.TmpSize))
+	case r.Mechanism != "" && bytes.Contains(r.Stderr, []byte("fallocate")) && bytes.Contains(r.Stderr, []byte("Operation not supported")):
+		return "preallocation (fallocate) is refused in the sandbox, as on a file system without it: quotas count what is written; write the data itself (glibc's posix_fallocate does so already)"
 	case r.Mechanism != "" && strings.Contains(r.Mechanism, "pids=rlimit") && bytes.Contains(r.Stderr, []byte("fork")):
 		return fmt.Sprintf("fork may have failed at the process limit of %d; raise it with --pids-limit", lim.Pids)
 	}

@@ -23,7 +23,7 @@ import (
 // directory, or sized overlays of them), a new devpts, /dev read-only, the
 // hidden directory detached. From that thread it forks (no exec: the
 // child runs only raw system calls, prepared beforehand) the command's
-// first process in a new pid namespace; as pid 1 there it starts a
+// first process in new pid and ipc namespaces; as pid 1 there it starts a
 // session of its own (no controlling terminal), mounts the command's /proc
 // (kernel knobs read-only), drops every capability (bounding, ambient,
 // inheritable), sets its rlimits, no_new_privs, Landlock (native) and the
@@ -54,6 +54,7 @@ var procKnobs = []string{"sys", "sysrq-trigger", "irq", "bus", "fs", "latency_st
 // fork: they run no Go runtime code, only system calls on this memory.
 type rawCmd struct {
 	proc, procType *byte
+	procFlags      uintptr
 	knobs          []*byte // /proc/<knob>, those that exist
 	capHdr         [2]uint32
 	capData        [6]uint32
@@ -304,7 +305,8 @@ func (r *rawCmd) prepare(p livePlan) error {
 		return fmt.Errorf("capget: %v", e)
 	}
 	r.capData[2], r.capData[5] = 0, 0
-	r.seccomp = commandFilter()
+	r.seccomp = commandFilter(p.Spec.NoTrace)
+	r.procFlags = procFlags(p.Spec.NoTrace)
 	if p.Landlock {
 		if rs, proc, ok := landlockRules(p.Spec); ok {
 			r.landlock = int(rs)
@@ -333,13 +335,15 @@ func (r *rawCmd) command(spec specPlan) error {
 	return nil
 }
 
-// fork starts the command's pid 1 in new pid and ipc namespaces.
+// fork starts the command's pid 1 in new pid and ipc namespaces: SysV
+// shared memory, semaphores and message queues a command leaves go with
+// it.
 func (r *rawCmd) fork() (int, error) {
 	var all, old [1]uint64
 	all[0] = ^uint64(0)
 	const sigSetmask = 2
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetmask, uintptr(unsafe.Pointer(&all[0])), uintptr(unsafe.Pointer(&old[0])), 8, 0, 0)
-	pid, e := forkInit(r, syscall.CLONE_NEWPID|uintptr(syscall.SIGCHLD))
+	pid, e := forkInit(r, syscall.CLONE_NEWPID|syscall.CLONE_NEWIPC|uintptr(syscall.SIGCHLD))
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetmask, uintptr(unsafe.Pointer(&old[0])), 0, 8, 0, 0)
 	if e != 0 {
 		return 0, fmt.Errorf("fork the command: %v", e)
@@ -379,7 +383,7 @@ func commandInit(r *rawCmd) {
 	}
 	// The command's own /proc, kernel knobs read-only.
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_MOUNT, uintptr(unsafe.Pointer(r.procType)), uintptr(unsafe.Pointer(r.proc)), uintptr(unsafe.Pointer(r.procType)),
-		syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, 0, 0); e != 0 {
+		r.procFlags, 0, 0); e != 0 {
 		rawFail(msgMountProc)
 	}
 	for i := 0; i < len(r.knobs); i++ {

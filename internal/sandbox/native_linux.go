@@ -68,7 +68,7 @@ func helperNative(p plan) {
 	}
 	// /proc for the new pid namespace; kernel knobs read-only.
 	must(os.MkdirAll(at("/proc"), 0o555), "mkdir /proc")
-	must(syscall.Mount("proc", at("/proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""), "mount /proc")
+	must(syscall.Mount("proc", at("/proc"), "proc", procFlags(spec.NoTrace), ""), "mount /proc")
 	for _, d := range []string{"sys", "sysrq-trigger", "irq", "bus", "fs", "latency_stats", "timer_list", "kcore", "keys"} {
 		pth := at("/proc/" + d)
 		if _, err := os.Lstat(pth); err != nil {
@@ -107,7 +107,7 @@ func helperNative(p plan) {
 	if p.Landlock {
 		applyLandlock(spec)
 	}
-	installFilter()
+	installFilter(spec.NoTrace)
 
 	cmd := exec.Command("/bin/sh", "-c", spec.Command)
 	cmd.Dir = spec.Dir
@@ -132,6 +132,18 @@ func helperNative(p plan) {
 		fail("wait: %v", err)
 	}
 	os.Exit(ws.ExitStatus())
+}
+
+// procFlags are the mount flags of a command's /proc: read-only with
+// noTrace (Spec.NoTrace), so no process writes another's memory through
+// /proc/PID/mem (a descriptor reached through /proc/PID/fd is the file's
+// own, not /proc's).
+func procFlags(noTrace bool) uintptr {
+	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC)
+	if noTrace {
+		flags |= syscall.MS_RDONLY
+	}
+	return flags
 }
 
 // devNodes are the host device nodes a sandbox's /dev holds.

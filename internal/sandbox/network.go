@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,10 +12,12 @@ import (
 
 // Outbound network (Spec.Outbound): the command gets its own network
 // namespace, connected to the outside by pasta (the user-mode stack of
-// Debian's passt package) running on the host. pasta forwards no port in
-// either direction and does not map the gateway to the host's loopback, so
-// the command reaches other machines but not the host's 127.0.0.1 services,
-// and abstract unix sockets stay per-namespace.
+// Debian's passt package) running on the host, never as root. pasta
+// forwards no port in either direction and does not map the gateway to
+// the host's loopback, so the command reaches other machines but not the
+// host's 127.0.0.1 services, and abstract unix sockets stay per-namespace;
+// the namespace's rules (netrules_linux.go) refuse private, link-local and
+// other non-public destinations.
 
 // pastaPath finds pasta; "" when it is not installed.
 func pastaPath() string {
@@ -35,42 +38,40 @@ var errNoPasta = fmt.Errorf("sandbox: --network needs pasta for an outbound-only
 // pastaTimeout bounds pasta's setup.
 const pastaTimeout = 10 * time.Second
 
-// startPasta connects the network namespace of pid (and, for an
-// unprivileged runner, its user namespace) to the outside; the returned
-// stop ends pasta. pasta runs in the foreground as a child of the runtime
-// with a parent-death signal, so it never outlives it; it is ready once the
-// namespace has routes.
-func startPasta(pid int, userns bool) (stop func(), err error) {
+// pastaArgs are pasta's arguments for the network namespace at fd 3 of
+// the user namespace at fd 4: no port forwarded either way, no gateway
+// mapped to the host.
+func pastaArgs() []string {
+	return []string{"--foreground", "--config-net", "--quiet", "-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw",
+		"--netns", "/proc/self/fd/3", "--userns", "/proc/self/fd/4"}
+}
+
+// startPasta connects the network namespace of pid, whose user namespace
+// it joins, to the outside; the returned stop ends pasta. pasta runs as
+// cred (nil: as the runtime, which is then not root) in the foreground as
+// a child of the runtime with a parent-death signal, so it never outlives
+// it; it is ready once the namespace has routes.
+func startPasta(pid int, cred *syscall.Credential) (stop func(), err error) {
 	path := pastaPath()
 	if path == "" {
 		return nil, errNoPasta
 	}
-	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: pasta: %w", err)
+	if cred == nil && os.Geteuid() == 0 {
+		return nil, errors.New("sandbox: pasta would run as root")
 	}
-	defer netns.Close()
-	files := []*os.File{netns}
-	args := []string{"--foreground", "--config-net", "--quiet", "-t", "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw",
-		"--netns", "/proc/self/fd/3"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--runas", "0")
-	}
-	if userns {
-		u, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
+	var files []*os.File
+	for _, kind := range []string{"net", "user"} {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", pid, kind))
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: pasta: %w", err)
 		}
-		defer u.Close()
-		files = append(files, u)
-		args = append(args, "--userns", "/proc/self/fd/4")
-	} else {
-		args = append(args, "--netns-only")
+		defer f.Close()
+		files = append(files, f)
 	}
-	cmd := exec.Command(path, args...)
+	cmd := exec.Command(path, pastaArgs()...)
 	cmd.ExtraFiles = files
 	cmd.Env = []string{}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -99,4 +100,66 @@ func startPasta(pid int, userns bool) (stop func(), err error) {
 			return nil, fmt.Errorf("sandbox: pasta did not set up the network within %s: %s", pastaTimeout, strings.TrimSpace(stderr.String()))
 		}
 	}
+}
+
+// outboundNet is a command's (or a live sandbox's) outbound network: for a
+// root runtime a namespace made apart and already wired out (ns), else the
+// rules the helper or server installs in the namespace it makes, which
+// pasta wires out once it has started.
+type outboundNet struct {
+	ns    *netns
+	rules *netRules
+	stop  func()
+}
+
+// newOutbound prepares an outbound network with rules.
+func newOutbound(drop bool, rules netRules) (*outboundNet, error) {
+	if !drop {
+		return &outboundNet{rules: &rules, stop: func() {}}, nil
+	}
+	ns, err := makeNetns(rules, SandboxUID, SandboxGID)
+	if err != nil {
+		return nil, err
+	}
+	stop, err := startPasta(ns.pid, &syscall.Credential{Uid: SandboxUID, Gid: SandboxGID, Groups: []uint32{}})
+	if err != nil {
+		ns.close()
+		return nil, err
+	}
+	ns.release()
+	return &outboundNet{ns: ns, stop: stop}, nil
+}
+
+// joined says the sandbox starts in the namespace made apart.
+func (o *outboundNet) joined() bool { return o != nil && o.ns != nil }
+
+// start runs a sandbox's start: in the namespace made apart, if any.
+func (o *outboundNet) start(start func() error) error {
+	if !o.joined() {
+		return start()
+	}
+	return inNetns(o.ns.net, start)
+}
+
+// started wires out the namespace of the sandbox's first process, pid,
+// when it made its own.
+func (o *outboundNet) started(pid int) error {
+	if o == nil || o.joined() {
+		return nil
+	}
+	stop, err := startPasta(pid, nil)
+	if err != nil {
+		return err
+	}
+	o.stop = stop
+	return nil
+}
+
+// close ends pasta and lets the namespace go.
+func (o *outboundNet) close() {
+	if o == nil {
+		return
+	}
+	o.stop()
+	o.ns.close()
 }

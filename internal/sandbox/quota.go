@@ -15,8 +15,9 @@ import (
 // directories, links). Zero fields are unlimited. The runner measures the
 // mount while the command runs (every quotaPoll) and kills the command once
 // it grows a mount past its quota; a write that fits between two
-// measurements is kept and reported in Result.Limit. Nothing already written
-// is removed. With Refuse, the bytes are a hard bound instead: the command
+// measurements is kept and reported in Result.Limit; preallocation cannot
+// outrun a measurement, the seccomp filter refusing fallocate. Nothing
+// already written is removed. With Refuse, the bytes are a hard bound instead: the command
 // writes into a sized overlay (overlay_linux.go) and a write past what is
 // left fails in the command; what it wrote is kept.
 type Quota struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/apodex/apodex/internal/sandbox/etccopy"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,17 +26,17 @@ import (
 // building a sandbox per command.
 //
 // What a command of a live sandbox gets, as with the per-command runners:
-// its own mount and pid namespaces (its /tmp, /dev/shm, /proc and mounts are
-// its own, so a per-command mount such as the publishing holder's staging
-// copy of /outputs or a sized overlay works as before; its background
-// processes die when it ends), a fresh process as the sandbox uid with no
+// its own mount, pid and ipc namespaces (its /tmp, /dev/shm, /proc, SysV
+// objects and mounts are its own, so a per-command mount such as the
+// publishing holder's staging copy of /outputs or a sized overlay works as
+// before; its background processes die when it ends), a fresh process as the sandbox uid with no
 // capabilities, no_new_privs, the seccomp filter and (native) Landlock, the
 // output caps, timeout and cancellation, the runtime's setuid sweep,
 // ownership hand-over and quotas.
 //
 // What the commands of one live sandbox share: its user, network (abstract
 // unix sockets included; with Spec.Network or Outbound, the one network
-// namespace), ipc and uts namespaces, and its cgroup: Limits.Memory and
+// namespace) and uts namespaces, and its cgroup: Limits.Memory and
 // Limits.Pids bound the commands of one shape running at the same time
 // together (the server counts too). A command is told it ran into one when
 // the group's event counters grew while it ran; with commands at the same
@@ -229,6 +230,7 @@ func (p *Pool) Close() error {
 type shape struct {
 	key               string
 	network, outbound bool
+	allow             []netip.Prefix // with outbound
 	memory, pids      int64
 	hidden            []hiddenMount
 	targets           []string
@@ -238,6 +240,9 @@ type shape struct {
 // one in its parent there).
 func shapeOf(backend string, c *command) shape {
 	sh := shape{network: c.spec.Network, outbound: c.outbound, memory: c.lim.Memory, pids: c.lim.Pids}
+	if c.outbound {
+		sh.allow = c.spec.AllowNets
+	}
 	for _, m := range c.mounts {
 		src := m.Source
 		if m.Fresh {
@@ -246,7 +251,7 @@ func shapeOf(backend string, c *command) shape {
 		sh.hidden = append(sh.hidden, hiddenMount{Source: src, Writable: m.Writable, Parent: m.Fresh})
 		sh.targets = append(sh.targets, m.Target)
 	}
-	raw, _ := json.Marshal([]any{backend, sh.network, sh.outbound, sh.memory, sh.pids, sh.hidden, sh.targets,
+	raw, _ := json.Marshal([]any{backend, sh.network, sh.outbound, sh.allow, sh.memory, sh.pids, sh.hidden, sh.targets,
 		slices.Collect(func(yield func(bool) bool) {
 			for _, m := range c.mounts {
 				if !yield(m.Fresh) {
@@ -268,17 +273,17 @@ func reach(c *command, i int) string {
 
 // live is the runtime's end of one live sandbox.
 type live struct {
-	pool      *Pool
-	sh        shape
-	conn      *os.File
-	proc      *os.Process
-	exited    chan struct{} // closed once proc is reaped
-	cg        *cgroup
-	events    *cgCounters
-	etc       *etccopy.Copy
-	stopPasta func()
-	stderr    *capture // the server's own complaints
-	seq       atomic.Uint64
+	pool   *Pool
+	sh     shape
+	conn   *os.File
+	proc   *os.Process
+	exited chan struct{} // closed once proc is reaped
+	cg     *cgroup
+	events *cgCounters
+	etc    *etccopy.Copy
+	net    *outboundNet // with an outbound network
+	stderr *capture     // the server's own complaints
+	seq    atomic.Uint64
 	// warmStarts counts the commands started on a warm pid 1
 	// (livewarm_linux.go).
 	warmStarts atomic.Uint64
@@ -307,7 +312,7 @@ func startLive(p *Pool, sh shape) (*live, error) {
 		return nil, err
 	}
 	uid, gid, drop := ids()
-	lv := &live{pool: p, sh: sh, etc: etc, waits: map[uint64]chan wire{}, stopPasta: func() {}, exited: make(chan struct{}),
+	lv := &live{pool: p, sh: sh, etc: etc, waits: map[uint64]chan wire{}, exited: make(chan struct{}),
 		stderr: &capture{limit: 4 << 10}}
 	lv.cg = newCgroup(Limits{Memory: sh.memory, Pids: sh.pids})
 	lv.events = newCounters(lv.cg)
@@ -334,6 +339,12 @@ func startLive(p *Pool, sh shape) (*live, error) {
 	}
 	sp := serverPlan{Backend: p.backend, Bwrap: p.bwrap, UID: uid, GID: gid, Drop: drop, Etc: etc.Dir(),
 		Network: sh.network || sh.outbound, Hidden: sh.hidden, Targets: sh.targets}
+	if sh.outbound {
+		if lv.net, err = newOutbound(drop, outboundRules(etc.Dir(), sh.allow)); err != nil {
+			return fail(err)
+		}
+		sp.Net = lv.net.rules
+	}
 	if sp.Bwrap == "" && p.backend == KindBwrap {
 		if sp.Bwrap, err = lookBwrap(); err != nil {
 			return fail(err)
@@ -354,11 +365,15 @@ func startLive(p *Pool, sh shape) (*live, error) {
 		theirs.Close()
 		return fail(err)
 	}
-	attr := helperAttr(p.backend, sh.network, sh.outbound, drop, uid, gid, lv.cg)
-	proc, err := os.StartProcess(exe, []string{"apodex-sandbox-serve"}, &os.ProcAttr{
-		Env:   []string{serverEnv + "=" + string(raw)},
-		Files: []*os.File{nil, errW, errW, theirs},
-		Sys:   attr,
+	attr := helperAttr(p.backend, sh.network, sh.outbound, lv.net.joined(), drop, uid, gid, lv.cg)
+	var proc *os.Process
+	err = lv.net.start(func() (err error) {
+		proc, err = os.StartProcess(exe, []string{"apodex-sandbox-serve"}, &os.ProcAttr{
+			Env:   []string{serverEnv + "=" + string(raw)},
+			Files: []*os.File{nil, errW, errW, theirs},
+			Sys:   attr,
+		})
+		return err
 	})
 	theirs.Close()
 	errW.Close()
@@ -388,12 +403,8 @@ func startLive(p *Pool, sh shape) (*live, error) {
 	if err := lv.cg.join(proc.Pid); err != nil {
 		return fail(err)
 	}
-	if sh.outbound {
-		stop, err := startPasta(proc.Pid, attr.Cloneflags&syscall.CLONE_NEWUSER != 0)
-		if err != nil {
-			return fail(err)
-		}
-		lv.stopPasta = stop
+	if err := lv.net.started(proc.Pid); err != nil {
+		return fail(err)
 	}
 	if err := lv.send(wire{Op: "start"}, nil); err != nil {
 		return fail(err)
@@ -537,7 +548,7 @@ func (lv *live) close() {
 				<-lv.exited
 			}
 		}
-		lv.stopPasta()
+		lv.net.close()
 		lv.events.close()
 		lv.cg.remove()
 		etccopy.Host.Release(lv.etc)

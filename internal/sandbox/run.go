@@ -73,6 +73,9 @@ func (c *capture) Write(p []byte) (int, error) {
 // the start (an error kills the process and fails Run); kill runs with
 // every kill of the process group.
 type hooks struct {
+	// start, if set, runs the process's start (where it must begin, e.g.
+	// in a network namespace).
+	start   func(start func() error) error
 	started func(pid int) error
 	kill    func()
 }
@@ -118,7 +121,11 @@ func supervise(ctx context.Context, cmd *exec.Cmd, spec Spec, h *hooks) (Result,
 	cmd.SysProcAttr.Setsid = true
 
 	begin := time.Now()
-	err = cmd.Start()
+	if h.start != nil {
+		err = h.start(cmd.Start)
+	} else {
+		err = cmd.Start()
+	}
 	outW.Close() // the child has its own copies now
 	errW.Close()
 	if err != nil {

@@ -10,15 +10,20 @@
 //     everything else, the root included, is read-only, and every mount is
 //     nosuid,nodev; it has its own user, mount, pid, ipc, uts and network
 //     namespaces, so no network unless Spec.Network (the host's) or
-//     Spec.Outbound (outbound only, through pasta, without the host's
-//     loopback); it holds no capabilities, and no descriptor of the
+//     Spec.Outbound (outbound only, through pasta, which never runs as
+//     root, without the host's loopback, and refusing private, link-local,
+//     shared and multicast addresses but Spec.AllowNets); it holds no
+//     capabilities, and no descriptor of the
 //     runtime's but its stdin, stdout and stderr (not one the runtime
 //     inherited without close-on-exec);
 //   - a seccomp filter (seccomp_linux.go; amd64 and arm64) refuses new user
-//     namespaces, io_uring and the ioctls that type into a terminal
-//     (TIOCSTI, TIOCLINUX), and kills a process making a system call
-//     through another ABI than the native one (int $0x80, x32, AArch32),
+//     namespaces, io_uring, the ioctls that type into a terminal (TIOCSTI,
+//     TIOCLINUX) and preallocation (fallocate, EOPNOTSUPP), and kills a
+//     process making a system call through another ABI than the native
+//     one (int $0x80, x32, AArch32),
 //     so no rule is sidestepped that way and 32-bit programs do not run;
+//     with Spec.NoTrace it also refuses ptrace, process_vm_readv,
+//     process_vm_writev and pidfd_getfd, and /proc is read-only;
 //   - it never runs as host uid 0: under a root runtime it runs as
 //     SandboxUID, the writable mounts' contents are given to that uid first,
 //     and after the command no setuid or setgid bit is left in them;
@@ -36,7 +41,7 @@
 // Reuse wraps either in a Pool of live sandboxes (reuse.go): one long-lived
 // sandbox per shape of command, each command a fresh process in it with the
 // guarantees above, except that the commands of one live sandbox share its
-// network, ipc and uts namespaces and its cgroup (Limits.Memory and
+// network and uts namespaces and its cgroup (Limits.Memory and
 // Limits.Pids bound them together); a live sandbox that cannot start or has
 // died leaves its commands to the per-command runner, never to None. A
 // command returns once no process of it is left; the next command of the
@@ -66,6 +71,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 )
 
@@ -101,9 +107,14 @@ type Spec struct {
 	// Network shares the host network namespace (loopback included).
 	Network bool
 	// Outbound gives the command its own network namespace with outbound
-	// access through pasta but no way to the host's loopback (network.go);
-	// Network wins if both are set. None treats it as Network.
+	// access through pasta but no way to the host's loopback, nor to
+	// private, link-local, shared or multicast addresses (network.go,
+	// netrules_linux.go); Network wins if both are set. None treats it as
+	// Network.
 	Outbound bool
+	// AllowNets are prefixes an Outbound command may reach although the
+	// rules refuse them (a LAN service, say).
+	AllowNets []netip.Prefix
 	// Timeout kills the process group after this long; 0 means no limit
 	// beyond ctx.
 	Timeout time.Duration
@@ -114,6 +125,14 @@ type Spec struct {
 	// Limits bound the command's memory, processes and /tmp (zero fields:
 	// the defaults). None ignores them.
 	Limits Limits
+	// NoTrace keeps the command's processes out of one another (a
+	// verifier's test runner and the code it tests): ptrace,
+	// process_vm_readv, process_vm_writev and pidfd_getfd fail with EPERM
+	// and /proc is read-only, so no process writes another's memory
+	// through /proc/PID/mem. Reading it (and /proc/PID/fd) stays possible
+	// between processes of one uid unless the target made itself
+	// non-dumpable (prctl PR_SET_DUMPABLE 0). None ignores it.
+	NoTrace bool
 }
 
 // Result is what a command did.

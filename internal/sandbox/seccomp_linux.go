@@ -21,8 +21,8 @@ func dropBoundingSet() {
 
 // installFilter installs the command's seccomp filter (commandFilter) on
 // this thread, with no_new_privs, which the filter needs.
-func installFilter() {
-	fprog := commandFilter()
+func installFilter(noTrace bool) {
+	fprog := commandFilter(noTrace)
 	if fprog == nil {
 		return
 	}
@@ -43,9 +43,10 @@ type bpf struct {
 }
 
 // filterProg is the seccomp filter every sandboxed command runs under (nil
-// on architectures other than amd64 and arm64, which get none). The native
-// helper installs it before the command's exec, bubblewrap gets it through
-// --seccomp, a live sandbox's command's pid 1 installs it. It refuses:
+// on architectures other than amd64 and arm64, which get none); with
+// noTrace, Spec.NoTrace's (a verifier's). The native helper installs it
+// before the command's exec, bubblewrap gets it through --seccomp, a live
+// sandbox's command's pid 1 installs it. It refuses:
 //   - every system call of another ABI than the native one (on amd64 the
 //     32-bit ABI of int $0x80 and sysenter, and x32; on arm64 AArch32):
 //     the process is killed (SIGSYS), so no rule below, written for the
@@ -58,15 +59,44 @@ type bpf struct {
 //   - io_uring (setup, enter, register) with ENOSYS, as on a kernel
 //     without it: its operations run without passing this filter;
 //   - ioctl TIOCSTI and TIOCLINUX, which type into a terminal (or paste
-//     its selection), with EPERM, on any descriptor.
-var filterProg = sync.OnceValue(func() []bpf {
-	var arch, ioctl, unshare, clone uint32
-	x32 := false
+//     its selection), with EPERM, on any descriptor;
+//   - fallocate that allocates (every mode but punching a hole or
+//     collapsing a range) with EOPNOTSUPP, as on a file system without
+//     it: preallocation would take a plane's quota in one call, faster
+//     than the quota is measured (glibc's posix_fallocate falls back to
+//     writing, which the quotas see);
+//   - with noTrace, the calls that reach into another process's memory,
+//     registers or descriptors (ptrace, process_vm_readv and _writev,
+//     pidfd_getfd) with EPERM.
+func filterProg(noTrace bool) []bpf {
+	if noTrace {
+		return noTraceProg()
+	}
+	return commandProg()
+}
+
+var (
+	commandProg = sync.OnceValue(func() []bpf { return buildFilter(false) })
+	noTraceProg = sync.OnceValue(func() []bpf { return buildFilter(true) })
+)
+
+// sysNums are the system call numbers the filter names, by architecture.
+type sysNums struct {
+	arch                                uint32 // AUDIT_ARCH_*
+	ioctl, unshare, clone, fallocate    uint32
+	ptrace, vmRead, vmWrite, pidfdGetfd uint32
+	x32                                 bool
+}
+
+func buildFilter(noTrace bool) []bpf {
+	var n sysNums
 	switch runtime.GOARCH {
 	case "amd64":
-		arch, ioctl, unshare, clone, x32 = 0xc000003e, 16, 272, 56, true
+		n = sysNums{arch: 0xc000003e, ioctl: 16, unshare: 272, clone: 56, fallocate: 285,
+			ptrace: 101, vmRead: 310, vmWrite: 311, pidfdGetfd: 438, x32: true}
 	case "arm64":
-		arch, ioctl, unshare, clone = 0xc00000b7, 29, 97, 220
+		n = sysNums{arch: 0xc00000b7, ioctl: 29, unshare: 97, clone: 220, fallocate: 47,
+			ptrace: 117, vmRead: 270, vmWrite: 271, pidfdGetfd: 438}
 	default:
 		return nil
 	}
@@ -89,17 +119,21 @@ var filterProg = sync.OnceValue(func() []bpf {
 		uringMax = 427
 		tiocsti  = 0x5412
 		tioclin  = 0x541c
-		newUser  = syscall.CLONE_NEWUSER
-		eperm    = errno | uint32(syscall.EPERM)
-		enosys   = errno | uint32(syscall.ENOSYS)
+		// fallocate modes that free space: FALLOC_FL_PUNCH_HOLE,
+		// FALLOC_FL_COLLAPSE_RANGE.
+		freeing    = 0x02 | 0x08
+		eopnotsupp = errno | uint32(syscall.EOPNOTSUPP)
+		newUser    = syscall.CLONE_NEWUSER
+		eperm      = errno | uint32(syscall.EPERM)
+		enosys     = errno | uint32(syscall.ENOSYS)
 	)
 	p := []bpf{
 		{ldAbs, 0, 0, offArch},
-		{jeq, 1, 0, arch},
+		{jeq, 1, 0, n.arch},
 		{ret, 0, 0, kill},
 		{ldAbs, 0, 0, offNr},
 	}
-	if x32 {
+	if n.x32 {
 		p = append(p, bpf{jge, 0, 1, x32Bit}, bpf{ret, 0, 0, kill})
 	}
 	p = append(p,
@@ -109,16 +143,29 @@ var filterProg = sync.OnceValue(func() []bpf {
 		bpf{jge, 0, 2, uringMin},
 		bpf{jge, 1, 0, uringMax + 1},
 		bpf{ret, 0, 0, enosys},
+	)
+	if noTrace {
+		for _, nr := range []uint32{n.ptrace, n.vmRead, n.vmWrite, n.pidfdGetfd} {
+			p = append(p, bpf{jeq, 0, 1, nr}, bpf{ret, 0, 0, eperm})
+		}
+	}
+	p = append(p,
+		// fallocate: its second argument is the mode.
+		bpf{jeq, 0, 4, n.fallocate},
+		bpf{ldAbs, 0, 0, offArg1},
+		bpf{jset, 0, 1, freeing},
+		bpf{ret, 0, 0, allow},
+		bpf{ret, 0, 0, eopnotsupp},
 		// unshare, clone: their first argument holds the flags.
-		bpf{jeq, 1, 0, unshare},
-		bpf{jeq, 0, 4, clone},
+		bpf{jeq, 1, 0, n.unshare},
+		bpf{jeq, 0, 4, n.clone},
 		bpf{ldAbs, 0, 0, offArg0},
 		bpf{jset, 0, 1, newUser},
 		bpf{ret, 0, 0, eperm},
 		bpf{ret, 0, 0, allow},
 		// ioctl: its second argument is the request, 32 bits to the
 		// kernel.
-		bpf{jeq, 0, 5, ioctl},
+		bpf{jeq, 0, 5, n.ioctl},
 		bpf{ldAbs, 0, 0, offArg1},
 		bpf{jeq, 2, 0, tiocsti},
 		bpf{jeq, 1, 0, tioclin},
@@ -127,12 +174,12 @@ var filterProg = sync.OnceValue(func() []bpf {
 		bpf{ret, 0, 0, allow},
 	)
 	return p
-})
+}
 
 // commandFilter is filterProg as a struct sock_fprog for prctl (nil where
 // there is none); it stays valid as long as it is referenced.
-func commandFilter() unsafe.Pointer {
-	p := filterProg()
+func commandFilter(noTrace bool) unsafe.Pointer {
+	p := filterProg(noTrace)
 	if p == nil {
 		return nil
 	}
@@ -145,8 +192,8 @@ func commandFilter() unsafe.Pointer {
 
 // filterBytes is filterProg as bubblewrap's --seccomp reads it (nil where
 // there is none).
-func filterBytes() []byte {
-	p := filterProg()
+func filterBytes(noTrace bool) []byte {
+	p := filterProg(noTrace)
 	if p == nil {
 		return nil
 	}

@@ -133,3 +133,42 @@ func TestOtherABIKilled(t *testing.T) {
 		})
 	}
 }
+
+// F4 (issue 25): with Spec.NoTrace (a verifier's command) ptrace,
+// process_vm_readv, process_vm_writev and pidfd_getfd fail with EPERM and
+// /proc is read-only (writing /proc/self/mem fails with EROFS); without it
+// the same calls reach the kernel (an agent's command keeps strace and gdb).
+func TestNoTrace(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/perl"); err != nil {
+		t.Skip("needs /usr/bin/perl (its syscall)")
+	}
+	nr := map[string][4]int{"amd64": {101, 310, 311, 438}, "arm64": {117, 270, 271, 438}}[runtime.GOARCH]
+	if nr[0] == 0 {
+		t.Skip("no seccomp filter on " + runtime.GOARCH)
+	}
+	// PTRACE_TRACEME; reading and writing no bytes of itself; a descriptor
+	// of pidfd -1 (EBADF when it reaches the kernel); /proc/self/mem for
+	// writing.
+	cmd := fmt.Sprintf(`perl -e '
+sub show { my ($name, $r) = @_; print "$name ", ($r == -1 ? $!+0 : "ok"), "\n"; }
+show("ptrace", syscall(%d, 0, 0, 0, 0));
+show("process_vm_readv", syscall(%d, $$, 0, 0, 0, 0, 0));
+show("process_vm_writev", syscall(%d, $$, 0, 0, 0, 0, 0));
+show("pidfd_getfd", syscall(%d, -1, 0, 0));
+show("proc_mem", open(my $f, "+<", "/proc/self/mem") ? 0 : -1);
+'`, nr[0], nr[1], nr[2], nr[3])
+	want := map[bool]string{
+		true:  "ptrace 1\nprocess_vm_readv 1\nprocess_vm_writev 1\npidfd_getfd 1\nproc_mem 30\n",
+		false: "ptrace ok\nprocess_vm_readv ok\nprocess_vm_writev ok\npidfd_getfd 9\nproc_mem ok\n",
+	}
+	for name, r := range sandboxes(t) {
+		for _, noTrace := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/notrace=%v", name, noTrace), func(t *testing.T) {
+				res := run(t, r, Spec{Command: cmd, NoTrace: noTrace})
+				if res.ExitCode != 0 || string(res.Stdout) != want[noTrace] {
+					t.Errorf("exit %d, got\n%swant\n%s%s", res.ExitCode, res.Stdout, want[noTrace], res.Stderr)
+				}
+			})
+		}
+	}
+}

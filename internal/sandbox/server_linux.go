@@ -55,6 +55,10 @@ type serverPlan struct {
 	Targets []string `json:"targets"`
 	// Inside says the server runs inside bubblewrap already.
 	Inside bool `json:"inside,omitempty"`
+	// Net are the rules the server installs in the outbound network
+	// namespace it made (a runtime that is not root; netrules_linux.go),
+	// before bubblewrap, which holds no capability over it.
+	Net *netRules `json:"net,omitempty"`
 }
 
 type hiddenMount struct {
@@ -100,6 +104,12 @@ func serverMain(raw string) {
 	}
 	if !p.Inside {
 		awaitStart() // the runner puts us in our cgroups first
+		if p.Net != nil {
+			if err := p.Net.apply(); err != nil {
+				fail("network rules: %v", err)
+			}
+			p.Net = nil
+		}
 	}
 	switch {
 	case p.Backend == KindBwrap && !p.Inside:

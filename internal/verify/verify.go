@@ -17,6 +17,13 @@
 //     nothing a clause writes survives it; so a planted reward file, a
 //     sitecustomize.py or unittest.py in /workspace, or a modified copy of a
 //     test there changes nothing;
+//   - the processes of a clause cannot reach into one another
+//     (sandbox.Spec.NoTrace: ptrace, process_vm_readv/_writev and
+//     pidfd_getfd fail, /proc is read-only), so code under test that its
+//     runner starts in a process of its own cannot attach to the runner or
+//     write its memory; it can still read /tests and, unless the runner made
+//     itself non-dumpable, the runner's memory (the README's threat model
+//     says what a runner must do);
 //   - a tests clause with must_pass passes only if its report (JUnit XML
 //     written under /report, pytest's or unittest's verbose output) shows
 //     every listed test passed; an exit status of 0 alone never does, so a
@@ -206,6 +213,9 @@ func runCommand(ctx context.Context, env Env, c contract.Clause, r *Result) {
 		Timeout:     timeout,
 		OutputLimit: maxCompared,
 		Env:         cleanEnv,
+		// The code under test may run in a process of its own: it must
+		// not reach into the test runner's (ptrace, /proc/PID/mem).
+		NoTrace: true,
 	})
 	r.ExitCode, r.DurationMS = res.ExitCode, res.Duration.Milliseconds()
 	r.Stdout, r.Stderr = shown(res.Stdout), shown(res.Stderr)

@@ -1,10 +1,18 @@
 package gen
 
 import (
+	_ "embed"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 )
+
+// isolateModule is the hidden tests' runner module (isolate.py): the code
+// under test runs in a process of its own that cannot read the hidden
+// tests or reach into the runner.
+//
+//go:embed isolate.py
+var isolateModule string
 
 // The ledger package: a linear chain report → totals → tax → pricing →
 // parse → units. A level-L world seeds one bug in module L of the chain,
@@ -60,6 +68,7 @@ func genCode(rng *rand.Rand, s Spec, w *world) (map[string]any, error) {
 	// trigger, and one unit test per module that pins its contract.
 	every := codeData(rng, p, 8, "")
 	w.put("tests/test_hidden.py", hiddenTests(visible, every, p))
+	w.put("tests/isolate.py", isolateModule)
 	w.put("workspace/README.md", lines(
 		"# ledger",
 		"",
@@ -82,7 +91,11 @@ func genCode(rng *rand.Rand, s Spec, w *world) (map[string]any, error) {
 		"budget": map[string]any{"turns": budget, "tool_calls": budget},
 		"verify": []any{map[string]any{
 			"kind": "tests", "name": "hidden tests pass",
-			"command": "cd /tmp && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=/workspace python3 -m unittest discover -s /tests -p 'test_*.py'",
+			// Isolated (-I): nothing of /workspace is on the runner's path,
+			// so no planted sitecustomize.py or unittest.py runs in it;
+			// the tests run the ledger in processes of their own
+			// (isolate.py).
+			"command": "python3 -I -m unittest discover -s /tests -t /tests -p 'test_*.py'",
 			"files":   "tests",
 		}},
 	}, nil
@@ -174,35 +187,70 @@ func pyLines(ls []codeLine) string {
 
 func hiddenTests(visible, every []codeLine, p codeParams) string {
 	c := 1000 * p.bulkQty
+	check := func(expr string, want any) string {
+		return fmt.Sprintf("        self.assertEqual(call(%q), %s)", expr, pyValue(want))
+	}
 	return lines(
-		"import unittest",
-		"from ledger import report, totals, tax, pricing, parse, units",
+		`"""Hidden tests of the ledger in /workspace. The ledger never runs in`,
+		"this process: call() evaluates an expression with it in a process of its",
+		`own (isolate.run), which cannot read these tests, and compares the JSON`,
+		`it printed."""`,
+		"import json, sys, unittest",
+		"import isolate",
+		"",
+		"PRELUDE = \"import json, sys\\nsys.path.insert(0, '/workspace')\\nfrom ledger import report, totals, tax, pricing, parse, units\\n\"",
+		"",
+		"def call(expr):",
+		"    r = isolate.run([sys.executable, '-I', '-c', PRELUDE + 'print(json.dumps(' + expr + '))'])",
+		"    out = r.stdout.strip().splitlines()",
+		"    if r.returncode != 0 or not out:",
+		"        raise AssertionError('%s: exit %d: %s' % (expr, r.returncode, r.stderr.strip()[-800:]))",
+		"    return json.loads(out[-1])",
 		"",
 		"class TestHidden(unittest.TestCase):",
 		"    def test_visible_case(self):",
-		fmt.Sprintf("        self.assertEqual(report.render(%s), %q)", pyLines(visible), render(visible, p)),
+		check("report.render("+pyLines(visible)+")", render(visible, p)),
 		"    def test_every_rule(self):",
-		fmt.Sprintf("        self.assertEqual(report.render(%s), %q)", pyLines(every), render(every, p)),
+		check("report.render("+pyLines(every)+")", render(every, p)),
 		"    def test_units(self):",
-		"        self.assertEqual(units.to_each('2dz'), 24)",
-		"        self.assertEqual(units.to_each('3pk'), 18)",
-		"        self.assertEqual(units.to_each(' 7 '), 7)",
+		check("units.to_each('2dz')", 24),
+		check("units.to_each('3pk')", 18),
+		check("units.to_each(' 7 ')", 7),
 		"    def test_parse(self):",
-		"        self.assertEqual(parse.parse_line('ab-1, 2, 12.29'), {'sku': 'AB-1', 'qty': 2, 'unit_cents': 1229})",
-		"        self.assertEqual(parse.parse_line('x,1,0.57')['unit_cents'], 57)",
+		check("parse.parse_line('ab-1, 2, 12.29')", pyDict{{"sku", "AB-1"}, {"qty", 2}, {"unit_cents", 1229}}),
+		check("parse.parse_line('x,1,0.57')['unit_cents']", 57),
 		"    def test_pricing(self):",
-		fmt.Sprintf("        self.assertEqual(pricing.line_cents({'qty': %d, 'unit_cents': 1000}), %d)", p.bulkQty, c-c*p.bulkPct/100),
-		fmt.Sprintf("        self.assertEqual(pricing.line_cents({'qty': %d, 'unit_cents': 1000}), %d)", p.bulkQty-1, 1000*(p.bulkQty-1)),
+		check(fmt.Sprintf("pricing.line_cents({'qty': %d, 'unit_cents': 1000})", p.bulkQty), c-c*p.bulkPct/100),
+		check(fmt.Sprintf("pricing.line_cents({'qty': %d, 'unit_cents': 1000})", p.bulkQty-1), 1000*(p.bulkQty-1)),
 		"    def test_tax(self):",
-		fmt.Sprintf("        self.assertEqual(tax.with_tax(1000), %d)", 1000+(1000*p.taxPct+50)/100),
-		fmt.Sprintf("        self.assertEqual(tax.with_tax(999), %d)", 999+(999*p.taxPct+50)/100),
+		check("tax.with_tax(1000)", 1000+(1000*p.taxPct+50)/100),
+		check("tax.with_tax(999)", 999+(999*p.taxPct+50)/100),
 		"    def test_totals(self):",
-		"        self.assertEqual(totals.summarize(['a,1,1.00', 'b,1,2.00'])['items'], 2)",
-		fmt.Sprintf("        self.assertEqual(totals.summarize(['a,1,1.00', 'b,1,2.00'])['total_cents'], %d)", (100+(100*p.taxPct+50)/100)+(200+(200*p.taxPct+50)/100)),
+		check("totals.summarize(['a,1,1.00', 'b,1,2.00'])['items']", 2),
+		check("totals.summarize(['a,1,1.00', 'b,1,2.00'])['total_cents']", (100+(100*p.taxPct+50)/100)+(200+(200*p.taxPct+50)/100)),
 		"",
 		"if __name__ == \"__main__\":",
 		"    unittest.main()",
 	)
+}
+
+// pyDict is a Python dict literal with its keys in order.
+type pyDict [][2]any
+
+// pyValue is v as a Python literal: an int, a string (Go's quoting is
+// Python's for the ASCII the generator writes) or a pyDict.
+func pyValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", v)
+	case pyDict:
+		var parts []string
+		for _, kv := range v {
+			parts = append(parts, pyValue(kv[0])+": "+pyValue(kv[1]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v)
 }
 
 // codeModule is one module of the chain, with its seeded bug when buggy.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/world"
 	"github.com/apodex/apodex/internal/world/gen"
 )
@@ -80,5 +82,73 @@ func TestGenerateRefusesNonEmptyDir(t *testing.T) {
 	}
 	if _, err := gen.Generate(gen.Spec{Family: "file", Seed: 1, Level: 6}, t.TempDir()); err == nil {
 		t.Fatal("level 6 accepted")
+	}
+}
+
+// TestCodeWorldPlanted is F3 (issue 25): a code world's verifier put
+// /workspace on the test runner's PYTHONPATH, so a planted
+// sitecustomize.py (or unittest.py) ended the runner with 0 and the bug
+// was never fixed. Now nothing of /workspace is on the runner's path and
+// the ledger runs in processes of its own, which cannot read the hidden
+// tests: with the bug left in place, every planted variant fails. The
+// command the generator wrote before passes the first, so the test shows
+// the attack is real.
+func TestCodeWorldPlanted(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	r := runner(t)
+	w, _ := build(t, world.NewStore(t.TempDir()), gen.Spec{Family: "code", Seed: 3, Level: 1})
+	c, err := w.Contract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit0 := "import os; os._exit(0)\n"
+	readTests := "raise RuntimeError('read: ' + open('/tests/test_hidden.py').read()[:200])\n"
+	judge := func(t *testing.T, planted map[string]string) world.Verdict {
+		t.Helper()
+		ws := t.TempDir()
+		if err := os.CopyFS(ws, os.DirFS(w.Workspace())); err != nil {
+			t.Fatal(err)
+		}
+		for name, content := range planted {
+			f, err := os.OpenFile(filepath.Join(ws, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(content)
+			f.Close()
+		}
+		return world.Judge(context.Background(), c, verify.Env{Runner: r, Inputs: t.TempDir(), Workspace: ws, Outputs: t.TempDir()})
+	}
+	planted := map[string]string{"sitecustomize.py": exit0, "unittest.py": exit0}
+
+	t.Run("before", func(t *testing.T) {
+		saved := c.Verify[0].Command
+		defer func() { c.Verify[0].Command = saved }()
+		c.Verify[0].Command = "cd /tmp && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=/workspace python3 -m unittest discover -s /tests -p 'test_*.py'"
+		if v := judge(t, planted); !v.Passed {
+			t.Fatalf("the old verifier command should pass the planted sitecustomize.py (is the attack broken?): %v", v.Failures)
+		}
+	})
+	for name, files := range map[string]map[string]string{
+		"sitecustomize":   planted,
+		"ledger-exits":    {"ledger/__init__.py": exit0},
+		"ledger-reads":    {"ledger/report.py": readTests},
+		"ledger-preloads": {"ledger/__init__.py": "import sitecustomize\n", "sitecustomize.py": exit0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := judge(t, files)
+			if v.Passed {
+				t.Fatalf("the unfixed ledger passed: %+v", v)
+			}
+			out := v.Verify[0].Stderr + v.Verify[0].Stdout
+			if strings.Contains(out, "TestHidden(") || strings.Contains(out, "read: \"\"\"Hidden") {
+				t.Errorf("the ledger read the hidden tests:\n%s", out)
+			}
+			if name == "ledger-reads" && !strings.Contains(out, "PermissionError") {
+				t.Errorf("want the ledger's read of /tests refused (PermissionError):\n%s", out)
+			}
+		})
 	}
 }
