@@ -231,6 +231,7 @@ func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error)
 		FinishReason: resp.FinishReason,
 		Model:        resp.Model,
 		DurationMS:   l.cfg.Now().Sub(start).Milliseconds(),
+		ResponseID:   resp.ID,
 	})
 	return resp, nil
 }

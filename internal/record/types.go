@@ -106,6 +106,8 @@ type ModelResponse struct {
 	FinishReason string          `json:"finish_reason,omitempty"`
 	Model        string          `json:"model,omitempty"`
 	DurationMS   int64           `json:"duration_ms"`
+	// ResponseID is the provider's id of the reply, when it sent one.
+	ResponseID string `json:"response_id,omitempty"`
 }
 
 // ModelRetry is a failed attempt that will be retried.
