@@ -38,7 +38,9 @@ type receiver struct {
 	metrics  map[string]bool
 }
 
-func newReceiver() *receiver { return &receiver{resource: map[string]string{}, metrics: map[string]bool{}} }
+func newReceiver() *receiver {
+	return &receiver{resource: map[string]string{}, metrics: map[string]bool{}}
+}
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
