@@ -17,8 +17,14 @@ import (
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", "--format chat|atif|native [flags] RUN|EVAL...", stdout, stderr)
 	home := fs.homeFlag()
-	format := fs.String("format", "chat", "chat (OpenAI fine-tuning JSONL, one line per agent), atif (Harbor ATIF v1.7 trajectory.json per run) or native (the run directory as a .tar.gz)")
+	format := fs.String("format", "chat", "chat (JSONL, one line per context segment of each agent), atif (Harbor ATIF trajectory.json per run) or native (the run directory as a .tar.gz)")
 	out := fs.String("out", "", "where to write: a file for chat; a directory for atif (RUN/trajectory.json) and native (RUN.tar.gz); default stdout")
+	flavor := fs.String("flavor", trajectory.FlavorOpenAI, "chat: openai (OpenAI's fine-tuning file) or hf (Hugging Face chat templates, TRL: arguments as objects, tool messages named, reasoning_content)")
+	argForm := fs.String("arguments", "", "chat: tool-call arguments as an object or a JSON string (default: object for hf, string for openai)")
+	mask := fs.String("mask", "", "chat: also give weight 0 to assistant turns that are: failed (a call returned an error), invalid-tool (comma-separated); copied context always is")
+	meta := fs.String("metadata", "", "chat: write each line's metadata (run, agent, role, parent, segment, eval scores) to this JSONL file, line for line; \"inline\" puts it in each line under \"metadata\"")
+	atifVersion := fs.String("atif-version", "1.8", "atif: the schema version written, 1.7 or 1.8")
+	layout := fs.String("layout", "", "atif with --out: harbor writes each run as a Harbor trial directory (config.json, result.json, agent/trajectory.json)")
 	drop := fs.String("drop", "", "drop rollouts with: "+strings.Join(trajectory.DropNames, ",")+" (comma-separated; docs/export.md defines each)")
 	reqVerified := fs.Bool("require-verified", false, "keep a rollout only if its verifier passed (reject sampling)")
 	gold := fs.String("gold", "", "JSON file {\"WORLD or RUN\": \"answer\"}: keep a rollout only if its answer contains the gold answer")
@@ -29,11 +35,23 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	o := &trajectory.Exporter{Format: *format, Out: *out, Filter: trajectory.Filter{MinTotal: -1}}
+	o := &trajectory.Exporter{Format: *format, Out: *out, Filter: trajectory.Filter{MinTotal: -1}, Layout: *layout}
 	switch o.Format {
 	case "chat", "atif", "native":
 	default:
 		return usagef("--format %q: use chat, atif or native", o.Format)
+	}
+	if err := chatOptions(o, *flavor, *argForm, *mask, *meta == "inline"); err != nil {
+		return err
+	}
+	switch *atifVersion {
+	case "1.7", "1.8":
+		o.ATIF = "ATIF-v" + *atifVersion
+	default:
+		return usagef("--atif-version %q: use 1.7 or 1.8", *atifVersion)
+	}
+	if o.Layout != "" && (o.Layout != trajectory.LayoutHarbor || o.Format != "atif" || o.Out == "") {
+		return usagef("--layout %q: only --layout harbor, with --format atif and --out DIR", o.Layout)
 	}
 	if *drop != "" {
 		if o.Filter.Drop, err = trajectory.ParseDrop(*drop); err != nil {
@@ -69,6 +87,14 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer f.Close()
 		o.W = f
+	}
+	if *meta != "" && *meta != "inline" && o.Format == "chat" {
+		f, err := os.Create(*meta)
+		if err != nil {
+			return fmt.Errorf("--metadata: %w; pass a writable path", err)
+		}
+		defer f.Close()
+		o.Meta = f
 	}
 	h := homeDir(*home)
 	if *follow != "" {
@@ -154,4 +180,31 @@ func followEval(ctx context.Context, o *trajectory.Exporter, home, id string) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// chatOptions sets the chat flavour, argument form, masks and metadata.
+func chatOptions(o *trajectory.Exporter, flavor, args, mask string, inline bool) error {
+	switch flavor {
+	case trajectory.FlavorOpenAI, trajectory.FlavorHF:
+	default:
+		return usagef("--flavor %q: use openai or hf", flavor)
+	}
+	switch args {
+	case "", trajectory.ArgsObject, trajectory.ArgsString:
+	default:
+		return usagef("--arguments %q: use object or string", args)
+	}
+	o.Chat = trajectory.ChatOptions{Flavor: flavor, Arguments: args, InlineMetadata: inline, Mask: map[string]bool{}}
+	if mask == "" {
+		return nil
+	}
+	for _, m := range strings.Split(mask, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case trajectory.MaskFailed, trajectory.MaskInvalidTool, trajectory.MaskCopied:
+			o.Chat.Mask[m] = true
+		default:
+			return usagef("--mask %q: use failed, invalid-tool (comma-separated)", m)
+		}
+	}
+	return nil
 }

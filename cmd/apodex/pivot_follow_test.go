@@ -65,7 +65,7 @@ func TestExportFollowStreamsAsRolloutsFinish(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		var errb bytes.Buffer
-		done <- Run(context.Background(), []string{"export", "--home", home, "--follow", "e-test"}, &out, &errb)
+		done <- Run(context.Background(), []string{"export", "--home", home, "--metadata", "inline", "--follow", "e-test"}, &out, &errb)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), a) {

@@ -245,7 +245,7 @@ func (l *loop) storeMessage(m llm.Message) json.RawMessage {
 
 // recordRequest records the messages added since the last request.
 func (l *loop) recordRequest(specs []llm.ToolSpec) {
-	ev := record.ModelRequest{Turn: l.turns, From: l.recorded}
+	ev := record.ModelRequest{Turn: l.turns, From: l.recorded, Follows: l.respSeq}
 	for _, m := range l.history[l.recorded:] {
 		ev.Messages = append(ev.Messages, l.storeMessage(m))
 	}
@@ -258,5 +258,5 @@ func (l *loop) recordRequest(specs []llm.ToolSpec) {
 		}
 	}
 	l.recorded = len(l.history)
-	l.append(record.TypeModelRequest, ev)
+	l.reqSeq = l.append(record.TypeModelRequest, ev)
 }

@@ -127,7 +127,7 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 		l.usage = l.usage.Add(resp.Usage)
 		l.history = append(l.history, resp.Message)
 		l.recorded = len(l.history)
-		l.append(record.TypeModelResponse, record.ModelResponse{Turn: l.turns, Purpose: record.PurposeFinalize, Message: l.storeMessage(resp.Message), Usage: resp.Usage,
+		l.respSeq = l.append(record.TypeModelResponse, record.ModelResponse{Request: l.reqSeq, Turn: l.turns, Purpose: record.PurposeFinalize, Message: l.storeMessage(resp.Message), Usage: resp.Usage,
 			FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: l.cfg.Now().Sub(start).Milliseconds()})
 		pr.Text = strings.TrimSpace(resp.Message.Content)
 	}

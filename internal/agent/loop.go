@@ -54,20 +54,23 @@ func Run(ctx context.Context, cfg Config, task string) Outcome {
 }
 
 type loop struct {
-	cfg       Config
-	tools     *tool.Set
-	history   []llm.Message
-	recorded  int // messages of history already in a model_request event
-	recordErr error
-	turns     int
-	toolCalls int
-	usage     llm.Usage
-	compact   *compactor // nil: no compaction
-	warned    bool       // the wrap-up notice was given
-	nudged    bool       // the last reply was tool-free and was nudged
-	starts    []time.Time
-	callIDs   map[string]bool
-	soft      *softTimer
+	cfg      Config
+	tools    *tool.Set
+	history  []llm.Message
+	recorded int // messages of history already in a model_request event
+	// reqSeq and respSeq are the seqs of the last model_request and
+	// model_response this loop recorded: the record chains a loop's calls.
+	reqSeq, respSeq int64
+	recordErr       error
+	turns           int
+	toolCalls       int
+	usage           llm.Usage
+	compact         *compactor // nil: no compaction
+	warned          bool       // the wrap-up notice was given
+	nudged          bool       // the last reply was tool-free and was nudged
+	starts          []time.Time
+	callIDs         map[string]bool
+	soft            *softTimer
 }
 
 // retrying wraps the model with the retry policy, recording every retry.
@@ -224,13 +227,15 @@ func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error)
 	}
 	l.history = append(l.history, resp.Message)
 	l.recorded = len(l.history)
-	l.append(record.TypeModelResponse, record.ModelResponse{
+	l.respSeq = l.append(record.TypeModelResponse, record.ModelResponse{
+		Request:      l.reqSeq,
 		Turn:         l.turns,
 		Message:      l.storeMessage(resp.Message),
 		Usage:        resp.Usage,
 		FinishReason: resp.FinishReason,
 		Model:        resp.Model,
 		DurationMS:   l.cfg.Now().Sub(start).Milliseconds(),
+		ResponseID:   resp.ID,
 	})
 	return resp, nil
 }
@@ -254,10 +259,12 @@ func (l *loop) observe(kind, text string) {
 
 // append writes an event. A record that cannot be written ends the loop at
 // the next step boundary (termination crashed): work must not go unrecorded.
-func (l *loop) append(typ string, payload any) {
-	if _, err := l.cfg.Log.Append(typ, l.cfg.ID, payload); err != nil {
+func (l *loop) append(typ string, payload any) (seq int64) {
+	seq, err := l.cfg.Log.Append(typ, l.cfg.ID, payload)
+	if err != nil {
 		l.recordErr = errors.Join(l.recordErr, err)
 	}
+	return seq
 }
 
 func (l *loop) sync() {

@@ -48,6 +48,26 @@ type Message struct {
 	// Protected messages (subagent reports, summaries) are never evicted by
 	// compaction. Runtime-only: clients do not send it.
 	Protected bool `json:"protected,omitempty"`
+	// Reasoning is an assistant turn's reasoning text as the provider
+	// returned it: Anthropic's thinking blocks, the reasoning_content or
+	// reasoning field of OpenAI-compatible servers (vLLM, llama.cpp,
+	// DeepSeek, OpenRouter). "" when there was none.
+	Reasoning string `json:"reasoning,omitempty"`
+	// Thinking are the provider's reasoning blocks that must go back
+	// verbatim in later requests (Anthropic: thinking blocks with their
+	// signature, redacted_thinking blocks). Clients of providers that need
+	// no such echo ignore them.
+	Thinking []Thinking `json:"thinking,omitempty"`
+}
+
+// Thinking is one opaque reasoning block of an assistant turn.
+type Thinking struct {
+	// Type is "thinking" or "redacted_thinking".
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Data is a redacted block's encrypted content.
+	Data string `json:"data,omitempty"`
 }
 
 // ToolCall is one tool invocation requested by the model. Arguments is the raw
@@ -103,11 +123,25 @@ const (
 	PurposeVerify   = "verify"
 )
 
-// Usage is token accounting for one call.
+// Usage is token accounting for one call. PromptTokens is all input,
+// cached or not (Anthropic's input, cache creation and cache read tokens
+// added up); CachedTokens and CacheCreationTokens say how much of it came
+// from, or went into, the provider's prompt cache. ReasoningTokens is the
+// part of CompletionTokens spent on reasoning, when the provider says.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CachedTokens: prompt tokens read from the cache (OpenAI's
+	// prompt_tokens_details.cached_tokens, Anthropic's
+	// cache_read_input_tokens).
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// CacheCreationTokens: prompt tokens written to the cache (Anthropic's
+	// cache_creation_input_tokens).
+	CacheCreationTokens int `json:"cache_creation_tokens,omitempty"`
+	// ReasoningTokens: completion tokens of reasoning
+	// (completion_tokens_details.reasoning_tokens).
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 	// Reported is true when the provider reported these numbers.
 	Reported bool `json:"reported"`
 }
@@ -115,10 +149,13 @@ type Usage struct {
 // Add returns the sum of two usages; Reported stays true only if both were.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
-		PromptTokens:     u.PromptTokens + v.PromptTokens,
-		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
-		TotalTokens:      u.TotalTokens + v.TotalTokens,
-		Reported:         u.Reported && v.Reported,
+		PromptTokens:        u.PromptTokens + v.PromptTokens,
+		CompletionTokens:    u.CompletionTokens + v.CompletionTokens,
+		TotalTokens:         u.TotalTokens + v.TotalTokens,
+		CachedTokens:        u.CachedTokens + v.CachedTokens,
+		CacheCreationTokens: u.CacheCreationTokens + v.CacheCreationTokens,
+		ReasoningTokens:     u.ReasoningTokens + v.ReasoningTokens,
+		Reported:            u.Reported && v.Reported,
 	}
 }
 
@@ -132,6 +169,9 @@ type Response struct {
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Model is the model name the provider says answered.
 	Model string `json:"model,omitempty"`
+	// ID is the provider's id of the reply ("chatcmpl-…", "msg_…"), "" if
+	// it sent none.
+	ID string `json:"id,omitempty"`
 }
 
 // Model is a language model backend.

@@ -94,6 +94,10 @@ type ModelRequest struct {
 	From     int               `json:"from"`
 	Messages []json.RawMessage `json:"messages"`
 	ToolsRef string            `json:"tools_ref,omitempty"`
+	// Follows is the seq of the model_response this agent loop received
+	// before (absent for a loop's first request), so agents that share an
+	// id and run side by side keep their conversations apart.
+	Follows int64 `json:"follows,omitempty"`
 }
 
 // ModelResponse is one model call's reply and its usage: an assistant turn,
@@ -106,6 +110,11 @@ type ModelResponse struct {
 	FinishReason string          `json:"finish_reason,omitempty"`
 	Model        string          `json:"model,omitempty"`
 	DurationMS   int64           `json:"duration_ms"`
+	// ResponseID is the provider's id of the reply, when it sent one.
+	ResponseID string `json:"response_id,omitempty"`
+	// Request is the seq of the model_request this call answered (absent
+	// for a summary call, whose prompt is not an agent's history).
+	Request int64 `json:"request,omitempty"`
 }
 
 // ModelRetry is a failed attempt that will be retried.

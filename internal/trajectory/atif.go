@@ -1,28 +1,41 @@
 package trajectory
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/apodex/apodex/internal/llm"
 )
 
-// ATIFVersion is the Agent Trajectory Interchange Format version written.
-const ATIFVersion = "ATIF-v1.7"
+// ATIF versions written; Harbor's models default to 1.8, which adds audio
+// content parts to 1.7 and changes nothing an Apodex trajectory holds.
+const (
+	ATIFv17     = "ATIF-v1.7"
+	ATIFv18     = "ATIF-v1.8"
+	ATIFVersion = ATIFv18
+)
 
-// ATIF is one trajectory of Harbor's Agent Trajectory Interchange Format
-// v1.7. A team run's subagents are embedded in SubagentTrajectories and
-// referenced, by trajectory_id, from the observation of the dispatch call
-// that started them (the spec's embedded form).
+// ATIF is one trajectory document of Harbor's Agent Trajectory
+// Interchange Format. Each context segment of an agent loop is its own
+// document: a compaction ends one (continued_trajectory_ref names the
+// next) and the next begins with the rewritten context, its steps marked
+// is_copied_context. An agent another one started is embedded in the
+// document whose step started it, and referenced from that step's
+// observation by trajectory_id.
 type ATIF struct {
-	SchemaVersion        string         `json:"schema_version"`
-	SessionID            string         `json:"session_id,omitempty"`
-	TrajectoryID         string         `json:"trajectory_id"`
-	Agent                ATIFAgent      `json:"agent"`
-	Steps                []ATIFStep     `json:"steps"`
-	Notes                string         `json:"notes,omitempty"`
-	FinalMetrics         *ATIFFinal     `json:"final_metrics,omitempty"`
-	Extra                map[string]any `json:"extra,omitempty"`
-	SubagentTrajectories []ATIF         `json:"subagent_trajectories,omitempty"`
+	SchemaVersion          string         `json:"schema_version"`
+	SessionID              string         `json:"session_id,omitempty"`
+	TrajectoryID           string         `json:"trajectory_id"`
+	Agent                  ATIFAgent      `json:"agent"`
+	Steps                  []ATIFStep     `json:"steps"`
+	Notes                  string         `json:"notes,omitempty"`
+	FinalMetrics           *ATIFFinal     `json:"final_metrics,omitempty"`
+	ContinuedTrajectoryRef string         `json:"continued_trajectory_ref,omitempty"`
+	Extra                  map[string]any `json:"extra,omitempty"`
+	SubagentTrajectories   []ATIF         `json:"subagent_trajectories,omitempty"`
 }
 
 // ATIFAgent describes the agent and the tools it was offered.
@@ -35,21 +48,27 @@ type ATIFAgent struct {
 }
 
 // ATIFStep is one step: a system or user message, or an agent turn with its
-// tool calls and their observation.
+// tool calls, their observation and the call's metrics.
 type ATIFStep struct {
-	StepID      int              `json:"step_id"`
-	Source      string           `json:"source"`
-	ModelName   string           `json:"model_name,omitempty"`
-	Message     string           `json:"message"`
-	ToolCalls   []ATIFToolCall   `json:"tool_calls,omitempty"`
-	Observation *ATIFObservation `json:"observation,omitempty"`
+	StepID           int              `json:"step_id"`
+	Timestamp        string           `json:"timestamp,omitempty"`
+	Source           string           `json:"source"`
+	ModelName        string           `json:"model_name,omitempty"`
+	Message          string           `json:"message"`
+	ReasoningContent string           `json:"reasoning_content,omitempty"`
+	ToolCalls        []ATIFToolCall   `json:"tool_calls,omitempty"`
+	Observation      *ATIFObservation `json:"observation,omitempty"`
+	Metrics          *ATIFMetrics     `json:"metrics,omitempty"`
+	IsCopiedContext  bool             `json:"is_copied_context,omitempty"`
+	LLMCallCount     *int             `json:"llm_call_count,omitempty"`
+	Extra            map[string]any   `json:"extra,omitempty"`
 }
 
 // ATIFToolCall is one call; arguments are an object.
 type ATIFToolCall struct {
-	ToolCallID   string         `json:"tool_call_id"`
-	FunctionName string         `json:"function_name"`
-	Arguments    map[string]any `json:"arguments"`
+	ToolCallID   string          `json:"tool_call_id"`
+	FunctionName string          `json:"function_name"`
+	Arguments    json.RawMessage `json:"arguments"`
 }
 
 // ATIFObservation holds the results of a step's calls.
@@ -64,43 +83,126 @@ type ATIFResult struct {
 	SubagentTrajectoryRef []ATIFSubRef `json:"subagent_trajectory_ref,omitempty"`
 }
 
-// ATIFSubRef points at an embedded subagent trajectory.
+// ATIFSubRef points at an embedded trajectory.
 type ATIFSubRef struct {
-	TrajectoryID string `json:"trajectory_id"`
-	SessionID    string `json:"session_id,omitempty"`
+	TrajectoryID string         `json:"trajectory_id"`
+	SessionID    string         `json:"session_id,omitempty"`
+	Extra        map[string]any `json:"extra,omitempty"`
 }
 
-// ATIFFinal are the trajectory's totals.
+// ATIFMetrics are one model call's tokens: prompt tokens are all input,
+// cached tokens the part of them read from the provider's cache.
+type ATIFMetrics struct {
+	PromptTokens     int            `json:"prompt_tokens"`
+	CompletionTokens int            `json:"completion_tokens"`
+	CachedTokens     int            `json:"cached_tokens"`
+	Extra            map[string]any `json:"extra,omitempty"`
+}
+
+// ATIFFinal are the document's totals over its own (not copied) calls.
 type ATIFFinal struct {
-	TotalPromptTokens     int `json:"total_prompt_tokens"`
-	TotalCompletionTokens int `json:"total_completion_tokens"`
-	TotalSteps            int `json:"total_steps"`
+	TotalPromptTokens     int            `json:"total_prompt_tokens"`
+	TotalCompletionTokens int            `json:"total_completion_tokens"`
+	TotalCachedTokens     int            `json:"total_cached_tokens"`
+	TotalSteps            int            `json:"total_steps"`
+	Extra                 map[string]any `json:"extra,omitempty"`
 }
 
-// ToATIF builds the run's trajectory: its top agent, subagents embedded.
-func ToATIF(r *Run, cx Context, version string) ATIF {
-	var top *Agent
-	for _, a := range r.Agents {
-		if a.Parent == "" {
-			top = a
-			break
+// ATIFDoc is one document to write: the root trajectory, or a segment of
+// its chain that continues it (File names it beside the root).
+type ATIFDoc struct {
+	File string
+	ATIF
+}
+
+// ContinuationFile is the file of the root chain's nth continuation.
+func ContinuationFile(n int) string { return fmt.Sprintf("trajectory.cont-%d.json", n) }
+
+// ToATIF builds the run's documents: the top agent's first segment (with
+// every agent it started embedded), then its continuations, each for its
+// own file.
+func ToATIF(r *Run, cx Context, version, schema string) []ATIFDoc {
+	if schema == "" {
+		schema = ATIFVersion
+	}
+	b := atifBuilder{r: r, version: version, schema: schema}
+	var top *Conversation
+	if len(r.Conversations) > 0 && r.Conversations[0].Parent == "" {
+		top = r.Conversations[0]
+	}
+	if top == nil || len(top.Segments) == 0 {
+		return []ATIFDoc{{File: "trajectory.json", ATIF: ATIF{SchemaVersion: schema, SessionID: r.ID, TrajectoryID: r.ID, Agent: ATIFAgent{Name: "apodex", Version: version},
+			Steps: []ATIFStep{{StepID: 1, Source: "user", Message: r.Objective}}, Extra: map[string]any{"run": r.ID, "status": r.Status}}}}
+	}
+	docs := b.conversation(top, true)
+	out := make([]ATIFDoc, len(docs))
+	for i, d := range docs {
+		out[i] = ATIFDoc{File: "trajectory.json", ATIF: d}
+		if i > 0 {
+			out[i].File = ContinuationFile(i)
 		}
 	}
-	if top == nil {
-		return ATIF{SchemaVersion: ATIFVersion, SessionID: r.ID, TrajectoryID: r.ID, Agent: ATIFAgent{Name: "apodex", Version: version}, Steps: []ATIFStep{{StepID: 1, Source: "user", Message: r.Objective}}}
-	}
-	t := agentATIF(r, top, version)
-	t.Extra = map[string]any{"run": r.ID, "status": r.Status, "verified": r.Verified}
+	out[0].Extra = map[string]any{"run": r.ID, "status": r.Status, "verified": r.Verified, "agent": top.Agent, "role": top.Role}
 	if cx.World != "" || cx.Config != "" || cx.Scores != nil {
-		t.Extra["eval"] = cx
+		out[0].Extra["eval"] = cx
 	}
-	return t
+	return out
 }
 
-func agentATIF(r *Run, a *Agent, version string) ATIF {
-	t := ATIF{SchemaVersion: ATIFVersion, SessionID: r.ID, TrajectoryID: r.ID + "/" + a.ID,
-		Agent: ATIFAgent{Name: "apodex", Version: version, ModelName: r.Model.Name, Extra: map[string]any{"agent": a.ID, "role": a.Role}}}
-	for _, spec := range a.Tools {
+type atifBuilder struct {
+	r               *Run
+	version, schema string
+}
+
+// segmentID is the trajectory id of a conversation's segment i (0-based).
+func segmentID(c *Conversation, i int) string {
+	if i == 0 {
+		return c.ID
+	}
+	return fmt.Sprintf("%s#cont-%d", c.ID, i)
+}
+
+// conversation is one document per segment of c, chained; a root chain
+// refers to its files, an embedded one to trajectory ids.
+func (b atifBuilder) conversation(c *Conversation, root bool) []ATIF {
+	var children []*Conversation
+	for _, d := range b.r.Conversations {
+		if d.Parent == c.ID {
+			children = append(children, d)
+		}
+	}
+	placed := map[*Conversation]bool{}
+	docs := make([]ATIF, len(c.Segments))
+	for i, seg := range c.Segments {
+		docs[i] = b.segment(c, i, seg, children, placed)
+		if i+1 < len(c.Segments) {
+			docs[i].ContinuedTrajectoryRef = segmentID(c, i+1)
+			if root {
+				docs[i].ContinuedTrajectoryRef = ContinuationFile(i + 1)
+			}
+		}
+	}
+	for _, d := range children { // started by no step found: embedded, unreferenced
+		if !placed[d] {
+			docs[0].SubagentTrajectories = append(docs[0].SubagentTrajectories, b.conversation(d, false)...)
+		}
+	}
+	return docs
+}
+
+// segment is the document of c's segment i.
+func (b atifBuilder) segment(c *Conversation, i int, seg *Segment, children []*Conversation, placed map[*Conversation]bool) ATIF {
+	r := b.r
+	t := ATIF{SchemaVersion: b.schema, SessionID: r.ID, TrajectoryID: segmentID(c, i),
+		Agent: ATIFAgent{Name: "apodex", Version: b.version, ModelName: r.Model.Name,
+			Extra: map[string]any{"agent": c.Agent, "role": c.Role, "segment": i + 1}}}
+	if c.Parent != "" {
+		t.Agent.Extra["parent"] = c.Parent
+	}
+	if c.StartedBy != "" {
+		t.Agent.Extra["started_by"] = c.StartedBy
+	}
+	for _, spec := range c.Tools {
 		var params any
 		if json.Unmarshal(spec.Parameters, &params) != nil {
 			params = map[string]any{}
@@ -108,58 +210,131 @@ func agentATIF(r *Run, a *Agent, version string) ATIF {
 		t.Agent.ToolDefinitions = append(t.Agent.ToolDefinitions, map[string]any{"type": "function",
 			"function": map[string]any{"name": spec.Name, "description": spec.Description, "parameters": params}})
 	}
-	subs := map[string]*Agent{} // dispatch call id -> subagent
-	for _, c := range r.Agents {
-		if c.Parent == a.ID && c.DispatchCall != "" {
-			subs[c.DispatchCall] = c
-		}
-	}
-	h := a.History
-	for i := 0; i < len(h); i++ {
-		m := h[i]
-		st := ATIFStep{StepID: len(t.Steps) + 1, Message: m.Content}
+	last := seg.Last()
+	ctx := append(append([]llm.Message(nil), last.Prompt...), last.Reply)
+	since := append(append([]time.Time(nil), last.Since...), last.Time)
+	fin := &ATIFFinal{}
+	one := 1
+	for j := 0; j < len(ctx); j++ {
+		m := ctx[j]
+		st := ATIFStep{StepID: len(t.Steps) + 1, Message: m.Content, Timestamp: stamp(since[j])}
+		call := seg.replyAt(j)
+		copied := seg.Continued && j < len(seg.Calls[0].Prompt)
 		switch m.Role {
 		case llm.RoleSystem:
 			st.Source = "system"
 		case llm.RoleUser:
 			st.Source = "user"
 		case llm.RoleAssistant:
-			st.Source, st.ModelName = "agent", r.Model.Name
+			st.Source = "agent"
 			for _, tc := range m.ToolCalls {
-				st.ToolCalls = append(st.ToolCalls, ATIFToolCall{ToolCallID: tc.ID, FunctionName: tc.Name, Arguments: argsObject(tc.Arguments)})
+				st.ToolCalls = append(st.ToolCalls, ATIFToolCall{ToolCallID: tc.ID, FunctionName: tc.Name, Arguments: argsObject(chatText(tc.Arguments))})
+			}
+			results := map[string]string{}
+			var order []string
+			for j+1 < len(ctx) && ctx[j+1].Role == llm.RoleTool {
+				j++
+				results[ctx[j].ToolCallID] = ctx[j].Content
+				order = append(order, ctx[j].ToolCallID)
+			}
+			if len(order) == 0 && call != nil {
+				for _, tc := range m.ToolCalls {
+					if res := call.Results[tc.ID]; res != nil {
+						results[tc.ID] = res.Output
+						order = append(order, tc.ID)
+					}
+				}
 			}
 			obs := &ATIFObservation{}
-			for i+1 < len(h) && h[i+1].Role == llm.RoleTool {
-				i++
-				res := ATIFResult{SourceCallID: h[i].ToolCallID, Content: h[i].Content}
-				if sub := subs[h[i].ToolCallID]; sub != nil {
-					res.SubagentTrajectoryRef = []ATIFSubRef{{TrajectoryID: r.ID + "/" + sub.ID, SessionID: r.ID}}
+			for _, id := range order {
+				res := ATIFResult{SourceCallID: id, Content: results[id]}
+				if !hasCall(m, id) {
+					res.SourceCallID = "" // a result the turn did not ask for: kept, unlinked
+				}
+				for _, d := range children {
+					if d.StartedBy == id && call != nil && !placed[d] {
+						placed[d] = true
+						res.SubagentTrajectoryRef = append(res.SubagentTrajectoryRef, ATIFSubRef{TrajectoryID: d.ID, Extra: map[string]any{"role": d.Role, "agent": d.Agent}})
+						t.SubagentTrajectories = append(t.SubagentTrajectories, b.conversation(d, false)...)
+					}
 				}
 				obs.Results = append(obs.Results, res)
 			}
 			if len(obs.Results) > 0 {
 				st.Observation = obs
 			}
-		default: // a tool message without its call: keep its words as a system step
+			if call != nil {
+				st.ModelName = call.Model
+				if st.ModelName == "" {
+					st.ModelName = r.Model.Name
+				}
+				st.ReasoningContent = m.Reasoning
+				st.Timestamp = stamp(call.Time)
+				st.LLMCallCount = &one
+				st.Metrics = callMetrics(call)
+				fin.TotalPromptTokens += call.Usage.PromptTokens
+				fin.TotalCompletionTokens += call.Usage.CompletionTokens
+				fin.TotalCachedTokens += call.Usage.CachedTokens
+				if call.Purpose != "" {
+					st.Extra = map[string]any{"purpose": call.Purpose}
+				}
+			}
+		default: // a tool message without its call: its words as a system step
 			st.Source = "system"
 		}
+		st.IsCopiedContext = copied && call == nil
 		t.Steps = append(t.Steps, st)
 	}
-	t.FinalMetrics = &ATIFFinal{TotalPromptTokens: a.Usage.PromptTokens, TotalCompletionTokens: a.Usage.CompletionTokens, TotalSteps: len(t.Steps)}
-	for _, c := range r.Agents {
-		if c.Parent == a.ID {
-			t.SubagentTrajectories = append(t.SubagentTrajectories, agentATIF(r, c, version))
-		}
-	}
+	fin.TotalSteps = len(t.Steps)
+	t.FinalMetrics = fin
 	return t
 }
 
-// argsObject is a call's arguments as the object ATIF wants; arguments
-// that are not a JSON object are kept under "_raw".
-func argsObject(s string) map[string]any {
-	var m map[string]any
-	if json.Unmarshal([]byte(s), &m) == nil && m != nil {
-		return m
+// callMetrics are a call's metrics; estimates are said to be.
+func callMetrics(c *ModelCall) *ATIFMetrics {
+	u := c.Usage
+	m := &ATIFMetrics{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Extra: map[string]any{"duration_ms": c.DurationMS}}
+	if u.CacheCreationTokens > 0 {
+		m.Extra["cache_creation_tokens"] = u.CacheCreationTokens
 	}
-	return map[string]any{"_raw": s}
+	if u.ReasoningTokens > 0 {
+		m.Extra["reasoning_tokens"] = u.ReasoningTokens
+	}
+	if !u.Reported {
+		m.Extra["reported"] = false
+	}
+	if c.ResponseID != "" {
+		m.Extra["response_id"] = c.ResponseID
+	}
+	return m
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// chatText is arguments as the clients send them: empty means {}.
+func chatText(args string) string {
+	if strings.TrimSpace(args) == "" {
+		return "{}"
+	}
+	return args
+}
+
+// argsObject is a call's arguments as the object ATIF wants, compacted,
+// keys and numbers as sent; arguments that are not a JSON object are kept
+// under "_raw".
+func argsObject(s string) json.RawMessage {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(t)) == nil {
+			return buf.Bytes()
+		}
+	}
+	raw, _ := json.Marshal(map[string]string{"_raw": s})
+	return raw
 }

@@ -23,7 +23,7 @@ func BenchmarkExport500Steps(b *testing.B) {
 		l.Append(record.TypeToolCall, "main", record.ToolCall{Turn: i, CallID: id, Name: "bash", Arguments: `{"command":"echo hi"}`})
 		l.Append(record.TypeToolResult, "main", record.ToolResult{Turn: i, CallID: id, Name: "bash", Output: "exit code: 0\nhi"})
 		if i < 500 {
-			l.Append(record.TypeModelRequest, "main", map[string]any{"turn": i + 1, "from": 2*i + 0, "messages": []map[string]any{{"role": "tool", "content": "exit code: 0\nhi", "tool_call_id": id, "name": "bash"}}})
+			l.Append(record.TypeModelRequest, "main", map[string]any{"turn": i + 1, "from": 2*i + 1, "messages": []map[string]any{{"role": "tool", "content": "exit code: 0\nhi", "tool_call_id": id, "name": "bash"}}})
 		}
 	}
 	l.Close()
@@ -33,11 +33,11 @@ func BenchmarkExport500Steps(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		lines := Chat(r, Context{})
+		lines, _ := Chat(r, Context{}, ChatOptions{})
 		if len(lines) != 1 || len(lines[0].Messages) < 1000 {
 			b.Fatalf("%d lines, %d messages", len(lines), len(lines[0].Messages))
 		}
 		json.NewEncoder(io.Discard).Encode(lines)
-		json.NewEncoder(io.Discard).Encode(ToATIF(r, Context{}, "dev"))
+		json.NewEncoder(io.Discard).Encode(ToATIF(r, Context{}, "dev", ""))
 	}
 }

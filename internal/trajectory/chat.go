@@ -2,6 +2,8 @@ package trajectory
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/apodex/apodex/internal/llm"
 )
@@ -14,20 +16,59 @@ type Context struct {
 	Scores map[string]any `json:"scores,omitempty"`
 }
 
-// ChatLine is one line of the chat export: the OpenAI fine-tuning chat
-// format (messages, tools) with metadata.
+// Chat flavours and argument forms.
+const (
+	FlavorOpenAI = "openai" // OpenAI's fine-tuning file: arguments as JSON text
+	FlavorHF     = "hf"     // Hugging Face chat templates and TRL: arguments as an object
+	ArgsObject   = "object"
+	ArgsString   = "string"
+)
+
+// Turn masks: assistant turns given weight 0.
+const (
+	MaskCopied      = "copied"       // turns of copied context (before a compaction): always
+	MaskFailed      = "failed"       // a turn one of whose calls returned an error
+	MaskInvalidTool = "invalid-tool" // a turn that called an unknown tool or gave arguments that are not an object
+)
+
+// ChatOptions say how chat lines are written. The zero value is the
+// OpenAI flavour with arguments as JSON text, copied context masked.
+type ChatOptions struct {
+	Flavor    string
+	Arguments string // "" : object for hf, string for openai
+	// Mask are the turn masks beyond copied context.
+	Mask map[string]bool
+	// InlineMetadata puts each line's metadata under "metadata" (a key the
+	// OpenAI format does not define); otherwise Chat returns it apart.
+	InlineMetadata bool
+}
+
+func (o ChatOptions) objectArgs() bool {
+	if o.Arguments != "" {
+		return o.Arguments == ArgsObject
+	}
+	return o.Flavor == FlavorHF
+}
+
+// ChatLine is one training sample: one context segment of one agent loop,
+// the model's actual context up to its last reply in that segment.
 type ChatLine struct {
 	Messages []ChatMessage `json:"messages"`
 	Tools    []ChatTool    `json:"tools,omitempty"`
-	Metadata ChatMeta      `json:"metadata"`
+	Metadata *ChatMeta     `json:"metadata,omitempty"`
 }
 
-// ChatMessage is one message in the fine-tuning format.
+// ChatMessage is one message. Weight is set on assistant turns: 1 for a
+// reply the model made in this context, 0 for copied context and turns a
+// mask marks.
 type ChatMessage struct {
-	Role       string         `json:"role"`
-	Content    string         `json:"content"`
-	ToolCalls  []ChatToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
+	Role             string         `json:"role"`
+	Content          *string        `json:"content,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []ChatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+	Name             string         `json:"name,omitempty"`
+	Weight           *int           `json:"weight,omitempty"`
 }
 
 // ChatToolCall is an assistant's function call.
@@ -37,10 +78,11 @@ type ChatToolCall struct {
 	Function ChatFunction `json:"function"`
 }
 
-// ChatFunction names a call and carries its arguments as JSON text.
+// ChatFunction names a call; Arguments is a JSON string holding the JSON
+// (openai) or the object itself (hf).
 type ChatFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
 }
 
 // ChatTool is a function offered to the model.
@@ -56,66 +98,132 @@ type ChatToolDef struct {
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
-// ChatMeta links a line to its run and, in a team, to its parent.
+// ChatMeta links a line to its run, its agent and the lines around it.
 type ChatMeta struct {
-	Trajectory string `json:"trajectory_id"` // RUN/AGENT
+	Sample     string `json:"sample"`        // TRAJECTORY#SEGMENT
+	Trajectory string `json:"trajectory_id"` // RUN/AGENT[.N]
+	Segment    int    `json:"segment"`       // 1, 2, … (a compaction starts the next)
 	Run        string `json:"run"`
 	Agent      string `json:"agent"`
 	Role       string `json:"role"`
-	// Parent is the trajectory id of the agent that dispatched this one;
-	// Children those this one dispatched.
-	Parent   string   `json:"parent,omitempty"`
-	Children []string `json:"children,omitempty"`
+	// Parent is the trajectory that started this one, StartedBy its call;
+	// Children those this one started.
+	Parent    string   `json:"parent,omitempty"`
+	StartedBy string   `json:"started_by,omitempty"`
+	Children  []string `json:"children,omitempty"`
 	Context
 	Status   string `json:"status,omitempty"`
 	Verified bool   `json:"verified"`
 }
 
-// Chat returns one line per agent of r, the top agent first.
-func Chat(r *Run, cx Context) []ChatLine {
-	var out []ChatLine
-	for _, a := range r.Agents {
-		line := ChatLine{Metadata: ChatMeta{
-			Trajectory: r.ID + "/" + a.ID, Run: r.ID, Agent: a.ID, Role: a.Role,
-			Context: cx, Status: r.Status, Verified: r.Verified,
-		}}
-		if a.Parent != "" {
-			line.Metadata.Parent = r.ID + "/" + a.Parent
-		}
-		for _, c := range r.Agents {
-			if c.Parent == a.ID {
-				line.Metadata.Children = append(line.Metadata.Children, r.ID+"/"+c.ID)
+// Chat returns one line per context segment of every conversation, the
+// top agent's first, with each line's metadata (also inline when asked).
+func Chat(r *Run, cx Context, o ChatOptions) ([]ChatLine, []ChatMeta) {
+	var lines []ChatLine
+	var metas []ChatMeta
+	for _, c := range r.Conversations {
+		var children []string
+		for _, d := range r.Conversations {
+			if d.Parent == c.ID {
+				children = append(children, d.ID)
 			}
 		}
-		line.Messages = chatMessages(a.History)
-		for _, t := range a.Tools {
-			line.Tools = append(line.Tools, ChatTool{Type: "function", Function: ChatToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		var tools []ChatTool
+		for _, t := range c.Tools {
+			tools = append(tools, ChatTool{Type: "function", Function: ChatToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 		}
-		out = append(out, line)
+		for i, seg := range c.Segments {
+			meta := ChatMeta{Sample: fmt.Sprintf("%s#%d", c.ID, i+1), Trajectory: c.ID, Segment: i + 1, Run: r.ID, Agent: c.Agent, Role: c.Role,
+				Parent: c.Parent, StartedBy: c.StartedBy, Children: children, Context: cx, Status: r.Status, Verified: r.Verified}
+			line := ChatLine{Messages: segmentMessages(seg, o, r.offered(c)), Tools: tools}
+			if o.InlineMetadata {
+				m := meta
+				line.Metadata = &m
+			}
+			lines, metas = append(lines, line), append(metas, meta)
+		}
 	}
-	return out
+	return lines, metas
 }
 
-// chatMessages converts a history; an assistant's call without a recorded
-// result (a run cut off) gets no dangling id: the history ends before it.
-func chatMessages(h []llm.Message) []ChatMessage {
-	var out []ChatMessage
-	for i := 0; i < len(h); i++ {
-		m := h[i]
-		cm := ChatMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
-		if m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0 {
-			answered := map[string]bool{}
-			for j := i + 1; j < len(h) && h[j].Role == llm.RoleTool; j++ {
-				answered[h[j].ToolCallID] = true
-			}
+// segmentMessages is the segment's context: its last call's prompt and
+// reply, each assistant turn weighted.
+func segmentMessages(seg *Segment, o ChatOptions, offered map[string]bool) []ChatMessage {
+	last := seg.Last()
+	msgs := append(append([]llm.Message(nil), last.Prompt...), last.Reply)
+	out := make([]ChatMessage, 0, len(msgs))
+	for i, m := range msgs {
+		cm := ChatMessage{Role: string(m.Role), ToolCallID: m.ToolCallID}
+		content := m.Content
+		cm.Content = &content
+		switch m.Role {
+		case llm.RoleAssistant:
 			for _, tc := range m.ToolCalls {
-				if !answered[tc.ID] {
-					return out
-				}
-				cm.ToolCalls = append(cm.ToolCalls, ChatToolCall{ID: tc.ID, Type: "function", Function: ChatFunction{Name: tc.Name, Arguments: tc.Arguments}})
+				cm.ToolCalls = append(cm.ToolCalls, ChatToolCall{ID: tc.ID, Type: "function", Function: ChatFunction{Name: tc.Name, Arguments: chatArgs(tc.Arguments, o.objectArgs())}})
+			}
+			if o.Flavor == FlavorHF {
+				cm.ReasoningContent = m.Reasoning
+			} else if content == "" && len(cm.ToolCalls) > 0 {
+				cm.Content = nil // OpenAI: content may be absent beside tool_calls
+			}
+			w := 0
+			if call := seg.replyAt(i); call != nil && !masked(call, o.Mask, offered) {
+				w = 1
+			}
+			cm.Weight = &w
+		case llm.RoleTool:
+			if o.Flavor == FlavorHF {
+				cm.Name = m.Name
 			}
 		}
 		out = append(out, cm)
 	}
 	return out
+}
+
+// masked reports whether a mask marks the turn call made.
+func masked(call *ModelCall, mask map[string]bool, offered map[string]bool) bool {
+	for _, tc := range call.Reply.ToolCalls {
+		if r := call.Results[tc.ID]; mask[MaskFailed] && r != nil && r.IsError {
+			return true
+		}
+		if mask[MaskInvalidTool] {
+			var obj map[string]any
+			if (offered != nil && !offered[tc.Name]) || (strings.TrimSpace(tc.Arguments) != "" && json.Unmarshal([]byte(tc.Arguments), &obj) != nil) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// chatArgs renders arguments as the OpenAI client sent them (empty: {};
+// not JSON: {"_raw": text}), as a JSON string or as the object itself
+// (arguments that are not an object become {"_raw": text}).
+func chatArgs(args string, object bool) json.RawMessage {
+	text := args
+	switch {
+	case strings.TrimSpace(args) == "":
+		text = "{}"
+	case !json.Valid([]byte(args)):
+		raw, _ := json.Marshal(map[string]string{"_raw": args})
+		text = string(raw)
+	}
+	if object {
+		return argsObject(text)
+	}
+	raw, _ := json.Marshal(text)
+	return raw
+}
+
+// offered is the set of tools conversation c was offered (nil: unknown).
+func (r *Run) offered(c *Conversation) map[string]bool {
+	if len(c.Tools) == 0 {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, t := range c.Tools {
+		m[t.Name] = true
+	}
+	return m
 }

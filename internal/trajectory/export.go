@@ -17,13 +17,21 @@ import (
 
 // Exporter writes the runs its Filter keeps in one Format ("chat", "atif"
 // or "native"), and records a Decision for every run it judges, kept or
-// dropped. Chat lines, and single documents without Out, go to W; with
-// Out, atif writes Out/RUN/trajectory.json and native Out/RUN.tar.gz.
+// dropped. Chat lines, and atif documents without Out, go to W (a chat
+// line's metadata to Meta, when set); with Out, atif writes
+// Out/RUN/trajectory.json (its continuations beside it), or with Layout
+// "harbor" a Harbor trial directory Out/RUN (config.json, result.json,
+// agent/trajectory.json), and native Out/RUN.tar.gz.
 type Exporter struct {
 	Format, Out string
 	Filter      Filter
 	W           io.Writer
-	Report      []Decision
+	Meta        io.Writer
+	Chat        ChatOptions
+	// ATIF is the schema version written (ATIFVersion when "").
+	ATIF   string
+	Layout string
+	Report []Decision
 }
 
 // Export judges the run in dir and, if kept, writes it.
@@ -39,28 +47,43 @@ func (o *Exporter) Export(dir string, cx Context) error {
 	}
 	switch o.Format {
 	case "chat":
-		for _, line := range Chat(r, cx) {
-			raw, err := json.Marshal(line)
-			if err != nil {
+		lines, metas := Chat(r, cx, o.Chat)
+		for i, line := range lines {
+			if err := writeLine(o.W, line); err != nil {
 				return err
 			}
-			if _, err := o.W.Write(append(raw, '\n')); err != nil {
-				return err
+			if o.Meta != nil {
+				if err := writeLine(o.Meta, metas[i]); err != nil {
+					return err
+				}
 			}
 		}
 	case "atif":
-		t := ToATIF(r, cx, run.Version)
+		docs := ToATIF(r, cx, run.Version, o.ATIF)
 		if o.Out == "" {
-			raw, _ := json.Marshal(t)
-			_, err := o.W.Write(append(raw, '\n'))
-			return err
+			for _, d := range docs {
+				if err := writeLine(o.W, d.ATIF); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
-		p := filepath.Join(o.Out, r.ID, "trajectory.json")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		dir := filepath.Join(o.Out, r.ID)
+		if o.Layout == LayoutHarbor {
+			if err := writeTrial(dir, r, cx, docs); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			return nil
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
-		raw, _ := json.MarshalIndent(t, "", "  ")
-		return os.WriteFile(p, append(raw, '\n'), 0o644)
+		for _, d := range docs {
+			if err := writeJSON(filepath.Join(dir, d.File), d.ATIF); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+		}
+		return nil
 	case "native":
 		if o.Out == "" {
 			return Native(o.W, dir, r.ID)
@@ -76,6 +99,23 @@ func (o *Exporter) Export(dir string, cx Context) error {
 		return Native(f, dir, r.ID)
 	}
 	return nil
+}
+
+func writeLine(w io.Writer, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(raw, '\n'))
+	return err
+}
+
+func writeJSON(p string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p, append(raw, '\n'), 0o644)
 }
 
 // NoRun records a rollout that ended before its run started: dropped,

@@ -50,8 +50,8 @@ type Decision struct {
 // Judge applies f to r and says why it is dropped (nothing: kept).
 func (f *Filter) Judge(r *Run, cx Context) Decision {
 	d := Decision{Run: r.ID, World: cx.World}
-	for _, a := range r.Agents {
-		d.Trajectories = append(d.Trajectories, r.ID+"/"+a.ID)
+	for _, c := range r.Conversations {
+		d.Trajectories = append(d.Trajectories, c.ID)
 	}
 	add := func(code, why string) { d.Reasons = append(d.Reasons, code+": "+why) }
 	if f.Drop[DropInvalidTool] {

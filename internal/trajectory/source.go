@@ -34,9 +34,12 @@ type Run struct {
 	Objective string
 	Model     record.ModelSettings
 	Events    []record.Event
-	// Agents are the agents that took turns (not the verifier or other
-	// runtime callers), lead or main first, then subagents by id.
+	// Agents are the agents that took turns, lead or main first, then
+	// subagents by id: each one's last history (what the filters read).
 	Agents []*Agent
+	// Conversations are every agent loop's calls as the model saw them
+	// (what the exports write): the top agent's first, then by start.
+	Conversations []*Conversation
 	// Verified: the run completed and every verification recorded passed
 	// (at least one was recorded).
 	Verified bool
@@ -159,6 +162,11 @@ func Load(dir string) (*Run, error) {
 		}
 		r.Agents = append(r.Agents, ag)
 	}
+	cs, err := conversations(dir, evs)
+	if err != nil {
+		return nil, err
+	}
+	r.link(cs, top, roles, parents, dispatch)
 	sort.Slice(r.Agents, func(i, j int) bool {
 		a, b := r.Agents[i], r.Agents[j]
 		if (a.Parent == "") != (b.Parent == "") {
@@ -233,8 +241,15 @@ func runtimeRole(id string) string {
 	switch {
 	case id == "main":
 		return llm.CallerSingle
-	case len(id) > 1 && id[0] == 'I' && id[1] >= '0' && id[1] <= '9':
-		return "investigator"
+	case len(id) > 1 && id[1] >= '0' && id[1] <= '9':
+		switch id[0] {
+		case 'I':
+			return "investigator"
+		case 'V':
+			return "verifier"
+		case 'W':
+			return "writer"
+		}
 	}
 	return id // lead, verifier, writer
 }

@@ -45,6 +45,16 @@ type toolUseBlock struct {
 	Input json.RawMessage `json:"input"`
 }
 
+// thinkingBlock is a thinking or redacted_thinking block sent back as it
+// came: with extended thinking on, the API requires the last assistant
+// turn's blocks, signature included, before its tool_use blocks.
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
 type toolResultBlock struct {
 	Type      string `json:"type"` // "tool_result"
 	ToolUseID string `json:"tool_use_id"`
@@ -135,7 +145,13 @@ func mapMessages(in []llm.Message) (string, []wireMessage) {
 			}
 			add("user", toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content, IsError: m.IsError})
 		case llm.RoleAssistant:
-			blocks := text(m.Content)
+			var blocks []any
+			for _, th := range m.Thinking {
+				if th.Signature != "" || th.Data != "" { // unsigned thinking is refused
+					blocks = append(blocks, thinkingBlock{Type: th.Type, Thinking: th.Text, Signature: th.Signature, Data: th.Data})
+				}
+			}
+			blocks = append(blocks, text(m.Content)...)
 			for _, tc := range m.ToolCalls {
 				blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
 			}

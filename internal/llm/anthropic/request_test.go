@@ -241,3 +241,25 @@ func FuzzToolInput(f *testing.F) {
 		}
 	})
 }
+
+// With extended thinking on, Anthropic requires an assistant turn's
+// thinking blocks back, signature included, before its tool_use: the
+// blocks the reply carried go back first, an unsigned one does not.
+func TestThinkingSentBack(t *testing.T) {
+	_, msgs := mapMessages([]llm.Message{
+		{Role: llm.RoleUser, Content: "go"},
+		{Role: llm.RoleAssistant, Content: "Reading.", Reasoning: "hmm", Thinking: []llm.Thinking{
+			{Type: "thinking", Text: "hmm", Signature: "sig"}, {Type: "redacted_thinking", Data: "ENC"}, {Type: "thinking", Text: "unsigned"}},
+			ToolCalls: []llm.ToolCall{{ID: "t1", Name: "read_file", Arguments: `{}`}}},
+		{Role: llm.RoleTool, ToolCallID: "t1", Content: "x"},
+	})
+	raw, err := json.Marshal(msgs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, raw, `{"role":"assistant","content":[
+		{"type":"thinking","thinking":"hmm","signature":"sig"},
+		{"type":"redacted_thinking","data":"ENC"},
+		{"type":"text","text":"Reading."},
+		{"type":"tool_use","id":"t1","name":"read_file","input":{}}]}`)
+}

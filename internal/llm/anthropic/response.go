@@ -12,6 +12,7 @@ import (
 
 // wireResponse is a non-streamed reply, and the message of message_start.
 type wireResponse struct {
+	ID         string         `json:"id"`
 	Model      string         `json:"model"`
 	Content    []wireContent  `json:"content"`
 	StopReason string         `json:"stop_reason"`
@@ -19,13 +20,17 @@ type wireResponse struct {
 	Error      *wireErrorBody `json:"error"`
 }
 
-// wireContent is one reply content block; only text and tool_use matter.
+// wireContent is one reply content block: text, tool_use, and the
+// thinking and redacted_thinking blocks of extended thinking.
 type wireContent struct {
-	Type  string          `json:"type"`
-	Text  string          `json:"text"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
 }
 
 // wireUsage fields are pointers so a message_delta that omits one does not
@@ -69,19 +74,23 @@ func (a usage) llm() llm.Usage {
 	if !a.reported {
 		return llm.Usage{}
 	}
+	// Prompt tokens are all input, as OpenAI counts them; the cache's
+	// share is said apart.
 	prompt := a.input + a.cacheCreate + a.cacheRead
 	return llm.Usage{
-		PromptTokens:     prompt,
-		CompletionTokens: a.output,
-		TotalTokens:      prompt + a.output,
-		Reported:         true,
+		PromptTokens:        prompt,
+		CompletionTokens:    a.output,
+		TotalTokens:         prompt + a.output,
+		CachedTokens:        a.cacheRead,
+		CacheCreationTokens: a.cacheCreate,
+		Reported:            true,
 	}
 }
 
 // block is one finished content block, streamed or not; input is the raw
-// tool_use input text.
+// tool_use input text; text is a thinking block's thinking too.
 type block struct {
-	typ, text, id, name, input string
+	typ, text, id, name, input, signature, data string
 }
 
 // decodeMessage reads a non-streamed reply from endpoint url.
@@ -99,30 +108,44 @@ func decodeMessage(r io.Reader, url string) (*llm.Response, error) {
 	}
 	blocks := make([]block, 0, len(w.Content))
 	for _, c := range w.Content {
-		blocks = append(blocks, block{typ: c.Type, text: c.Text, id: c.ID, name: c.Name, input: string(c.Input)})
+		text := c.Text
+		if c.Type == "thinking" {
+			text = c.Thinking
+		}
+		blocks = append(blocks, block{typ: c.Type, text: text, id: c.ID, name: c.Name, input: string(c.Input), signature: c.Signature, data: c.Data})
 	}
 	var u usage
 	u.merge(w.Usage)
-	return assemble(w.Model, w.StopReason, blocks, u)
+	return assemble(w.ID, w.Model, w.StopReason, blocks, u)
 }
 
-// assemble builds the response from blocks in index order.
-func assemble(model, stop string, blocks []block, u usage) (*llm.Response, error) {
+// assemble builds the response from blocks in index order. Thinking
+// blocks are kept whole (Thinking, to send back) and their text joined as
+// the turn's Reasoning.
+func assemble(id, model, stop string, blocks []block, u usage) (*llm.Response, error) {
 	msg := llm.Message{Role: llm.RoleAssistant}
-	var text strings.Builder
+	var text, reasoning strings.Builder
 	for _, b := range blocks {
 		switch b.typ {
 		case "text":
 			text.WriteString(b.text)
 		case "tool_use":
 			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: b.id, Name: b.name, Arguments: arguments(b.input)})
+		case "thinking":
+			if reasoning.Len() > 0 && b.text != "" {
+				reasoning.WriteString("\n\n")
+			}
+			reasoning.WriteString(b.text)
+			msg.Thinking = append(msg.Thinking, llm.Thinking{Type: b.typ, Text: b.text, Signature: b.signature})
+		case "redacted_thinking":
+			msg.Thinking = append(msg.Thinking, llm.Thinking{Type: b.typ, Data: b.data})
 		}
 	}
-	msg.Content = text.String()
+	msg.Content, msg.Reasoning = text.String(), reasoning.String()
 	if msg.Content == "" && len(msg.ToolCalls) == 0 && stop == "" {
 		return nil, fmt.Errorf("anthropic: reply has no content and no stop reason: %w", llm.ErrEmpty)
 	}
-	return &llm.Response{Message: msg, Usage: u.llm(), FinishReason: finishReason(stop), Model: model}, nil
+	return &llm.Response{Message: msg, Usage: u.llm(), FinishReason: finishReason(stop), Model: model, ID: id}, nil
 }
 
 // arguments renders a tool_use input as compact JSON. No input means no

@@ -43,16 +43,20 @@ func TestGenerate(t *testing.T) {
 			{ID: "toolu_1", Name: "read_file", Arguments: `{"path":"a.go"}`},
 			{ID: "toolu_2", Name: "grep", Arguments: `{"pattern":"x<y","n":3}`},
 		}},
-		Usage:        llm.Usage{PromptTokens: 30, CompletionTokens: 42, TotalTokens: 72, Reported: true},
+		Usage:        llm.Usage{PromptTokens: 30, CompletionTokens: 42, TotalTokens: 72, CachedTokens: 5, Reported: true},
 		FinishReason: "tool_calls",
 		Model:        "claude-test",
+		ID:           "msg_1",
 	}
 	hi := &llm.Response{
 		Message:      llm.Message{Role: llm.RoleAssistant, Content: "Hi"},
-		Usage:        llm.Usage{PromptTokens: 30, CompletionTokens: 7, TotalTokens: 37, Reported: true},
+		Usage:        llm.Usage{PromptTokens: 30, CompletionTokens: 7, TotalTokens: 37, CachedTokens: 5, Reported: true},
 		FinishReason: "stop",
 		Model:        "claude-test",
+		ID:           "msg_1",
 	}
+	hiJSON := *hi
+	hiJSON.Usage.CachedTokens, hiJSON.ID = 0, ""
 	tests := []struct {
 		name    string
 		stream  bool
@@ -71,8 +75,26 @@ func TestGenerate(t *testing.T) {
 			ev("message_stop", `{"type":"message_stop"}`),
 			want: &llm.Response{
 				Message:      llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "t", Name: "now", Arguments: "{}"}}},
-				Usage:        llm.Usage{PromptTokens: 30, CompletionTokens: 3, TotalTokens: 33, Reported: true},
-				FinishReason: "tool_calls", Model: "claude-test",
+				Usage:        llm.Usage{PromptTokens: 30, CompletionTokens: 3, TotalTokens: 33, CachedTokens: 5, Reported: true},
+				FinishReason: "tool_calls", Model: "claude-test", ID: "msg_1",
+			}},
+		{name: "stream thinking with its signature, then text", stream: true, body: ev("message_start", msgStart) +
+			ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`) +
+			ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Two "}}`) +
+			ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"files."}}`) +
+			ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}`) +
+			ev("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+			ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"ENC"}}`) +
+			ev("content_block_stop", `{"type":"content_block_stop","index":1}`) +
+			ev("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"text","text":"Hi"}}`) +
+			ev("content_block_stop", `{"type":"content_block_stop","index":2}`) +
+			ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`) +
+			ev("message_stop", `{"type":"message_stop"}`),
+			want: &llm.Response{
+				Message: llm.Message{Role: llm.RoleAssistant, Content: "Hi", Reasoning: "Two files.",
+					Thinking: []llm.Thinking{{Type: "thinking", Text: "Two files.", Signature: "EqQB"}, {Type: "redacted_thinking", Data: "ENC"}}},
+				Usage:        llm.Usage{PromptTokens: 30, CompletionTokens: 7, TotalTokens: 37, CachedTokens: 5, Reported: true},
+				FinishReason: "stop", Model: "claude-test", ID: "msg_1",
 			}},
 		{name: "stream truncated", stream: true, body: textStream[:len(textStream)-len(ev("message_stop", `{"type":"message_stop"}`))], wantErr: llm.ErrTruncated},
 		{name: "stream cut mid-line", stream: true, body: textStream[:len(textStream)-5], wantErr: llm.ErrTruncated},
@@ -83,15 +105,17 @@ func TestGenerate(t *testing.T) {
 			ev("content_block_delta", `{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}`), wantErr: llm.ErrMalformed},
 		{name: "stream with nothing at all", stream: true, body: ev("message_start", msgStart) + ev("message_stop", `{"type":"message_stop"}`), wantErr: llm.ErrEmpty},
 		{name: "stream asked, JSON answered", stream: true,
-			body: `{"model":"claude-test","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":30,"output_tokens":7}}`, want: hi},
+			body: `{"model":"claude-test","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":30,"output_tokens":7}}`, want: &hiJSON},
 		{name: "tool_use", body: `{"id":"msg_2","type":"message","role":"assistant","model":"claude-test",
-			"content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"Reading."},{"type":"tool_use","id":"toolu_9","name":"read_file","input":{"path": "b.go", "n": 12345678901234567890}}],
+			"content":[{"type":"thinking","thinking":"hmm","signature":"sig"},{"type":"text","text":"Reading."},{"type":"tool_use","id":"toolu_9","name":"read_file","input":{"path": "b.go", "n": 12345678901234567890}}],
 			"stop_reason":"tool_use","usage":{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":5}}`,
 			want: &llm.Response{
 				Message: llm.Message{Role: llm.RoleAssistant, Content: "Reading.", ToolCalls: []llm.ToolCall{
-					{ID: "toolu_9", Name: "read_file", Arguments: `{"path":"b.go","n":12345678901234567890}`}}},
-				Usage:        llm.Usage{PromptTokens: 1110, CompletionTokens: 5, TotalTokens: 1115, Reported: true},
-				FinishReason: "tool_calls", Model: "claude-test",
+					{ID: "toolu_9", Name: "read_file", Arguments: `{"path":"b.go","n":12345678901234567890}`}},
+					Reasoning: "hmm", Thinking: []llm.Thinking{{Type: "thinking", Text: "hmm", Signature: "sig"}}},
+				// Prompt tokens are all input; the cache's share apart.
+				Usage:        llm.Usage{PromptTokens: 1110, CompletionTokens: 5, TotalTokens: 1115, CachedTokens: 1000, CacheCreationTokens: 100, Reported: true},
+				FinishReason: "tool_calls", Model: "claude-test", ID: "msg_2",
 			}},
 		{name: "max_tokens", body: `{"model":"m","content":[{"type":"text","text":"cut"}],"stop_reason":"max_tokens","usage":{"input_tokens":1,"output_tokens":2}}`,
 			want: &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "cut"},

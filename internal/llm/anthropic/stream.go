@@ -95,20 +95,24 @@ type streamEvent struct {
 type streamDelta struct {
 	Type        string `json:"type"`
 	Text        string `json:"text"`
+	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`
 	PartialJSON string `json:"partial_json"`
 	StopReason  string `json:"stop_reason"`
 }
 
 // partBlock is a content block still being streamed.
 type partBlock struct {
-	typ, id, name string
-	startInput    string
-	text, input   strings.Builder
+	typ, id, name   string
+	startInput      string
+	signature, data string
+	text, input     strings.Builder
 }
 
 // streamState folds stream events into a response.
 type streamState struct {
 	url    string
+	id     string
 	model  string
 	stop   string
 	usage  usage
@@ -153,7 +157,7 @@ func (st *streamState) apply(ev sseEvent) (done bool, err error) {
 	switch e.Type {
 	case "message_start":
 		if e.Message != nil {
-			st.model = e.Message.Model
+			st.id, st.model = e.Message.ID, e.Message.Model
 			st.usage.merge(e.Message.Usage)
 		}
 	case "content_block_start":
@@ -164,8 +168,9 @@ func (st *streamState) apply(ev sseEvent) (done bool, err error) {
 			return false, st.malformed(fmt.Sprintf("content block %d started twice", e.Index))
 		}
 		cb := e.ContentBlock
-		b := &partBlock{typ: cb.Type, id: cb.ID, name: cb.Name, startInput: string(cb.Input)}
+		b := &partBlock{typ: cb.Type, id: cb.ID, name: cb.Name, startInput: string(cb.Input), signature: cb.Signature, data: cb.Data}
 		b.text.WriteString(cb.Text)
+		b.text.WriteString(cb.Thinking)
 		st.blocks[e.Index] = b
 	case "content_block_delta":
 		b := st.blocks[e.Index]
@@ -177,6 +182,10 @@ func (st *streamState) apply(ev sseEvent) (done bool, err error) {
 			b.text.WriteString(e.Delta.Text)
 		case "input_json_delta":
 			b.input.WriteString(e.Delta.PartialJSON)
+		case "thinking_delta":
+			b.text.WriteString(e.Delta.Thinking)
+		case "signature_delta":
+			b.signature += e.Delta.Signature
 		}
 	case "message_delta":
 		if e.Delta != nil && e.Delta.StopReason != "" {
@@ -209,7 +218,7 @@ func (st *streamState) response() (*llm.Response, error) {
 			// No input deltas: the start block's input, normally {}.
 			input = b.startInput
 		}
-		blocks = append(blocks, block{typ: b.typ, text: b.text.String(), id: b.id, name: b.name, input: input})
+		blocks = append(blocks, block{typ: b.typ, text: b.text.String(), id: b.id, name: b.name, input: input, signature: b.signature, data: b.data})
 	}
-	return assemble(st.model, st.stop, blocks, st.usage)
+	return assemble(st.id, st.model, st.stop, blocks, st.usage)
 }

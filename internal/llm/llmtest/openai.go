@@ -151,9 +151,18 @@ func finishReason(turn Turn) string {
 	return "stop"
 }
 
-func usageObject(turn Turn) map[string]int {
+// usageObject is the turn's usage as OpenAI reports it: cached and
+// reasoning tokens, when set, in their details objects.
+func usageObject(turn Turn) map[string]any {
 	u := usageOf(turn)
-	return map[string]int{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens}
+	out := map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens}
+	if u.CachedTokens > 0 {
+		out["prompt_tokens_details"] = map[string]int{"cached_tokens": u.CachedTokens}
+	}
+	if u.ReasoningTokens > 0 {
+		out["completion_tokens_details"] = map[string]int{"reasoning_tokens": u.ReasoningTokens}
+	}
+	return out
 }
 
 // decodeOpenAI reads a Chat Completions request body; a field of the wrong

@@ -94,17 +94,19 @@ func complete(p []byte) bool {
 
 // assembler accumulates one assistant turn from stream chunks.
 type assembler struct {
-	url     string
-	content strings.Builder
-	calls   []llm.ToolCall
-	byIndex map[int]int // delta index -> position in calls
-	last    int         // position of the call a delta without index continues
-	finish  string
-	model   string
-	usage   llm.Usage
-	choice  bool   // a choice for index 0 arrived
-	done    bool   // [DONE] arrived
-	junk    []byte // the first data that was not a JSON chunk
+	url       string
+	id        string
+	content   strings.Builder
+	reasoning strings.Builder
+	calls     []llm.ToolCall
+	byIndex   map[int]int // delta index -> position in calls
+	last      int         // position of the call a delta without index continues
+	finish    string
+	model     string
+	usage     llm.Usage
+	choice    bool   // a choice for index 0 arrived
+	done      bool   // [DONE] arrived
+	junk      []byte // the first data that was not a JSON chunk
 }
 
 func (a *assembler) dispatch(p []byte) error {
@@ -132,6 +134,9 @@ func (a *assembler) dispatch(p []byte) error {
 	if ch.Model != "" {
 		a.model = ch.Model
 	}
+	if ch.ID != "" {
+		a.id = ch.ID
+	}
 	if ch.Usage != nil { // the final empty-choices chunk, or the last choice chunk
 		a.usage = ch.Usage.toLLM()
 	}
@@ -149,6 +154,7 @@ func (a *assembler) dispatch(p []byte) error {
 			if d.Content == "" {
 				a.content.WriteString(string(d.Refusal))
 			}
+			a.reasoning.WriteString(d.reasoning())
 			for _, tc := range d.ToolCalls {
 				a.addToolDelta(tc)
 			}
@@ -206,7 +212,9 @@ func (a *assembler) response() (*llm.Response, error) {
 	if !a.choice {
 		return nil, fmt.Errorf("openai: %s streamed no choices: %w", a.url, llm.ErrEmpty)
 	}
-	return finishTurn(a.content.String(), a.calls, a.finish, a.model, a.usage), nil
+	r := finishTurn(a.content.String(), a.calls, a.finish, a.model, a.usage)
+	r.ID, r.Message.Reasoning = a.id, a.reasoning.String()
+	return r, nil
 }
 
 // finishTurn builds the Response; calls without an id get "call_<position>".
@@ -267,5 +275,7 @@ func parseResponse(body []byte, url string, status int) (*llm.Response, error) {
 	if ch.FinishReason != nil {
 		finish = *ch.FinishReason
 	}
-	return finishTurn(content, calls, finish, cr.Model, usage), nil
+	r := finishTurn(content, calls, finish, cr.Model, usage)
+	r.ID, r.Message.Reasoning = cr.ID, m.reasoning()
+	return r, nil
 }

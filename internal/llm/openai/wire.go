@@ -131,6 +131,7 @@ func buildMessage(m llm.Message) wireMessage {
 // Inbound wire types, shared by whole replies and stream chunks.
 
 type chatResponse struct {
+	ID      string          `json:"id"`
 	Model   string          `json:"model"`
 	Choices []wireChoice    `json:"choices"`
 	Usage   *wireUsage      `json:"usage"`
@@ -148,6 +149,19 @@ type inMessage struct {
 	Content   flexText     `json:"content"`
 	Refusal   flexText     `json:"refusal"`
 	ToolCalls []inToolCall `json:"tool_calls"`
+	// ReasoningContent (vLLM, llama.cpp, DeepSeek) and Reasoning
+	// (OpenRouter, Ollama, newer vLLM) carry the model's reasoning; a
+	// server sends one of them.
+	ReasoningContent flexText `json:"reasoning_content"`
+	Reasoning        flexText `json:"reasoning"`
+}
+
+// reasoning is the message's reasoning text, whichever field carried it.
+func (m *inMessage) reasoning() string {
+	if m.ReasoningContent != "" {
+		return string(m.ReasoningContent)
+	}
+	return string(m.Reasoning)
 }
 
 type inToolCall struct {
@@ -161,9 +175,15 @@ type inToolCall struct {
 }
 
 type wireUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
 func (u *wireUsage) toLLM() llm.Usage {
@@ -171,12 +191,19 @@ func (u *wireUsage) toLLM() llm.Usage {
 	if total == 0 {
 		total = u.PromptTokens + u.CompletionTokens
 	}
-	return llm.Usage{
+	out := llm.Usage{
 		PromptTokens:     u.PromptTokens,
 		CompletionTokens: u.CompletionTokens,
 		TotalTokens:      total,
 		Reported:         true,
 	}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedTokens = d.CachedTokens // a part of prompt_tokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	return out
 }
 
 // argText is tool-call arguments: normally a JSON string holding JSON, but some
