@@ -55,6 +55,7 @@ type runFlags struct {
 	team          run.TeamConfig
 	requireFinish bool
 	mergeIgnore   string
+	effortBudget  int
 }
 
 func (f *runFlags) register(fs *flagSet) {
@@ -91,6 +92,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&f.team.Effort, "effort", "adaptive", "team: adaptive|off: at finish, investigate unsettled load-bearing claims in effort waves")
 	fs.IntVar(&f.team.EffortWidth, "effort-width", 2, "team: investigators per claim in an effort wave")
 	fs.IntVar(&f.team.EffortWaves, "effort-waves", 2, "team: effort waves at most")
+	fs.IntVar(&f.effortBudget, "effort-budget", 25, "team: effort's token budget, in percent of the run's tokens so far (0: no budget)")
 	fs.StringVar(&f.team.Synthesis, "synthesis", "on", "team: on|off: a writer writes the .md deliverables from the claim–evidence graph after finish")
 	durationFlag(fs, &f.team.SubTimeout, "sub-timeout", 0, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.StringVar(&f.mergeIgnore, "merge-ignore", "__pycache__,*.pyc,.pytest_cache", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
@@ -114,8 +116,8 @@ func (f *runFlags) check() error {
 		return fmt.Errorf("--effort %q: use adaptive or off", f.team.Effort)
 	case f.team.Synthesis != "on" && f.team.Synthesis != "off":
 		return fmt.Errorf("--synthesis %q: use on or off", f.team.Synthesis)
-	case f.team.EffortWidth < 1 || f.team.EffortWaves < 0:
-		return errors.New("--effort-width must be ≥ 1 and --effort-waves ≥ 0")
+	case f.team.EffortWidth < 1 || f.team.EffortWaves < 0 || f.effortBudget < 0:
+		return errors.New("--effort-width must be ≥ 1, --effort-waves and --effort-budget ≥ 0")
 	case f.team.Plan && f.mode != run.ModeTeam:
 		return errors.New("--plan needs --mode team")
 	case f.attempts < 1 || f.cmdTimeout <= 0:
@@ -213,6 +215,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Evidence:      run.EvidenceConfig{Corpus: f.corpus, FetchPrivate: f.fetchPrivate},
 	}
 	cfg.Team.MergeIgnore = ignoreList(f.mergeIgnore)
+	cfg.Team.EffortBudget = f.effortBudget
+	if f.effortBudget == 0 {
+		cfg.Team.EffortBudget = -1 // no budget
+	}
 	stop := f.out.startProgress(ctx, dir, 0, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, 0, stderr)
 	s, err := run.Execute(ctx, cfg)

@@ -57,6 +57,11 @@ func synthesisRun(t *testing.T, refute bool, writer func(turn int) llmtest.Turn)
 		case 4:
 			return calls(call("board_resolve", map[string]any{"id": "T1", "note": "ok", "refs": []string{"report:A1"}}), finish("done"))
 		default:
+			if strings.Contains(lastText(req), "a refuted claim is load-bearing: K1") {
+				// Withdrawn, K1 no longer blocks finish; the writer may
+				// still cite it, and its check fails.
+				return calls(call("mark_claim", map[string]any{"claim": "K1", "mark": "withdrawn", "reason": "the verifier refuted it"}), finish("done"))
+			}
 			// After a request_evidence: cancel the writer's item, finish again.
 			for _, it := range []string{"T2"} {
 				if strings.Contains(lastText(req), "on the board as "+it) {
@@ -163,7 +168,7 @@ func TestSynthesisRequestEvidence(t *testing.T) {
 	}
 	var adds []board.Event
 	for _, b := range decodeAll[board.Event](t, runtest.Events(t, dir), record.TypeBoard) {
-		if b.Op == board.OpAdd && b.By == "writer" {
+		if b.Op == board.OpAdd && b.By == "W1" {
 			adds = append(adds, b)
 		}
 	}

@@ -121,7 +121,7 @@ func TestExportFollowsTheGenAIConventions(t *testing.T) {
 			execs = append(execs, s)
 		}
 	}
-	for _, a := range []string{"lead", "A1", "A2", "A3", "verifier"} {
+	for _, a := range []string{"lead", "A1", "A2", "A3", "V1", "V2"} {
 		s := agents[a]
 		if s == nil {
 			t.Errorf("no invoke_agent span for %s", a)

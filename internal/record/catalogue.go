@@ -41,6 +41,7 @@ var (
 		TypePlanning:      func() any { return new(Planning) },
 		TypeVerdict:       func() any { return new(Verdict) },
 		TypeMerge:         func() any { return new(Merge) },
+		TypeAgentStarted:  func() any { return new(AgentStarted) },
 	}
 )
 

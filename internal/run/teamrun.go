@@ -40,6 +40,9 @@ type TeamConfig struct {
 	Effort      string `json:"effort,omitempty"`
 	EffortWidth int    `json:"effort_width,omitempty"`
 	EffortWaves int    `json:"effort_waves,omitempty"`
+	// EffortBudget is effort's share of the run's tokens so far, in
+	// percent (0: 25; < 0: unbounded).
+	EffortBudget int `json:"effort_budget,omitempty"`
 	// Synthesis is "on" or "off" ("": off): the report deliverables (the
 	// contract's .md files) are written by a writer from the claim graph.
 	Synthesis string `json:"synthesis,omitempty"`
@@ -47,9 +50,10 @@ type TeamConfig struct {
 
 func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, dir string, ctl *live.Control) *team.Team {
 	tc := cfg.Team
-	var reports []string
+	var reports, deliverables []string
 	if ctl.Current() != nil {
 		for _, d := range ctl.Current().Deliverables {
+			deliverables = append(deliverables, d.Path)
 			if d.IsReport() {
 				reports = append(reports, d.Path)
 			}
@@ -82,6 +86,8 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 		Effort:         tc.Effort,
 		EffortWidth:    tc.EffortWidth,
 		EffortWaves:    tc.EffortWaves,
+		EffortBudget:   tc.EffortBudget,
+		Deliverables:   deliverables,
 		Synthesis:      tc.Synthesis == "on",
 		Reports:        reports,
 		Contract:       contractText(ctl.Current()),

@@ -17,11 +17,8 @@ import (
 	"github.com/apodex/apodex/internal/tool"
 )
 
-// CallerWriter is the role of the synthesis writer; WriterID its agent id.
-const (
-	CallerWriter = "writer"
-	WriterID     = "writer"
-)
+// CallerWriter is the role of the synthesis writer (agents W1, W2, …).
+const CallerWriter = "writer"
 
 // writerTools are the file tools the writer gets (with claim_outputs for
 // the lease of the report paths) and finish.
@@ -47,9 +44,13 @@ func (t *Team) maybeSynthesis() error {
 		t.cfg.Release("lead", "synthesis: the writer writes the reports")
 	}
 	req := &evidenceRequest{}
-	out := t.write(t.ctx, l, artifacts, req)
+	t.mu.Lock()
+	id := t.takeID(writerPrefix)
+	t.started(id, record.AgentStarted{Role: CallerWriter})
+	t.mu.Unlock()
+	out := t.write(t.ctx, id, l, artifacts, req)
 	if t.cfg.Release != nil {
-		t.cfg.Release(WriterID, string(out.Termination))
+		t.cfg.Release(id, string(out.Termination))
 	}
 	if req.item != "" {
 		return fmt.Errorf("finish deferred: the writer needs evidence for %s (%s); it is on the board as %s. Dispatch it, resolve it, then finish again", req.claim, req.reason, req.item)
@@ -92,10 +93,10 @@ type requestArgs struct {
 
 // write runs the writer agent: its context is the contract, the graph and
 // the artifact list, not the lead's history.
-func (t *Team) write(ctx context.Context, l *claims.Ledger, artifacts []string, req *evidenceRequest) agent.Outcome {
+func (t *Team) write(ctx context.Context, id string, l *claims.Ledger, artifacts []string, req *evidenceRequest) agent.Outcome {
 	var tools []tool.Tool
 	if t.cfg.Tools != nil {
-		std := t.cfg.Tools(WriterID, t.cfg.FS)
+		std := t.cfg.Tools(id, t.cfg.FS)
 		for _, name := range writerTools {
 			if tl, ok := std.Get(name); ok {
 				tools = append(tools, tl)
@@ -108,15 +109,15 @@ func (t *Team) write(ctx context.Context, l *claims.Ledger, artifacts []string, 
 				return tool.Errorf("request_evidence needs the claim and the reason")
 			}
 			t.mu.Lock()
-			e, err := t.mutate(WriterID, func(b *board.Board) (board.Event, error) {
-				return b.Add(WriterID, "Evidence for "+a.Claim, a.Reason, nil, "synthesis")
+			e, err := t.mutate(id, func(b *board.Board) (board.Event, error) {
+				return b.Add(id, "Evidence for "+a.Claim, a.Reason, nil, "synthesis")
 			})
 			t.mu.Unlock()
 			if err != nil {
 				return tool.Errorf("%v", err)
 			}
 			req.claim, req.reason, req.item = a.Claim, a.Reason, e.ID
-			t.record(record.TypeSynthesis, WriterID, record.Synthesis{Phase: record.SynthesisRequest, Claim: a.Claim, Reason: a.Reason, Item: e.ID})
+			t.record(record.TypeSynthesis, id, record.Synthesis{Phase: record.SynthesisRequest, Claim: a.Claim, Reason: a.Reason, Item: e.ID})
 			return tool.Result{Output: fmt.Sprintf("added %s; control returns to the lead", e.ID), Finish: &tool.Finish{Summary: "requested evidence: " + e.ID}}
 		}))
 	set := tool.NewSet(tools...)
@@ -139,7 +140,7 @@ func (t *Team) write(ctx context.Context, l *claims.Ledger, artifacts []string, 
 	fmt.Fprintf(&b, "\nArtifacts: %s\n", strings.Join(append(artifacts, "(none)")[:max(len(artifacts), 1)], ", "))
 	b.WriteString("\nFirst claim_outputs the report paths, then write them. Cite every statement with its claim [K3] or evidence id [E7]. A claim with no evidence is qualified (\"unverified: …\") or dropped; a refuted claim is never cited as support. If a load-bearing part is missing, call request_evidence instead of writing it. End with finish.")
 	return agent.Run(ctx, agent.Config{
-		ID: WriterID, Role: CallerWriter, Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: t.cfg.FS,
+		ID: id, Role: CallerWriter, Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: t.cfg.FS,
 		System: "You are the writer. You write the report deliverables from the claim–evidence graph only: you state nothing the graph does not support.\n\n" + agent.ToolNotes(set),
 		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
 	}, b.String())
