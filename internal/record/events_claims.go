@@ -102,6 +102,9 @@ type Synthesis struct {
 	Graph     json.RawMessage `json:"graph,omitempty"`
 	Reports   []string        `json:"reports,omitempty"`
 	Artifacts []string        `json:"artifacts,omitempty"`
+	// Existing is the hash of each report that already existed when the
+	// writer started (it revises those).
+	Existing map[string]string `json:"existing,omitempty"`
 	// Claim, Reason and Item describe a request_evidence.
 	Claim  string `json:"claim,omitempty"`
 	Reason string `json:"reason,omitempty"`
