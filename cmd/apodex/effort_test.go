@@ -276,6 +276,16 @@ func effortRun(t *testing.T, url func(*llmtest.Server) string, texts []string, e
 		case llm.CallerVerifier:
 			return calls(call("verdict", map[string]any{"verdict": "insufficient", "checks": []string{"read"}}))
 		}
+		all := lastText(req)
+		ended := 0
+		for i := range texts {
+			if strings.Contains(all, fmt.Sprintf("Assignment A%d (finder) on T%d ended", i+1, i+1)) {
+				ended++
+			}
+		}
+		if lead >= 2 && lead < 3 && ended < len(texts) {
+			return calls(call("wait", map[string]any{"timeout_s": 5})) // until every report is in
+		}
 		lead++
 		switch lead {
 		case 1:
@@ -289,11 +299,7 @@ func effortRun(t *testing.T, url func(*llmtest.Server) string, texts []string, e
 			}
 			return calls(append(cs, call("board_add", map[string]any{"title": "answer", "objective": "answer", "deps": deps}))...)
 		case 2:
-			var ids []string
-			for i := range texts {
-				ids = append(ids, fmt.Sprintf("A%d", i+1))
-			}
-			return calls(call("wait", map[string]any{"assignments": ids, "timeout_s": 5}))
+			return calls(call("wait", map[string]any{"timeout_s": 5}))
 		case 3:
 			var cs []llm.ToolCall
 			for i := range texts {

@@ -61,6 +61,11 @@ func (t *Team) Restore(dir string, st *runstate.State, events []record.Event, ag
 					a.ClaimIDs = append(a.ClaimIDs, k.ID)
 				}
 			}
+		case record.TypeSynthesis:
+			var sy record.Synthesis
+			if e.Decode(&sy) == nil && sy.Phase == record.SynthesisCheck {
+				t.synthesized = true
+			}
 		case record.TypeCitations:
 			var c record.Citations
 			if e.Decode(&c) == nil {

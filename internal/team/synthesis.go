@@ -37,8 +37,11 @@ var citation = regexp.MustCompile(`\[([KE][0-9]+)\]`)
 // new board item; otherwise the report's citations are checked and what
 // fails is kept for delivery (SynthesisFailures).
 func (t *Team) maybeSynthesis() error {
-	if !t.cfg.Synthesis || len(t.cfg.Reports) == 0 {
-		return nil
+	t.mu.Lock()
+	done := t.synthesized
+	t.mu.Unlock()
+	if !t.cfg.Synthesis || len(t.cfg.Reports) == 0 || done {
+		return nil // the writer wrote once: a later finish (a repair) keeps it
 	}
 	l := t.ledger()
 	graph, _ := json.Marshal(l)
@@ -67,18 +70,24 @@ func (t *Team) maybeSynthesis() error {
 	}
 	n, failures := t.checkCitations(l)
 	t.mu.Lock()
-	t.synthFailures = failures
+	t.synthesized = true
 	t.mu.Unlock()
 	t.record(record.TypeSynthesis, "runtime", record.Synthesis{Phase: record.SynthesisCheck, Reports: t.cfg.Reports, Citations: n, Failures: failures})
 	return nil
 }
 
-// SynthesisFailures are the writer's citation failures, each with its line;
-// delivery fails when there are any.
+// SynthesisFailures are the citation failures of the reports the writer
+// wrote, as they stand now (the lead may have repaired them since), each
+// with its line; delivery fails when there are any.
 func (t *Team) SynthesisFailures() []string {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.synthFailures)
+	done := t.synthesized
+	t.mu.Unlock()
+	if !done {
+		return nil
+	}
+	_, failures := t.checkCitations(t.ledger())
+	return failures
 }
 
 // artifacts are the files the reports named, in ledger order.

@@ -128,20 +128,20 @@ type Config struct {
 type Team struct {
 	cfg Config
 
-	mu            sync.Mutex
-	board         *board.Board
-	assignments   map[string]*Assignment
-	order         []string
-	notices       []notice
-	changed       chan struct{} // closed and replaced when a notice arrives
-	planning      bool
-	dispatched    int
-	verified      int
-	claims        []record.Claim    // the ledger's claims, K1… in record order
-	waves         int               // effort waves run
-	ids           agentIDs          // the runtime's agents: V1…, I1…, W1…
-	synthFailures []string          // the writer's citation failures
-	citeHash      map[string]string // deliverable -> hash of its last citations event
+	mu          sync.Mutex
+	board       *board.Board
+	assignments map[string]*Assignment
+	order       []string
+	notices     []notice
+	changed     chan struct{} // closed and replaced when a notice arrives
+	planning    bool
+	dispatched  int
+	verified    int
+	claims      []record.Claim    // the ledger's claims, K1… in record order
+	waves       int               // effort waves run
+	ids         agentIDs          // the runtime's agents: V1…, I1…, W1…
+	synthesized bool              // the writer wrote the reports
+	citeHash    map[string]string // deliverable -> hash of its last citations event
 
 	slots *slots
 	wg    sync.WaitGroup
