@@ -139,6 +139,11 @@ func TestSynthesisWriterEndToEnd(t *testing.T) {
 	if got := fileContent(t, filepath.Join(dir, "outputs", "report.md")); !strings.Contains(got, "[K1]") {
 		t.Errorf("report: %q", got)
 	}
+	// The writer's citation makes K1 load-bearing in the ledger.
+	home := filepath.Dir(filepath.Dir(dir))
+	if k := ledgerOf(t, home, dir)["K1"]; !k.LoadBearing || !slices.Contains(k.Bears, "cited by /outputs/report.md") {
+		t.Errorf("K1 %+v; want load-bearing, cited by /outputs/report.md", k)
+	}
 }
 
 // A refuted claim cited as support fails delivery with the line.

@@ -163,7 +163,7 @@ const checkDeliverables = "check_deliverables"
 
 // tool is check_deliverables.
 func (p *precheck) tool() tool.Tool {
-	return tool.Define(checkDeliverables, "Check the deliverables as they stand now, before finish: the delivery (declared, written, changed), the contract's deliverable checks, its source_alignment clauses (every [E7] exists, every quote is in the evidence of the citation after it) and, in a team, the [K3] citations against the claim ledger. Returns each failure with its file:line. Cheap: no sandbox, no model.", 0,
+	return tool.Define(checkDeliverables, "Check the deliverables as they stand, as the final gate will: delivery, the contract's deliverable checks, source alignment ([E7] ids exist, each quote is in the evidence of the citation after it) and [K3] citations. Returns each failure with its file:line. Cheap: no sandbox, no model.", 0,
 		func(ctx context.Context, _ struct{}) tool.Result {
 			n, failures := p.run(ctx)
 			p.log.Append(record.TypePrecheck, "", record.Precheck{Trigger: record.PrecheckTool, Checks: n, Failures: failures})

@@ -68,6 +68,7 @@ func (t *Team) maybeSynthesis() error {
 	if req.item != "" {
 		return fmt.Errorf("finish deferred: the writer needs evidence for %s (%s); it is on the board as %s. Dispatch it, resolve it, then finish again", req.claim, req.reason, req.item)
 	}
+	t.recordCitations() // what the writer's reports cite bears on the ledger
 	n, failures := t.checkCitations(l)
 	t.mu.Lock()
 	t.synthesized = true

@@ -47,8 +47,8 @@ type dispatchArgs struct {
 }
 
 type markArgs struct {
-	Claim  string `json:"claim" desc:"The claim's ledger id (K3)."`
-	Mark   string `json:"mark" desc:"side: the deliverables do not rest on it (not load-bearing; effort leaves it alone); load_bearing: they do; withdrawn: it no longer counts (e.g. a refuted claim the deliverables do not use)."`
+	Claim  string `json:"claim" desc:"A ledger id (K3)."`
+	Mark   string `json:"mark" desc:"side, load_bearing or withdrawn."`
 	Reason string `json:"reason" desc:"Why, in one sentence."`
 }
 
@@ -136,7 +136,7 @@ func (t *Team) LeadTools() []tool.Tool {
 				return tool.Result{Output: fmt.Sprintf("cancelling %s; wait returns when it has stopped", strings.ToUpper(a.Assignment))}
 			}),
 		t.verifyTool(),
-		tool.Define("mark_claim", "Say what a claim of the ledger weighs: side (the deliverables do not rest on it, so it is not load-bearing and effort leaves it alone), load_bearing (they do), or withdrawn (it no longer counts; a refuted load-bearing claim blocks finish until withdrawn or its item is reopened and resolved again).", 0,
+		tool.Define("mark_claim", "Set what a ledger claim weighs: side (the deliverables do not rest on it: not load-bearing, no effort), load_bearing, or withdrawn (it no longer counts).", 0,
 			func(ctx context.Context, a markArgs) tool.Result {
 				return t.markClaim(tool.CallID(ctx), a)
 			}),

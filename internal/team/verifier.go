@@ -31,8 +31,8 @@ const (
 type Verdict = record.Verdict
 
 type verifyArgs struct {
-	Claim      string   `json:"claim" desc:"The claim's ledger id (K3, shown with each report and in board_view), or one claim stated exactly."`
-	Evidence   []string `json:"evidence,omitempty" desc:"Refs that support it: evidence ids (E3), file paths (/workspace/x, /outputs/y, /inputs/z), or bash#<call id>. A ledger claim's own evidence is always added; give more only if it helps."`
+	Claim      string   `json:"claim" desc:"A ledger id (K3), or one claim stated exactly."`
+	Evidence   []string `json:"evidence,omitempty" desc:"Refs: evidence ids (E3), file paths (/workspace/x, /inputs/z), bash#<call id>; a ledger claim's own are added."`
 	Constraint string   `json:"constraint,omitempty" desc:"The delivery constraint it must meet, if any."`
 }
 
@@ -41,7 +41,7 @@ type verifyArgs struct {
 // claim of the ledger (by id, else by its words) gets the verdict: a
 // supported one settles it.
 func (t *Team) verifyTool() tool.Tool {
-	return tool.Define("verify", "Have an independent verifier attack ONE claim with its evidence (and the delivery constraint, if any). Name a reported claim by its id (K3): its evidence comes with it and the verdict goes into the claim ledger (supported settles it; refuted blocks finish while the deliverables rest on it). It reads the evidence and may recompute with read-only tools. Returns a verdict: supported, refuted, insufficient or format_violation, with where and what to repair, and what of the evidence was cut.", 0,
+	return tool.Define("verify", "Have an independent verifier attack ONE claim: give its ledger id (K3), whose evidence comes along and whose ledger entry the verdict updates (supported settles it), or its words with evidence refs. Returns supported, refuted, insufficient or format_violation, with where, the repair and what of the evidence was cut.", 0,
 		func(ctx context.Context, a verifyArgs) tool.Result {
 			a.Claim = strings.TrimSpace(a.Claim)
 			if a.Claim == "" {
