@@ -91,10 +91,12 @@ func TestBoardAndShowText(t *testing.T) {
 		}, "", []string{"missing:"}},
 		{"show of a team run", []string{"show", "--home", teamHome, teamID}, 0, []string{
 			`mode:\s+team`,
-			`(?m)^\s+AGENT\s+ROLE\s+ITEM\s+STATE\s+TURNS\s+TOOLS\s+ERRORS\s+ACTIVE\s+FROM→TO$`,
-			`(?m)^\s+lead\s+-\s+-\s+-\s+13\s+18\s+2\s`,
-			`(?m)^\s+A1\s+CSV summer \(north\)\s+T1\s+reported\s+2\s+2\s+0\s+\S+\s+\+\S+→\+\S+$`,
-			`(?m)^\s+A3\s+report writer\s+T3\s+reported\s+3\s+4\s+0\s`,
+			`(?m)^\s+AGENT\s+ROLE\s+PARENT\s+ITEM\s+STATE\s+TURNS\s+TOOLS\s+ERRORS\s+ACTIVE\s+FROM→TO$`,
+			`(?m)^\s+lead\s+lead\s+-\s+-\s+-\s+13\s+18\s+2\s`,
+			`(?m)^\s+A1\s+CSV summer \(north\)\s+lead\s+T1\s+reported\s+2\s+2\s+0\s+\S+\s+\+\S+→\+\S+$`,
+			`(?m)^\s+A3\s+report writer\s+lead\s+T3\s+reported\s+3\s+4\s+0\s`,
+			`(?m)^\s+V1\s+verifier\s+lead\s+-\s+-\s`,
+			`(?m)^\s+V2\s+verifier\s+lead\s+-\s+-\s`,
 			`(?m)^delivery:\s+ok$`,
 		}, "", nil},
 		{"show of a verified run", []string{"show", "--home", csvHome, csvID}, 0, []string{
@@ -186,9 +188,16 @@ func TestBoardAndShowJSON(t *testing.T) {
 			t.Errorf("%s: %d tool calls, the record has %d", a.Agent, a.ToolCalls, calls[a.Agent])
 		}
 	}
-	// The verifier's calls are model responses: it has its activity (usage) too.
-	if got := strings.Join(agents, " "); got != "lead A1 A2 verifier A3" {
+	// Each verifier the lead's two verify calls started is an agent of its
+	// own, with its role, parent and activity (usage) too (the two run at
+	// once: either may appear first).
+	if got := strings.Join(agents, " "); got != "lead A1 A2 V1 V2 A3" && got != "lead A1 A2 V2 V1 A3" {
 		t.Errorf("agents %q", got)
+	}
+	for _, a := range info.Agents {
+		if strings.HasPrefix(a.Agent, "V") && (a.Role != "verifier" || a.Parent != "lead" || a.Turns == 0) {
+			t.Errorf("verifier %+v; want role verifier, parent lead, its turns", a)
+		}
 	}
 }
 

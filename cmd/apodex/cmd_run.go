@@ -83,6 +83,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&s.Team.Effort, "effort", d.Team.Effort, "team: adaptive|off: at finish, investigate unsettled load-bearing claims in effort waves")
 	fs.IntVar(&s.Team.EffortWidth, "effort-width", d.Team.EffortWidth, "team: investigators per claim in an effort wave")
 	fs.IntVar(&s.Team.EffortWaves, "effort-waves", d.Team.EffortWaves, "team: effort waves at most")
+	fs.IntVar(&s.Team.EffortBudget, "effort-budget", d.Team.EffortBudget, "team: effort's token budget, in percent of the run's tokens so far (0: no budget)")
 	fs.StringVar(&s.Team.Synthesis, "synthesis", d.Team.Synthesis, "team: on|off: a writer writes the .md deliverables from the claim–evidence graph after finish")
 	durationFlag(fs, &s.Team.SubTimeout, "sub-timeout", d.Team.SubTimeout, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.Var(&ignoreFlag{&s.Team.MergeIgnore}, "merge-ignore", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
@@ -107,8 +108,8 @@ func (f *runFlags) check() error {
 		return fmt.Errorf("--effort %q: use adaptive or off", s.Team.Effort)
 	case s.Team.Synthesis != run.SynthesisOn && s.Team.Synthesis != run.SynthesisOff:
 		return fmt.Errorf("--synthesis %q: use on or off", s.Team.Synthesis)
-	case s.Team.EffortWidth < 1 || s.Team.EffortWaves < 0:
-		return errors.New("--effort-width must be ≥ 1 and --effort-waves ≥ 0")
+	case s.Team.EffortWidth < 1 || s.Team.EffortWaves < 0 || s.Team.EffortBudget < 0:
+		return errors.New("--effort-width must be ≥ 1, --effort-waves and --effort-budget ≥ 0")
 	case s.Team.Plan && s.Mode != run.ModeTeam:
 		return errors.New("--plan needs --mode team")
 	case s.MaxAttempts < 1 || s.CommandTimeout <= 0:
@@ -201,6 +202,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := run.Config{
 		Settings: f.set, Home: home, Objective: objective, Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
 		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w,
+	}
+	if cfg.Team.EffortBudget == 0 {
+		cfg.Team.EffortBudget = -1 // --effort-budget 0: no budget (the record's 0 means the default)
 	}
 	stop := f.out.startProgress(ctx, dir, 0, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, 0, stderr)

@@ -151,7 +151,7 @@ func TestEvidenceFromOutside(t *testing.T) {
 	// third runs reuse the index.
 	for _, c := range []struct{ write, want string }{
 		{answer("relit on 3 May 1946", "DOC"), `/outputs/answer.md:3: E`},
-		{answer("relit on 2 May 1946", "E999"), `/outputs/answer.md:3: E999: cites an id that is not in the run's evidence`},
+		{answer("relit on 2 May 1946", "E999"), `/outputs/answer.md:3: E999: rule "cited ids exist" failed`},
 	} {
 		h2 := t.TempDir()
 		os.Symlink(filepath.Join(home, "index"), filepath.Join(h2, "index")) // the same cache

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +63,15 @@ type chatLine struct {
 		Parent     string   `json:"parent"`
 		Children   []string `json:"children"`
 	} `json:"metadata"`
+}
+
+// chatText is a chat line's words, all messages.
+func chatText(c chatLine) string {
+	var b strings.Builder
+	for _, m := range c.Messages {
+		b.WriteString(m.Content + "\n")
+	}
+	return b.String()
 }
 
 // checkChat asserts that every line is well formed: each assistant call is
@@ -127,14 +137,23 @@ func TestExportChatAndATIF(t *testing.T) {
 		t.Errorf("react run: %d lines, want 1", n)
 	}
 	tl := per[team]
-	// The script's lead verifies two claims in one turn: the runtime starts
-	// a verifier for each, two conversations (once the record gave both
-	// the agent id "verifier" and the export kept only the last).
 	if len(tl) != 6 {
-		t.Fatalf("team run: %d lines, want 6 (lead, three subagents, two verifiers)", len(tl))
+		t.Fatalf("team run: %d lines, want 6 (lead, three subagents, the two verifiers)", len(tl))
 	}
 	if tl[0].Metadata.Agent != "lead" || tl[0].Metadata.Parent != "" || len(tl[0].Metadata.Children) != 5 {
 		t.Errorf("first team line is not the lead with five children: %+v", tl[0].Metadata)
+	}
+	// The lead's two verify calls ran at once; each verifier is its own
+	// trajectory with its own conversation.
+	for _, id := range []string{"V1", "V2"} {
+		i := slices.IndexFunc(tl, func(l chatLine) bool { return l.Metadata.Agent == id })
+		if i < 0 {
+			t.Errorf("no chat line of verifier %s", id)
+			continue
+		}
+		if tl[i].Metadata.Role != "verifier" || strings.Count(chatText(tl[i]), "Claim:\n") != 1 {
+			t.Errorf("verifier %s: role %q, conversation %.300s", id, tl[i].Metadata.Role, chatText(tl[i]))
+		}
 	}
 	for _, l := range tl[1:] {
 		if l.Metadata.Parent != team+"/lead" || !strings.Contains(strings.Join(tl[0].Metadata.Children, " "), l.Metadata.Trajectory) {
@@ -194,7 +213,8 @@ func TestExportChatAndATIF(t *testing.T) {
 			}
 		}
 		// Three dispatched subagents, each referenced from its dispatch's
-		// result, and the two verifiers, each from its verify call's.
+		// result, and the two verifiers the runtime started for the
+		// lead's verify calls, each referenced from its call's result.
 		if id == team && (len(tr.Subs) != 5 || refs != 5) {
 			t.Errorf("team: %d embedded subagents and %d refs, want 5 and 5", len(tr.Subs), refs)
 		}

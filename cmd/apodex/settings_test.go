@@ -42,7 +42,7 @@ func TestRunFlagsReachTheRecord(t *testing.T) {
 		"--scratch-quota", "1MiB", "--sandbox", "none", "--network", "host", "--fetch-private",
 		"--mem-limit", "1GiB", "--pids-limit", "99", "--tmp-size", "32MiB", "--workspace-quota", "3GiB", "--workspace-files", "5000",
 		"--mode", "team", "--concurrency", "3", "--isolation", "shared", "--plan", "--sub-max-turns", "4", "--sub-max-tool-calls", "5",
-		"--verify-max-turns", "3", "--effort", "off", "--effort-width", "3", "--effort-waves", "1", "--synthesis", "off",
+		"--verify-max-turns", "3", "--effort", "off", "--effort-width", "3", "--effort-waves", "1", "--effort-budget", "10", "--synthesis", "off",
 		"--sub-timeout", "5m", "--merge-ignore", "*.tmp", "--require-finish"}
 	code, _, stderr := cli(t, args...)
 	if code == exitUsage || strings.Contains(stderr, "panic") {
@@ -53,7 +53,7 @@ func TestRunFlagsReachTheRecord(t *testing.T) {
 		Mode: run.ModeTeam,
 		Team: record.TeamSettings{Concurrency: 3, Isolation: "shared", Plan: true, SubBudget: record.BudgetSettings{MaxTurns: 4, MaxToolCalls: 5},
 			SubTimeout: record.Duration(5 * time.Minute), MergeIgnore: []string{"*.tmp"},
-			VerifyMaxTurns: 3, Effort: "off", EffortWidth: 3, EffortWaves: 1, Synthesis: "off"},
+			VerifyMaxTurns: 3, Effort: "off", EffortWidth: 3, EffortWaves: 1, EffortBudget: 10, Synthesis: "off"},
 		Budget:       record.BudgetSettings{MaxTurns: 7, MaxToolCalls: 9, MaxTokens: 99999},
 		Context:      record.ContextSettings{Window: 50000, At: 0.9, To: 0.4, KeepRecent: 2, KeepTail: 6},
 		SoftDeadline: record.Duration(50 * time.Minute), Timeout: record.Duration(time.Hour),

@@ -4,6 +4,7 @@ import (
 	"github.com/apodex/apodex/internal/runtest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,11 @@ func synthesisRun(t *testing.T, refute bool, writer func(turn int) llmtest.Turn)
 		case 4:
 			return calls(call("board_resolve", map[string]any{"id": "T1", "note": "ok", "refs": []string{"report:A1"}}), finish("done"))
 		default:
+			if strings.Contains(lastText(req), "a refuted claim is load-bearing: K1") {
+				// Withdrawn, K1 no longer blocks finish; the writer may
+				// still cite it, and its check fails.
+				return calls(call("mark_claim", map[string]any{"claim": "K1", "mark": "withdrawn", "reason": "the verifier refuted it"}), finish("done"))
+			}
 			// After a request_evidence: cancel the writer's item, finish again.
 			for _, it := range []string{"T2"} {
 				if strings.Contains(lastText(req), "on the board as "+it) {
@@ -133,6 +139,11 @@ func TestSynthesisWriterEndToEnd(t *testing.T) {
 	if got := fileContent(t, filepath.Join(dir, "outputs", "report.md")); !strings.Contains(got, "[K1]") {
 		t.Errorf("report: %q", got)
 	}
+	// The writer's citation makes K1 load-bearing in the ledger.
+	home := filepath.Dir(filepath.Dir(dir))
+	if k := ledgerOf(t, home, dir)["K1"]; !k.LoadBearing || !slices.Contains(k.Bears, "cited by /outputs/report.md") {
+		t.Errorf("K1 %+v; want load-bearing, cited by /outputs/report.md", k)
+	}
 }
 
 // A refuted claim cited as support fails delivery with the line.
@@ -163,7 +174,7 @@ func TestSynthesisRequestEvidence(t *testing.T) {
 	}
 	var adds []board.Event
 	for _, b := range decodeAll[board.Event](t, runtest.Events(t, dir), record.TypeBoard) {
-		if b.Op == board.OpAdd && b.By == "writer" {
+		if b.Op == board.OpAdd && b.By == "W1" {
 			adds = append(adds, b)
 		}
 	}
@@ -178,5 +189,105 @@ func TestSynthesisRequestEvidence(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// The lead writes the report itself, citing the subagent's claim: the
+// writer's first request holds that report as it is (to revise, not to
+// replace), the exact text of the evidence the claim cites, and search
+// and fetch; its claim_outputs says the file exists; the graph event
+// records that it existed.
+func TestSynthesisRevisesTheLeadsReport(t *testing.T) {
+	const leadText = "# Total\n\nThe total of n is 42 [K1]. LEAD-WROTE-THIS-3317\n"
+	home, work := t.TempDir(), t.TempDir()
+	inputs := filepath.Join(work, "data")
+	os.MkdirAll(inputs, 0o755)
+	os.WriteFile(filepath.Join(inputs, "data.csv"), []byte("n\n40\n2\n"), 0o644)
+	task := filepath.Join(work, "task.yaml")
+	os.WriteFile(task, []byte("objective: Sum n and report it\ninputs: ./data\ndeliverables:\n  - path: /outputs/report.md\n    non_empty: true\n"), 0o644)
+	var mu sync.Mutex
+	lead, sub, wturn := 0, 0, 0
+	var claimOut string
+	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		defer mu.Unlock()
+		switch req.Header.Get(llm.HeaderRole) {
+		case llm.CallerSubagent:
+			sub++
+			if sub == 1 {
+				return calls(call("read_file", map[string]any{"path": "/inputs/data.csv"}))
+			}
+			return calls(call("report", map[string]any{"summary": "summed", "claims": []map[string]any{{"text": "the total of n is 42", "evidence": []string{"E1"}}}}))
+		case llm.CallerVerifier:
+			return calls(call("verdict", map[string]any{"verdict": "supported", "checks": []string{"awk"}}))
+		case "writer":
+			wturn++
+			switch wturn {
+			case 1:
+				return calls(call("claim_outputs", map[string]any{"paths": []string{"/outputs/report.md"}}))
+			case 2:
+				claimOut = toolResult(req, "claim_outputs")
+				return calls(call("edit_file", map[string]any{"path": "/outputs/report.md", "old_text": "LEAD-WROTE-THIS-3317", "new_text": "(from E1)"}))
+			}
+			return calls(finish("revised the lead's report: kept its text, replaced a marker"))
+		}
+		lead++
+		switch lead {
+		case 1:
+			return calls(call("board_add", map[string]any{"title": "sum", "objective": "sum n"}),
+				call("dispatch", map[string]any{"item": "T1", "role": "summer", "instructions": "Sum n.", "tools": []string{"read_file"}}))
+		case 2:
+			return calls(call("wait", map[string]any{"timeout_s": 5}))
+		case 3:
+			return calls(call("verify", map[string]any{"claim": "K1"}),
+				call("board_resolve", map[string]any{"id": "T1", "note": "verified", "refs": []string{"report:A1"}}),
+				call("claim_outputs", map[string]any{"paths": []string{"/outputs/report.md"}}),
+				call("write_file", map[string]any{"path": "/outputs/report.md", "content": leadText}))
+		}
+		return calls(finish("done"))
+	})
+	args := append(openaiArgs(home, srv), "--mode", "team", "--sandbox", "none", "--json", "--task", task)
+	code, stdout, stderr := cli(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var first *llmtest.Request
+	for _, req := range srv.Requests() {
+		if req.Header.Get(llm.HeaderRole) == "writer" {
+			first = &req
+			break
+		}
+	}
+	if first == nil {
+		t.Fatal("no writer request")
+	}
+	task0 := firstUser(*first)
+	for _, want := range []string{"/outputs/report.md exists", "LEAD-WROTE-THIS-3317", "### E1", "/inputs/data.csv lines 1-3", "n\n40\n2"} {
+		if !strings.Contains(task0, want) {
+			t.Errorf("the writer's first request lacks %q:\n%s", want, task0)
+		}
+	}
+	var names []string
+	for _, tl := range first.Tools {
+		names = append(names, tl.Name)
+	}
+	for _, want := range []string{"read_file", "fetch"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the writer's tools %v lack %s", names, want)
+		}
+	}
+	mu.Lock()
+	if !strings.Contains(claimOut, "exists") || strings.Contains(claimOut, "does not exist yet") {
+		t.Errorf("the writer's claim_outputs: %q; want that the file exists", claimOut)
+	}
+	mu.Unlock()
+	dir := onlyRun(t, home)
+	for _, s := range decodeAll[record.Synthesis](t, runtest.Events(t, dir), record.TypeSynthesis) {
+		if s.Phase == record.SynthesisGraph && s.Existing["/outputs/report.md"] == "" {
+			t.Errorf("the graph event does not record the existing report: %+v", s.Existing)
+		}
+	}
+	if got := fileContent(t, filepath.Join(dir, "outputs", "report.md")); got != "# Total\n\nThe total of n is 42 [K1]. (from E1)\n" {
+		t.Errorf("report %q: want the lead's, revised", got)
 	}
 }

@@ -10,17 +10,25 @@
 //   - every claim has exactly one status, decided in this order:
 //     refuted — its latest decisive verdict (supported, refuted,
 //     format_violation) is refuted or format_violation;
-//     disputed — it conflicts with a claim that is not refuted (same words
-//     with different numbers, stated by another agent), or its last two
-//     decisive verdicts disagree;
-//     corroborated — independent support: a supported verdict (a verifier
-//     that read or recomputed it), or another agent stated the same claim
-//     citing a different source;
+//     disputed — its last two decisive verdicts disagree;
+//     corroborated, settled — its latest decisive verdict is supported and
+//     the verifier was given every evidence ref the claim cites (a conflict
+//     with an unverified claim does not unsettle it);
+//     disputed — it conflicts with a live claim that is not refuted (same
+//     words with different numbers, stated by another agent);
+//     corroborated — a supported verdict on other evidence, or another
+//     agent stated the same claim citing a different source;
 //     unresolved — otherwise (no verdict, or only insufficient ones);
-//   - a claim is load-bearing when its item is resolved and an item that
-//     is not cancelled depends on that item, or when its evidence or its
-//     report's artifacts name a deliverable (a contract deliverable path;
-//     without deliverables, any /outputs/ path).
+//     a refuted claim is settled too;
+//   - a claim is withdrawn when the lead withdrew it (mark_claim) or its
+//     item was reopened after it was stated (the item is redone: its old
+//     claims no longer bear on it); a withdrawn claim keeps its status but
+//     bears nothing and disputes nothing;
+//   - a claim is load-bearing when the deliverables rest on it (Weigh):
+//     a deliverable cites it ([K3]) or its evidence names a deliverable, or
+//     it was stated on a resolved item that a deliverable's producer
+//     depended on; the lead can mark a claim side (never load-bearing) or
+//     load_bearing (always, unless withdrawn).
 package claims
 
 import (
@@ -40,32 +48,57 @@ const (
 	Unresolved   = "unresolved"
 )
 
+// Marks the lead can give a claim (a claim_mark event).
+const (
+	MarkSide        = "side"
+	MarkLoadBearing = "load_bearing"
+	MarkWithdrawn   = "withdrawn"
+)
+
 // Verdict is one verifier finding on a claim.
 type Verdict struct {
 	Seq      int64    `json:"seq"`
+	By       string   `json:"by,omitempty"` // the verifier's agent id (V1, …)
 	Verdict  string   `json:"verdict"`
 	Location string   `json:"location,omitempty"`
 	Repair   string   `json:"repair,omitempty"`
 	Checks   []string `json:"checks,omitempty"`
+	// Evidence are the refs the verifier was given.
+	Evidence []string `json:"evidence,omitempty"`
 }
 
 // Claim is one node of the claim–evidence graph.
 type Claim struct {
-	ID        string    `json:"id"`
-	Text      string    `json:"text"`
-	StatedBy  string    `json:"stated_by"`
-	Item      string    `json:"item,omitempty"`
-	Evidence  []string  `json:"evidence,omitempty"`
-	Artifacts []string  `json:"artifacts,omitempty"`
-	Verdicts  []Verdict `json:"verdicts,omitempty"`
-	Status    string    `json:"status"`
+	ID         string    `json:"id"`
+	Seq        int64     `json:"seq"` // of its claim event
+	Text       string    `json:"text"`
+	StatedBy   string    `json:"stated_by"`
+	Item       string    `json:"item,omitempty"`
+	Assignment string    `json:"assignment,omitempty"`
+	Evidence   []string  `json:"evidence,omitempty"`
+	Artifacts  []string  `json:"artifacts,omitempty"`
+	Verdicts   []Verdict `json:"verdicts,omitempty"`
+	Status     string    `json:"status"`
 	// Why says what decided the status.
-	Why         string `json:"why"`
-	LoadBearing bool   `json:"load_bearing"`
-	// Bears says what rests on it (items, deliverables).
-	Bears         []string `json:"bears,omitempty"`
+	Why string `json:"why"`
+	// Settled: a verifier decided it (refuted, or supported on its own
+	// evidence); effort never goes back to it.
+	Settled     bool `json:"settled"`
+	LoadBearing bool `json:"load_bearing"`
+	// Bears says what rests on it: "cited by /outputs/r.md", "T3 →
+	// /outputs/r.md" (a resolved item a deliverable's producer used), "T3
+	// → the answer" (no deliverable written: the lead's answer), "marked by
+	// the lead".
+	Bears []string `json:"bears,omitempty"`
+	// Side is why the lead marked it side (not load-bearing).
+	Side string `json:"side,omitempty"`
+	// Withdrawn says why it no longer counts: withdrawn by the lead, or its
+	// item was reopened after it.
+	Withdrawn     string   `json:"withdrawn,omitempty"`
 	ConflictsWith []string `json:"conflicts_with,omitempty"`
 	AgreesWith    []string `json:"agrees_with,omitempty"`
+
+	mark, markWhy string // the lead's last mark
 }
 
 // Ledger is the run's claims in id order.
@@ -104,44 +137,67 @@ func Fold(events []record.Event) *Ledger {
 	l := &Ledger{}
 	index := map[string]int{}
 	b := &board.Board{} // a board event the board refuses is left out
-	var deliverables []string
+	w := newWeights()
+	reopened := map[string]int64{} // item -> seq of its last reopen
 	for _, e := range events {
 		switch e.Type {
 		case record.TypeClaim:
 			var k record.Claim
 			if e.Decode(&k) == nil && k.ID != "" {
 				index[k.ID] = len(l.Claims)
-				l.Claims = append(l.Claims, Claim{ID: k.ID, Text: k.Text, StatedBy: k.StatedBy, Item: k.Item, Evidence: k.Evidence, Artifacts: k.Artifacts})
+				l.Claims = append(l.Claims, Claim{ID: k.ID, Seq: e.Seq, Text: k.Text, StatedBy: k.StatedBy, Item: k.Item,
+					Assignment: k.Assignment, Evidence: k.Evidence, Artifacts: k.Artifacts})
 			}
 		case record.TypeVerdict:
 			var v verdictEvent
 			if e.Decode(&v) == nil {
 				if i, ok := index[v.ClaimID]; ok {
-					v.Verdict.Seq = e.Seq
+					v.Verdict.Seq, v.Verdict.By = e.Seq, e.Agent
 					l.Claims[i].Verdicts = append(l.Claims[i].Verdicts, v.Verdict)
+				}
+			}
+		case record.TypeClaimMark:
+			var m record.ClaimMark
+			if e.Decode(&m) == nil {
+				if i, ok := index[m.Claim]; ok {
+					l.Claims[i].mark, l.Claims[i].markWhy = m.Mark, m.Reason
 				}
 			}
 		case record.TypeBoard:
 			var be board.Event
-			if e.Decode(&be) == nil {
-				b.Apply(b.Seq()+1, be)
+			if e.Decode(&be) == nil && b.Apply(b.Seq()+1, be) == nil && be.Op == board.OpReopen {
+				for _, id := range append([]string{be.ID}, be.Reopened...) {
+					reopened[id] = e.Seq
+				}
 			}
 		case record.TypeContract:
 			var ce contractEvent
 			if e.Decode(&ce) == nil {
-				deliverables = deliverables[:0]
+				w.declared = w.declared[:0]
 				for _, d := range ce.Contract.Deliverables {
-					deliverables = append(deliverables, d.Path)
+					w.declared = append(w.declared, d.Path)
 				}
 			}
+		default:
+			w.fold(e)
 		}
 	}
-	l.settle(b, deliverables)
+	for i := range l.Claims {
+		c := &l.Claims[i]
+		switch {
+		case c.mark == MarkWithdrawn:
+			c.Withdrawn = "withdrawn by the lead: " + c.markWhy
+		case c.Item != "" && reopened[c.Item] > c.Seq:
+			c.Withdrawn = "its item " + c.Item + " was reopened after it"
+		}
+	}
+	l.settle()
+	w.weigh(l, b)
 	return l
 }
 
-// settle decides every claim's edges, status and load-bearing flag.
-func (l *Ledger) settle(b *board.Board, deliverables []string) {
+// settle decides every claim's edges and status.
+func (l *Ledger) settle() {
 	for i := range l.Claims {
 		c := &l.Claims[i]
 		for j := range l.Claims {
@@ -155,13 +211,12 @@ func (l *Ledger) settle(b *board.Board, deliverables []string) {
 				c.ConflictsWith = append(c.ConflictsWith, o.ID)
 			}
 		}
-		c.LoadBearing, c.Bears = loadBearing(*c, b, deliverables)
 	}
 	// Refuted first: a conflict with a refuted claim disputes nothing.
 	for i := range l.Claims {
 		c := &l.Claims[i]
 		if d := decisive(c.Verdicts); len(d) > 0 && d[len(d)-1].Verdict != "supported" {
-			c.Status, c.Why = Refuted, "its latest verdict is "+d[len(d)-1].Verdict
+			c.Status, c.Why, c.Settled = Refuted, "its latest verdict is "+d[len(d)-1].Verdict, true
 		}
 	}
 	for i := range l.Claims {
@@ -172,17 +227,19 @@ func (l *Ledger) settle(b *board.Board, deliverables []string) {
 		d := decisive(c.Verdicts)
 		var live []string
 		for _, id := range c.ConflictsWith {
-			if o, _ := l.Get(id); o.Status != Refuted {
+			if o, _ := l.Get(id); o.Status != Refuted && o.Withdrawn == "" {
 				live = append(live, id)
 			}
 		}
 		switch {
-		case len(live) > 0:
-			c.Status, c.Why = Disputed, "it conflicts with "+strings.Join(live, ", ")
 		case len(d) >= 2 && d[len(d)-1].Verdict != d[len(d)-2].Verdict:
 			c.Status, c.Why = Disputed, "its last two verdicts disagree"
+		case len(d) > 0 && covers(d[len(d)-1].Evidence, c.Evidence):
+			c.Status, c.Why, c.Settled = Corroborated, "a verifier found it supported on its own evidence", true
+		case len(live) > 0:
+			c.Status, c.Why = Disputed, "it conflicts with "+strings.Join(live, ", ")
 		case len(d) > 0:
-			c.Status, c.Why = Corroborated, "a verifier found it supported"
+			c.Status, c.Why = Corroborated, "a verifier found it supported on other evidence than it cites"
 		case l.independent(*c):
 			c.Status, c.Why = Corroborated, "another agent stated it from a different source"
 		default:
@@ -191,10 +248,23 @@ func (l *Ledger) settle(b *board.Board, deliverables []string) {
 	}
 }
 
+// covers reports whether a verifier given refs saw every ref a claim cites.
+func covers(refs, cited []string) bool {
+	for _, r := range cited {
+		if !slices.Contains(refs, strings.TrimSpace(r)) && !slices.Contains(refs, r) {
+			return false
+		}
+	}
+	return true
+}
+
 // independent reports whether an agreeing claim cites a source c does not.
 func (l *Ledger) independent(c Claim) bool {
 	for _, id := range c.AgreesWith {
 		o, _ := l.Get(id)
+		if o.Withdrawn != "" {
+			continue
+		}
 		for _, ref := range o.Evidence {
 			if !slices.Contains(c.Evidence, ref) {
 				return true
@@ -212,25 +282,6 @@ func decisive(vs []Verdict) []Verdict {
 		}
 	}
 	return out
-}
-
-func loadBearing(c Claim, b *board.Board, deliverables []string) (bool, []string) {
-	var bears []string
-	if it, err := b.Get(c.Item); err == nil && it.State == board.Resolved {
-		for _, dep := range b.Dependents(it.ID) {
-			if d, err := b.Get(dep); err == nil && d.State != board.Cancelled {
-				bears = append(bears, dep)
-			}
-		}
-	}
-	for _, ref := range append(slices.Clone(c.Evidence), c.Artifacts...) {
-		ref = strings.TrimSpace(ref)
-		deliverable := slices.Contains(deliverables, ref) || len(deliverables) == 0 && strings.HasPrefix(ref, "/outputs/")
-		if deliverable && !slices.Contains(bears, ref) {
-			bears = append(bears, ref)
-		}
-	}
-	return len(bears) > 0, bears
 }
 
 var numbers = regexp.MustCompile(`-?[0-9][0-9.,]*[0-9]|-?[0-9]`)

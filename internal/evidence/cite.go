@@ -9,12 +9,15 @@ import (
 )
 
 // Citation is one [E12] marker in a deliverable (several ids may share
-// one marker: [E1, E2] or [E1][E2]), with the quotes of its sentence.
+// one marker: [E1, E2] or [E1][E2]), with the quotes attributed to it:
+// each quote of a sentence belongs to the nearest marker after it in that
+// sentence (a quote after the sentence's last marker, to that marker), so
+// `"A" [E25], and "B" [E23].` gives "A" to E25 and "B" to E23.
 type Citation struct {
 	Line     int      // 1-based line of the marker
 	IDs      []string // the ids it cites
 	Sentence string   // the sentence that carries it
-	Quotes   []string // text in double quotes in that sentence
+	Quotes   []string // the quotes attributed to it
 }
 
 // markerPattern is one [E12] or [E1, E3] marker.
@@ -75,7 +78,8 @@ func paragraph(p string, firstLine int, lineAt []int) []Citation {
 	}
 	bounds = append(bounds, len(p))
 	var out []Citation
-	for _, m := range marks {
+	sentence := make([]int, len(marks)) // the start of each marker's sentence
+	for i, m := range marks {
 		s := sentenceOf(bounds, m[0])
 		from, to := bounds[s], bounds[s+1]
 		// A marker after the full stop ("… here." [E5]) cites the
@@ -83,16 +87,34 @@ func paragraph(p string, firstLine int, lineAt []int) []Citation {
 		if s > 0 && strings.TrimSpace(markerPattern.ReplaceAllString(p[from:m[0]], "")) == "" {
 			from, to = bounds[s-1], from
 		}
+		sentence[i] = from
 		c := Citation{Line: firstLine + lineOf(lineAt, m[0]) + 1, Sentence: strings.TrimSpace(p[from:to])}
 		for _, id := range strings.FieldsFunc(p[m[2]:m[3]], func(r rune) bool { return r == ',' || r == ';' || unicode.IsSpace(r) }) {
 			c.IDs = append(c.IDs, id)
 		}
-		for _, q := range quotes {
-			if q[0] >= from && q[1] <= to {
-				c.Quotes = append(c.Quotes, quoteText(p, q))
+		out = append(out, c)
+	}
+	// Each quote goes to the nearest marker after it in its sentence, or
+	// to the sentence's last marker when none follows it.
+	for _, q := range quotes {
+		owner := -1
+		for i, m := range marks {
+			from := sentence[i]
+			to := len(p)
+			if s := sentenceOf(bounds, from); s+1 < len(bounds) {
+				to = max(bounds[s+1], m[1])
+			}
+			if q[0] < from || q[1] > to {
+				continue
+			}
+			owner = i
+			if m[0] >= q[1] {
+				break
 			}
 		}
-		out = append(out, c)
+		if owner >= 0 {
+			out[owner].Quotes = append(out[owner].Quotes, quoteText(p, q))
+		}
 	}
 	return out
 }
@@ -164,8 +186,9 @@ type Texts interface {
 }
 
 // Align checks the citations of one deliverable against Q: every cited id
-// exists, and every quote in a citing sentence appears (normalized) in the
-// text of at least one id its marker cites. It returns the citations found
+// exists, and every quote appears (normalized) in the text of at least one
+// id of the citation it is attributed to (the nearest after it in its
+// sentence). It returns the citations found
 // and the problems.
 func Align(file, content string, q Texts) ([]Citation, []Problem) {
 	cites := Citations(content)
@@ -176,7 +199,7 @@ func Align(file, content string, q Texts) ([]Citation, []Problem) {
 		for _, id := range c.IDs {
 			t, err := q.Text(id)
 			if err != nil {
-				probs = append(probs, Problem{File: file, Line: c.Line, ID: id, Why: "cites an id that is not in the run's evidence (Q); cite an id a search, fetch or read_file returned"})
+				probs = append(probs, Problem{File: file, Line: c.Line, ID: id, Why: "rule \"cited ids exist\" failed: " + id + " is not in the run's evidence (Q); cite an id a search, fetch, read_file or grep returned"})
 				continue
 			}
 			if _, ok := norm[id]; !ok {
@@ -197,8 +220,9 @@ func Align(file, content string, q Texts) ([]Citation, []Problem) {
 				}
 			}
 			if !found {
+				ids := strings.Join(known, ", ")
 				probs = append(probs, Problem{File: file, Line: c.Line, ID: strings.Join(known, ","), Quote: quote,
-					Why: "the quote does not appear in the cited evidence; quote its text exactly or cite the id that holds it"})
+					Why: "rule \"a quote is in the evidence its citation names\" failed: the quote is attributed to [" + ids + "] (the nearest citation after it in its sentence) and is not in its text; quote " + ids + " exactly, or put the citation of the evidence that holds it right after the quote"})
 			}
 		}
 	}

@@ -33,6 +33,12 @@ func TestCitations(t *testing.T) {
 	if got[2].Line != 6 || !reflect.DeepEqual(got[2].Quotes, []string{"x. y", "z"}) {
 		t.Errorf("third: %+v", got[2])
 	}
+	// Several markers in one sentence: each quote goes to the nearest
+	// marker after it; one after the last marker goes to that one.
+	got = Citations(`The deed says "A" [E25], and the log "B" [E23], then "C".`)
+	if len(got) != 2 || !reflect.DeepEqual(got[0].Quotes, []string{"A"}) || !reflect.DeepEqual(got[1].Quotes, []string{"B", "C"}) {
+		t.Errorf("clause by clause: %+v", got)
+	}
 }
 
 func TestAlign(t *testing.T) {
@@ -45,10 +51,15 @@ func TestAlign(t *testing.T) {
 		{"case and white space", "It was \"First  lit on 14 march\n1871 by Keeper\" [E1].", nil},
 		{"curly quotes", "It was “first lit on 14 March 1871” [E1].", nil},
 		{"one of several ids", `It was "by keeper Elias Marrow" [E2, E1].`, nil},
-		{"misquote", `It was "first lit on 15 March 1871" [E1].`, []string{"answer.md:1: E1 \"first lit on 15 March 1871\": the quote does not appear"}},
+		{"misquote", `It was "first lit on 15 March 1871" [E1].`, []string{"answer.md:1: E1 \"first lit on 15 March 1871\": rule \"a quote is in the evidence its citation names\" failed"}},
 		{"wrong id", "Line one.\n\nIt was \"first lit\" [E2].", []string{"answer.md:3: E2 \"first lit\""}},
-		{"unknown id", `It was lit [E999].`, []string{"answer.md:1: E999: cites an id that is not in the run's evidence"}},
+		{"unknown id", `It was lit [E999].`, []string{`answer.md:1: E999: rule "cited ids exist" failed: E999 is not in the run's evidence`}},
 		{"no quote", `It was lit in 1871 [E1].`, nil},
+		{"clause by clause", `It was "first lit on 14 March 1871" [E1], and "Other text" [E2].`, nil},
+		{"a quote after the last marker", `As [E1] says, "by keeper Elias Marrow".`, nil},
+		{"a quote cited by the wrong clause", `It was "Other text" [E1], and "first lit" [E2].`, []string{
+			`answer.md:1: E1 "Other text": rule "a quote is in the evidence its citation names" failed: the quote is attributed to [E1]`,
+			`answer.md:1: E2 "first lit"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ func NewView(events []record.Event) View {
 	v := View{Visible: map[int64]bool{}}
 	var b strings.Builder
 	for _, e := range events {
-		if e.Agent == "verifier" {
+		if record.RuntimeVerifier(e.Agent) {
 			continue
 		}
 		if e.Type == record.TypeModelResponse {

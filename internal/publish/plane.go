@@ -104,6 +104,10 @@ type Grant struct {
 	Paths     []string          // all of the holder's declared paths, sorted
 	Added     []string          // the paths this claim declared, sorted
 	Baselines map[string]string // baseline of each of Paths
+	// Now is what each of Paths holds at the grant: its hash, or Absent;
+	// Sizes the size of each that is a file.
+	Now   map[string]string
+	Sizes map[string]int64
 }
 
 // LeaseEvent is a lease event: the agent who asked (the record event's
@@ -273,10 +277,18 @@ func (p *Plane) claim(agent string, paths []string) (Grant, error) {
 	p.held = append(p.held, added...)
 	slices.Sort(p.held)
 	slices.Sort(added)
+	now, sizes := map[string]string{}, map[string]int64{}
 	for _, pp := range p.held {
 		baselines[pp] = p.manifest[pp].Baseline
+		// What is there now may differ from the baseline: an earlier
+		// holder of this run wrote it.
+		if st := look(root, rel(pp)); st.kind == kindFile && !st.parent {
+			now[pp], sizes[pp] = st.hash, st.size
+		} else {
+			now[pp] = Absent
+		}
 	}
-	return Grant{Holder: agent, Paths: slices.Clone(p.held), Added: added, Baselines: baselines}, nil
+	return Grant{Holder: agent, Paths: slices.Clone(p.held), Added: added, Baselines: baselines, Now: now, Sizes: sizes}, nil
 }
 
 // Release ends agent's lease; it reports whether agent held it. The

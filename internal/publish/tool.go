@@ -31,10 +31,16 @@ func grantText(g Grant) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "you hold the publishing lease; your manifest (%d paths):\n", len(g.Paths))
 	for _, pp := range g.Paths {
-		base := g.Baselines[pp]
+		base, now := g.Baselines[pp], g.Now[pp]
 		switch {
-		case base == Absent:
+		case base == Absent && (now == Absent || now == ""):
 			fmt.Fprintf(&b, "  %s  (does not exist yet)\n", pp)
+		case now == Absent:
+			fmt.Fprintf(&b, "  %s  (does not exist now; it existed as %s when first declared)\n", pp, base)
+		case now != "" && now != base:
+			// Written earlier in this run (by this agent or an earlier
+			// holder): it is delivered as it stands unless changed.
+			fmt.Fprintf(&b, "  %s  (exists, %d bytes, written earlier in this run: it counts as delivered as it stands; read it and revise it rather than start over)\n", pp, g.Sizes[pp])
 		default:
 			fmt.Fprintf(&b, "  %s  (exists, %s: it counts as delivered only once its content changes)\n", pp, base)
 		}

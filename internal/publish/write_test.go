@@ -47,6 +47,12 @@ func TestFileToolsNeedTheLease(t *testing.T) {
 	expect(t, f.call(t, "helper", nil, "claim_outputs", `{"paths": ["/outputs/b.md"]}`), false, "/outputs/b.md")
 	expect(t, f.call(t, "main", nil, "write_file", w("main", "/outputs/report.md", "late")), true, "held by helper")
 	expect(t, f.call(t, "helper", nil, "write_file", w("helper", "/outputs/b.md", "b")), false, "created /outputs/b.md")
+
+	// A later holder of a path an earlier one wrote is told the truth:
+	// it exists, and is delivered as it stands (its baseline is absent).
+	f.plane.Release("helper", "finished")
+	expect(t, f.call(t, "writer", nil, "claim_outputs", `{"paths": ["/outputs/report.md"]}`), false,
+		"/outputs/report.md  (exists, 6 bytes, written earlier in this run: it counts as delivered as it stands")
 }
 
 func TestScratchQuotaFileTools(t *testing.T) {

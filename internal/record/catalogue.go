@@ -35,12 +35,14 @@ var (
 		TypeMessage:       func() any { return new(Message) },
 		TypeControl:       func() any { return new(Control) },
 		TypeResumed:       func() any { return new(Resumed) },
+		TypePrecheck:      func() any { return new(Precheck) },
 		TypeBoard:         func() any { return new(Board) },
 		TypeAssignment:    func() any { return new(Assignment) },
 		TypeReport:        func() any { return new(Report) },
 		TypePlanning:      func() any { return new(Planning) },
 		TypeVerdict:       func() any { return new(Verdict) },
 		TypeMerge:         func() any { return new(Merge) },
+		TypeAgentStarted:  func() any { return new(AgentStarted) },
 	}
 )
 

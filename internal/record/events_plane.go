@@ -13,7 +13,27 @@ const (
 	TypeMessage      = "message"      // a user message as delivered
 	TypeControl      = "control"      // a control command as applied
 	TypeResumed      = "resumed"      // where a resumed run picked up
+	TypePrecheck     = "precheck"     // the cheap checks of the deliverables before the final gate
 )
+
+// Triggers of a precheck.
+const (
+	PrecheckTool   = "check_deliverables" // the agent asked
+	PrecheckFinish = "finish"             // its finish was refused once for its repair turn
+)
+
+// Precheck is a run of the contract's cheap clauses on the deliverables as
+// they stood: the delivery as it would reconcile, the deliverable checks,
+// the source_alignment clauses and the [K3] citations against the claim
+// ledger. Recorded for every check_deliverables call, and when the first
+// finish that would fail the final gate is refused (Refused), which gives
+// the agent its one repair turn.
+type Precheck struct {
+	Trigger  string   `json:"trigger"`
+	Checks   int      `json:"checks"`
+	Failures []string `json:"failures,omitempty"`
+	Refused  bool     `json:"refused,omitempty"`
+}
 
 // Contract is the task contract in force: what the user typed (U0) kept
 // apart from the normalized objective and the acceptance clauses. The run

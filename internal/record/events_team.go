@@ -8,7 +8,39 @@ const (
 	TypePlanning   = "planning"   // the lead entered or left planning mode
 	TypeVerdict    = "verdict"    // the verifier's verdict on one claim
 	TypeMerge      = "merge"      // a subagent's worktree merged into the shared workspace
+	// TypeAgentStarted: the runtime started an agent of its own (a
+	// verifier, an effort investigator, the synthesis writer).
+	TypeAgentStarted = "agent_started"
 )
+
+// AgentStarted is an agent the runtime started rather than the lead's
+// dispatch: a verifier (V1, V2, …), an effort investigator (I1, …) or the
+// synthesis writer (W1, …). The event's agent is the new agent's id, unique
+// in the run, so concurrent verifiers never share one.
+type AgentStarted struct {
+	Role   string `json:"role"`              // verifier, investigator or writer
+	Parent string `json:"parent"`            // the agent it works for (lead)
+	CallID string `json:"call_id,omitempty"` // the parent's tool call that started it (verify)
+	Claim  string `json:"claim,omitempty"`   // the ledger claim it checks or investigates (K3)
+	Wave   int    `json:"wave,omitempty"`    // the effort wave that started it
+}
+
+// RuntimeVerifier reports whether an agent id is a verifier's: V1, V2, …,
+// or "verifier" (records written before verifiers had their own ids).
+func RuntimeVerifier(id string) bool {
+	if id == "verifier" {
+		return true
+	}
+	if len(id) < 2 || id[0] != 'V' {
+		return false
+	}
+	for _, c := range id[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // Board is one board mutation. Which fields matter depends on Op (add,
 // update, resolve, cancel, reopen, assign, unassign, attach). In an update,

@@ -90,6 +90,9 @@ type TeamSettings struct {
 	Effort      string `json:"effort"`
 	EffortWidth int    `json:"effort_width"`
 	EffortWaves int    `json:"effort_waves"`
+	// EffortBudget is effort's token budget, in percent of the run's
+	// tokens so far (0: the default, 25; < 0: no budget).
+	EffortBudget int `json:"effort_budget"`
 	// Synthesis is "on" or "off" ("": off): a writer writes the report
 	// deliverables from the claim–evidence graph after finish.
 	Synthesis string `json:"synthesis"`

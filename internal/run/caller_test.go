@@ -123,7 +123,7 @@ func TestCallerHeadersEndToEnd(t *testing.T) {
 		if s.Status != run.StatusCompleted {
 			t.Fatalf("ended %s (%s): %s", s.Status, s.Termination, s.Error)
 		}
-		seen := check(t, srv, "team-run", map[string]string{"lead": "lead", "subagent": "A1", "verifier": "verifier", "summarizer": "lead"})
+		seen := check(t, srv, "team-run", map[string]string{"lead": "lead", "subagent": "A1", "verifier": "V1", "summarizer": "lead"})
 		for _, k := range []string{"lead", "subagent", "verifier", "summarizer"} {
 			if seen[k] == 0 {
 				t.Errorf("no %s request (saw %v)", k, seen)

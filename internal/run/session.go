@@ -19,6 +19,7 @@ import (
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
@@ -83,6 +84,7 @@ func (ss *session) close() {
 // toolNames lists the coordinator's tools, for run_started.
 func (ss *session) toolNames() []string {
 	names := ss.kit.tools("x", ss.fs).With(agent.NewEvicted().Tool()).Names()
+	names = append(names, checkDeliverables)
 	if ss.cfg.Mode == ModeTeam {
 		names = append(names, team.LeadToolNames(ss.cfg.Team.Plan)...)
 	}
@@ -154,6 +156,14 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.BeforeCall = ctl.BeforeCall("main")
 		spec.Tools = ss.kit.list("main", ss.fs)
 	}
+	// The cheap checks before the final gate: a tool, and one repair turn.
+	pc := &precheck{ctl: ctl, plane: ss.plane, log: log,
+		env: verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q}}
+	if rs != nil {
+		pc.repaired = repairGiven(rs.events)
+	}
+	spec.Tools = append(spec.Tools, tool.Serial(pc.tool())) // after the writes of its turn
+	spec.Gate = pc.gate(ctx, spec.Gate)
 	if soft > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
 		fin := min(max(soft/10, 5*time.Second), 60*time.Second)

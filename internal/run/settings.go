@@ -45,6 +45,7 @@ func Defaults() Settings {
 			Effort:         team.EffortAdaptive,
 			EffortWidth:    team.DefaultEffortWidth,
 			EffortWaves:    team.DefaultEffortWaves,
+			EffortBudget:   team.DefaultEffortBudget,
 			Synthesis:      SynthesisOn,
 		},
 		Budget: record.BudgetSettings{MaxTurns: 50, MaxToolCalls: 200, MaxTokens: 2_000_000},

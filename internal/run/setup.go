@@ -169,7 +169,7 @@ func totals(st *runstate.Loaded, out agent.Outcome, team bool) (turns, calls int
 		return
 	}
 	for _, a := range info.Agents {
-		if a.Agent != "lead" && a.Agent != "main" && a.Agent != "verifier" {
+		if a.Agent != "lead" && a.Agent != "main" && !record.RuntimeVerifier(a.Agent) {
 			turns += a.Turns
 			calls += a.ToolCalls
 		}

@@ -20,9 +20,10 @@ const (
 
 func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, dir string, ctl *live.Control) *team.Team {
 	tc := cfg.Team
-	var reports []string
+	var reports, deliverables []string
 	if ctl.Current() != nil {
 		for _, d := range ctl.Current().Deliverables {
+			deliverables = append(deliverables, d.Path)
 			if d.IsReport() {
 				reports = append(reports, d.Path)
 			}
@@ -55,6 +56,8 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 		Effort:         tc.Effort,
 		EffortWidth:    tc.EffortWidth,
 		EffortWaves:    tc.EffortWaves,
+		EffortBudget:   tc.EffortBudget,
+		Deliverables:   deliverables,
 		Synthesis:      tc.Synthesis == SynthesisOn,
 		Reports:        reports,
 		Contract:       contractText(ctl.Current()),

@@ -105,7 +105,7 @@ func TestVerifierAgentEndToEnd(t *testing.T) {
 	bash := false
 	for _, e := range events {
 		var tc record.ToolCall
-		if e.Type == record.TypeToolCall && e.Agent == team.VerifierID && e.Decode(&tc) == nil && tc.Name == "bash" {
+		if e.Type == record.TypeToolCall && record.RuntimeVerifier(e.Agent) && e.Decode(&tc) == nil && tc.Name == "bash" {
 			bash = true
 		}
 		if e.Type == record.TypeVerdict {

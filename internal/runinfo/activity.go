@@ -12,8 +12,11 @@ import (
 // data behind a per-agent timeline.
 type AgentActivity struct {
 	Agent string `json:"agent"` // "main", "lead", "A1", …
-	// Role, Item, State and Reason come from a subagent's assignment events.
+	// Role, Item, State and Reason come from a subagent's assignment events;
+	// Role and Parent of an agent the runtime started (a verifier V1, an
+	// investigator I1, the writer W1) from its agent_started event.
 	Role   string `json:"role,omitempty"`
+	Parent string `json:"parent,omitempty"`
 	Item   string `json:"item,omitempty"`
 	State  string `json:"state,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -57,7 +60,7 @@ func assignmentsOf(st *runstate.State) []AssignmentInfo {
 func activityOf(st *runstate.State) []AgentActivity {
 	out := []AgentActivity{}
 	for _, a := range st.Agents {
-		out = append(out, AgentActivity{Agent: a.ID, Role: a.Role, Item: a.Item, State: a.State, Reason: a.Reason,
+		out = append(out, AgentActivity{Agent: a.ID, Role: a.Role, Parent: a.Parent, Item: a.Item, State: a.State, Reason: a.Reason,
 			Queued: a.Queued, From: a.From, To: a.To, ActiveMS: a.To.Sub(a.From).Milliseconds(), Turns: a.Turns,
 			ToolCalls: a.ToolCalls, ToolErrors: a.ToolErrors, ModelErrors: a.ModelErrors, Tokens: a.Usage.TotalTokens})
 	}

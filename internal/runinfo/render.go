@@ -92,7 +92,7 @@ func renderAgents(w io.Writer, agents []AgentActivity) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  AGENT\tROLE\tITEM\tSTATE\tTURNS\tTOOLS\tERRORS\tACTIVE\tFROM→TO")
+	fmt.Fprintln(tw, "  AGENT\tROLE\tPARENT\tITEM\tSTATE\tTURNS\tTOOLS\tERRORS\tACTIVE\tFROM→TO")
 	for _, a := range agents {
 		span := "-"
 		if !a.From.IsZero() {
@@ -102,7 +102,7 @@ func renderAgents(w io.Writer, agents []AgentActivity) {
 		if a.ModelErrors > 0 {
 			errs += fmt.Sprintf("+%d model", a.ModelErrors)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", a.Agent, Dash(Clip(a.Role, 24)), Dash(a.Item), Dash(a.State),
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", a.Agent, Dash(Clip(a.Role, 24)), Dash(a.Parent), Dash(a.Item), Dash(a.State),
 			a.Turns, a.ToolCalls, errs, Short(time.Duration(a.ActiveMS)*time.Millisecond), span)
 	}
 	tw.Flush()

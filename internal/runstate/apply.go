@@ -114,6 +114,12 @@ func (s *State) apply(e record.Event, p any) error {
 		s.Planning = p.State == "started"
 	case *record.Verdict:
 		s.Verdicts = append(s.Verdicts, *p)
+	case *record.AgentStarted:
+		a := s.agents[e.Agent]
+		if a == nil {
+			a = s.newAgent(e.Agent)
+		}
+		a.Role, a.Parent = p.Role, p.Parent
 	case *record.Merge:
 		s.Merges = append(s.Merges, *p)
 		s.touch(e, false)
@@ -146,6 +152,12 @@ func (s *State) touch(e record.Event, loop bool) *Agent {
 
 func (s *State) newAgent(id string) *Agent {
 	a := &Agent{ID: id}
+	switch id {
+	case "lead":
+		a.Role = "lead"
+	case "main":
+		a.Role = "single"
+	}
 	s.agents[id] = a
 	s.Agents = append(s.Agents, a)
 	return a
@@ -250,6 +262,9 @@ func (s *State) assignment(e record.Event, p *record.Assignment) {
 	ag := s.agents[p.Assignment]
 	if ag == nil {
 		ag = s.newAgent(p.Assignment)
+	}
+	if p.State == "created" {
+		ag.Parent = e.Agent // the lead that dispatched it
 	}
 	ag.Role, ag.Item, ag.State = a.Role, a.Item, a.State
 	if p.Reason != "" {

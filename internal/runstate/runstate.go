@@ -134,9 +134,12 @@ func (a *Assignment) Ended() bool { return a.EndedSeq > 0 }
 
 // Agent is what one agent did.
 type Agent struct {
-	ID string `json:"agent"` // "main", "lead", "A1", "verifier", …
-	// Role, Item, State and Reason come from a subagent's assignment.
+	ID string `json:"agent"` // "main", "lead", "A1", "V1", "I1", "W1", …
+	// Role, Item, State and Reason come from a subagent's assignment; Role
+	// and Parent of an agent the runtime started from its agent_started
+	// event (the lead's and the single agent's role is their id's).
 	Role   string `json:"role,omitempty"`
+	Parent string `json:"parent,omitempty"`
 	Item   string `json:"item,omitempty"`
 	State  string `json:"state,omitempty"`
 	Reason string `json:"reason,omitempty"`

@@ -38,6 +38,8 @@ type Assignment struct {
 	State        string   `json:"state"`
 	Reason       string   `json:"reason,omitempty"`
 	Report       *Report  `json:"report,omitempty"`
+	// ClaimIDs are the ledger ids of its report's claims, in order.
+	ClaimIDs []string `json:"claim_ids,omitempty"`
 
 	cancel   context.CancelCauseFunc
 	worktree string // its worktree's name (the id, or a fresh name after a resume)
@@ -206,7 +208,7 @@ func (t *Team) end(a *Assignment, rep *Report, state, reason, merge string) {
 	a.Report = rep
 	if rep != nil {
 		t.record(record.TypeReport, a.ID, record.Report{Assignment: a.ID, Item: a.Item, ReportBody: *rep})
-		t.recordClaims(a.ID, a.ID, a.Item, rep)
+		a.ClaimIDs = t.recordClaims(a.ID, a.ID, a.Item, rep)
 		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Attach(a.Item, []string{"report:" + a.ID}) })
 	}
 	t.setState(a, state, reason)
@@ -245,7 +247,7 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 		for _, id := range t.order {
 			d := t.assignments[id]
 			if d.Item == dep && d.Report != nil {
-				fmt.Fprintf(&b, "\nReport of %s on %s (a dependency):\n%s\n", d.ID, dep, renderReport(d.Report))
+				fmt.Fprintf(&b, "\nReport of %s on %s (a dependency):\n%s\n", d.ID, dep, renderReport(d.Report, d.ClaimIDs))
 			}
 		}
 	}

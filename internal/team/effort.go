@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/claims"
+	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 )
@@ -18,24 +20,51 @@ const (
 	EffortOff      = "off"
 	// CallerInvestigator is the role of an effort wave's investigators.
 	CallerInvestigator = "investigator"
+	// DefaultEffortBudget is effort's share of the run's tokens so far, in
+	// percent.
+	DefaultEffortBudget = 25
 )
 
 // framings are the distinct angles of a claim's investigators, in order;
-// wave w starts where wave w-1 stopped, so later waves try other angles.
+// a claim's later waves take framings none of its earlier waves used.
 var framings = []string{
 	"another source class: establish or refute the claim from a source of a different kind than the evidence it cites (another input file, a search, a fetched page), not from the cited evidence itself",
 	"another method of computation: recompute the claim's result yourself by a different method than its author (for a number, compute it with bash from the raw data, e.g. awk or python, and compare)",
 	"a search for a counterexample: assume the claim is false and look for the row, passage or case that would show it",
+	"atomic details: check each name, number, unit, date and scope word of the claim on its own against the sources",
+	"a competing hypothesis: state the most plausible other answer and find which one the sources support",
 }
 
-// effortTargets are the load-bearing claims that are not settled: disputed,
-// unresolved, or whose latest verdict is insufficient. Refuted and
-// corroborated claims are settled and never re-investigated.
-func effortTargets(l *claims.Ledger) []claims.Claim {
-	var out []claims.Claim
+// Why a claim is an effort target.
+const (
+	whyDisputed     = "disputed"
+	whyUnresolved   = "unresolved"
+	whyInsufficient = "insufficient"
+)
+
+// target is one claim an effort wave investigates, and why.
+type target struct {
+	claims.Claim
+	why string
+}
+
+// effortTargets are the load-bearing claims that are not settled:
+// disputed, unresolved, or whose latest verdict is insufficient. Settled
+// (refuted, or supported on its own evidence), withdrawn and side claims
+// are never investigated.
+func effortTargets(l *claims.Ledger) []target {
+	var out []target
 	for _, c := range l.Claims {
-		if c.LoadBearing && (c.Status == claims.Disputed || c.Status == claims.Unresolved) {
-			out = append(out, c)
+		if !c.LoadBearing || c.Settled || c.Withdrawn != "" {
+			continue
+		}
+		switch {
+		case c.Status == claims.Disputed:
+			out = append(out, target{c, whyDisputed})
+		case c.Status == claims.Unresolved && len(c.Verdicts) > 0 && c.Verdicts[len(c.Verdicts)-1].Verdict == Insufficient:
+			out = append(out, target{c, whyInsufficient})
+		case c.Status == claims.Unresolved:
+			out = append(out, target{c, whyUnresolved})
 		}
 	}
 	return out
@@ -54,9 +83,9 @@ func (t *Team) ledger() *claims.Ledger {
 }
 
 // maybeEffort runs the next effort wave when the lead's finish finds
-// unsettled load-bearing claims and waves are left; it returns the reason
-// finish is deferred, or nil. The outcome reaches the lead as a runtime
-// observation before its next call.
+// unsettled load-bearing claims, waves are left and effort's budget is
+// not spent; it returns the reason finish is deferred, or nil. The
+// outcome reaches the lead as a runtime observation before its next call.
 func (t *Team) maybeEffort() error {
 	if t.cfg.Effort != EffortAdaptive {
 		return nil
@@ -67,86 +96,200 @@ func (t *Team) maybeEffort() error {
 	if wave > max(t.cfg.EffortWaves, 0) {
 		return nil
 	}
-	targets := effortTargets(t.ledger())
+	evs := t.events()
+	targets := effortTargets(claims.Fold(evs))
 	if len(targets) == 0 {
+		return nil
+	}
+	ids, reasons := targetIDs(targets)
+	sp := spendOf(evs)
+	budget := t.effortBudget(sp)
+	if budget > 0 && sp.effort >= budget {
+		t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortBudget, Wave: wave, Claims: ids, Reasons: reasons,
+			RunTokens: sp.run, BudgetTokens: budget, SpentTokens: sp.effort})
 		return nil
 	}
 	t.mu.Lock()
 	t.waves = wave
 	t.mu.Unlock()
-	outcome := t.effortWave(t.ctx, wave, targets)
+	outcome := t.effortWave(t.ctx, wave, targets, evs, sp, budget)
 	t.mu.Lock()
 	t.notices = append(t.notices, notice{Assignment: "effort", Text: outcome})
 	close(t.changed)
 	t.changed = make(chan struct{})
 	t.mu.Unlock()
-	ids := make([]string, len(targets))
-	for i, k := range targets {
-		ids[i] = k.ID
-	}
 	return fmt.Errorf("finish deferred: load-bearing claims %s were not settled, so the runtime ran effort wave %d on them; its outcome follows as a runtime observation. Decide again: reopen what was refuted, or finish", strings.Join(ids, ", "), wave)
 }
 
-// effortWave investigates each target with EffortWidth investigators of
-// distinct framings, then verifies it with a focused verifier; it records
-// every step as an effort event and returns the outcome for the lead.
-func (t *Team) effortWave(ctx context.Context, wave int, targets []claims.Claim) string {
-	width := max(t.cfg.EffortWidth, 1)
-	ids := make([]string, len(targets))
-	for i, k := range targets {
-		ids[i] = k.ID
+// effortBudget is effort's token budget: its share of the run's tokens so
+// far, effort's own excluded; 0 when unbounded.
+func (t *Team) effortBudget(sp spend) int {
+	pct := t.cfg.EffortBudget
+	if pct == 0 {
+		pct = DefaultEffortBudget
 	}
-	t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortWave, Wave: wave, Claims: ids})
-	var b strings.Builder
-	fmt.Fprintf(&b, "Effort wave %d on %s.\n", wave, strings.Join(ids, ", "))
+	if pct < 0 {
+		return 0
+	}
+	return max(sp.run*pct/100, 1)
+}
+
+func targetIDs(ts []target) ([]string, map[string]string) {
+	ids := make([]string, len(ts))
+	reasons := map[string]string{}
+	for i, k := range ts {
+		ids[i] = k.ID
+		reasons[k.ID] = k.why
+	}
+	return ids, reasons
+}
+
+// investigation is one investigator of a wave: its id, claim and framing,
+// and what it found.
+type investigation struct {
+	id, framing string
+	k           target
+	rep         *Report
+	ev          record.Effort
+}
+
+// effortWave investigates each target with up to EffortWidth
+// investigators whose framings none of the claim's earlier waves used,
+// then verifies it with a focused verifier; investigators run at once up
+// to the run's concurrency, and so do the verifiers after them. Every
+// agent's tokens are bounded by what is left of the budget. It records
+// every step as an effort event and returns the outcome for the lead.
+func (t *Team) effortWave(ctx context.Context, wave int, targets []target, evs []record.Event, sp spend, budget int) string {
+	ids, reasons := targetIDs(targets)
+	used := usedFramings(evs)
+	var jobs []*investigation
+	t.mu.Lock()
 	for _, k := range targets {
-		var found []string
-		refs := slices.Clone(k.Evidence)
-		for i := range width {
-			framing := framings[((wave-1)*width+i)%len(framings)]
-			rep, ev := t.investigate(ctx, wave, k, framing)
-			t.record(record.TypeEffort, ev.Investigator, ev)
-			if rep == nil {
+		n := 0
+		for _, f := range framings {
+			if n == max(t.cfg.EffortWidth, 1) || slices.Contains(used[k.ID], f) {
 				continue
 			}
-			found = append(found, fmt.Sprintf("%s (%s): %s", ev.Investigator, strings.SplitN(framing, ":", 2)[0], rep.Summary))
-			for _, c := range rep.Claims {
-				for _, r := range c.Evidence {
-					if !slices.Contains(refs, r) {
-						refs = append(refs, r)
-					}
-				}
+			jobs = append(jobs, &investigation{id: t.takeID(investigatorPrefix), framing: f, k: k})
+			n++
+		}
+	}
+	verifiers := make([]string, len(targets))
+	for i := range targets {
+		verifiers[i] = t.takeID(verifierPrefix)
+	}
+	t.mu.Unlock()
+	t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortWave, Wave: wave, Claims: ids, Reasons: reasons,
+		RunTokens: sp.run, BudgetTokens: budget, SpentTokens: sp.effort})
+
+	// Each agent of the wave may spend an equal part of what is left.
+	share := 0
+	if budget > 0 {
+		share = max((budget-sp.effort)/max(len(jobs)+len(targets), 1), 1)
+	}
+	t.fanOut(len(jobs), func(i int) {
+		j := jobs[i]
+		j.rep, j.ev = t.investigate(ctx, wave, j.id, j.k, j.framing, share)
+		t.record(record.TypeEffort, j.id, j.ev)
+	})
+	verdicts := make([]Verdict, len(targets))
+	t.fanOut(len(targets), func(i int) {
+		k := targets[i]
+		var found []string
+		refs := slices.Clone(k.Evidence)
+		for _, j := range jobs {
+			if j.k.ID != k.ID || j.rep == nil {
+				continue
+			}
+			found = append(found, fmt.Sprintf("%s (%s): %s", j.id, framingName(j.framing), j.rep.Summary))
+			for _, c := range j.rep.Claims {
+				refs = union(refs, c.Evidence)
 			}
 		}
-		focus := fmt.Sprintf("This claim is load-bearing and %s (%s). Independent investigators found:\n- %s", k.Status, k.Why, strings.Join(append(found, "(nothing else)")[:max(len(found), 1)], "\n- "))
-		v := t.runVerifier(ctx, verifyArgs{Claim: k.Text, Evidence: refs}, focus, k.ID)
-		fmt.Fprintf(&b, "- %s %q: investigators: %s; focused verdict: %s", k.ID, k.Text, strings.Join(append(found, "none reported")[:max(len(found), 1)], " | "), v.Verdict)
+		focus := fmt.Sprintf("This claim is load-bearing and %s (%s). Independent investigators found:\n- %s", k.why, k.Why, strings.Join(orNone(found, "(nothing)"), "\n- "))
+		verdicts[i] = t.runVerifier(ctx, verifiers[i], verifyArgs{Claim: k.Text, Evidence: refs}, focus, k.ID,
+			record.AgentStarted{Wave: wave}, share)
+	})
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "Effort wave %d on %s.\n", wave, strings.Join(ids, ", "))
+	for i, k := range targets {
+		var found []string
+		for _, j := range jobs {
+			if j.k.ID == k.ID && j.rep != nil {
+				found = append(found, fmt.Sprintf("%s (%s): %s", j.id, framingName(j.framing), j.rep.Summary))
+			}
+		}
+		v := verdicts[i]
+		fmt.Fprintf(&b, "- %s %q (%s): investigators: %s; focused verdict: %s", k.ID, k.Text, k.why, strings.Join(orNone(found, "none reported"), " | "), v.Verdict)
 		if v.Repair != "" {
 			fmt.Fprintf(&b, " (repair: %s)", v.Repair)
 		}
 		b.WriteString("\n")
 	}
-	l := t.ledger()
+	after := t.events()
+	l := claims.Fold(after)
 	statuses := map[string]string{}
 	for _, id := range ids {
 		c, _ := l.Get(id)
 		statuses[id] = c.Status
 		fmt.Fprintf(&b, "%s is now %s: %s", id, c.Status, c.Why)
-		if c.Item != "" && c.Status == claims.Refuted {
-			fmt.Fprintf(&b, " — reopen %s (board_reopen) to repair it", c.Item)
+		if c.Status == claims.Refuted {
+			if c.Item != "" {
+				fmt.Fprintf(&b, " — finish is refused while it is load-bearing: reopen %s (board_reopen) to repair it, or withdraw it (mark_claim)", c.Item)
+			} else {
+				b.WriteString(" — finish is refused while it is load-bearing: withdraw it (mark_claim)")
+			}
 		}
 		b.WriteString("\n")
 	}
-	t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortOutcome, Wave: wave, Claims: ids, Statuses: statuses})
+	t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortOutcome, Wave: wave, Claims: ids, Statuses: statuses,
+		BudgetTokens: budget, SpentTokens: spendOf(after).effort})
 	return strings.TrimSpace(b.String())
 }
 
-// investigate runs one investigator on claim k with one framing; its
-// report's claims enter the ledger (stated by the investigator, no item).
-func (t *Team) investigate(ctx context.Context, wave int, k claims.Claim, framing string) (*Report, record.Effort) {
+// fanOut runs f(0) … f(n-1) at once, at most the run's concurrency at a
+// time, and waits for all.
+func (t *Team) fanOut(n int, f func(i int)) {
+	sem := make(chan struct{}, max(t.cfg.Concurrency, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
+}
+
+func orNone(s []string, none string) []string {
+	if len(s) == 0 {
+		return []string{none}
+	}
+	return s
+}
+
+func framingName(f string) string { return strings.SplitN(f, ":", 2)[0] }
+
+// usedFramings are the framings each claim's investigators had so far.
+func usedFramings(evs []record.Event) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range evs {
+		var ef record.Effort
+		if e.Type == record.TypeEffort && e.Decode(&ef) == nil && ef.Phase == record.EffortInvestigator {
+			out[ef.Claim] = append(out[ef.Claim], ef.Framing)
+		}
+	}
+	return out
+}
+
+// investigate runs investigator id on claim k with one framing and at most
+// maxTokens tokens (0: unbounded); its report's claims enter the ledger
+// (stated by the investigator, no item).
+func (t *Team) investigate(ctx context.Context, wave int, id string, k target, framing string, maxTokens int) (*Report, record.Effort) {
 	t.mu.Lock()
-	t.investigators++
-	id := fmt.Sprintf("I%d", t.investigators)
+	t.started(id, record.AgentStarted{Role: CallerInvestigator, Claim: k.ID, Wave: wave})
 	t.mu.Unlock()
 	ev := record.Effort{Phase: record.EffortInvestigator, Wave: wave, Claim: k.ID, Investigator: id, Framing: framing}
 	fs := t.cfg.FS.View(nil)
@@ -160,10 +303,14 @@ func (t *Team) investigate(ctx context.Context, wave int, k claims.Claim, framin
 	set := tool.NewSet(tools...)
 	task := fmt.Sprintf("Claim %s under investigation:\n%s\n\nIts cited evidence: %s\nIts status: %s (%s).\n\nYour framing: %s.\n\nInvestigate independently; do not trust the claim. End with report: state what you found as a claim (with its exact numbers) and the evidence refs you used.",
 		k.ID, k.Text, strings.Join(k.Evidence, ", "), k.Status, k.Why, framing)
+	budget := t.cfg.SubBudget
+	if maxTokens > 0 && (budget.MaxTokens == 0 || maxTokens < budget.MaxTokens) {
+		budget.MaxTokens = maxTokens
+	}
 	out := agent.Run(ctx, agent.Config{
 		ID: id, Role: CallerInvestigator, FinishTool: "report", Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: fs,
 		System: "You are an independent investigator. You receive one claim another agent made and a framing; you check it by that framing only. Every plane is read-only to you.\n\n" + agent.ToolNotes(set),
-		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+		Budget: budget, Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
 	}, task)
 	ev.State, ev.Turns = string(out.Termination), out.Turns
 	ev.PromptTokens, ev.CompletionTokens = out.Usage.PromptTokens, out.Usage.CompletionTokens
@@ -179,4 +326,51 @@ func (t *Team) investigate(ctx context.Context, wave int, k claims.Claim, framin
 		t.mu.Unlock()
 	}
 	return rep, ev
+}
+
+// events is the run's record so far (none without a log).
+func (t *Team) events() []record.Event {
+	if t.cfg.Log == nil {
+		return nil
+	}
+	c, err := record.Read(t.cfg.Log.Dir())
+	if err != nil {
+		return nil
+	}
+	return c.Events
+}
+
+// spend is what the run's model calls cost so far, in tokens: effort's
+// agents (investigators and the verifiers a wave started) and the rest.
+type spend struct{ run, effort int }
+
+func spendOf(evs []record.Event) spend {
+	effort := map[string]bool{}
+	var sp spend
+	for _, e := range evs {
+		switch e.Type {
+		case record.TypeAgentStarted:
+			var a record.AgentStarted
+			if e.Decode(&a) == nil && (a.Wave > 0 || a.Role == CallerInvestigator) {
+				effort[e.Agent] = true
+			}
+		case record.TypeModelResponse:
+			var mr struct {
+				Usage llm.Usage `json:"usage"`
+			}
+			if e.Decode(&mr) != nil {
+				continue
+			}
+			n := mr.Usage.TotalTokens
+			if n == 0 {
+				n = mr.Usage.PromptTokens + mr.Usage.CompletionTokens
+			}
+			if effort[e.Agent] {
+				sp.effort += n
+			} else {
+				sp.run += n
+			}
+		}
+	}
+	return sp
 }

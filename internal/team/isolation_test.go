@@ -1,9 +1,11 @@
 package team_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,5 +174,62 @@ func TestPerAgentConflict(t *testing.T) {
 	kept := filepath.Join(h.dir, "worktrees", "A2", "conflicts", "shared.txt")
 	if got := readHost(t, kept); got != "from A2\n" {
 		t.Errorf("A2's version set aside in %s = %q", kept, got)
+	}
+}
+
+// TestMergedDirectoryWritableByBash: A2's worktree is mounted (it ran a
+// command) when A1's merge brings a new directory into /workspace; A2's
+// bash can then create files in that directory, as write_file can.
+func TestMergedDirectoryWritableByBash(t *testing.T) {
+	h := newHarness(t)
+	h.needSandbox()
+	merged := make(chan struct{})
+	var once sync.Once
+	lead := func(turn int, req *llm.Request) (*llm.Response, error) {
+		switch {
+		case turn == 0:
+			return calls(add("First", "Make /workspace/newdir"), add("Second", "Write into newdir"),
+				dispatch("T1", "maker", "bash"), dispatch("T2", "writer", "bash", "write_file")), nil
+		case !seen(req, "Assignment A1 ("):
+			return calls(wait("A1")), nil
+		case !seen(req, "Assignment A2 ("):
+			once.Do(func() { close(merged) }) // A1 has reported and merged
+			return calls(wait("A2")), nil
+		case called(req, "board_resolve") == 0:
+			return calls(resolve("T1", "report:A1"), resolve("T2", "report:A2")), nil
+		}
+		return calls(finish("done")), nil
+	}
+	a1 := steps(calls(bash("mkdir -p /workspace/newdir/deep && echo from A1 > /workspace/newdir/deep/a.txt")),
+		calls(report("made newdir", "/workspace/newdir/deep/a.txt")))
+	a2 := func(turn int, req *llm.Request) (*llm.Response, error) {
+		switch turn {
+		case 0: // the worktree is mounted and the command ran before the merge
+			return calls(bash("echo early > /workspace/early.txt")), nil
+		case 1:
+			select {
+			case <-merged:
+			case <-time.After(10 * time.Second):
+				return nil, fmt.Errorf("test: A1's merge never came")
+			}
+			return calls(bash("cat /workspace/newdir/deep/a.txt && echo from A2 > /workspace/newdir/deep/b.txt && mkdir /workspace/newdir/sub && echo x > /workspace/newdir/sub/c.txt"),
+				writeFile("/workspace/newdir/deep/w.txt", "by write_file\n")), nil
+		}
+		return calls(report("wrote into newdir", "/workspace/newdir/deep/b.txt")), nil
+	}
+	model := scripted.New(byAgent(map[string]scripted.Policy{"lead": lead, "A1": a1, "A2": a2}))
+	out := h.run(model, nil)
+	if out.Termination != agent.Completed {
+		t.Fatalf("termination = %s (%v)", out.Termination, out.Err)
+	}
+	r := h.nth("A2", "bash", 1)
+	if !strings.Contains(r.Output, "exit code: 0") || !strings.Contains(r.Output, "from A1") {
+		t.Errorf("A2's bash in the merged directory: %q", r.Output)
+	}
+	wantOK(t, "A2's write_file in the merged directory", h.nth("A2", "write_file", 0))
+	for _, p := range []string{"/workspace/newdir/deep/b.txt", "/workspace/newdir/sub/c.txt", "/workspace/newdir/deep/w.txt"} {
+		if _, err := os.Stat(h.host(p)); err != nil {
+			t.Errorf("%s was not merged: %v", p, err)
+		}
 	}
 }

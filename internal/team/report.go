@@ -20,11 +20,17 @@ type Report = record.ReportBody
 // Claim is one statement with the evidence that supports it.
 type Claim = record.ReportClaim
 
-func renderReport(r *Report) string {
+// renderReport is a report as the lead (or a dependent subagent) reads it;
+// ids are its claims' ledger ids, in order (none before they are recorded).
+func renderReport(r *Report, ids []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Summary: %s\n", r.Summary)
-	for _, c := range r.Claims {
-		fmt.Fprintf(&b, "- claim: %s", c.Text)
+	for i, c := range r.Claims {
+		if i < len(ids) {
+			fmt.Fprintf(&b, "- claim %s: %s", ids[i], c.Text)
+		} else {
+			fmt.Fprintf(&b, "- claim: %s", c.Text)
+		}
 		if len(c.Evidence) > 0 {
 			fmt.Fprintf(&b, " [evidence: %s]", strings.Join(c.Evidence, ", "))
 		}

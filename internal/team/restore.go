@@ -44,21 +44,35 @@ func (t *Team) Restore(dir string, st *runstate.State, events []record.Event, ag
 			ended[a.ID] = ra.EndedSeq
 		}
 	}
-	// The claim ledger and effort waves so far (ids and counts go on).
+	// The claim ledger and effort waves so far (ids and counts go on; the
+	// runtime's agents are numbered on from the record, agents.go).
 	for _, e := range events {
 		switch e.Type {
 		case record.TypeEffort:
 			var ef record.Effort
 			if e.Decode(&ef) == nil {
 				t.waves = max(t.waves, ef.Wave)
-				if ef.Phase == record.EffortInvestigator {
-					t.investigators++
-				}
 			}
 		case record.TypeClaim:
 			var k record.Claim
 			if e.Decode(&k) == nil {
 				t.claims = append(t.claims, k)
+				if a := t.assignments[k.Assignment]; a != nil {
+					a.ClaimIDs = append(a.ClaimIDs, k.ID)
+				}
+			}
+		case record.TypeSynthesis:
+			var sy record.Synthesis
+			if e.Decode(&sy) == nil && sy.Phase == record.SynthesisCheck {
+				t.synthesized = true
+			}
+		case record.TypeCitations:
+			var c record.Citations
+			if e.Decode(&c) == nil {
+				if t.citeHash == nil {
+					t.citeHash = map[string]string{}
+				}
+				t.citeHash[c.Path] = c.Hash
 			}
 		}
 	}

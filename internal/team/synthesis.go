@@ -3,6 +3,8 @@ package team
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,19 +15,18 @@ import (
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/claims"
+	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 )
 
-// CallerWriter is the role of the synthesis writer; WriterID its agent id.
-const (
-	CallerWriter = "writer"
-	WriterID     = "writer"
-)
+// CallerWriter is the role of the synthesis writer (agents W1, W2, …).
+const CallerWriter = "writer"
 
 // writerTools are the file tools the writer gets (with claim_outputs for
-// the lease of the report paths) and finish.
-var writerTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "claim_outputs", "finish"}
+// the lease of the report paths), search and fetch (which read the corpus
+// and add to Q, writing no file) and finish.
+var writerTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "search", "fetch", "claim_outputs", "finish"}
 
 // citation is a [K3] or [E7] citation in a report.
 var citation = regexp.MustCompile(`\[([KE][0-9]+)\]`)
@@ -36,38 +37,58 @@ var citation = regexp.MustCompile(`\[([KE][0-9]+)\]`)
 // new board item; otherwise the report's citations are checked and what
 // fails is kept for delivery (SynthesisFailures).
 func (t *Team) maybeSynthesis() error {
-	if !t.cfg.Synthesis || len(t.cfg.Reports) == 0 {
-		return nil
+	t.mu.Lock()
+	done := t.synthesized
+	t.mu.Unlock()
+	if !t.cfg.Synthesis || len(t.cfg.Reports) == 0 || done {
+		return nil // the writer wrote once: a later finish (a repair) keeps it
 	}
 	l := t.ledger()
 	graph, _ := json.Marshal(l)
 	artifacts := t.artifacts(l)
-	t.record(record.TypeSynthesis, "runtime", record.Synthesis{Phase: record.SynthesisGraph, Graph: graph, Reports: t.cfg.Reports, Artifacts: artifacts})
+	existing := t.existingReports()
+	hashes := map[string]string{}
+	for p, text := range existing {
+		sum := sha256.Sum256([]byte(text))
+		hashes[p] = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	t.record(record.TypeSynthesis, "runtime", record.Synthesis{Phase: record.SynthesisGraph, Graph: graph, Reports: t.cfg.Reports, Artifacts: artifacts, Existing: hashes})
 	if t.cfg.Release != nil {
 		t.cfg.Release("lead", "synthesis: the writer writes the reports")
 	}
 	req := &evidenceRequest{}
-	out := t.write(t.ctx, l, artifacts, req)
+	t.mu.Lock()
+	id := t.takeID(writerPrefix)
+	t.started(id, record.AgentStarted{Role: CallerWriter})
+	t.mu.Unlock()
+	out := t.write(t.ctx, id, l, artifacts, existing, req)
 	if t.cfg.Release != nil {
-		t.cfg.Release(WriterID, string(out.Termination))
+		t.cfg.Release(id, string(out.Termination))
 	}
 	if req.item != "" {
 		return fmt.Errorf("finish deferred: the writer needs evidence for %s (%s); it is on the board as %s. Dispatch it, resolve it, then finish again", req.claim, req.reason, req.item)
 	}
+	t.recordCitations() // what the writer's reports cite bears on the ledger
 	n, failures := t.checkCitations(l)
 	t.mu.Lock()
-	t.synthFailures = failures
+	t.synthesized = true
 	t.mu.Unlock()
 	t.record(record.TypeSynthesis, "runtime", record.Synthesis{Phase: record.SynthesisCheck, Reports: t.cfg.Reports, Citations: n, Failures: failures})
 	return nil
 }
 
-// SynthesisFailures are the writer's citation failures, each with its line;
-// delivery fails when there are any.
+// SynthesisFailures are the citation failures of the reports the writer
+// wrote, as they stand now (the lead may have repaired them since), each
+// with its line; delivery fails when there are any.
 func (t *Team) SynthesisFailures() []string {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.synthFailures)
+	done := t.synthesized
+	t.mu.Unlock()
+	if !done {
+		return nil
+	}
+	_, failures := t.checkCitations(t.ledger())
+	return failures
 }
 
 // artifacts are the files the reports named, in ledger order.
@@ -90,12 +111,13 @@ type requestArgs struct {
 	Reason string `json:"reason" desc:"What evidence is missing."`
 }
 
-// write runs the writer agent: its context is the contract, the graph and
-// the artifact list, not the lead's history.
-func (t *Team) write(ctx context.Context, l *claims.Ledger, artifacts []string, req *evidenceRequest) agent.Outcome {
+// write runs the writer agent: its context is the contract, the reports as
+// they are, the graph with its evidence text and the artifact list, not
+// the lead's history.
+func (t *Team) write(ctx context.Context, id string, l *claims.Ledger, artifacts []string, existing map[string]string, req *evidenceRequest) agent.Outcome {
 	var tools []tool.Tool
 	if t.cfg.Tools != nil {
-		std := t.cfg.Tools(WriterID, t.cfg.FS)
+		std := t.cfg.Tools(id, t.cfg.FS)
 		for _, name := range writerTools {
 			if tl, ok := std.Get(name); ok {
 				tools = append(tools, tl)
@@ -108,41 +130,115 @@ func (t *Team) write(ctx context.Context, l *claims.Ledger, artifacts []string, 
 				return tool.Errorf("request_evidence needs the claim and the reason")
 			}
 			t.mu.Lock()
-			e, err := t.mutate(WriterID, func(b *board.Board) (board.Event, error) {
-				return b.Add(WriterID, "Evidence for "+a.Claim, a.Reason, nil, "synthesis")
+			e, err := t.mutate(id, func(b *board.Board) (board.Event, error) {
+				return b.Add(id, "Evidence for "+a.Claim, a.Reason, nil, "synthesis")
 			})
 			t.mu.Unlock()
 			if err != nil {
 				return tool.Errorf("%v", err)
 			}
 			req.claim, req.reason, req.item = a.Claim, a.Reason, e.ID
-			t.record(record.TypeSynthesis, WriterID, record.Synthesis{Phase: record.SynthesisRequest, Claim: a.Claim, Reason: a.Reason, Item: e.ID})
+			t.record(record.TypeSynthesis, id, record.Synthesis{Phase: record.SynthesisRequest, Claim: a.Claim, Reason: a.Reason, Item: e.ID})
 			return tool.Result{Output: fmt.Sprintf("added %s; control returns to the lead", e.ID), Finish: &tool.Finish{Summary: "requested evidence: " + e.ID}}
 		}))
 	set := tool.NewSet(tools...)
+	return agent.Run(ctx, agent.Config{
+		ID: id, Role: CallerWriter, Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: t.cfg.FS,
+		System: "You are the writer. You write the report deliverables from the claim–evidence graph only: you state nothing the graph and its evidence do not support. Where a report already exists you revise it: keep what holds, fix what does not, add what is missing; never start over without saying so and why in your finish summary.\n\n" + agent.ToolNotes(set),
+		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+	}, t.writerTask(l, artifacts, existing))
+}
+
+// Bounds of what the writer's task quotes.
+const (
+	maxReportQuote   = 32 << 10 // of each existing report
+	maxEvidenceQuote = 2 << 10  // of each evidence text
+	maxEvidenceTotal = 48 << 10 // of all evidence texts
+)
+
+// writerTask is the writer's first message: the contract, what each report
+// holds now, the graph, the text of the evidence its claims cite, and the
+// artifacts.
+func (t *Team) writerTask(l *claims.Ledger, artifacts []string, existing map[string]string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Contract:\n%s\n\nWrite: %s\n\nClaim–evidence graph:\n", t.cfg.Contract, strings.Join(t.cfg.Reports, ", "))
-	for _, c := range l.Claims {
-		lb := ""
-		if c.LoadBearing {
-			lb = ", load-bearing"
+	fmt.Fprintf(&b, "Contract:\n%s\n\nWrite: %s\n", t.cfg.Contract, strings.Join(t.cfg.Reports, ", "))
+	var cited []string // evidence ids the graph and the reports cite
+	for _, rp := range t.cfg.Reports {
+		text, ok := existing[rp]
+		if !ok {
+			fmt.Fprintf(&b, "\n%s does not exist yet: write it.\n", rp)
+			continue
 		}
-		fmt.Fprintf(&b, "- [%s] %s (%s%s; by %s", c.ID, c.Text, c.Status, lb, c.StatedBy)
+		fmt.Fprintf(&b, "\n%s exists (%d bytes, written earlier in this run); revise it, keeping what the graph supports. Its current content:\n<<<\n%s\n>>>\n", rp, len(text), clipLine(text, maxReportQuote))
+		if len(text) > maxReportQuote {
+			fmt.Fprintf(&b, "(cut at %d bytes: read the rest with read_file)\n", maxReportQuote)
+		}
+		for _, m := range citeRef.FindAllStringSubmatch(text, -1) {
+			for _, ref := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+				if ref[0] == 'E' && !slices.Contains(cited, ref) {
+					cited = append(cited, ref)
+				}
+			}
+		}
+	}
+	b.WriteString("\nClaim–evidence graph:\n")
+	for _, c := range l.Claims {
+		weight := ""
+		switch {
+		case c.Withdrawn != "":
+			weight = ", withdrawn: do not cite"
+		case c.LoadBearing:
+			weight = ", load-bearing"
+		case c.Side != "":
+			weight = ", side"
+		}
+		fmt.Fprintf(&b, "- [%s] %s (%s%s; by %s", c.ID, c.Text, c.Status, weight, c.StatedBy)
 		if len(c.Evidence) > 0 {
 			fmt.Fprintf(&b, "; evidence: %s", strings.Join(c.Evidence, ", "))
 		}
 		b.WriteString(")\n")
+		if c.Withdrawn == "" {
+			for _, ref := range c.Evidence {
+				if ref = strings.TrimSpace(ref); evidence.IsID(ref) && !slices.Contains(cited, ref) {
+					cited = append(cited, ref)
+				}
+			}
+		}
 	}
 	if len(l.Claims) == 0 {
 		b.WriteString("(no claims)\n")
 	}
-	fmt.Fprintf(&b, "\nArtifacts: %s\n", strings.Join(append(artifacts, "(none)")[:max(len(artifacts), 1)], ", "))
-	b.WriteString("\nFirst claim_outputs the report paths, then write them. Cite every statement with its claim [K3] or evidence id [E7]. A claim with no evidence is qualified (\"unverified: …\") or dropped; a refuted claim is never cited as support. If a load-bearing part is missing, call request_evidence instead of writing it. End with finish.")
-	return agent.Run(ctx, agent.Config{
-		ID: WriterID, Role: CallerWriter, Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: t.cfg.FS,
-		System: "You are the writer. You write the report deliverables from the claim–evidence graph only: you state nothing the graph does not support.\n\n" + agent.ToolNotes(set),
-		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
-	}, b.String())
+	if len(cited) > 0 && t.cfg.Evidence != nil {
+		b.WriteString("\nThe evidence they cite (exact text; quote from it, cite its id):\n")
+		total := 0
+		for i, ref := range cited {
+			text := t.expandRef(ref)
+			if total+len(text) > maxEvidenceTotal {
+				fmt.Fprintf(&b, "(%d more evidence ids not quoted here: %s — read them with fetch {\"ref\": \"E…\"})\n", len(cited)-i, strings.Join(cited[i:], ", "))
+				break
+			}
+			if len(text) > maxEvidenceQuote {
+				text = clipLine(text, maxEvidenceQuote) + "\n(cut: fetch it for the rest)"
+			}
+			total += len(text)
+			fmt.Fprintf(&b, "### %s\n%s\n", ref, text)
+		}
+	}
+	fmt.Fprintf(&b, "\nArtifacts: %s\n", strings.Join(orNone(artifacts, "(none)"), ", "))
+	b.WriteString("\nFirst claim_outputs the report paths, then write them (revise an existing one with edit_file or write_file). Cite every statement with its claim [K3] or evidence id [E7]; a quoted span must appear in the evidence it cites. search and fetch find more evidence (cite the ids they return). A claim with no evidence is qualified (\"unverified: …\") or dropped; a refuted or withdrawn claim is never cited as support. If a load-bearing part is missing, call request_evidence instead of writing it. End with finish.")
+	return b.String()
+}
+
+// existingReports is what each report deliverable holds now (absent ones
+// are left out).
+func (t *Team) existingReports() map[string]string {
+	out := map[string]string{}
+	for _, rp := range t.cfg.Reports {
+		if data, ok := readPlane(t.cfg.FS, rp); ok {
+			out[rp] = string(data)
+		}
+	}
+	return out
 }
 
 // checkCitations resolves every citation of the reports against the graph

@@ -103,6 +103,11 @@ type Config struct {
 	// (default 2) per claim, at most EffortWaves waves (default 2).
 	Effort                   string
 	EffortWidth, EffortWaves int
+	// EffortBudget is effort's share of the run's tokens so far, in
+	// percent: a wave starts only while effort's agents spent less, and
+	// each of its agents gets an equal part of what is left (0: 25; < 0:
+	// unbounded).
+	EffortBudget int
 	// Synthesis, when set and Reports is not empty, has a writer write the
 	// report deliverables Reports from the claim–evidence graph once finish
 	// is accepted (synthesis.go); Contract is the contract as the writer
@@ -110,6 +115,10 @@ type Config struct {
 	Synthesis bool
 	Reports   []string
 	Contract  string
+	// Deliverables are the contract's deliverable paths: the ledger's
+	// load-bearing claims are those they rest on (none: every file under
+	// /outputs).
+	Deliverables []string
 	// Clock times the wait tool's timeout and the subagents' deadlines;
 	// nil is the system clock.
 	Clock clock.Clock
@@ -128,19 +137,20 @@ const (
 type Team struct {
 	cfg Config
 
-	mu            sync.Mutex
-	board         *board.Board
-	assignments   map[string]*Assignment
-	order         []string
-	notices       []notice
-	changed       chan struct{} // closed and replaced when a notice arrives
-	planning      bool
-	dispatched    int
-	verified      int
-	claims        []record.Claim // the ledger's claims, K1… in record order
-	waves         int            // effort waves run
-	investigators int            // investigators started (I1, I2, …)
-	synthFailures []string       // the writer's citation failures
+	mu          sync.Mutex
+	board       *board.Board
+	assignments map[string]*Assignment
+	order       []string
+	notices     []notice
+	changed     chan struct{} // closed and replaced when a notice arrives
+	planning    bool
+	dispatched  int
+	verified    int
+	claims      []record.Claim    // the ledger's claims, K1… in record order
+	waves       int               // effort waves run
+	ids         agentIDs          // the runtime's agents: V1…, I1…, W1…
+	synthesized bool              // the writer wrote the reports
+	citeHash    map[string]string // deliverable -> hash of its last citations event
 
 	slots *slots
 	wg    sync.WaitGroup
@@ -215,22 +225,6 @@ func (t *Team) mutateFor(callID, by string, op func(*board.Board) (board.Event, 
 	rec.CallID = callID
 	t.record(record.TypeBoard, by, rec)
 	return e, nil
-}
-
-// Gate is the final-answer gate (R-PLAN-2): finish is refused while any
-// active item is open or in progress and, for a run started in planning
-// mode, until one branch was delegated and one claim independently verified.
-//
-// Once the board allows it, adaptive effort (effort.go) may defer finish
-// for one more wave on unsettled load-bearing claims.
-func (t *Team) Gate(string) error {
-	if err := t.gateBoard(); err != nil {
-		return err
-	}
-	if err := t.maybeEffort(); err != nil {
-		return err
-	}
-	return t.maybeSynthesis()
 }
 
 func (t *Team) gateBoard() error {

@@ -46,6 +46,12 @@ type dispatchArgs struct {
 	Tools        []string `json:"tools,omitempty" desc:"Tools it may use (default: read_file, write_file, edit_file, list_files, grep, bash, claim_outputs, recall, search, fetch)."`
 }
 
+type markArgs struct {
+	Claim  string `json:"claim" desc:"A ledger id (K3)."`
+	Mark   string `json:"mark" desc:"side, load_bearing or withdrawn."`
+	Reason string `json:"reason" desc:"Why, in one sentence."`
+}
+
 type cancelArgs struct {
 	Assignment string `json:"assignment" desc:"The assignment id (A1, A2, …)."`
 }
@@ -105,11 +111,12 @@ func (t *Team) LeadTools() []tool.Tool {
 						return fmt.Sprintf("reopened %s and its dependents %s", e.ID, strings.Join(e.Reopened, ", "))
 					})
 			}),
-		tool.Define("board_view", "Show the Task Board.", 0, func(context.Context, noArgs) tool.Result {
+		tool.Define("board_view", "Show the Task Board and the claim ledger (each reported claim's id, status and weight).", 0, func(context.Context, noArgs) tool.Result {
 			var b strings.Builder
 			t.mu.Lock()
 			t.board.Render(&b)
 			t.mu.Unlock()
+			renderLedger(&b, t.ledger())
 			return tool.Result{Output: b.String()}
 		}),
 		tool.Define("dispatch", "Start a subagent you design (role, instructions, tools) on a board item whose dependencies are resolved. Returns the assignment id; its report comes back through wait.", 0,
@@ -129,6 +136,10 @@ func (t *Team) LeadTools() []tool.Tool {
 				return tool.Result{Output: fmt.Sprintf("cancelling %s; wait returns when it has stopped", strings.ToUpper(a.Assignment))}
 			}),
 		t.verifyTool(),
+		tool.Define("mark_claim", "Set what a ledger claim weighs: side (the deliverables do not rest on it: not load-bearing, no effort), load_bearing, or withdrawn (it no longer counts).", 0,
+			func(ctx context.Context, a markArgs) tool.Result {
+				return t.markClaim(tool.CallID(ctx), a)
+			}),
 	}
 	if !t.cfg.Plan {
 		return serialAll(tools)
@@ -219,7 +230,7 @@ func (t *Team) boardOp(ctx context.Context, op func(*board.Board) (board.Event, 
 
 // planningAllowed are the tools that work in planning mode (R-PLAN-1):
 // read-only inspection and board operations.
-var planningAllowed = []string{"read_file", "list_files", "grep", "recall", "verify", "finish_planning",
+var planningAllowed = []string{"read_file", "list_files", "grep", "recall", "verify", "mark_claim", "finish_planning",
 	"board_add", "board_update", "board_resolve", "board_cancel", "board_reopen", "board_view"}
 
 // Guard wraps the lead's tools so that, in planning mode, everything but

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/apodex/apodex/internal/record"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apodex/apodex/internal/record"
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/llm"
@@ -29,42 +31,81 @@ const (
 type Verdict = record.Verdict
 
 type verifyArgs struct {
-	Claim      string   `json:"claim" desc:"One claim to check, stated exactly."`
-	Evidence   []string `json:"evidence" desc:"Refs that support it: evidence ids (E3), file paths (/workspace/x, /outputs/y, /inputs/z), or bash#<call id>."`
+	Claim      string   `json:"claim" desc:"A ledger id (K3), or one claim stated exactly."`
+	Evidence   []string `json:"evidence,omitempty" desc:"Refs: evidence ids (E3), file paths (/workspace/x, /inputs/z), bash#<call id>; a ledger claim's own are added."`
 	Constraint string   `json:"constraint,omitempty" desc:"The delivery constraint it must meet, if any."`
 }
 
 // verifyTool sends one claim, its evidence and the applicable constraint —
-// not the task — to a verifier agent whose only job is to attack it.
+// not the task — to a verifier agent whose only job is to attack it. A
+// claim of the ledger (by id, else by its words) gets the verdict: a
+// supported one settles it.
 func (t *Team) verifyTool() tool.Tool {
-	return tool.Define("verify", "Have an independent verifier attack ONE claim with its evidence (and the delivery constraint, if any). It reads the evidence and may recompute with read-only tools. Returns a verdict: supported, refuted, insufficient or format_violation, with where and what to repair, and what of the evidence was cut.", 0,
+	return tool.Define("verify", "Have an independent verifier attack ONE claim: give its ledger id (K3), whose evidence comes along and whose ledger entry the verdict updates (supported settles it), or its words with evidence refs. Returns supported, refuted, insufficient or format_violation, with where, the repair and what of the evidence was cut.", 0,
 		func(ctx context.Context, a verifyArgs) tool.Result {
-			if strings.TrimSpace(a.Claim) == "" || len(a.Evidence) == 0 {
-				return tool.Errorf("verify needs one claim and at least one evidence ref")
+			a.Claim = strings.TrimSpace(a.Claim)
+			if a.Claim == "" {
+				return tool.Errorf("verify needs one claim: a ledger id (K3) or the claim's words, and evidence refs for a claim that is not in the ledger")
+			}
+			t.mu.Lock()
+			k, found, err := t.findClaim(a.Claim)
+			t.mu.Unlock()
+			if err != nil {
+				return tool.Errorf("%v", err)
+			}
+			if !found && len(a.Evidence) == 0 {
+				return tool.Errorf("%q is no claim of the ledger, so verify needs at least one evidence ref for it; to verify a reported claim, name it by its id (K1, K2, … shown with each report and in board_view)", clipBytes(a.Claim, 120))
 			}
 			if err := t.checkRefs(t.cfg.FS, "verify", a.Evidence); err != nil {
 				return tool.Errorf("%v", err)
 			}
-			v := t.runVerifier(ctx, a, "", "")
-			return tool.Result{Output: renderVerdict(v)}
+			claimID := ""
+			if found {
+				a.Claim, claimID = k.Text, k.ID
+				a.Evidence = union(k.Evidence, a.Evidence)
+			}
+			callID := tool.CallID(ctx)
+			t.mu.Lock()
+			id := t.verifierID(callID)
+			t.mu.Unlock()
+			v := t.runVerifier(ctx, id, a, "", claimID, record.AgentStarted{CallID: callID}, 0)
+			out := renderVerdict(v)
+			if claimID == "" {
+				out += "\nledger: these words match no reported claim, so this verdict settles nothing; verify a reported claim by its id (K1, K2, …) to settle it"
+			} else if c, ok := t.ledger().Get(claimID); ok {
+				out += "\nledger: " + claimLine(c)
+			}
+			return tool.Result{Output: out}
 		})
 }
 
-// runVerifier runs one verifier on a claim and records its verdict; focus,
-// when set, is added to its task (an effort wave's focused verification);
-// claimID, when set, is the ledger claim checked (else the claim stated
-// last with the same words).
-func (t *Team) runVerifier(ctx context.Context, a verifyArgs, focus, claimID string) Verdict {
-	v := t.verify(ctx, a, focus)
+// runVerifier runs verifier id on a claim and records its start and its
+// verdict; focus, when set, is added to its task (an effort wave's focused
+// verification); claimID, when set, is the ledger claim checked;
+// maxTokens, when set, bounds its tokens (an effort wave's share).
+func (t *Team) runVerifier(ctx context.Context, id string, a verifyArgs, focus, claimID string, start record.AgentStarted, maxTokens int) Verdict {
+	start.Role, start.Claim = llm.CallerVerifier, claimID
 	t.mu.Lock()
-	v.ClaimID, v.Item = t.claimOf(a.Claim)
-	if claimID != "" {
-		v.ClaimID, v.Item = claimID, t.itemOf(claimID)
-	}
+	t.started(id, start)
+	t.mu.Unlock()
+	v := t.verify(ctx, id, a, focus, maxTokens)
+	t.mu.Lock()
+	v.ClaimID, v.Item = claimID, t.itemOf(claimID)
 	t.verified++
-	t.record(record.TypeVerdict, VerifierID, v)
+	t.record(record.TypeVerdict, id, v)
 	t.mu.Unlock()
 	return v
+}
+
+// union is a's refs, then b's not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, r := range b {
+		if r = strings.TrimSpace(r); r != "" && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // render is the verdict as the lead reads it.
@@ -92,7 +133,7 @@ func renderVerdict(v Verdict) string {
 
 // verify runs the verifier agent: its context is the claim, the evidence
 // expanded to its exact text, and the constraint, never the lead's history.
-func (t *Team) verify(ctx context.Context, a verifyArgs, focus string) Verdict {
+func (t *Team) verify(ctx context.Context, id string, a verifyArgs, focus string, maxTokens int) Verdict {
 	v := Verdict{Claim: a.Claim, Verdict: Insufficient, Evidence: a.Evidence}
 	ev, cuts := t.packEvidence(a.Evidence, maxEvidenceBytes)
 	v.Cut = cuts
@@ -110,7 +151,7 @@ func (t *Team) verify(ctx context.Context, a verifyArgs, focus string) Verdict {
 	box := &verdictBox{}
 	var tools []tool.Tool
 	if t.cfg.VerifierTools != nil {
-		tools = t.cfg.VerifierTools(VerifierID)
+		tools = t.cfg.VerifierTools(id)
 	}
 	tools = append(tools, verdictTool(box))
 	set := tool.NewSet(tools...)
@@ -123,9 +164,9 @@ func (t *Team) verify(ctx context.Context, a verifyArgs, focus string) Verdict {
 	fs := t.cfg.FS.View(nil)
 	fs.ReadOnly = true
 	out := agent.Run(cctx, agent.Config{
-		ID: VerifierID, Role: llm.CallerVerifier, FinishTool: "verdict",
+		ID: id, Role: llm.CallerVerifier, FinishTool: "verdict",
 		Model: purposeModel{t.cfg.Model, llm.PurposeVerify}, Tools: set, Log: t.cfg.Log, FS: fs,
-		System: verifierPrompt + "\n" + agent.ToolNotes(set), Budget: agent.Budget{MaxTurns: turns},
+		System: verifierPrompt + "\n" + agent.ToolNotes(set), Budget: agent.Budget{MaxTurns: turns, MaxTokens: maxTokens},
 		Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
 	}, prompt)
 	if got := box.get(); got != nil {
@@ -163,9 +204,6 @@ func parseVerdict(text string) (Verdict, error) {
 	}
 	return got, fmt.Errorf("unknown verdict %q", got.Verdict)
 }
-
-// VerifierID is the agent id of the verifier's calls and verdicts.
-const VerifierID = "verifier"
 
 // verdictBox keeps the verdict a verifier ended with.
 type verdictBox struct {

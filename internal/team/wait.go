@@ -27,7 +27,7 @@ func (t *Team) notify(a *Assignment, rep *Report, state, reason, merge string) {
 	}
 	b.WriteString(".\n")
 	if rep != nil {
-		b.WriteString(renderReport(rep))
+		b.WriteString(renderReport(rep, a.ClaimIDs))
 		b.WriteString("\n")
 	}
 	if merge != "" {
@@ -35,6 +35,9 @@ func (t *Team) notify(a *Assignment, rep *Report, state, reason, merge string) {
 	}
 	if rep != nil {
 		fmt.Fprintf(&b, "The report is attached to %s; the item stays %s until you resolve it (board_resolve) or reopen the work.", a.Item, "open")
+		if len(a.ClaimIDs) > 0 {
+			b.WriteString(" Its claims are " + strings.Join(a.ClaimIDs, ", ") + " in the claim ledger (verify them by id).")
+		}
 	}
 	t.notices = append(t.notices, notice{Assignment: a.ID, Text: strings.TrimSpace(b.String())})
 	close(t.changed)

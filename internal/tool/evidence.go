@@ -15,9 +15,9 @@ import (
 // R-SEARCH-2); Env.Evidence nil registers nothing.
 type EvidenceHook interface {
 	// File registers lines from..to of a plane file, with the exact text
-	// shown, and returns the footer that names its id, or "" when the file
-	// is not evidence (the agent's own writes).
-	File(ctx context.Context, planePath string, from, to int, text string) string
+	// of those lines, and returns its id and the footer that names it, or
+	// "" when the file is not evidence (the agent's own writes).
+	File(ctx context.Context, planePath string, from, to int, text string) (id, footer string)
 }
 
 // EvidenceEnv is what search and fetch act on, for one agent.
@@ -49,20 +49,20 @@ var _ EvidenceHook = (*EvidenceEnv)(nil)
 
 // File registers a read of an input, or of a /workspace file a command
 // produced.
-func (e *EvidenceEnv) File(ctx context.Context, planePath string, from, to int, text string) string {
+func (e *EvidenceEnv) File(ctx context.Context, planePath string, from, to int, text string) (string, string) {
 	switch {
 	case e == nil || e.Q == nil:
-		return ""
+		return "", ""
 	case strings.HasPrefix(planePath, "/inputs/"):
 	case strings.HasPrefix(planePath, "/workspace/") && e.Producers != nil && e.Producers.ByCommand(planePath):
 	default:
-		return ""
+		return "", ""
 	}
 	it, _, err := e.Q.Add(e.Agent, evidence.Item{Kind: record.EvidenceFile, Source: planePath, Span: span(from, to), CallID: CallID(ctx)}, text)
 	if err != nil {
-		return "[evidence not registered: " + err.Error() + "]"
+		return "", "[evidence not registered: " + err.Error() + "]"
 	}
-	return evidence.Footer(it)
+	return it.ID, evidence.Footer(it)
 }
 
 // EvidenceTools returns search (when there is a corpus) and fetch.
@@ -100,12 +100,44 @@ func (s *shownSpans) add(planePath string, from, to int, text string) {
 	}
 }
 
-// addLines adds the matching lines of one file (grep): the text is those
-// lines, exactly, one per line.
-func (s *shownSpans) addLines(planePath string, from, to int, lines []string) {
-	if len(lines) > 0 {
-		s.add(planePath, from, to, strings.Join(lines, "\n"))
+// maxEvidenceRuns bounds how many runs of matching lines one grep
+// registers.
+const maxEvidenceRuns = 50
+
+// matchRun is a run of adjacent matching lines of one file (grep): lines
+// from..to, all of them, and the hits that show them.
+type matchRun struct {
+	path     string
+	from, to int
+	lines    []string
+	hits     []int // indexes of the grep's hits
+}
+
+// registerRuns registers each run as one evidence item, whose line range
+// holds exactly the lines it names, and marks each of its hits with the
+// id, so the observation carries the id next to the line it names.
+func registerRuns(ctx context.Context, env Env, runs []matchRun, hits []string) (string, int) {
+	if env.Evidence == nil {
+		return "", 0
 	}
+	n, note := 0, ""
+	for _, r := range runs {
+		if n == maxEvidenceRuns {
+			note = fmt.Sprintf("[evidence: only the first %d runs of matching lines registered; grep a narrower pattern or path to register the rest]", maxEvidenceRuns)
+			break
+		}
+		id, footer := env.Evidence.File(ctx, r.path, r.from, r.to, strings.Join(r.lines, "\n"))
+		switch {
+		case id != "":
+			for _, i := range r.hits {
+				hits[i] += "  [" + id + "]"
+			}
+			n++
+		case footer != "" && note == "":
+			note = footer // registration failed: say why once
+		}
+	}
+	return note, n
 }
 
 // footer registers the spans with env.Evidence and appends their footers.
@@ -120,7 +152,7 @@ func (s *shownSpans) footer(ctx context.Context, env Env, r Result) Result {
 			notes = append(notes, fmt.Sprintf("[evidence: only the first %d files registered; grep a narrower path to register the rest]", maxEvidenceFiles))
 			break
 		}
-		if f := env.Evidence.File(ctx, sp.path, sp.from, sp.to, sp.text); f != "" {
+		if _, f := env.Evidence.File(ctx, sp.path, sp.from, sp.to, sp.text); f != "" {
 			notes = append(notes, f)
 			n++
 		}

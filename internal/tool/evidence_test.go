@@ -94,8 +94,23 @@ func TestSearchFetchReadRegisterEvidence(t *testing.T) {
 		t.Fatalf("read_file of an input:\n%s", r.Output)
 	}
 	r = call(t, env, "grep", `{"pattern": "bob", "path": "/inputs"}`)
-	if f := footer.FindStringSubmatch(r.Output); f == nil || f[2] != "/inputs/data.csv" || f[3] != "3" {
-		t.Fatalf("grep of an input:\n%s", r.Output)
+	if m := regexp.MustCompile(`(?m)^/inputs/data\.csv:3: 2,bob  \[(E[0-9]+)\]$`).FindStringSubmatch(r.Output); m == nil {
+		t.Fatalf("grep of an input shows no evidence id on its line:\n%s", r.Output)
+	} else if it, _ := ev.Q.Get(m[1]); it.Span.From != 3 || it.Span.To != 3 {
+		t.Fatalf("grep's id %s names lines %d-%d, want 3-3", m[1], it.Span.From, it.Span.To)
+	}
+	// Each run of adjacent matching lines is one id whose range holds
+	// exactly those lines.
+	put(t, filepath.Join(env.FS.Inputs, "runs.txt"), "a1\na2\nb3\na4\n")
+	r = call(t, env, "grep", `{"pattern": "^a", "path": "/inputs/runs.txt"}`)
+	ids := regexp.MustCompile(`(?m)^/inputs/runs\.txt:([0-9]): a[0-9]  \[(E[0-9]+)\]$`).FindAllStringSubmatch(r.Output, -1)
+	if len(ids) != 3 || ids[0][2] != ids[1][2] || ids[1][2] == ids[2][2] {
+		t.Fatalf("grep over two runs of matches:\n%s", r.Output)
+	}
+	for id, want := range map[string]string{ids[0][2]: "a1\na2", ids[2][2]: "a4"} {
+		if text, err := ev.Q.Text(id); err != nil || text != want {
+			t.Errorf("%s holds %q, want exactly %q", id, text, want)
+		}
 	}
 	// The agent's own files are not evidence; a command's output is.
 	if r := call(t, env, "read_file", `{"path": "/workspace/notes.txt"}`); strings.Contains(r.Output, "[evidence") {

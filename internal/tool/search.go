@@ -181,12 +181,11 @@ func grepTool(env Env) Tool {
 		"Search file contents for a regular expression (Go RE2 syntax) and print each matching line as path:line: text. Searches one file or a directory tree (by default /inputs, /workspace and /outputs); binary files, .git and node_modules are skipped. Stops at 500 matches.",
 		env.ObservationLimit,
 		func(ctx context.Context, a grepArgs) Result {
-			var shown shownSpans
-			return shown.footer(ctx, env, grep(ctx, env, a, &shown))
+			return grep(ctx, env, a)
 		})
 }
 
-func grep(ctx context.Context, env Env, a grepArgs, ev *shownSpans) Result {
+func grep(ctx context.Context, env Env, a grepArgs) Result {
 	re, err := regexp.Compile(a.Pattern)
 	if err != nil {
 		return Errorf("bad regular expression %q: %v (Go RE2 syntax; escape ( [ . * with a backslash to match them literally)", a.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
@@ -208,7 +207,7 @@ func grep(ctx context.Context, env Env, a grepArgs, ev *shownSpans) Result {
 			targets = append(targets, p)
 		}
 	}
-	g := grepper{env: env, re: re, ev: ev}
+	g := grepper{env: env, re: re}
 	for _, t := range targets {
 		if err := g.search(ctx, t, a.Path != ""); err != nil {
 			return fileError(t, err)
@@ -217,6 +216,9 @@ func grep(ctx context.Context, env Env, a grepArgs, ev *shownSpans) Result {
 			break
 		}
 	}
+	// Each run of adjacent matching lines is one evidence item, its id
+	// shown on its lines: cite [E7] for what those lines say.
+	note, registered := registerRuns(ctx, env, g.runs, g.hits)
 	var b strings.Builder
 	for _, h := range g.hits {
 		b.WriteString(h)
@@ -236,7 +238,13 @@ func grep(ctx context.Context, env Env, a grepArgs, ev *shownSpans) Result {
 	if ctx.Err() != nil {
 		b.WriteString("; interrupted")
 	}
+	if registered > 0 {
+		fmt.Fprintf(&b, "; evidence ids on the lines: each names exactly its adjacent matching lines")
+	}
 	b.WriteString("]")
+	if note != "" {
+		b.WriteString("\n" + note)
+	}
 	return Result{Output: b.String()}
 }
 
@@ -246,7 +254,7 @@ type grepper struct {
 	hits          []string
 	files, binary int
 	full          bool
-	ev            *shownSpans // the matching lines of each file, as evidence
+	runs          []matchRun // the matching lines, run by run, as evidence
 }
 
 // search walks one target; a missing target is an error only if named.
@@ -299,9 +307,6 @@ func (g *grepper) file(p workspace.Path) {
 	}
 	planePath := "/" + p.Plane + "/" + p.Rel
 	matched := false
-	var first, last int
-	var lines []string
-	defer func() { g.ev.addLines(planePath, first, last, lines) }()
 	for n := 1; ; n++ {
 		line, _, err := readLine(br, maxGrepLine)
 		if err != nil {
@@ -316,10 +321,13 @@ func (g *grepper) file(p workspace.Path) {
 			g.files++
 		}
 		g.hits = append(g.hits, fmt.Sprintf("%s:%d: %s", planePath, n, hitText(line, loc)))
-		if first == 0 {
-			first = n
+		text := strings.ToValidUTF8(string(line), "\uFFFD")
+		if k := len(g.runs) - 1; k >= 0 && g.runs[k].path == planePath && g.runs[k].to == n-1 {
+			r := &g.runs[k]
+			r.to, r.lines, r.hits = n, append(r.lines, text), append(r.hits, len(g.hits)-1)
+		} else {
+			g.runs = append(g.runs, matchRun{path: planePath, from: n, to: n, lines: []string{text}, hits: []int{len(g.hits) - 1}})
 		}
-		last, lines = n, append(lines, strings.ToValidUTF8(string(line), "\uFFFD"))
 		if len(g.hits) == maxGrepHits {
 			g.full = true
 			return

@@ -34,8 +34,10 @@ type Run struct {
 	Objective string
 	Model     record.ModelSettings
 	Events    []record.Event
-	// Agents are the agents that took turns, lead or main first, then
-	// subagents by id: each one's last history (what the filters read).
+	// Agents are the agents that took turns — the runtime's summary and
+	// salvage calls are not agents — top agent first, then the others by
+	// id: subagents A1…, and the agents the runtime started for the lead
+	// (verifiers V1…, investigators I1…, writers W1…), each its own.
 	Agents []*Agent
 	// Conversations are every agent loop's calls as the model saw them
 	// (what the exports write): the top agent's first, then by start.
@@ -59,7 +61,8 @@ type Agent struct {
 	ID     string
 	Role   string // single, lead or the subagent's role
 	Parent string // "" for the top agent
-	// DispatchCall is the parent's tool call that dispatched this agent.
+	// DispatchCall is the parent's tool call that dispatched this agent (or
+	// that started it: a verifier's verify call).
 	DispatchCall string
 	History      []llm.Message
 	Tools        []llm.ToolSpec
@@ -110,6 +113,11 @@ func Load(dir string) (*Run, error) {
 				roles[a.Assignment] = a.Role
 				parents[a.Assignment] = e.Agent
 				dispatch[a.Assignment] = a.CallID
+			}
+		case record.TypeAgentStarted:
+			var a record.AgentStarted
+			if e.Decode(&a) == nil {
+				roles[e.Agent], parents[e.Agent], dispatch[e.Agent] = a.Role, a.Parent, a.CallID
 			}
 		case record.TypeVerification:
 			var v struct {
@@ -235,21 +243,19 @@ func normArgs(s string) string {
 	return string(b)
 }
 
-// runtimeRole is the role of an agent no dispatch named: the top agent or
-// one the runtime started (verifier, investigators I1…, writer).
+// runtimeRole is the role of an agent no dispatch or agent_started event
+// named: the top agent, or one the runtime started in a record written
+// before agent_started (verifier, investigators I1…, writer).
 func runtimeRole(id string) string {
 	switch {
 	case id == "main":
 		return llm.CallerSingle
-	case len(id) > 1 && id[1] >= '0' && id[1] <= '9':
-		switch id[0] {
-		case 'I':
-			return "investigator"
-		case 'V':
-			return "verifier"
-		case 'W':
-			return "writer"
-		}
+	case record.RuntimeVerifier(id):
+		return llm.CallerVerifier
+	case len(id) > 1 && id[0] == 'I' && id[1] >= '0' && id[1] <= '9':
+		return "investigator"
+	case len(id) > 1 && id[0] == 'W' && id[1] >= '0' && id[1] <= '9':
+		return "writer"
 	}
-	return id // lead, verifier, writer
+	return id // lead, writer
 }

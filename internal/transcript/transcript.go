@@ -42,6 +42,7 @@ const (
 	KindCompaction   = "compaction"
 	KindBoard        = "board"
 	KindAssignment   = "assignment"
+	KindAgent        = "agent" // the runtime started an agent (V1, I1, W1)
 	KindReport       = "report"
 	KindVerdict      = "verdict"
 	KindLease        = "lease"
@@ -274,11 +275,30 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += ", artifacts " + strings.Join(p.Artifacts, ", ")
 			}
 		})
+	case record.TypeAgentStarted:
+		var p record.AgentStarted
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind = KindAgent
+			x.Detail = fmt.Sprintf("%s started: %s for %s", e.Agent, p.Role, p.Parent)
+			switch {
+			case p.Wave > 0 && p.Claim != "":
+				x.Detail += fmt.Sprintf(" (effort wave %d on %s)", p.Wave, p.Claim)
+			case p.Claim != "":
+				x.Detail += " (claim " + p.Claim + ")"
+			}
+		})
 	case record.TypeVerdict:
-		var p struct{ Claim, Verdict, Reason string }
+		var p struct {
+			Claim, Verdict, Reason string
+			ClaimID                string `json:"claim_id"`
+		}
 		e.Decode(&p)
 		return one(func(x *Entry) {
 			x.Kind, x.Text, x.Detail = KindVerdict, p.Claim, p.Verdict
+			if p.ClaimID != "" {
+				x.Detail += " (" + p.ClaimID + ")"
+			}
 			if p.Reason != "" {
 				x.Detail += ": " + oneLine(p.Reason)
 			}

@@ -46,8 +46,8 @@ func align(env Env, c contract.Clause, r Result) Result {
 		}
 	}
 	if c.MinCitations > 0 && cites < c.MinCitations {
-		probs = append(probs, fmt.Sprintf("%s carry %d citation(s), fewer than the %d required; cite evidence ids as [E12] after the sentences they support",
-			strings.Join(c.Outputs, ", "), cites, c.MinCitations))
+		probs = append(probs, fmt.Sprintf("rule \"at least %d citations\" failed: %s carry %d; cite evidence ids as [E12] after the sentences they support",
+			c.MinCitations, strings.Join(c.Outputs, ", "), cites))
 	}
 	r.ExitCode = 0
 	if len(probs) > 0 {

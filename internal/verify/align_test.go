@@ -33,7 +33,7 @@ func TestSourceAlignment(t *testing.T) {
 		{"matching quote", "# A\n\nIt was \"first lit on 14 March 1871\" [E1].\n", 1, true, []string{"1 citation(s) with 1 quote(s)"}},
 		{"misquote", "# A\n\nIt was \"first lit on 15 March 1871\" [E1].\n", 1, false, []string{"/outputs/answer.md:3", `"first lit on 15 March 1871"`, "E1"}},
 		{"unknown id", "# A\n\nIt was lit [E12].\n", 1, false, []string{"/outputs/answer.md:3", "E12", "not in the run's evidence"}},
-		{"too few", "# A\n\nNo citations.\n", 1, false, []string{"0 citation(s), fewer than the 1 required"}},
+		{"too few", "# A\n\nNo citations.\n", 1, false, []string{`rule "at least 1 citations" failed: /outputs/answer.md carry 0`}},
 		{"none required", "# A\n\nNo citations.\n", 0, true, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -49,14 +49,24 @@ func TestAPIOverAFinishedTeamRun(t *testing.T) {
 	}
 	var act struct {
 		Agents []struct {
-			Agent     string
-			ToolCalls int `json:"tool_calls"`
-			ActiveMS  int `json:"active_ms"`
+			Agent, Role, Parent string
+			ToolCalls           int `json:"tool_calls"`
+			ActiveMS            int `json:"active_ms"`
 		}
 	}
 	get(t, srv, "/api/runs/team-1/activity", &act)
-	if len(act.Agents) != 5 || act.Agents[0].Agent != "lead" || act.Agents[0].ToolCalls == 0 {
+	if len(act.Agents) != 6 || act.Agents[0].Agent != "lead" || act.Agents[0].ToolCalls == 0 {
 		t.Errorf("activity %+v", act.Agents)
+	}
+	// The two verifiers of the lead's two verify calls are two lanes.
+	verifiers := 0
+	for _, a := range act.Agents {
+		if a.Role == "verifier" && a.Parent == "lead" && (a.Agent == "V1" || a.Agent == "V2") {
+			verifiers++
+		}
+	}
+	if verifiers != 2 {
+		t.Errorf("activity %+v; want V1 and V2, role verifier, parent lead", act.Agents)
 	}
 	var files struct {
 		Files []struct {

@@ -134,8 +134,8 @@ func TestPageListsRuns(t *testing.T) {
 			t.Errorf("board %q lacks %q", boardText, title)
 		}
 	}
-	if lanes != 5 {
-		t.Errorf("%d timeline bars, want 5 (lead, A1, A2, verifier, A3)", lanes)
+	if lanes != 6 {
+		t.Errorf("%d timeline bars, want 6 (lead, A1, A2, the verifiers V1 and V2, A3)", lanes)
 	}
 	if !strings.Contains(filesText, "/outputs/report.md") {
 		t.Errorf("files %q", filesText)

@@ -223,12 +223,16 @@ func (w *Worktree) apply(root *hostfs.Dir, c Change) error {
 		return root.Remove(c.Path)
 	}
 	if dir := path.Dir(c.Path); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := w.mkdirsLike(root, dir); err != nil {
 			return err
 		}
 	}
 	if c.Kind == Symlink {
-		return root.Symlink(c.Target, c.Path)
+		if err := root.Symlink(c.Target, c.Path); err != nil {
+			return err
+		}
+		w.ownLike(root, c.Path)
+		return nil
 	}
 	src, perm, err := w.openOurs(c.Path)
 	if err != nil {
@@ -240,7 +244,51 @@ func (w *Worktree) apply(root *hostfs.Dir, c Change) error {
 	} else if err != nil {
 		return err
 	}
+	w.ownLike(root, c.Path)
 	return nil
+}
+
+// mkdirsLike creates the missing directories of dir in shared, each owned
+// as it is in the agent's view. A directory the runtime created (as root)
+// would otherwise be closed to the sandboxed commands of every other
+// agent whose view shows it: a running worktree sees shared's new entries
+// through its lower layer, where nothing hands them to the sandbox uid.
+func (w *Worktree) mkdirsLike(root *hostfs.Dir, dir string) error {
+	els := strings.Split(dir, "/")
+	first := -1
+	for i := range els {
+		if _, err := root.Lstat(strings.Join(els[:i+1], "/")); errors.Is(err, fs.ErrNotExist) {
+			first = i
+			break
+		}
+	}
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := first; i >= 0 && i < len(els); i++ {
+		w.ownLike(root, strings.Join(els[:i+1], "/"))
+	}
+	return nil
+}
+
+// ownLike gives rel in shared the owner it has in the agent's view, when
+// the runtime may (it is root); a link is not followed, and a failure
+// leaves the owner the runtime's.
+func (w *Worktree) ownLike(root *hostfs.Dir, rel string) {
+	view, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return
+	}
+	defer view.Close()
+	fi, err := view.Lstat(rel)
+	if err != nil {
+		return
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	root.Root().Lchown(rel, int(st.Uid), int(st.Gid))
 }
 
 // conflict builds the report of c and keeps the agent's version (a file or a

@@ -40,7 +40,11 @@
 //
 // Only content, links and deletions are merged: a mode change alone, empty
 // directories created by the agent, and special files (FIFOs, sockets,
-// devices) are not; a file's permission bits travel with its new content.
+// devices) are not; a file's permission bits travel with its new content,
+// and what a merge creates in shared (files, links, directories) takes the
+// owner it has in the agent's view when the runtime may set it, so another
+// agent's sandboxed commands can write in a directory a merge brought into
+// its mounted view as they could had the directory been there before.
 // Create takes the merge lock too, so a baseline never sees half a merge.
 package worktree
 

@@ -199,7 +199,7 @@ class RunView {
         svg.append(el("svg:rect", { class: "queued", x: x(g.queued), y: y + 8, width: Math.max(1, x(g.from) - x(g.queued)), height: 6 }));
       }
       const bar = el("svg:rect", { class: "bar", x: x(g.from), y: y + 4, width: Math.max(3, x(g.to) - x(g.from)), height: 14, rx: 2, "data-agent": g.agent });
-      bar.append(el("svg:title", {}, `${g.agent}: ${(g.active_ms / 1000).toFixed(1)} s active, ${g.turns} turns, ${g.tool_calls} tool calls, ${g.tokens} tokens`));
+      bar.append(el("svg:title", {}, `${g.agent}${g.role ? " (" + g.role + (g.parent ? ", for " + g.parent : "") + ")" : ""}: ${(g.active_ms / 1000).toFixed(1)} s active, ${g.turns} turns, ${g.tool_calls} tool calls, ${g.tokens} tokens`));
       svg.append(bar);
       svg.append(el("svg:text", { x: W - right + 8, y: y + 16, class: "count" }, g.tool_calls));
     });
