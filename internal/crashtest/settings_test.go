@@ -36,6 +36,7 @@ func TestSettingsSurviveKill(t *testing.T) {
 	stalls := 0 // model calls of the verifier that never gives a verdict, after the kill
 	roles := map[string]int{}
 	kid := regexp.MustCompile(`\[(K[0-9]+)\] the total is 42`)
+	refuted := regexp.MustCompile(`(K[0-9]+) "the total is 45"[^\n]*is refuted`)
 	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
 		mu.Lock()
 		defer mu.Unlock()
@@ -93,6 +94,14 @@ func TestSettingsSurviveKill(t *testing.T) {
 				toolCall("board_resolve", map[string]any{"id": "T2", "note": "reported", "refs": []string{"report:A2"}}),
 				toolCall("board_resolve", map[string]any{"id": "T3", "note": "the total is 42"}),
 				toolCall("finish", map[string]any{"summary": "the total is 42"}))
+		}
+		// A refuted load-bearing claim blocks finish: the lead withdraws
+		// A1's wrong total (the board's total rests on A2's).
+		for _, m := range req.Messages {
+			if k := refuted.FindStringSubmatch(m.Content); k != nil && !called(req, "mark_claim") {
+				return reply(toolCall("mark_claim", map[string]any{"claim": k[1], "mark": "withdrawn", "reason": "A1 summed wrong; the total rests on A2's 42"}),
+					toolCall("finish", map[string]any{"summary": "the total is 42"}))
+			}
 		}
 		return reply(toolCall("finish", map[string]any{"summary": "the total is 42"}))
 	})
@@ -235,4 +244,16 @@ func readEvents(t *testing.T, dir string) []record.Event {
 		t.Fatal(err)
 	}
 	return c.Events
+}
+
+// called reports whether the agent behind req called tool name before.
+func called(req llmtest.Request, name string) bool {
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
