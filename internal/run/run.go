@@ -42,11 +42,9 @@ import (
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/version"
 	"github.com/apodex/apodex/internal/world"
 )
-
-// Version is the runtime's version, recorded in every run.
-const Version = "0.1.0"
 
 // ConfigError is a problem with what the user asked for; nothing was run.
 type ConfigError struct{ Msg string }
@@ -231,7 +229,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	set := cfg.Settings // recorded as it is
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
-		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": Version, "sandbox": ss.sbx.Version},
+		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": version.Runtime, "sandbox": ss.sbx.Version},
 		Settings: &set,
 	}); err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
