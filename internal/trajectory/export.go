@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/grade"
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/version"
 )
 
 // Exporter writes the runs its Filter keeps in one Format ("chat", "atif"
@@ -49,7 +49,7 @@ func (o *Exporter) Export(dir string, cx Context) error {
 			}
 		}
 	case "atif":
-		t := ToATIF(r, cx, run.Version)
+		t := ToATIF(r, cx, version.Runtime)
 		if o.Out == "" {
 			raw, _ := json.Marshal(t)
 			_, err := o.W.Write(append(raw, '\n'))
