@@ -17,15 +17,15 @@ import (
 	"github.com/apodex/apodex/internal/worktree"
 )
 
-// Assignment states (R-EXEC-1).
+// Assignment states (R-EXEC-1), as recorded.
 const (
-	Created   = "created"
-	Queued    = "queued"
-	Running   = "running"
-	Reported  = "reported"
-	Failed    = "failed"
-	Cancelled = "cancelled"
-	Timeout   = "timeout"
+	Created   = record.AssignmentCreated
+	Queued    = record.AssignmentQueued
+	Running   = record.AssignmentRunning
+	Reported  = record.AssignmentReported
+	Failed    = record.AssignmentFailed
+	Cancelled = record.AssignmentCancelled
+	Timeout   = record.AssignmentTimeout
 )
 
 // Assignment is one dispatched subagent.

@@ -49,7 +49,7 @@ const (
 )
 
 // ErrLeadDone is the cause that stops assignments when the lead ends.
-var ErrLeadDone = errors.New("team: the lead finished")
+var ErrLeadDone = errors.New(record.ReasonLeadDone)
 
 // errCancelled is the cause of cancel_assignment.
 var errCancelled = errors.New("team: cancelled by the lead")
