@@ -224,19 +224,6 @@ func TestDiesWithRuntime(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"256MiB": 256 << 20, "4GiB": 4 << 30, "16M": 16 << 20, "1000000": 1e6, "10GB": 10e9, "1.5KiB": 1536} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "x", "12 parsecs", "-1"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
-		}
-	}
-}
-
 func BenchmarkSandboxTrue(b *testing.B) {
 	for name, r := range sandboxes(b) {
 		b.Run(name, func(b *testing.B) {
