@@ -33,8 +33,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-
-	"github.com/apodex/apodex/internal/sandbox"
 )
 
 // Plane names.
@@ -81,8 +79,8 @@ type FS struct {
 	// (a relative directory, e.g. "A1"): the shared isolation's disjoint
 	// path convention (R-PLANE-2). The rest of /workspace stays readable.
 	Own string
-	// ReadOnly binds every plane read-only in the sandbox (the verifier's
-	// bash, R-VERIFY-1); ResolveWrite refuses every write.
+	// ReadOnly makes every plane read-only, in the sandbox too (the
+	// verifier's bash, R-VERIFY-1); ResolveWrite refuses every write.
 	ReadOnly bool
 
 	mu     sync.Mutex
@@ -121,31 +119,6 @@ func (w *FS) Root(plane string) string {
 		return w.Outputs
 	}
 	return ""
-}
-
-// Mounts are the planes for the sandbox: /inputs and /outputs read-only,
-// /workspace writable. Where a publishing plane governs /outputs (R-SBX-3),
-// the bash tool replaces the /outputs mount with the plane's.
-//
-// With Own set, /workspace is read-only except /workspace/<Own>, which must
-// exist on the host.
-func (w *FS) Mounts() []sandbox.Mount {
-	if w.ReadOnly {
-		return []sandbox.Mount{{Source: w.Inputs, Target: "/inputs"}, {Source: w.Workspace, Target: "/workspace"}, {Source: w.Outputs, Target: "/outputs"}}
-	}
-	if w.Own != "" {
-		return []sandbox.Mount{
-			{Source: w.Inputs, Target: "/inputs"},
-			{Source: w.Workspace, Target: "/workspace"},
-			{Source: filepath.Join(w.Workspace, w.Own), Target: "/workspace/" + w.Own, Writable: true, Tracked: true},
-			{Source: w.Outputs, Target: "/outputs"},
-		}
-	}
-	return []sandbox.Mount{
-		{Source: w.Inputs, Target: "/inputs"},
-		{Source: w.Workspace, Target: "/workspace", Writable: true, Tracked: true},
-		{Source: w.Outputs, Target: "/outputs"},
-	}
 }
 
 // Resolve maps a path the agent gave to read or list.
