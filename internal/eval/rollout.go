@@ -15,7 +15,6 @@ import (
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -78,7 +77,7 @@ func rolloutSettings(c Config, b contract.Budget, sbx string) run.Settings {
 	s.SoftDeadline = record.Duration(b.SoftDeadline)
 	// A rollout's team has run without effort waves and synthesis; a suite
 	// cannot turn them on yet.
-	s.Team.Effort, s.Team.Synthesis = team.EffortOff, run.SynthesisOff
+	s.Team.Effort, s.Team.Synthesis = run.EffortOff, run.SynthesisOff
 	return s
 }
 
