@@ -328,5 +328,5 @@ func mergeEvent(id string, rep worktree.MergeReport) record.Merge {
 // the subagent's own view of the planes.
 func (t *Team) runtime(fs *workspace.FS) agent.Runtime {
 	return agent.Runtime{Model: t.cfg.Model, Log: t.cfg.Log, FS: fs, Retry: t.cfg.Retry, Context: t.cfg.Context,
-		OnStep: t.cfg.OnStep, Now: t.cfg.Now, Clock: t.cfg.Clock, RequireFinish: t.cfg.RequireFinish}
+		OnStep: t.cfg.OnStep, Clock: t.cfg.Clock, RequireFinish: t.cfg.RequireFinish}
 }

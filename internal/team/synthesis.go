@@ -141,7 +141,7 @@ func (t *Team) write(ctx context.Context, l *claims.Ledger, artifacts []string, 
 	return agent.Run(ctx, agent.Config{
 		ID: WriterID, Role: CallerWriter, Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: t.cfg.FS,
 		System: "You are the writer. You write the report deliverables from the claim–evidence graph only: you state nothing the graph does not support.\n\n" + agent.ToolNotes(set),
-		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Clock: t.cfg.Clock, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
 	}, b.String())
 }
 

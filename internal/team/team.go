@@ -92,7 +92,6 @@ type Config struct {
 	// SubBeforeCall, if set, runs before every subagent model call (the
 	// run's pause gate).
 	SubBeforeCall func(ctx context.Context) []llm.Message
-	Now           func() time.Time
 	// VerifierTools, if set, builds the verifier's read-only tools
 	// (read_file, grep, list_files, search, fetch, and bash with every
 	// plane read-only); the verdict tool is added to them.
@@ -110,8 +109,8 @@ type Config struct {
 	Synthesis bool
 	Reports   []string
 	Contract  string
-	// Clock times the wait tool's timeout and the subagents' deadlines;
-	// nil is the system clock.
+	// Clock is the team's time: the wait tool's timeout, and the clock of
+	// every agent it starts; nil is the system clock.
 	Clock clock.Clock
 }
 
@@ -157,9 +156,6 @@ func New(ctx context.Context, cfg Config) *Team {
 		cfg.Isolation = PerAgent
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
-	if cfg.Now == nil {
-		cfg.Now = cfg.Clock.Now
-	}
 	if cfg.EffortWidth <= 0 {
 		cfg.EffortWidth = DefaultEffortWidth
 	}

@@ -126,7 +126,7 @@ func (t *Team) verify(ctx context.Context, a verifyArgs, focus string) Verdict {
 		ID: VerifierID, Role: llm.CallerVerifier, FinishTool: "verdict",
 		Model: purposeModel{t.cfg.Model, llm.PurposeVerify}, Tools: set, Log: t.cfg.Log, FS: fs,
 		System: verifierPrompt + "\n" + agent.ToolNotes(set), Budget: agent.Budget{MaxTurns: turns},
-		Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+		Retry: t.cfg.Retry, Clock: t.cfg.Clock, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
 	}, prompt)
 	if got := box.get(); got != nil {
 		got.Claim, got.Evidence, got.Cut = a.Claim, a.Evidence, cuts
