@@ -48,7 +48,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/apodex/apodex/internal/record"
 )
@@ -86,9 +85,8 @@ type Config struct {
 	// Staging is a host directory for the holder's per-command copies of
 	// /outputs; it must not be inside Outputs. Created if missing.
 	Staging      string
-	ScratchQuota int64            // bytes under /outputs/scratch (0: DefaultScratchQuota)
-	MaxPaths     int              // paths in one manifest (0: MaxPaths)
-	Now          func() time.Time // nil: time.Now
+	ScratchQuota int64 // bytes under /outputs/scratch (0: DefaultScratchQuota)
+	MaxPaths     int   // paths in one manifest (0: MaxPaths)
 }
 
 // Declared is one manifest entry.
@@ -165,9 +163,6 @@ type Plane struct {
 func New(cfg Config) (*Plane, error) {
 	if cfg.ScratchQuota <= 0 {
 		cfg.ScratchQuota = DefaultScratchQuota
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if !filepath.IsAbs(cfg.Outputs) || !filepath.IsAbs(cfg.Staging) {
 		return nil, fmt.Errorf("publish: outputs %q and staging %q must be absolute", cfg.Outputs, cfg.Staging)

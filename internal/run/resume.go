@@ -37,9 +37,7 @@ type ResumeConfig struct {
 // says where and why it resumed.
 func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	cfg := rc.Config
-	if cfg.Now == nil {
-		cfg.Now = clock.Or(cfg.Clock).Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	reason := "the process stopped without finishing (killed or crashed); resumed from the record"
 	switch Liveness(dir) {
 	case Finished:
@@ -51,7 +49,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	case Live:
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is live in another process; send it messages with apodex say, or pause/resume it", filepath.Base(dir))}
 	}
-	log, contents, repaired, err := record.Open(dir, cfg.Now)
+	log, contents, repaired, err := record.Open(dir, cfg.Clock.Now)
 	if err != nil {
 		return Summary{}, err
 	}

@@ -50,8 +50,8 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 	if err != nil {
 		return nil, err
 	}
-	ss := &session{cfg: cfg, id: id, dir: dir, fs: fs, log: log, c: c, release: release, start: cfg.Now(), began: cfg.Now()}
-	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, MaxPaths: c.DeliverableCap(), Now: cfg.Now})
+	ss := &session{cfg: cfg, id: id, dir: dir, fs: fs, log: log, c: c, release: release, start: cfg.Clock.Now(), began: cfg.Clock.Now()}
+	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, MaxPaths: c.DeliverableCap()})
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("run: publication plane: %w", err)
@@ -117,11 +117,11 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ctx = llm.WithCaller(ctx, llm.Caller{Run: ss.id}) // every model call names its run
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Now: cfg.Now, Clock: cfg.Clock, Budget: budgetOf(cfg.Budget), Contract: ss.c,
+	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Clock: cfg.Clock, Budget: budgetOf(cfg.Budget), Contract: ss.c,
 		Status: func() string { return runinfo.StatusText(ss.dir) }})
 	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
 	if timeout := durationOf(cfg.Timeout); timeout > 0 {
-		ctl.SetTimeout(cfg.Now().Add(timeout - elapsed))
+		ctl.SetTimeout(cfg.Clock.Now().Add(timeout - elapsed))
 	}
 	defer ctl.Stop()
 	soft := durationOf(cfg.SoftDeadline)
@@ -142,7 +142,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
 	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: retryOf(cfg.Settings), Context: contextOf(cfg.Context),
-		OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now, Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
+		OnStep: progress(cfg.Progress, cfg.Logger), Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
 	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: budgetOf(cfg.Budget), Adjust: ctl.Adjust, Recall: true}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
@@ -220,7 +220,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
 		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, FilesOmitted: s.FilesOmitted, Failures: s.Failures,
-		DurationMS: cfg.Now().Sub(ss.began).Milliseconds(), Time: cfg.Now(),
+		DurationMS: cfg.Clock.Now().Sub(ss.began).Milliseconds(), Time: cfg.Clock.Now(),
 	})
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
