@@ -11,6 +11,7 @@ import (
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -187,13 +188,13 @@ func planeMounts(fs *workspace.FS) []sandbox.Mount {
 		return []sandbox.Mount{
 			{Source: fs.Inputs, Target: "/inputs"},
 			{Source: fs.Workspace, Target: "/workspace"},
-			{Source: filepath.Join(fs.Workspace, fs.Own), Target: "/workspace/" + fs.Own, Writable: true, Tracked: true},
+			{Source: filepath.Join(fs.Workspace, fs.Own), Target: "/workspace/" + fs.Own, Writable: true, Watch: watch.Process},
 			{Source: fs.Outputs, Target: "/outputs"},
 		}
 	}
 	return []sandbox.Mount{
 		{Source: fs.Inputs, Target: "/inputs"},
-		{Source: fs.Workspace, Target: "/workspace", Writable: true, Tracked: true},
+		{Source: fs.Workspace, Target: "/workspace", Writable: true, Watch: watch.Process},
 		{Source: fs.Outputs, Target: "/outputs"},
 	}
 }

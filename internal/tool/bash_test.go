@@ -223,7 +223,7 @@ func TestPlaneMounts(t *testing.T) {
 			}
 			for _, got := range ms {
 				w, ok := tc.want[got.Target]
-				if !ok || got.Source != w.src || got.Writable != w.rw || got.Tracked != w.rw {
+				if !ok || got.Source != w.src || got.Writable != w.rw || (got.Watch != nil) != w.rw {
 					t.Errorf("mount %+v, want %+v", got, w)
 				}
 			}
