@@ -50,6 +50,7 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Limits and names.
@@ -87,6 +88,9 @@ type Config struct {
 	Staging      string
 	ScratchQuota int64 // bytes under /outputs/scratch (0: DefaultScratchQuota)
 	MaxPaths     int   // paths in one manifest (0: MaxPaths)
+	// Watch is the Set scratch is watched in for the sandbox (the run's);
+	// nil: the sandbox walks it.
+	Watch *watch.Set
 }
 
 // Declared is one manifest entry.

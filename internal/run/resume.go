@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/taskstore"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -95,7 +96,8 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		log.Close()
 		return Summary{}, fmt.Errorf("run: rebuild the agents: %w", err)
 	}
-	fs := &workspace.FS{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs")}
+	fs := &workspace.FS{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs"),
+		Watch: watch.NewSet()} // the run's: its session closes it
 	worktree.Cleanup(filepath.Join(dir, "worktrees"))
 	workspace.RemoveTemps(fs.Workspace) // atomic writes cut off by the stop
 	workspace.RemoveTemps(fs.Outputs)

@@ -20,7 +20,6 @@ import (
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/verify"
-	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -51,7 +50,7 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		return nil, err
 	}
 	ss := &session{cfg: cfg, id: id, dir: dir, fs: fs, log: log, c: c, release: release, start: cfg.Clock.Now(), began: cfg.Clock.Now()}
-	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, MaxPaths: c.DeliverableCap()})
+	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, MaxPaths: c.DeliverableCap(), Watch: fs.Watch})
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("run: publication plane: %w", err)
@@ -76,7 +75,7 @@ func (ss *session) close() {
 	_ = sandbox.Close(ss.kit.runner) // the live sandboxes end with the run
 	// The run's planes, scratch and worktrees are watched no longer.
 	ss.fs.Release()
-	watch.ForgetUnder(ss.dir)
+	ss.fs.Watch.Close()
 	ss.release()
 }
 
@@ -209,7 +208,11 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
 	s.Files, s.FilesOmitted = producedFiles(ss.fs)
-	releaseWatches(ss.fs)
+	// The kernel's teardown of inotify watches waits out an RCU grace
+	// period (10-20 ms on this machine); done here, it runs while the
+	// record is closed and the summary printed, instead of delaying the
+	// process's exit. The planes are not looked at again.
+	ss.fs.Watch.Close()
 	// One read of the record serves the totals and, refreshed with the
 	// run_finished event, the trainability (each was a full read).
 	folded, lerr := runstate.Load(ss.dir)
@@ -231,17 +234,6 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
 	}
 	return s, nil
-}
-
-// releaseWatches stops watching the planes once the run has last looked at
-// them. The kernel's teardown of inotify watches waits out an RCU grace
-// period (10-20 ms on this machine); removed here, it runs while the record
-// is closed and the summary printed, instead of delaying the process's exit
-// (which then closes an inotify descriptor with no watch left).
-func releaseWatches(fs *workspace.FS) {
-	for _, dir := range []string{fs.Workspace, fs.Outputs, filepath.Join(fs.Outputs, "scratch")} {
-		watch.Forget(dir)
-	}
 }
 
 // judgeModel is the rubric judge: the run's model, retried as the agents'

@@ -258,8 +258,8 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 // worktreeHandle wraps a per-agent worktree.
 type worktreeHandle struct{ wt *worktree.Worktree }
 
-func openWorktree(shared, root, name string, ignore []string) (*worktreeHandle, error) {
-	wt, err := worktree.Create(shared, root, name)
+func openWorktree(m *worktree.Manager, shared, root, name string, ignore []string) (*worktreeHandle, error) {
+	wt, err := m.Create(shared, root, name)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/worktree"
 )
 
 // Isolation backends (R-PLANE-2).
@@ -70,6 +71,8 @@ type Config struct {
 	Isolation string
 	// WorktreeRoot holds per-agent worktrees (inside the run directory).
 	WorktreeRoot string
+	// Worktrees makes them (the run's); nil: a Manager watching in FS's Set.
+	Worktrees *worktree.Manager
 	// MergeIgnore are the patterns of changes a per-agent merge leaves out
 	// (worktree.Ignore); nil means worktree.DefaultIgnore.
 	MergeIgnore []string
@@ -156,6 +159,9 @@ func New(ctx context.Context, cfg Config) *Team {
 		cfg.Isolation = PerAgent
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.Worktrees == nil && cfg.FS != nil {
+		cfg.Worktrees = worktree.NewManager(cfg.FS.Trees())
+	}
 	if cfg.EffortWidth <= 0 {
 		cfg.EffortWidth = DefaultEffortWidth
 	}
@@ -263,11 +269,11 @@ func (t *Team) subFS(id, worktreeName string) (*workspace.FS, *worktreeHandle, e
 		fs.Own = id
 		return fs, nil, nil
 	default:
-		wt, err := openWorktree(shared.Workspace, t.cfg.WorktreeRoot, worktreeName, t.cfg.MergeIgnore)
+		wt, err := openWorktree(t.cfg.Worktrees, shared.Workspace, t.cfg.WorktreeRoot, worktreeName, t.cfg.MergeIgnore)
 		if err != nil {
 			return nil, nil, err
 		}
-		fs := &workspace.FS{Inputs: shared.Inputs, Workspace: wt.dir(), Outputs: shared.Outputs, Shared: shared.Workspace}
+		fs := &workspace.FS{Inputs: shared.Inputs, Workspace: wt.dir(), Outputs: shared.Outputs, Shared: shared.Workspace, Watch: shared.Trees()}
 		return fs, wt, nil
 	}
 }

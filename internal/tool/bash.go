@@ -11,7 +11,6 @@ import (
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
-	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -188,13 +187,13 @@ func planeMounts(fs *workspace.FS) []sandbox.Mount {
 		return []sandbox.Mount{
 			{Source: fs.Inputs, Target: "/inputs"},
 			{Source: fs.Workspace, Target: "/workspace"},
-			{Source: filepath.Join(fs.Workspace, fs.Own), Target: "/workspace/" + fs.Own, Writable: true, Watch: watch.Process},
+			{Source: filepath.Join(fs.Workspace, fs.Own), Target: "/workspace/" + fs.Own, Writable: true, Watch: fs.Trees()},
 			{Source: fs.Outputs, Target: "/outputs"},
 		}
 	}
 	return []sandbox.Mount{
 		{Source: fs.Inputs, Target: "/inputs"},
-		{Source: fs.Workspace, Target: "/workspace", Writable: true, Watch: watch.Process},
+		{Source: fs.Workspace, Target: "/workspace", Writable: true, Watch: fs.Trees()},
 		{Source: fs.Outputs, Target: "/outputs"},
 	}
 }

@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Plane names.
@@ -82,8 +84,13 @@ type FS struct {
 	// ReadOnly makes every plane read-only, in the sandbox too (the
 	// verifier's bash, R-VERIFY-1); ResolveWrite refuses every write.
 	ReadOnly bool
+	// Watch is the Set the planes' trees are watched in (package watch),
+	// which a run's session owns and closes; nil: the FS makes one of its
+	// own when first asked, and Release closes it.
+	Watch *watch.Set
 
 	mu     sync.Mutex
+	ownSet *watch.Set                      // made by Trees when Watch is nil
 	hashes map[string]map[string]hashEntry // plane -> rel -> last hash, see snapshot.go
 	marks  []*Mark                         // open, see track.go
 }
@@ -92,7 +99,7 @@ type FS struct {
 // writes are decided by outputsWrite: one view per agent, so the gate knows
 // who is writing.
 func (w *FS) View(outputsWrite func(planePath string, size int64) error) *FS {
-	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared, ReadOnly: w.ReadOnly}
+	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared, ReadOnly: w.ReadOnly, Watch: w.Trees()}
 }
 
 // Path is a resolved location.
