@@ -128,7 +128,7 @@ func TestSetsAreApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if t1 == t2 || one.Lookup(dir) != t1 || two.Lookup(dir) != t2 {
+	if t1 == t2 || one.Lookup(dir) != t1 || two.Lookup(dir) != t2 || !Watching(dir) {
 		t.Fatal("two sets share a tree")
 	}
 	one.Close()
@@ -142,6 +142,9 @@ func TestSetsAreApart(t *testing.T) {
 		t.Fatalf("after closing one set %d kernel watches, want two's 2", got)
 	}
 	two.Close()
+	if Watching(dir) {
+		t.Fatal("a directory of two closed sets is still watched")
+	}
 	if got := kernelWatches(t); got != before {
 		t.Fatalf("after closing both %d kernel watches, want %d", got, before)
 	}

@@ -201,12 +201,20 @@ func (s *Set) Close() {
 	s.closed = true
 }
 
-// Watched is the number of directories this process watches, in every
-// Set: what a closed Set no longer holds (tests and diagnostics).
-func Watched() int {
+// Watching reports whether a tree of any Set watches dir (absolute) as its
+// root: what a closed Set no longer does (tests and diagnostics).
+func Watching(dir string) bool {
+	dir = filepath.Clean(dir)
 	mu.Lock()
 	defer mu.Unlock()
-	return len(owner)
+	for _, ds := range owner {
+		for _, d := range ds {
+			if d.id == 0 && d.t.root == dir && !d.t.forgotten {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // forget is Forget of t. mu is held.
