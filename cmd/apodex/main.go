@@ -30,6 +30,7 @@ import (
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/termtext"
+	"github.com/apodex/apodex/internal/version"
 )
 
 func main() {
@@ -212,7 +213,7 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := fs.parse(args); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "apodex", run.Version)
+	fmt.Fprintln(stdout, "apodex", version.Runtime)
 	return nil
 }
 

@@ -5,11 +5,11 @@ import (
 	"io"
 
 	"github.com/apodex/apodex/internal/otel"
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/version"
 )
 
 // startTelemetry exports the run in dir as OpenTelemetry spans when
 // OTEL_EXPORTER_OTLP_ENDPOINT is set (otel.Start).
 func startTelemetry(ctx context.Context, dir string, after int64, stderr io.Writer) (stop func(started bool)) {
-	return otel.Start(ctx, dir, after, run.Version, stderr)
+	return otel.Start(ctx, dir, after, version.Runtime, stderr)
 }

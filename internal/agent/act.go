@@ -36,6 +36,8 @@ func (l *loop) act(ctx context.Context, calls []llm.ToolCall) *tool.Finish {
 	var wg sync.WaitGroup
 	var finishes []int
 	run := func(i int) {
+		// The host's clock, not the agent's: the windows are compared with
+		// file mtimes (attributeDeltas).
 		windows[i].start = time.Now()
 		results[i], durations[i] = l.invoke(ctx, calls[i])
 		windows[i].end = time.Now()
@@ -147,12 +149,12 @@ func better(a, b window, t time.Time) bool {
 
 // invoke runs one call, turning every kind of misuse into an observation.
 func (l *loop) invoke(ctx context.Context, c llm.ToolCall) (res tool.Result, ms int64) {
-	start := l.cfg.Now()
+	start := l.cfg.Clock.Now()
 	defer func() {
 		if p := recover(); p != nil {
 			res = tool.Errorf("tool %s failed internally: %v; try a different approach", c.Name, p)
 		}
-		ms = l.cfg.Now().Sub(start).Milliseconds()
+		ms = l.cfg.Clock.Now().Sub(start).Milliseconds()
 	}()
 	t, ok := l.tools.Get(c.Name)
 	if !ok {

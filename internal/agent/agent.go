@@ -24,7 +24,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
@@ -119,9 +118,8 @@ type Config struct {
 	// MaxContentBlob is the largest changed file whose content is kept as a
 	// blob; default 16 MiB.
 	MaxContentBlob int64
-	Now            func() time.Time
-	// Clock runs the deadline timers (and is Now when Now is nil); nil is
-	// the system clock.
+	// Clock is the agent's time: the record's step durations, the
+	// deadlines and their timers, the retry waits; nil is the system clock.
 	Clock clock.Clock
 }
 
@@ -156,9 +154,6 @@ func (c *Config) defaults() {
 		c.MaxContentBlob = 16 << 20
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Now == nil {
-		c.Now = c.Clock.Now
-	}
 	if c.Role == "" {
 		c.Role = llm.CallerSingle
 	}

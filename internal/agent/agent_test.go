@@ -209,7 +209,7 @@ func TestRetriesAreRecorded(t *testing.T) {
 		return turns([]llm.ToolCall{finishCall()}).Generate(ctx, req)
 	})
 	cfg, dir := newConfig(t, flaky)
-	cfg.Retry = llm.RetryPolicy{MaxAttempts: 3, Sleep: func(context.Context, time.Duration) error { return nil }}
+	cfg.Retry = llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond}
 	out := Run(context.Background(), cfg, "task")
 	if out.Termination != Completed {
 		t.Fatalf("got %s %v", out.Termination, out.Err)

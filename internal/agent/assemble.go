@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"time"
 
 	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
@@ -20,7 +19,6 @@ type Runtime struct {
 	Retry         llm.RetryPolicy
 	Context       Context
 	OnStep        func(Step)
-	Now           func() time.Time
 	Clock         clock.Clock // nil: the system clock
 	RequireFinish bool
 }
@@ -71,6 +69,6 @@ func (r Runtime) Assemble(s Spec) Config {
 		ID: s.ID, Role: s.Role, FinishTool: s.FinishTool, Model: r.Model, Tools: set, Evicted: evicted,
 		Log: r.Log, FS: r.FS, System: prompt(set), Budget: s.Budget, Retry: r.Retry, Context: r.Context,
 		Deadlines: s.Deadlines, Gate: s.Gate, BeforeCall: s.BeforeCall, Adjust: s.Adjust, Restore: s.Restore,
-		OnStep: r.OnStep, Now: r.Now, Clock: r.Clock, RequireFinish: r.RequireFinish,
+		OnStep: r.OnStep, Clock: r.Clock, RequireFinish: r.RequireFinish,
 	}
 }

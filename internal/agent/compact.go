@@ -240,7 +240,7 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 		if summary != "" {
 			prompt = "Summary so far:\n" + summary + "\n\nLater history:\n" + chunk
 		}
-		began := l.cfg.Now()
+		began := l.cfg.Clock.Now()
 		resp, err := model.Generate(llm.WithCaller(ctx, llm.Caller{Role: llm.CallerSummarizer}), &llm.Request{Purpose: llm.PurposeSummary, Turn: l.turns, Agent: l.cfg.ID, Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: summaryPrompt},
 			{Role: llm.RoleUser, Content: prompt},
@@ -252,7 +252,7 @@ func (l *loop) summarize(ctx context.Context, model llm.Model, tokens int, ev *r
 		l.usage = l.usage.Add(resp.Usage)
 		resp.Message.Role = llm.RoleAssistant
 		l.append(record.TypeModelResponse, record.ModelResponse{Turn: l.turns, Purpose: record.PurposeSummary, Message: l.storeMessage(resp.Message),
-			Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: l.cfg.Now().Sub(began).Milliseconds()})
+			Usage: resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: l.cfg.Clock.Now().Sub(began).Milliseconds()})
 		summary = strings.TrimSpace(resp.Message.Content)
 		start = end
 	}

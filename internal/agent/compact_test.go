@@ -220,19 +220,15 @@ func TestNoCompactionLoopWithPathologicalHistory(t *testing.T) {
 
 func TestSoftDeadlineWithInjectedClock(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	now := start
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clk := clock.NewFake(start)
 	m := &reportingModel{turns: readTurns(100)}
 	inner := m.Generate
 	model := llm.ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-		mu.Lock()
-		now = now.Add(time.Minute) // every call takes a minute
-		mu.Unlock()
+		clk.Advance(time.Minute) // every call takes a minute
 		return inner(ctx, req)
 	})
 	cfg, dir := newConfig(t, model, bigRead(10))
-	cfg.Now = clock
+	cfg.Clock = clk
 	// The context deadline is real time: far away, so the injected clock decides.
 	cfg.Deadlines = Deadlines{Soft: start.Add(10 * time.Minute), WrapUp: 3 * time.Minute}
 	out := Run(context.Background(), cfg, "task")

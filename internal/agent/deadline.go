@@ -71,7 +71,7 @@ func (l *loop) checkDeadline() bool {
 	if d.Soft.IsZero() {
 		return false
 	}
-	now := l.cfg.Now()
+	now := l.cfg.Clock.Now()
 	if !now.Before(d.Soft) {
 		return true
 	}
@@ -118,7 +118,7 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 	l.checkHistory()
 	l.recordRequest(specs)
 	req := &llm.Request{Messages: l.history, Tools: specs, ToolChoice: llm.ToolChoiceNone, Turn: l.turns - 1, Purpose: llm.PurposeFinalize, Agent: l.cfg.ID}
-	start := l.cfg.Now()
+	start := l.cfg.Clock.Now()
 	resp, err := model.Generate(fctx, req)
 	pr := record.PartialResult{Source: "model"}
 	if err == nil {
@@ -128,7 +128,7 @@ func (l *loop) finalize(ctx context.Context, model llm.Model) string {
 		l.history = append(l.history, resp.Message)
 		l.recorded = len(l.history)
 		l.respSeq = l.append(record.TypeModelResponse, record.ModelResponse{Request: l.reqSeq, Turn: l.turns, Purpose: record.PurposeFinalize, Message: l.storeMessage(resp.Message), Usage: resp.Usage,
-			FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: l.cfg.Now().Sub(start).Milliseconds()})
+			FinishReason: resp.FinishReason, Model: resp.Model, DurationMS: l.cfg.Clock.Now().Sub(start).Milliseconds()})
 		pr.Text = strings.TrimSpace(resp.Message.Content)
 	}
 	if pr.Text == "" {

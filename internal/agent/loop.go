@@ -44,7 +44,7 @@ func Run(ctx context.Context, cfg Config, task string) Outcome {
 	defer cancel(nil)
 	l.soft = newSoftTimer(l.cfg.Clock, func() { cancel(ErrSoftDeadline) })
 	defer l.soft.stop()
-	l.soft.set(cfg.Deadlines.Soft, cfg.Now())
+	l.soft.set(cfg.Deadlines.Soft, cfg.Clock.Now())
 	out := l.run(loopCtx, model)
 	if out.Termination == SoftDeadline && ctx.Err() == nil {
 		out.Partial = l.finalize(ctx, model)
@@ -96,7 +96,7 @@ func (l *loop) run(ctx context.Context, model llm.Model) Outcome {
 		}
 		if l.cfg.Adjust != nil {
 			l.cfg.Adjust(&l.cfg.Budget, &l.cfg.Deadlines)
-			l.soft.set(l.cfg.Deadlines.Soft, l.cfg.Now())
+			l.soft.set(l.cfg.Deadlines.Soft, l.cfg.Clock.Now())
 		}
 		b := l.cfg.Budget
 		if b.MaxTurns > 0 && l.turns >= b.MaxTurns {
@@ -200,7 +200,7 @@ func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error)
 	l.checkHistory()
 	l.recordRequest(specs)
 	req := &llm.Request{Messages: l.history, Tools: specs, Turn: l.turns - 1, Agent: l.cfg.ID}
-	start := l.cfg.Now()
+	start := l.cfg.Clock.Now()
 	l.starts = append(l.starts, start)
 	resp, err := model.Generate(ctx, req)
 	if err != nil {
@@ -234,7 +234,7 @@ func (l *loop) call(ctx context.Context, model llm.Model) (*llm.Response, error)
 		Usage:        resp.Usage,
 		FinishReason: resp.FinishReason,
 		Model:        resp.Model,
-		DurationMS:   l.cfg.Now().Sub(start).Milliseconds(),
+		DurationMS:   l.cfg.Clock.Now().Sub(start).Milliseconds(),
 		ResponseID:   resp.ID,
 	})
 	return resp, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 )
@@ -118,44 +119,26 @@ func TestNudgeNamesTheFinishTool(t *testing.T) {
 	}
 }
 
-// fakeClock advances only when told.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // With steps longer than the last tenth of the soft deadline, the wrap-up
 // notice still reaches a model call before the salvage call.
 func TestWrapUpSeenWithLongSteps(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var mu sync.Mutex
 	var reqs []*llm.Request
 	model := llm.ModelFunc(func(_ context.Context, req *llm.Request) (*llm.Response, error) {
 		mu.Lock()
 		reqs = append(reqs, &llm.Request{Purpose: req.Purpose, Messages: append([]llm.Message(nil), req.Messages...)})
 		mu.Unlock()
-		clock.advance(2500 * time.Millisecond) // every step takes 2.5 s
+		clk.Advance(2500 * time.Millisecond) // every step takes 2.5 s
 		if req.Purpose == llm.PurposeFinalize {
 			return &llm.Response{Message: text("partial: step 3 of 5")}, nil
 		}
 		return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{call("echo", `{}`)}}}, nil
 	})
 	cfg, _ := newConfig(t, model, echo("echo"))
-	cfg.Now = clock.Now
+	cfg.Clock = clk
 	soft := 10 * time.Second
-	cfg.Deadlines = Deadlines{Soft: clock.Now().Add(soft), WrapUp: soft / 10, Finalize: 5 * time.Second}
+	cfg.Deadlines = Deadlines{Soft: clk.Now().Add(soft), WrapUp: soft / 10, Finalize: 5 * time.Second}
 	out := Run(context.Background(), cfg, "task")
 	if out.Termination != SoftDeadline || out.Partial == "" {
 		t.Fatalf("got %s, partial %q", out.Termination, out.Partial)

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/bytesize"
 	"io"
 	"os"
 	"path"
@@ -183,7 +183,7 @@ func (p *parser) budget(n *yaml.Node, b *Budget) {
 		dst *int64
 	}{{"mem_limit", &b.MemLimit}, {"tmp_size", &b.TmpSize}, {"workspace_quota", &b.WorkspaceQuota}} {
 		if v := m[f.key]; v != nil {
-			n, err := sandbox.ParseSize(v.Value)
+			n, err := bytesize.Parse(v.Value)
 			if err != nil || v.Kind != yaml.ScalarNode || n <= 0 {
 				p.fail(v, "budget.%s: want a positive size such as 256MiB or 4GiB, got %s", f.key, describe(v))
 				continue

@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/apodex/apodex/internal/sandbox"
 	"io"
 	"os"
 	"path/filepath"
@@ -38,8 +37,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/worktree"
 	"github.com/apodex/apodex/internal/world"
 	"github.com/apodex/apodex/internal/world/gen"
@@ -61,7 +62,9 @@ type Options struct {
 	Progress io.Writer
 	// NewModel builds the model of a configuration for a rollout of w.
 	NewModel func(c Config, w *world.World) (llm.Model, record.ModelSettings, error)
-	Now      func() time.Time
+	// Clock is the eval's time and its rollouts': ids, the plan's and the
+	// results' times, the runs; nil is the system clock.
+	Clock clock.Clock
 }
 
 // Plan is an eval as resolved when it started.
@@ -123,12 +126,12 @@ func Dir(home, id string) string { return filepath.Join(home, "evals", id) }
 // error is about the eval itself, not about how rollouts went.
 func Start(ctx context.Context, s *Suite, opts Options) (string, error) {
 	opts = opts.withDefaults()
-	id := NewID(opts.Now())
+	id := NewID(opts.Clock.Now())
 	dir := Dir(opts.Home, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("eval: %v; pass --home to a writable directory", err)
 	}
-	plan := &Plan{ID: id, Suite: s.Name, Configs: s.Configs, Rollouts: s.Rollouts, Created: opts.Now().UTC()}
+	plan := &Plan{ID: id, Suite: s.Name, Configs: s.Configs, Rollouts: s.Rollouts, Created: opts.Clock.Now().UTC()}
 	st := world.NewStore(opts.Home)
 	for _, ref := range s.Worlds {
 		ws, err := resolve(st, ref, filepath.Join(dir, "gen"))
@@ -165,9 +168,7 @@ func (o Options) withDefaults() Options {
 	if o.Parallel <= 0 {
 		o.Parallel = runtime.NumCPU()
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = clock.Or(o.Clock)
 	if o.Sandbox == "" {
 		o.Sandbox = sandbox.KindAuto
 	}
@@ -320,13 +321,13 @@ func execute(ctx context.Context, plan *Plan, opts Options) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 	defer sf.Close()
-	out := &sink{f: f, started: sf, done: len(done), base: len(done), total: plan.Total(), begin: opts.Now(), progress: opts.Progress, id: plan.ID, now: opts.Now}
+	out := &sink{f: f, started: sf, done: len(done), base: len(done), total: plan.Total(), begin: opts.Clock.Now(), progress: opts.Progress, id: plan.ID, now: opts.Clock.Now}
 	for _, r := range done {
 		if r.Correct == 1 {
 			out.passed++
 		}
 	}
-	out.begin = opts.Now()
+	out.begin = opts.Clock.Now()
 	worlds := map[string]PlanWorld{}
 	for _, w := range plan.Worlds {
 		worlds[w.ID] = w

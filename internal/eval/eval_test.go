@@ -161,7 +161,7 @@ func TestSlowRolloutDoesNotHoldBackFinishedOnes(t *testing.T) {
 		}
 	})
 	// The eval id is known only once Start made it: the plan file names it.
-	opts.Now = nil
+	opts.Clock = nil
 	s := f.suite()
 	idCh := make(chan string, 1)
 	go func() {

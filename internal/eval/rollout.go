@@ -15,7 +15,6 @@ import (
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -30,7 +29,7 @@ func (r *roller) rollout(ctx context.Context, pw PlanWorld, c Config, index int)
 	res := Result{World: pw.ID, WorldName: pw.Name, Family: pw.Family, Level: pw.Level, Config: c.Name, Rollout: index, Status: run.StatusFailed}
 	fail := func(err error) Result {
 		res.Error = err.Error()
-		res.FinishedAt = r.opts.Now().UTC()
+		res.FinishedAt = r.opts.Clock.Now().UTC()
 		return res
 	}
 	w, err := r.store.Get(pw.ID)
@@ -45,12 +44,12 @@ func (r *roller) rollout(ctx context.Context, pw PlanWorld, c Config, index int)
 	if err != nil {
 		return fail(err)
 	}
-	id := run.NewID(r.opts.Now())
+	id := run.NewID(r.opts.Clock.Now())
 	runDir := filepath.Join(r.opts.Home, "runs", id)
 	r.sink.start(key{pw.ID, c.Name, index}, id)
 	iv := &intervener{dir: runDir, plan: c.Interventions}
 	cfg := run.Config{Settings: rolloutSettings(c, task.Budget, r.opts.Sandbox), Home: r.opts.Home, Contract: task, World: w,
-		Model: model, ModelInfo: info, Progress: iv, NewID: func() string { return id }}
+		Model: model, ModelInfo: info, Progress: iv, NewID: func() string { return id }, Clock: r.opts.Clock}
 	s, err := run.Execute(ctx, cfg)
 	res.RunID, res.Status, res.Termination = s.RunID, s.Status, s.Termination
 	if err != nil && s.RunID == "" {
@@ -61,7 +60,7 @@ func (r *roller) rollout(ctx context.Context, pw PlanWorld, c Config, index int)
 		return fail(err)
 	}
 	res.Score = score
-	res.FinishedAt = r.opts.Now().UTC()
+	res.FinishedAt = r.opts.Clock.Now().UTC()
 	return res
 }
 
@@ -78,7 +77,7 @@ func rolloutSettings(c Config, b contract.Budget, sbx string) run.Settings {
 	s.SoftDeadline = record.Duration(b.SoftDeadline)
 	// A rollout's team has run without effort waves and synthesis; a suite
 	// cannot turn them on yet.
-	s.Team.Effort, s.Team.Synthesis = team.EffortOff, run.SynthesisOff
+	s.Team.Effort, s.Team.Synthesis = run.EffortOff, run.SynthesisOff
 	return s
 }
 

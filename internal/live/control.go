@@ -39,9 +39,8 @@ type Config struct {
 	Log   *record.Log
 	// Cancel ends the whole run (a cancel command, the hard timeout).
 	Cancel context.CancelCauseFunc
-	Now    func() time.Time
-	// Clock runs the hard timeout (and is Now when Now is nil); nil is the
-	// system clock.
+	// Clock is the run's time: budget changes relative to now, and the
+	// hard timeout's timer; nil is the system clock.
 	Clock clock.Clock
 	// Status answers a progress query from the board and the record.
 	Status   func() string
@@ -55,7 +54,7 @@ type Control struct {
 	in     *inbox.Inbox
 	log    *record.Log
 	cancel context.CancelCauseFunc // ends the whole run
-	now    func() time.Time
+	clock  clock.Clock
 	status func() string // a progress answer from the board and the record
 
 	mu       sync.Mutex
@@ -72,12 +71,8 @@ type Control struct {
 // New makes the live control of a run.
 func New(cfg Config) *Control {
 	clk := clock.Or(cfg.Clock)
-	now := cfg.Now
-	if now == nil {
-		now = clk.Now
-	}
-	c := &Control{in: cfg.Inbox, log: cfg.Log, cancel: cfg.Cancel, now: now, status: cfg.Status, budget: cfg.Budget, contract: cfg.Contract}
-	c.hard = &hardTimer{clock: clk, now: now, fire: func() { c.cancel(agent.ErrHardTimeout) }}
+	c := &Control{in: cfg.Inbox, log: cfg.Log, cancel: cfg.Cancel, clock: clk, status: cfg.Status, budget: cfg.Budget, contract: cfg.Contract}
+	c.hard = &hardTimer{clock: clk, fire: func() { c.cancel(agent.ErrHardTimeout) }}
 	return c
 }
 
@@ -115,7 +110,6 @@ type hardTimer struct {
 	at    time.Time
 	timer clock.Timer
 	clock clock.Clock
-	now   func() time.Time
 	fire  func()
 }
 
@@ -127,7 +121,7 @@ func (h *hardTimer) set(at time.Time) {
 	}
 	h.at, h.timer = at, nil
 	if !at.IsZero() {
-		h.timer = h.clock.AfterFunc(at.Sub(h.now()), h.fire)
+		h.timer = h.clock.AfterFunc(at.Sub(h.clock.Now()), h.fire)
 	}
 }
 
@@ -359,7 +353,7 @@ func (c *Control) applyBudget(args map[string]string) string {
 		}
 		base := cur
 		if base.IsZero() || (v[0] != '+' && v[0] != '-') {
-			base = c.now()
+			base = c.clock.Now()
 		}
 		if v[0] == '-' {
 			return base.Add(-d), true

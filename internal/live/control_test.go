@@ -38,7 +38,7 @@ func TestProgressAnswerUnderTheInboxLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := live.New(live.Config{Inbox: in, Log: log, Now: time.Now, Cancel: func(error) {}, Contract: &contract.Contract{Objective: "count the files"},
+	c := live.New(live.Config{Inbox: in, Log: log, Cancel: func(error) {}, Contract: &contract.Contract{Objective: "count the files"},
 		Status: func() string { return runinfo.StatusText(dir) }})
 
 	got := make(chan []llm.Message, 1)

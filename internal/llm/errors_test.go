@@ -14,7 +14,7 @@ func TestBadStreamIsTriedThreeTimes(t *testing.T) {
 	bad := NewBadStream("http://model.test/v1/chat/completions", []byte("<html><body>502 Bad Gateway</body></html>"))
 	seq := &sequence{errs: []error{bad, bad, bad, bad, bad, bad}}
 	clk := &fakeClock{now: time.Unix(0, 0)}
-	_, err := WithRetry(seq, RetryPolicy{MaxAttempts: 6, Sleep: clk.Sleep, Now: clk.Now, Rand: func() float64 { return 0 }}).Generate(context.Background(), &Request{})
+	_, err := WithRetry(seq, RetryPolicy{MaxAttempts: 6, Clock: clk, Rand: func() float64 { return 0 }}).Generate(context.Background(), &Request{})
 	if seq.calls != 3 {
 		t.Fatalf("attempts = %d, want 3", seq.calls)
 	}
@@ -23,7 +23,7 @@ func TestBadStreamIsTriedThreeTimes(t *testing.T) {
 	}
 	// A stream error between good attempts does not use up the others.
 	seq = &sequence{errs: []error{status(503), bad, status(503), status(503)}}
-	if _, err := WithRetry(seq, RetryPolicy{MaxAttempts: 6, Sleep: clk.Sleep, Now: clk.Now}).Generate(context.Background(), &Request{}); err != nil || seq.calls != 5 {
+	if _, err := WithRetry(seq, RetryPolicy{MaxAttempts: 6, Clock: clk}).Generate(context.Background(), &Request{}); err != nil || seq.calls != 5 {
 		t.Fatalf("mixed errors: %d calls, %v", seq.calls, err)
 	}
 }

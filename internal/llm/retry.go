@@ -30,12 +30,8 @@ type RetryPolicy struct {
 	MaxDelay time.Duration
 	// Rand returns a number in [0, 1); default math/rand/v2.Float64.
 	Rand func() float64
-	// Sleep waits d or until ctx is done; default a timer raced against ctx.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock compared with ctx's deadline; default Clock's.
-	Now func() time.Time
-	// Clock times the waits when Sleep and Now are not given; nil is the
-	// system clock (tests pass a clock.Fake).
+	// Clock times the waits and is the time compared with ctx's deadline;
+	// nil is the system clock (tests pass a clock.Fake).
 	Clock clock.Clock
 	// OnRetry, if set, is called before each wait with the number of the
 	// attempt that just failed (1 for the first, so it is also the retry's
@@ -56,13 +52,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Rand == nil {
 		p.Rand = rand.Float64
 	}
-	if p.Sleep == nil {
-		c := p.Clock
-		p.Sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c, d) }
-	}
-	if p.Now == nil {
-		p.Now = clock.Or(p.Clock).Now
-	}
+	p.Clock = clock.Or(p.Clock)
 	return p
 }
 
@@ -120,7 +110,7 @@ func (r *retrying) Generate(ctx context.Context, req *Request) (*Response, error
 			wait = r.p.backoff(attempt)
 		}
 		if dl, ok := ctx.Deadline(); ok {
-			left := dl.Sub(r.p.Now())
+			left := dl.Sub(r.p.Clock.Now())
 			if wait >= left {
 				return nil, fmt.Errorf("%w (attempt %d failed; the next would wait %v but only %v is left; raise the time budget): %w",
 					ErrNoRetryBudget, attempt, wait, max(left, 0), err)
@@ -129,7 +119,7 @@ func (r *retrying) Generate(ctx context.Context, req *Request) (*Response, error
 		if r.p.OnRetry != nil {
 			r.p.OnRetry(attempt, err, wait)
 		}
-		if serr := r.p.Sleep(ctx, wait); serr != nil {
+		if serr := clock.Sleep(ctx, r.p.Clock, wait); serr != nil {
 			return nil, fmt.Errorf("llm: retry wait after attempt %d interrupted: %w: %w", attempt, serr, err)
 		}
 	}

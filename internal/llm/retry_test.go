@@ -12,22 +12,36 @@ import (
 	"github.com/apodex/apodex/internal/clock"
 )
 
-// fakeClock is an injected clock whose Sleep only advances time.
+// fakeClock is an injected clock whose timers fire at once: a wait only
+// moves its time on, and is recorded.
 type fakeClock struct {
 	now    time.Time
 	sleeps []time.Duration
 }
 
+var _ clock.Clock = (*fakeClock)(nil)
+
 func (c *fakeClock) Now() time.Time { return c.now }
 
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer {
 	c.sleeps = append(c.sleeps, d)
 	c.now = c.now.Add(d)
-	return nil
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return firedTimer{ch}
 }
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.now = c.now.Add(d)
+	go f()
+	return firedTimer{}
+}
+
+// firedTimer is a timer of fakeClock: it has fired.
+type firedTimer struct{ ch chan time.Time }
+
+func (t firedTimer) C() <-chan time.Time { return t.ch }
+func (t firedTimer) Stop() bool          { return false }
 
 func (c *fakeClock) slept() time.Duration {
 	var total time.Duration
@@ -193,8 +207,7 @@ func TestWithRetry(t *testing.T) {
 			p := tt.policy
 			p.BaseDelay = time.Second
 			p.Rand = func() float64 { return 1 } // the top of the jitter range
-			p.Sleep = clock.Sleep
-			p.Now = clock.Now
+			p.Clock = clock
 			p.OnRetry = func(attempt int, err error, wait time.Duration) {
 				if !IsRetryable(err) {
 					t.Errorf("OnRetry got a non-retryable error: %v", err)
@@ -261,7 +274,7 @@ func TestWithRetryStopsWhenContextDone(t *testing.T) {
 		cancel()
 		return nil, &ConnError{URL: "http://model.test", Err: ctx.Err()}
 	})
-	_, err := WithRetry(m, RetryPolicy{Sleep: clock.Sleep, Now: clock.Now}).Generate(ctx, &Request{})
+	_, err := WithRetry(m, RetryPolicy{Clock: clock}).Generate(ctx, &Request{})
 	if calls != 1 || len(clock.sleeps) != 0 {
 		t.Errorf("calls = %d, sleeps = %v; want one call and no sleep", calls, clock.sleeps)
 	}
@@ -271,15 +284,17 @@ func TestWithRetryStopsWhenContextDone(t *testing.T) {
 }
 
 func TestWithRetrySleepInterrupted(t *testing.T) {
-	stop := errors.New("stopped")
 	seq := &sequence{errs: []error{status(503), status(503)}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	p := RetryPolicy{
-		Sleep: func(context.Context, time.Duration) error { return stop },
-		Rand:  func() float64 { return 0 },
+		Clock:   clock.NewFake(time.Unix(0, 0)), // never advanced: only ctx ends the wait
+		Rand:    func() float64 { return 0 },
+		OnRetry: func(int, error, time.Duration) { cancel() },
 	}
-	_, err := WithRetry(seq, p).Generate(context.Background(), &Request{})
+	_, err := WithRetry(seq, p).Generate(ctx, &Request{})
 	var api *APIError
-	if !errors.Is(err, stop) || !errors.As(err, &api) || api.StatusCode != 503 {
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &api) || api.StatusCode != 503 {
 		t.Errorf("err = %v, want it to wrap both the sleep error and HTTP 503", err)
 	}
 	if seq.calls != 1 {
@@ -314,15 +329,9 @@ func TestBackoffJitterBounds(t *testing.T) {
 	}
 }
 
-func TestDefaultSleep(t *testing.T) {
-	sleep := RetryPolicy{}.withDefaults().Sleep
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("sleep on a done context = %v, want context.Canceled", err)
-	}
-	if err := sleep(context.Background(), 0); err != nil {
-		t.Errorf("sleep(0) = %v", err)
+func TestDefaultClock(t *testing.T) {
+	if c := (RetryPolicy{}).withDefaults().Clock; c != clock.Real {
+		t.Errorf("the zero policy waits on %v, want the system clock", c)
 	}
 }
 
@@ -330,9 +339,13 @@ func TestDefaultSleep(t *testing.T) {
 // it is advanced past the wait, however long that wait is.
 func TestBackoffWaitsOnTheClock(t *testing.T) {
 	c := clock.NewFake(time.Unix(0, 0))
-	p := RetryPolicy{Clock: c, BaseDelay: time.Hour, Rand: func() float64 { return 1 }}.withDefaults()
+	seq := &sequence{errs: []error{status(503)}}
+	m := WithRetry(seq, RetryPolicy{Clock: c, BaseDelay: time.Hour, Rand: func() float64 { return 1 }})
 	done := make(chan error, 1)
-	go func() { done <- p.Sleep(context.Background(), p.backoff(1)) }()
+	go func() {
+		_, err := m.Generate(context.Background(), &Request{})
+		done <- err
+	}()
 	if !c.WaitTimers(1, nil) {
 		t.Fatal("no timer")
 	}
@@ -343,10 +356,22 @@ func TestBackoffWaitsOnTheClock(t *testing.T) {
 	default:
 	}
 	c.Advance(time.Minute)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if err := <-done; err != nil || seq.calls != 2 {
+		t.Fatalf("after the hour: %v, %d calls; want the second call's success", err, seq.calls)
 	}
-	if !p.Now().Equal(time.Unix(3600, 0)) {
-		t.Errorf("Now is %v, want the fake clock's", p.Now())
+}
+
+// The deadline check reads the policy's clock: a wait that would end past
+// ctx's deadline by the fake clock is refused, though the real clock would
+// have left time for it.
+func TestRetryBudgetOnTheClock(t *testing.T) {
+	now := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(90*time.Minute))
+	defer cancel()
+	c := clock.NewFake(now.Add(time.Hour)) // 30 minutes left by this clock
+	p := RetryPolicy{Clock: c, BaseDelay: 45 * time.Minute, MaxDelay: time.Hour, Rand: func() float64 { return 1 }}
+	_, err := WithRetry(&sequence{errs: []error{status(503)}}, p).Generate(ctx, &Request{})
+	if !errors.Is(err, ErrNoRetryBudget) {
+		t.Errorf("err = %v, want ErrNoRetryBudget", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/sandbox"
@@ -42,8 +41,7 @@ func newFixture(t testing.TB, quota int64, preexisting map[string]string) *fixtu
 	for name, content := range preexisting {
 		put(t, filepath.Join(f.outputs, name), content)
 	}
-	p, err := New(Config{Outputs: f.outputs, Staging: f.staging, ScratchQuota: quota,
-		Now: func() time.Time { return time.Unix(1700000000, 0) }})
+	p, err := New(Config{Outputs: f.outputs, Staging: f.staging, ScratchQuota: quota})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,9 +48,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Limits and names.
@@ -86,9 +86,11 @@ type Config struct {
 	// Staging is a host directory for the holder's per-command copies of
 	// /outputs; it must not be inside Outputs. Created if missing.
 	Staging      string
-	ScratchQuota int64            // bytes under /outputs/scratch (0: DefaultScratchQuota)
-	MaxPaths     int              // paths in one manifest (0: MaxPaths)
-	Now          func() time.Time // nil: time.Now
+	ScratchQuota int64 // bytes under /outputs/scratch (0: DefaultScratchQuota)
+	MaxPaths     int   // paths in one manifest (0: MaxPaths)
+	// Watch is the Set scratch is watched in for the sandbox (the run's);
+	// nil: the sandbox walks it.
+	Watch *watch.Set
 }
 
 // Declared is one manifest entry.
@@ -169,9 +171,6 @@ type Plane struct {
 func New(cfg Config) (*Plane, error) {
 	if cfg.ScratchQuota <= 0 {
 		cfg.ScratchQuota = DefaultScratchQuota
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if !filepath.IsAbs(cfg.Outputs) || !filepath.IsAbs(cfg.Staging) {
 		return nil, fmt.Errorf("publish: outputs %q and staging %q must be absolute", cfg.Outputs, cfg.Staging)

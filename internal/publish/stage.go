@@ -30,7 +30,7 @@ func (p *Plane) view(ctx context.Context, agent string) (tool.OutputsView, error
 	if err := p.ensureScratch(); err != nil {
 		return tool.OutputsView{}, err
 	}
-	scratch := sandbox.Mount{Source: p.scratch, Target: "/outputs/scratch", Writable: true, Tracked: true,
+	scratch := sandbox.Mount{Source: p.scratch, Target: "/outputs/scratch", Writable: true, Watch: p.cfg.Watch,
 		Quota: &sandbox.Quota{Bytes: p.cfg.ScratchQuota, Apparent: true, Refuse: true, Name: "scratch_quota", Hint: "--scratch-quota"}}
 	p.mu.Lock()
 	holder, held := p.holder, slices.Clone(p.held)

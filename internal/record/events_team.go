@@ -77,6 +77,22 @@ type Assignment struct {
 	CallID       string   `json:"call_id,omitempty"` // the dispatch call that created it
 }
 
+// Values of Assignment.State (R-EXEC-1): created → queued → running →
+// reported, or failed, cancelled or timeout with a Reason.
+const (
+	AssignmentCreated   = "created"
+	AssignmentQueued    = "queued"
+	AssignmentRunning   = "running"
+	AssignmentReported  = "reported"
+	AssignmentFailed    = "failed"
+	AssignmentCancelled = "cancelled"
+	AssignmentTimeout   = "timeout"
+)
+
+// ReasonLeadDone begins the Reason of an assignment cancelled because the
+// lead ended.
+const ReasonLeadDone = "team: the lead finished"
+
 // Report is how a subagent ended its assignment (R-TEAM-2).
 type Report struct {
 	Assignment string `json:"assignment"`

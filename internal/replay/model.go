@@ -12,7 +12,6 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/team"
 )
 
 // replayModel is an llm.Model that answers with the outputs a record holds:
@@ -69,7 +68,7 @@ type recordedSummary struct {
 
 type recordedVerdict struct {
 	seq  int64
-	v    team.Verdict
+	v    record.Verdict
 	used bool
 }
 
@@ -125,7 +124,7 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 				m.summaries = append(m.summaries, recordedSummary{seq: e.Seq, agent: e.Agent, turn: turnsSoFar[e.Agent], text: c.Summarized.Summary})
 			}
 		case record.TypeVerdict:
-			var v team.Verdict
+			var v record.Verdict
 			if err := e.Decode(&v); err != nil {
 				return nil, err
 			}
@@ -159,9 +158,9 @@ func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) m
 				continue
 			}
 			switch {
-			case a.State == team.Timeout || a.State == team.Failed && byClock(a.Reason):
+			case a.State == record.AssignmentTimeout || a.State == record.AssignmentFailed && byClock(a.Reason):
 				out[e.Agent] = limit
-			case a.State == team.Cancelled && strings.Contains(a.Reason, team.ErrLeadDone.Error()):
+			case a.State == record.AssignmentCancelled && strings.Contains(a.Reason, record.ReasonLeadDone):
 				out[e.Agent] = wait
 			}
 		case record.TypeModelResponse:

@@ -12,9 +12,10 @@ import (
 	"github.com/apodex/apodex/internal/watch"
 )
 
-// TestPlanesUnwatchedAtTheEnd: the planes a run watched while its agent
-// worked are no longer watched once Execute returns (their inotify watches
-// are torn down while the record is closed, not at process exit).
+// TestPlanesUnwatchedAtTheEnd: the directories a run watched while its
+// agent worked (the planes, in the session's Set) are no longer watched
+// once Execute returns (their inotify watches are torn down while the
+// record is closed, not at process exit), and nothing else remembers them.
 func TestPlanesUnwatchedAtTheEnd(t *testing.T) {
 	var ws string
 	watchedDuring := false
@@ -23,7 +24,7 @@ func TestPlanesUnwatchedAtTheEnd(t *testing.T) {
 		case 0:
 			return scripted.Calls(call("bash", map[string]string{"command": "echo a > a.txt"})), nil
 		case 1:
-			watchedDuring = ws != "" && watch.Lookup(ws) != nil
+			watchedDuring = ws != "" && watch.Watching(ws)
 		}
 		return scripted.Calls(finish("done")...), nil
 	})
@@ -40,7 +41,7 @@ func TestPlanesUnwatchedAtTheEnd(t *testing.T) {
 		t.Fatal("the workspace was not watched while the agent worked: the test shows nothing")
 	}
 	for _, dir := range []string{ws, filepath.Join(s.RunDir, "outputs"), filepath.Join(s.RunDir, "outputs", "scratch")} {
-		if watch.Lookup(dir) != nil {
+		if watch.Watching(dir) {
 			t.Errorf("%s is still watched after the run", dir)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/taskstore"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -37,9 +38,7 @@ type ResumeConfig struct {
 // says where and why it resumed.
 func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	cfg := rc.Config
-	if cfg.Now == nil {
-		cfg.Now = clock.Or(cfg.Clock).Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	reason := "the process stopped without finishing (killed or crashed); resumed from the record"
 	switch Liveness(dir) {
 	case Finished:
@@ -51,7 +50,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	case Live:
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is live in another process; send it messages with apodex say, or pause/resume it", filepath.Base(dir))}
 	}
-	log, contents, repaired, err := record.Open(dir, cfg.Now)
+	log, contents, repaired, err := record.Open(dir, cfg.Clock.Now)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -97,7 +96,8 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		log.Close()
 		return Summary{}, fmt.Errorf("run: rebuild the agents: %w", err)
 	}
-	fs := &workspace.FS{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs")}
+	fs := &workspace.FS{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs"),
+		Watch: watch.NewSet()} // the run's: its session closes it
 	worktree.Cleanup(filepath.Join(dir, "worktrees"))
 	workspace.RemoveTemps(fs.Workspace) // atomic writes cut off by the stop
 	workspace.RemoveTemps(fs.Outputs)

@@ -32,7 +32,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
@@ -42,11 +41,9 @@ import (
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/version"
 	"github.com/apodex/apodex/internal/world"
 )
-
-// Version is the runtime's version, recorded in every run.
-const Version = "0.1.0"
 
 // ConfigError is a problem with what the user asked for; nothing was run.
 type ConfigError struct{ Msg string }
@@ -86,9 +83,8 @@ type Config struct {
 	// Logger receives the runtime's debug log (steps, lifecycle); nil for
 	// none. The CLI's --log-level writes it into the run directory.
 	Logger *slog.Logger
-	Now    func() time.Time
-	// Clock runs the run's timers: deadlines, the hard timeout, retry
-	// backoff, team waits (and is Now when Now is nil); nil is the system
+	// Clock is the run's one time source: the record's times, deadlines,
+	// the hard timeout, retry backoff, team waits; nil is the system
 	// clock.
 	Clock clock.Clock
 	NewID func() string
@@ -142,14 +138,12 @@ const (
 // Execute performs one run. The error is non-nil only when the run could not
 // start; how a started run ended is in the Summary.
 func Execute(ctx context.Context, cfg Config) (Summary, error) {
-	if cfg.Now == nil {
-		cfg.Now = clock.Or(cfg.Clock).Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.NewID == nil {
-		cfg.NewID = func() string { return NewID(cfg.Now()) }
+		cfg.NewID = func() string { return NewID(cfg.Clock.Now()) }
 	}
 	if cfg.Model == nil {
 		return Summary{}, &ConfigError{"no model configured: pass --provider (openai, anthropic or scripted)"}
@@ -179,7 +173,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	log, err := record.Create(dir, cfg.Now)
+	log, err := record.Create(dir, cfg.Clock.Now)
 	if err != nil {
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot create the record in %s: %v", dir, err)}
 	}
@@ -231,7 +225,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	set := cfg.Settings // recorded as it is
 	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
-		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": Version, "sandbox": ss.sbx.Version},
+		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": version.Runtime, "sandbox": ss.sbx.Version},
 		Settings: &set,
 	}); err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)

@@ -21,7 +21,6 @@ import (
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
-	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -51,8 +50,8 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 	if err != nil {
 		return nil, err
 	}
-	ss := &session{cfg: cfg, id: id, dir: dir, fs: fs, log: log, c: c, release: release, start: cfg.Now(), began: cfg.Now()}
-	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, MaxPaths: c.DeliverableCap(), Now: cfg.Now})
+	ss := &session{cfg: cfg, id: id, dir: dir, fs: fs, log: log, c: c, release: release, start: cfg.Clock.Now(), began: cfg.Clock.Now()}
+	ss.plane, err = publish.New(publish.Config{Outputs: fs.Outputs, Staging: filepath.Join(dir, "staging"), ScratchQuota: cfg.ScratchQuota, MaxPaths: c.DeliverableCap(), Watch: fs.Watch})
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("run: publication plane: %w", err)
@@ -77,7 +76,7 @@ func (ss *session) close() {
 	_ = sandbox.Close(ss.kit.runner) // the live sandboxes end with the run
 	// The run's planes, scratch and worktrees are watched no longer.
 	ss.fs.Release()
-	watch.ForgetUnder(ss.dir)
+	ss.fs.Watch.Close()
 	ss.release()
 }
 
@@ -119,11 +118,11 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ctx = llm.WithCaller(ctx, llm.Caller{Run: ss.id}) // every model call names its run
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Now: cfg.Now, Clock: cfg.Clock, Budget: budgetOf(cfg.Budget), Contract: ss.c,
+	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Clock: cfg.Clock, Budget: budgetOf(cfg.Budget), Contract: ss.c,
 		Status: func() string { return runinfo.StatusText(ss.dir) }})
 	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
 	if timeout := durationOf(cfg.Timeout); timeout > 0 {
-		ctl.SetTimeout(cfg.Now().Add(timeout - elapsed))
+		ctl.SetTimeout(cfg.Clock.Now().Add(timeout - elapsed))
 	}
 	defer ctl.Stop()
 	soft := durationOf(cfg.SoftDeadline)
@@ -144,7 +143,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
 	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: retryOf(cfg.Settings), Context: contextOf(cfg.Context),
-		OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now, Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
+		OnStep: progress(cfg.Progress, cfg.Logger), Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
 	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: budgetOf(cfg.Budget), Adjust: ctl.Adjust, Recall: true}
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
@@ -219,7 +218,11 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
 	s.Files, s.FilesOmitted = producedFiles(ss.fs)
-	releaseWatches(ss.fs)
+	// The kernel's teardown of inotify watches waits out an RCU grace
+	// period (10-20 ms on this machine); done here, it runs while the
+	// record is closed and the summary printed, instead of delaying the
+	// process's exit. The planes are not looked at again.
+	ss.fs.Watch.Close()
 	// One read of the record serves the totals and, refreshed with the
 	// run_finished event, the trainability (each was a full read).
 	folded, lerr := runstate.Load(ss.dir)
@@ -230,7 +233,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
 		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, FilesOmitted: s.FilesOmitted, Failures: s.Failures,
-		DurationMS: cfg.Now().Sub(ss.began).Milliseconds(), Time: cfg.Now(),
+		DurationMS: cfg.Clock.Now().Sub(ss.began).Milliseconds(), Time: cfg.Clock.Now(),
 	})
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
@@ -241,17 +244,6 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
 	}
 	return s, nil
-}
-
-// releaseWatches stops watching the planes once the run has last looked at
-// them. The kernel's teardown of inotify watches waits out an RCU grace
-// period (10-20 ms on this machine); removed here, it runs while the record
-// is closed and the summary printed, instead of delaying the process's exit
-// (which then closes an inotify descriptor with no watch left).
-func releaseWatches(fs *workspace.FS) {
-	for _, dir := range []string{fs.Workspace, fs.Outputs, filepath.Join(fs.Outputs, "scratch")} {
-		watch.Forget(dir)
-	}
 }
 
 // judgeModel is the rubric judge: the run's model, retried as the agents'

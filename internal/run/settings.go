@@ -42,7 +42,7 @@ func Defaults() Settings {
 			MergeIgnore: slices.Clone(worktree.DefaultIgnore),
 			// The verifier's, the effort waves' and the writer's settings.
 			VerifyMaxTurns: team.DefaultVerifyMaxTurns,
-			Effort:         team.EffortAdaptive,
+			Effort:         EffortAdaptive,
 			EffortWidth:    team.DefaultEffortWidth,
 			EffortWaves:    team.DefaultEffortWaves,
 			EffortBudget:   team.DefaultEffortBudget,
@@ -65,6 +65,12 @@ func Defaults() Settings {
 const (
 	SynthesisOn  = "on"
 	SynthesisOff = "off"
+)
+
+// Values of Settings.Team.Effort.
+const (
+	EffortAdaptive = team.EffortAdaptive
+	EffortOff      = team.EffortOff
 )
 
 // SettingsFrom reads recorded settings back: as they are, or the zero

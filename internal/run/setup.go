@@ -18,6 +18,7 @@ import (
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -62,6 +63,7 @@ func makeRunDir(dir string) (*workspace.FS, error) {
 		Inputs:    filepath.Join(dir, "inputs"),
 		Workspace: filepath.Join(dir, "workspace"),
 		Outputs:   filepath.Join(dir, "outputs"),
+		Watch:     watch.NewSet(), // the run's: its session closes it
 	}
 	for _, d := range []string{fs.Inputs, fs.Workspace, fs.Outputs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

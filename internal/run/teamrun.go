@@ -42,7 +42,6 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 		Context:      contextOf(cfg.Context),
 		Plan:         tc.Plan,
 		OnStep:       rt.OnStep,
-		Now:          cfg.Now,
 		Clock:        cfg.Clock,
 		Wake:         ctl.Wake,
 		SubBeforeCall: func(ctx context.Context) []llm.Message {

@@ -7,6 +7,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/worktree"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -14,7 +15,7 @@ import (
 // linked from the store instead of copied, and /workspace an overlay of the
 // stored workspace. The caller must Finish the rollout.
 func stageWorld(w *world.World, dir string, fs *workspace.FS) (*world.Rollout, error) {
-	r, err := world.Stage(w, dir)
+	r, err := world.Stage(w, dir, worktree.NewManager(fs.Watch))
 	if err != nil {
 		return nil, &ConfigError{fmt.Sprintf("cannot stage world %s: %v; check it with `apodex worlds check %s`", w.ID, err, w.ID)}
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // The tests here run against every isolating backend (sandboxes): they are
@@ -94,7 +96,7 @@ func TestNoSetuidSurvives(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ws := t.TempDir()
 			res := run(t, r, Spec{Command: "cp /bin/sh /workspace/py && chmod 6755 /workspace/py && mkdir /workspace/d && chmod 2775 /workspace/d && ls -l /workspace/py",
-				Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked}}})
+				Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)}}})
 			if res.ExitCode != 0 {
 				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
 			}
@@ -107,7 +109,7 @@ func TestNoSetuidSurvives(t *testing.T) {
 					t.Errorf("%s keeps %v after the command", p, fi.Mode())
 				}
 			}
-			out := run(t, r, Spec{Command: "grep ' /workspace ' /proc/self/mountinfo", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked}}})
+			out := run(t, r, Spec{Command: "grep ' /workspace ' /proc/self/mountinfo", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)}}})
 			if !strings.Contains(string(out.Stdout), "nosuid") || !strings.Contains(string(out.Stdout), "nodev") {
 				t.Errorf("/workspace not nosuid,nodev: %q", out.Stdout)
 			}
@@ -224,19 +226,6 @@ func TestDiesWithRuntime(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"256MiB": 256 << 20, "4GiB": 4 << 30, "16M": 16 << 20, "1000000": 1e6, "10GB": 10e9, "1.5KiB": 1536} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "x", "12 parsecs", "-1"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
-		}
-	}
-}
-
 func BenchmarkSandboxTrue(b *testing.B) {
 	for name, r := range sandboxes(b) {
 		b.Run(name, func(b *testing.B) {
@@ -310,7 +299,7 @@ func TestWorkspaceQuota(t *testing.T) {
 		tracked := strings.HasSuffix(name, "/tracked")
 		t.Run(name, func(t *testing.T) {
 			ws := t.TempDir()
-			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked}}
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)}}
 			res := run(t, r, Spec{Command: "echo keep > /workspace/keep; for i in $(seq 100); do head -c 1048576 /dev/urandom > /workspace/f$i; sleep 0.02; done",
 				Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 4 << 20}}, Timeout: 30 * time.Second})
 			if res.Limit != "workspace_quota" || !strings.Contains(res.LimitNote(), "--workspace-quota") {
@@ -353,7 +342,7 @@ func TestSweepsStayInMounts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res := run(t, r, Spec{Command: "ls -l /workspace", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked}}})
+			res := run(t, r, Spec{Command: "ls -l /workspace", Mounts: []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)}}})
 			if res.ExitCode != 0 {
 				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
 			}
@@ -371,8 +360,19 @@ func TestSweepsStayInMounts(t *testing.T) {
 	}
 }
 
-// trackedOrNot runs a test over each runner with plain and with Tracked
-// (watched, see package watch) writable mounts.
+// watchedIf is a Set for a test's watched mounts, closed when the test
+// ends; nil (the mount is walked) when tracked is false.
+func watchedIf(t *testing.T, tracked bool) *watch.Set {
+	if !tracked {
+		return nil
+	}
+	s := watch.NewSet()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// trackedOrNot runs a test over each runner with plain and with watched
+// (package watch) writable mounts.
 func trackedOrNot(rs map[string]Runner) map[string]Runner {
 	out := map[string]Runner{}
 	for name, r := range rs {
@@ -381,14 +381,14 @@ func trackedOrNot(rs map[string]Runner) map[string]Runner {
 	return out
 }
 
-// On a Tracked mount, what the runtime writes between two commands is
+// On a watched mount, what the runtime writes between two commands is
 // given to the sandbox uid before the next one, and a setuid bit a
 // command sets on a file that was already there is cleared.
 func TestTrackedMountBetweenCommands(t *testing.T) {
 	for name, r := range sandboxes(t) {
 		t.Run(name, func(t *testing.T) {
 			ws := t.TempDir()
-			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Tracked: true}}
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, true)}}
 			if res := run(t, r, Spec{Command: "cp /bin/sh /workspace/sh", Mounts: mounts}); res.ExitCode != 0 {
 				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
 			}

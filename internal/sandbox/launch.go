@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/apodex/apodex/internal/sandbox/etccopy"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"github.com/apodex/apodex/internal/sandbox/etccopy"
 
 	"github.com/apodex/apodex/internal/watch"
 )
@@ -249,7 +250,7 @@ func giveTo(root *os.Root, rel string, fi fs.FileInfo, give bool, uid, gid int) 
 	return nil
 }
 
-// tend is what is done to an entry of a Tracked mount that changed since
+// tend is what is done to an entry of a watched mount that changed since
 // the last command (before or after one): it is given to the sandbox uid
 // and loses any setuid/setgid bit.
 func tend(give bool, uid, gid int) func(root *os.Root, rel string, fi fs.FileInfo) error {
@@ -292,7 +293,7 @@ type tally map[int][2]int64
 // those with a quota, through an os.Root of the mount, and measures the
 // mounts with a quota on the way. It returns the first error of f.
 //
-// A Tracked mount is not walked: tracked is called on the entries that
+// A watched mount (Watch set) is not walked: tracked is called on the entries that
 // changed since the last call for it (whatever every says), and its tally
 // comes from its tree's running totals.
 func eachEntry(ms []Mount, every bool, f, tracked func(root *os.Root, rel string, fi fs.FileInfo) error) (tally, error) {
@@ -300,15 +301,15 @@ func eachEntry(ms []Mount, every bool, f, tracked func(root *os.Root, rel string
 	t := tally{}
 	for i, m := range ms {
 		q := m.Quota
-		if !m.Writable || (!every && q == nil && !m.Tracked) {
+		if !m.Writable || (!every && q == nil && m.Watch == nil) {
 			continue
 		}
 		root, err := os.OpenRoot(m.Source)
 		if err != nil {
 			return t, fmt.Errorf("sandbox: open mount %s: %w", m.Source, err)
 		}
-		if m.Tracked {
-			err := eachChanged(root, m.Source, tracked)
+		if m.Watch != nil {
+			err := eachChanged(root, m.Watch, m.Source, tracked)
 			root.Close()
 			if err != nil && first == nil {
 				first = err
@@ -355,31 +356,15 @@ func eachEntry(ms []Mount, every bool, f, tracked func(root *os.Root, rel string
 	return t, first
 }
 
-// subs are this package's subscriptions to the trees of Tracked mounts.
-var subs struct {
-	sync.Mutex
-	m map[*watch.Tree]*watch.Sub
-}
-
-// eachChanged calls f on every entry of the watched dir that changed since
-// the last call for it (all of them the first time).
-func eachChanged(root *os.Root, dir string, f func(root *os.Root, rel string, fi fs.FileInfo) error) error {
-	tr, err := watch.For(dir)
+// eachChanged calls f on every entry of the dir watched in set that
+// changed since the last call for it (all of them the first time).
+func eachChanged(root *os.Root, set *watch.Set, dir string, f func(root *os.Root, rel string, fi fs.FileInfo) error) error {
+	tr, err := set.For(dir)
 	if err != nil {
 		return fmt.Errorf("sandbox: watch mount %s: %w", dir, err)
 	}
-	subs.Lock()
-	if subs.m == nil {
-		subs.m = map[*watch.Tree]*watch.Sub{}
-	}
-	sub := subs.m[tr]
-	if sub == nil {
-		sub = tr.Subscribe()
-		subs.m[tr] = sub
-	}
-	subs.Unlock()
 	var first error
-	for _, rel := range sub.Take() {
+	for _, rel := range tr.Shared("sandbox").Take() {
 		fi, err := root.Lstat(rel)
 		if err != nil {
 			continue // gone again

@@ -62,29 +62,6 @@ const (
 	LimitSparse = "sparse_file"
 )
 
-// ParseSize reads a size such as 4GiB, 256MiB, 16M, 1000000 or 10GB (bytes;
-// K/M/G/T are powers of 1024 with or without "iB", KB/MB/GB/TB powers of
-// 1000).
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := len(t)
-	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
-		i--
-	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want a number of bytes with an optional unit, e.g. 256MiB, 4GiB, 1000000", s)
-	}
-	mult := map[string]float64{"": 1, "b": 1,
-		"k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
-		"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}[unit]
-	if mult == 0 {
-		return 0, fmt.Errorf("size %q: unknown unit %q (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)", s, t[i:])
-	}
-	return int64(n * mult), nil
-}
-
 // cgroup is one command's cgroups: a v2 group (for an atomic kill, and its
 // memory and pids controllers where enabled) and v1 memory and pids groups
 // where those hierarchies exist. Any part may be missing.
@@ -440,20 +417,6 @@ func (r Result) LimitNote() string {
 		return fmt.Sprintf("fork may have failed at the process limit of %d; raise it with --pids-limit", lim.Pids)
 	}
 	return ""
-}
-
-// FormatSize prints n bytes the way ParseSize reads them (4GiB, 256MiB,
-// 1000 bytes as "1000").
-func FormatSize(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return fmt.Sprint(n)
 }
 
 func human(n int64) string {

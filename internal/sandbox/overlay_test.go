@@ -28,7 +28,7 @@ func TestRefusingQuota(t *testing.T) {
 				}
 			}
 			q := &Quota{Bytes: 1 << 20, Apparent: true, Refuse: true, Name: "scratch_quota", Hint: "--scratch-quota"}
-			mounts := []Mount{{Source: dir, Target: "/scratch", Writable: true, Tracked: tracked, Quota: q}}
+			mounts := []Mount{{Source: dir, Target: "/scratch", Writable: true, Watch: watchedIf(t, tracked), Quota: q}}
 			res := run(t, r, Spec{Mounts: mounts, Command: `cd /scratch && rm gone.txt && echo new > new.txt && ln -s new.txt link &&
 				rm -r olddir && mkdir olddir && echo y > olddir/y && echo more >> keep.txt && mkdir -p deep/er && echo d > deep/er/f &&
 				head -c 5242880 /dev/zero > big; echo "big=$?"`})

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
-
-	"github.com/apodex/apodex/internal/watch"
 )
 
 // Quota bounds what a writable mount may hold: allocated bytes (blocks on
@@ -63,10 +61,10 @@ func usage(dir string, apparent bool) (bytes, files int64) {
 	return bytes, files
 }
 
-// usageOf measures a mount: from its watched tree when Tracked.
+// usageOf measures a mount: from its watched tree when it has one.
 func usageOf(m Mount) (bytes, files int64) {
-	if m.Tracked {
-		if t, err := watch.For(m.Source); err == nil {
+	if m.Watch != nil {
+		if t, err := m.Watch.For(m.Source); err == nil {
 			blocks, apparent, n := t.Usage()
 			if m.Quota != nil && m.Quota.Apparent {
 				return apparent, n

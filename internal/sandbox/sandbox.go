@@ -73,6 +73,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // ErrUnavailable is returned by New when no sandbox can be built here.
@@ -86,11 +88,12 @@ type Mount struct {
 	// Quota, if set on a writable mount, bounds what the command may leave
 	// in it (see Quota).
 	Quota *Quota `json:"-"`
-	// Tracked says Source is a lasting directory (a plane, not a per-command
-	// copy) worth watching (package watch): giving its contents to the
-	// sandbox uid, clearing setuid bits and measuring its quota then cost
-	// what changed since the last command, not a walk.
-	Tracked bool `json:"-"`
+	// Watch, when set, says Source is a lasting directory (a plane, not a
+	// per-command copy) watched in this set (package watch; a run's
+	// session owns it): giving its contents to the sandbox uid, clearing
+	// setuid bits and measuring its quota then cost what changed since the
+	// last command, not a walk. Nil: the mount is walked.
+	Watch *watch.Set `json:"-"`
 	// Fresh says Source is a directory made for this one command (the
 	// publishing holder's staging copy): a live sandbox (Reuse) reaches it
 	// through its parent, so a new one each command needs no new sandbox.

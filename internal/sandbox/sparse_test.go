@@ -18,7 +18,7 @@ func TestSparseGiantsRemoved(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ws, out := t.TempDir(), t.TempDir()
 			mounts := []Mount{
-				{Source: ws, Target: "/workspace", Writable: true, Tracked: tracked},
+				{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)},
 				{Source: out, Target: "/staged", Writable: true}, // no quota: the workspace's applies
 			}
 			res := run(t, r, Spec{Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 64 << 20}},

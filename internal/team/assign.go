@@ -17,15 +17,15 @@ import (
 	"github.com/apodex/apodex/internal/worktree"
 )
 
-// Assignment states (R-EXEC-1).
+// Assignment states (R-EXEC-1), as recorded.
 const (
-	Created   = "created"
-	Queued    = "queued"
-	Running   = "running"
-	Reported  = "reported"
-	Failed    = "failed"
-	Cancelled = "cancelled"
-	Timeout   = "timeout"
+	Created   = record.AssignmentCreated
+	Queued    = record.AssignmentQueued
+	Running   = record.AssignmentRunning
+	Reported  = record.AssignmentReported
+	Failed    = record.AssignmentFailed
+	Cancelled = record.AssignmentCancelled
+	Timeout   = record.AssignmentTimeout
 )
 
 // Assignment is one dispatched subagent.
@@ -260,8 +260,8 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 // worktreeHandle wraps a per-agent worktree.
 type worktreeHandle struct{ wt *worktree.Worktree }
 
-func openWorktree(shared, root, name string, ignore []string) (*worktreeHandle, error) {
-	wt, err := worktree.Create(shared, root, name)
+func openWorktree(m *worktree.Manager, shared, root, name string, ignore []string) (*worktreeHandle, error) {
+	wt, err := m.Create(shared, root, name)
 	if err != nil {
 		return nil, err
 	}
@@ -330,5 +330,5 @@ func mergeEvent(id string, rep worktree.MergeReport) record.Merge {
 // the subagent's own view of the planes.
 func (t *Team) runtime(fs *workspace.FS) agent.Runtime {
 	return agent.Runtime{Model: t.cfg.Model, Log: t.cfg.Log, FS: fs, Retry: t.cfg.Retry, Context: t.cfg.Context,
-		OnStep: t.cfg.OnStep, Now: t.cfg.Now, Clock: t.cfg.Clock, RequireFinish: t.cfg.RequireFinish}
+		OnStep: t.cfg.OnStep, Clock: t.cfg.Clock, RequireFinish: t.cfg.RequireFinish}
 }

@@ -310,7 +310,7 @@ func (t *Team) investigate(ctx context.Context, wave int, id string, k target, f
 	out := agent.Run(ctx, agent.Config{
 		ID: id, Role: CallerInvestigator, FinishTool: "report", Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: fs,
 		System: "You are an independent investigator. You receive one claim another agent made and a framing; you check it by that framing only. Every plane is read-only to you.\n\n" + agent.ToolNotes(set),
-		Budget: budget, Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+		Budget: budget, Retry: t.cfg.Retry, Clock: t.cfg.Clock, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
 	}, task)
 	ev.State, ev.Turns = string(out.Termination), out.Turns
 	ev.PromptTokens, ev.CompletionTokens = out.Usage.PromptTokens, out.Usage.CompletionTokens

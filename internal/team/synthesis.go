@@ -145,7 +145,7 @@ func (t *Team) write(ctx context.Context, id string, l *claims.Ledger, artifacts
 	return agent.Run(ctx, agent.Config{
 		ID: id, Role: CallerWriter, Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: t.cfg.FS,
 		System: "You are the writer. You write the report deliverables from the claim–evidence graph only: you state nothing the graph and its evidence do not support. Where a report already exists you revise it: keep what holds, fix what does not, add what is missing; never start over without saying so and why in your finish summary.\n\n" + agent.ToolNotes(set),
-		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Clock: t.cfg.Clock, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
 	}, t.writerTask(l, artifacts, existing))
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/worktree"
 )
 
 // Isolation backends (R-PLANE-2).
@@ -49,7 +50,7 @@ const (
 )
 
 // ErrLeadDone is the cause that stops assignments when the lead ends.
-var ErrLeadDone = errors.New("team: the lead finished")
+var ErrLeadDone = errors.New(record.ReasonLeadDone)
 
 // errCancelled is the cause of cancel_assignment.
 var errCancelled = errors.New("team: cancelled by the lead")
@@ -70,6 +71,8 @@ type Config struct {
 	Isolation string
 	// WorktreeRoot holds per-agent worktrees (inside the run directory).
 	WorktreeRoot string
+	// Worktrees makes them (the run's); nil: a Manager watching in FS's Set.
+	Worktrees *worktree.Manager
 	// MergeIgnore are the patterns of changes a per-agent merge leaves out
 	// (worktree.Ignore); nil means worktree.DefaultIgnore.
 	MergeIgnore []string
@@ -92,7 +95,6 @@ type Config struct {
 	// SubBeforeCall, if set, runs before every subagent model call (the
 	// run's pause gate).
 	SubBeforeCall func(ctx context.Context) []llm.Message
-	Now           func() time.Time
 	// VerifierTools, if set, builds the verifier's read-only tools
 	// (read_file, grep, list_files, search, fetch, and bash with every
 	// plane read-only); the verdict tool is added to them.
@@ -119,8 +121,8 @@ type Config struct {
 	// load-bearing claims are those they rest on (none: every file under
 	// /outputs).
 	Deliverables []string
-	// Clock times the wait tool's timeout and the subagents' deadlines;
-	// nil is the system clock.
+	// Clock is the team's time: the wait tool's timeout, and the clock of
+	// every agent it starts; nil is the system clock.
 	Clock clock.Clock
 }
 
@@ -167,8 +169,8 @@ func New(ctx context.Context, cfg Config) *Team {
 		cfg.Isolation = PerAgent
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
-	if cfg.Now == nil {
-		cfg.Now = cfg.Clock.Now
+	if cfg.Worktrees == nil && cfg.FS != nil {
+		cfg.Worktrees = worktree.NewManager(cfg.FS.Trees())
 	}
 	if cfg.EffortWidth <= 0 {
 		cfg.EffortWidth = DefaultEffortWidth
@@ -261,11 +263,11 @@ func (t *Team) subFS(id, worktreeName string) (*workspace.FS, *worktreeHandle, e
 		fs.Own = id
 		return fs, nil, nil
 	default:
-		wt, err := openWorktree(shared.Workspace, t.cfg.WorktreeRoot, worktreeName, t.cfg.MergeIgnore)
+		wt, err := openWorktree(t.cfg.Worktrees, shared.Workspace, t.cfg.WorktreeRoot, worktreeName, t.cfg.MergeIgnore)
 		if err != nil {
 			return nil, nil, err
 		}
-		fs := &workspace.FS{Inputs: shared.Inputs, Workspace: wt.dir(), Outputs: shared.Outputs, Shared: shared.Workspace}
+		fs := &workspace.FS{Inputs: shared.Inputs, Workspace: wt.dir(), Outputs: shared.Outputs, Shared: shared.Workspace, Watch: shared.Trees()}
 		return fs, wt, nil
 	}
 }

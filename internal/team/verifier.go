@@ -167,7 +167,7 @@ func (t *Team) verify(ctx context.Context, id string, a verifyArgs, focus string
 		ID: id, Role: llm.CallerVerifier, FinishTool: "verdict",
 		Model: purposeModel{t.cfg.Model, llm.PurposeVerify}, Tools: set, Log: t.cfg.Log, FS: fs,
 		System: verifierPrompt + "\n" + agent.ToolNotes(set), Budget: agent.Budget{MaxTurns: turns, MaxTokens: maxTokens},
-		Retry: t.cfg.Retry, Now: t.cfg.Now, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+		Retry: t.cfg.Retry, Clock: t.cfg.Clock, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
 	}, prompt)
 	if got := box.get(); got != nil {
 		got.Claim, got.Evidence, got.Cut = a.Claim, a.Evidence, cuts

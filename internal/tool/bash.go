@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -59,7 +60,7 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		note = fmt.Sprintf("timeout_s %d is above the maximum; used %s\n", a.TimeoutS, seconds(timeout))
 	}
 
-	mounts := env.FS.Mounts()
+	mounts := planeMounts(env.FS)
 	var view OutputsView
 	if env.Outputs != nil {
 		v, err := env.Outputs(ctx)
@@ -170,4 +171,29 @@ func section(b *strings.Builder, name string, data []byte, total int64) {
 // seconds prints a duration as whole seconds ("120s").
 func seconds(d time.Duration) string {
 	return fmt.Sprintf("%ds", int(d.Round(time.Second).Seconds()))
+}
+
+// planeMounts are the planes of fs as the sandbox binds them: /inputs and
+// /outputs read-only, /workspace writable. Where a publishing plane governs
+// /outputs (R-SBX-3), bash replaces the /outputs mount with the plane's.
+//
+// With fs.Own set, /workspace is read-only except /workspace/<Own>, which
+// must exist on the host; with fs.ReadOnly, every plane is read-only.
+func planeMounts(fs *workspace.FS) []sandbox.Mount {
+	if fs.ReadOnly {
+		return []sandbox.Mount{{Source: fs.Inputs, Target: "/inputs"}, {Source: fs.Workspace, Target: "/workspace"}, {Source: fs.Outputs, Target: "/outputs"}}
+	}
+	if fs.Own != "" {
+		return []sandbox.Mount{
+			{Source: fs.Inputs, Target: "/inputs"},
+			{Source: fs.Workspace, Target: "/workspace"},
+			{Source: filepath.Join(fs.Workspace, fs.Own), Target: "/workspace/" + fs.Own, Writable: true, Watch: fs.Trees()},
+			{Source: fs.Outputs, Target: "/outputs"},
+		}
+	}
+	return []sandbox.Mount{
+		{Source: fs.Inputs, Target: "/inputs"},
+		{Source: fs.Workspace, Target: "/workspace", Writable: true, Watch: fs.Trees()},
+		{Source: fs.Outputs, Target: "/outputs"},
+	}
 }

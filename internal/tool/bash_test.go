@@ -194,3 +194,39 @@ func TestBashOutputsHook(t *testing.T) {
 		t.Fatal("the command ran")
 	}
 }
+
+// TestPlaneMounts: the planes as bash binds them, for the shared
+// workspace, the disjoint path convention (Own) and the verifier (ReadOnly).
+func TestPlaneMounts(t *testing.T) {
+	type m struct {
+		src string
+		rw  bool
+	}
+	for _, tc := range []struct {
+		name     string
+		own      string
+		readOnly bool
+		want     map[string]m
+	}{
+		{"default", "", false,
+			map[string]m{"/inputs": {"/r/inputs", false}, "/workspace": {"/r/workspace", true}, "/outputs": {"/r/outputs", false}}},
+		{"own", "A1", false,
+			map[string]m{"/inputs": {"/r/inputs", false}, "/workspace": {"/r/workspace", false}, "/workspace/A1": {"/r/workspace/A1", true}, "/outputs": {"/r/outputs", false}}},
+		{"read-only", "A1", true,
+			map[string]m{"/inputs": {"/r/inputs", false}, "/workspace": {"/r/workspace", false}, "/outputs": {"/r/outputs", false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := &workspace.FS{Inputs: "/r/inputs", Workspace: "/r/workspace", Outputs: "/r/outputs", Own: tc.own, ReadOnly: tc.readOnly}
+			ms := planeMounts(fs)
+			if len(ms) != len(tc.want) {
+				t.Fatalf("got %d mounts %+v, want %d", len(ms), ms, len(tc.want))
+			}
+			for _, got := range ms {
+				w, ok := tc.want[got.Target]
+				if !ok || got.Source != w.src || got.Writable != w.rw || (got.Watch != nil) != w.rw {
+					t.Errorf("mount %+v, want %+v", got, w)
+				}
+			}
+		})
+	}
+}

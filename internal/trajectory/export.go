@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/grade"
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/version"
 )
 
 // Exporter writes the runs its Filter keeps in one Format ("chat", "atif"
@@ -59,7 +59,7 @@ func (o *Exporter) Export(dir string, cx Context) error {
 			}
 		}
 	case "atif":
-		docs := ToATIF(r, cx, run.Version, o.ATIF)
+		docs := ToATIF(r, cx, version.Runtime, o.ATIF)
 		if o.Out == "" {
 			for _, d := range docs {
 				if err := writeLine(o.W, d.ATIF); err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/version"
 )
 
 // LayoutHarbor writes each run as a Harbor trial directory.
@@ -109,7 +109,7 @@ func writeTrial(dir string, r *Run, cx Context, docs []ATIFDoc) error {
 	res := harborTrialResult{
 		ID: uuidOf(r.ID), TaskName: task, TrialName: r.ID, TrialURI: "file://" + filepath.ToSlash(abs), TaskID: harborTask{Path: taskPath},
 		TaskChecksum: hex.EncodeToString(sum[:]), Config: cfg,
-		AgentInfo: harborAgentInfo{Name: "apodex", Version: run.Version, ModelInfo: &harborModelInfo{Name: r.Model.Name, Provider: r.Model.Provider}},
+		AgentInfo: harborAgentInfo{Name: "apodex", Version: version.Runtime, ModelInfo: &harborModelInfo{Name: r.Model.Name, Provider: r.Model.Provider}},
 		AgentResult: harborContext{NInputTokens: r.Usage.PromptTokens, NCacheTokens: r.Usage.CachedTokens, NOutputTokens: r.Usage.CompletionTokens,
 			Metadata: map[string]any{"run": r.ID, "status": r.Status, "termination": r.Termination}},
 	}

@@ -19,11 +19,11 @@ func TestMarkTakeFiles(t *testing.T) {
 	for name, c := range map[string]string{"mod": "m1", "del": "d", "from": "r", "mode": "x", "same": "s", "again": "a1", "back": "b", "d/in": "i"} {
 		write(t, filepath.Join(dir, name), c)
 	}
-	tr, err := For(dir)
+	tr, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Forget(dir)
+	defer trees.Forget(dir)
 	m := tr.Mark()
 	defer m.Close()
 
@@ -86,11 +86,11 @@ func TestMarkSeesContentAtTheMark(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
 	write(t, p, "v1")
-	tr, err := For(dir)
+	tr, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Forget(dir)
+	defer trees.Forget(dir)
 	s := tr.Subscribe()
 	defer s.Close()
 	s.Take()

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,11 +31,11 @@ func TestForgetReleasesWatchesAndRewatches(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "a/x/f"), "f")
 	write(t, filepath.Join(dir, "b/g"), "g")
-	if _, err := For(t.TempDir()); err != nil { // open the descriptor
+	if _, err := trees.For(t.TempDir()); err != nil { // open the descriptor
 		t.Fatal(err)
 	}
 	before := kernelWatches(t)
-	tr, err := For(dir)
+	tr, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +45,11 @@ func TestForgetReleasesWatchesAndRewatches(t *testing.T) {
 	s := tr.Subscribe()
 	s.Take()
 
-	Forget(dir)
+	trees.Forget(dir)
 	if got := kernelWatches(t); got != before {
 		t.Fatalf("after Forget %d kernel watches, want %d", got, before)
 	}
-	if Lookup(dir) != nil {
+	if trees.Lookup(dir) != nil {
 		t.Fatal("a forgotten tree is still looked up")
 	}
 	if _, _, n := tr.Usage(); n != 0 {
@@ -64,11 +65,11 @@ func TestForgetReleasesWatchesAndRewatches(t *testing.T) {
 	}
 
 	// Watching again works as the first time.
-	tr2, err := For(dir)
+	tr2, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Forget(dir)
+	defer trees.Forget(dir)
 	if tr2 == tr {
 		t.Fatal("For after Forget returned the forgotten tree")
 	}
@@ -89,18 +90,62 @@ func TestForgetUnder(t *testing.T) {
 	base := t.TempDir()
 	for _, d := range []string{"run/workspace", "run/outputs/scratch", "other"} {
 		must(t, os.MkdirAll(filepath.Join(base, d), 0o755))
-		if _, err := For(filepath.Join(base, d)); err != nil {
+		if _, err := trees.For(filepath.Join(base, d)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	defer Forget(filepath.Join(base, "other"))
-	ForgetUnder(filepath.Join(base, "run"))
+	defer trees.Forget(filepath.Join(base, "other"))
+	trees.ForgetUnder(filepath.Join(base, "run"))
 	for _, d := range []string{"run/workspace", "run/outputs/scratch"} {
-		if Lookup(filepath.Join(base, d)) != nil {
+		if trees.Lookup(filepath.Join(base, d)) != nil {
 			t.Errorf("%s is still watched", d)
 		}
 	}
-	if Lookup(filepath.Join(base, "other")) == nil {
+	if trees.Lookup(filepath.Join(base, "other")) == nil {
 		t.Error("a tree outside the directory was forgotten")
+	}
+}
+
+// trees is the Set of this package's tests.
+var trees = NewSet()
+
+// TestSetsAreApart: two Sets watch the same directory with trees of their
+// own, and closing one forgets its trees (and their kernel watches) only.
+func TestSetsAreApart(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a/f"), "f")
+	if _, err := trees.For(t.TempDir()); err != nil { // open the descriptor
+		t.Fatal(err)
+	}
+	before := kernelWatches(t)
+	one, two := NewSet(), NewSet()
+	defer two.Close()
+	t1, err := one.For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, err := two.For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t1 == t2 || one.Lookup(dir) != t1 || two.Lookup(dir) != t2 || !Watching(dir) {
+		t.Fatal("two sets share a tree")
+	}
+	one.Close()
+	if one.Lookup(dir) != nil || two.Lookup(dir) != t2 {
+		t.Fatal("Close forgot a tree of another set, or kept its own")
+	}
+	if _, err := one.For(dir); !errors.Is(err, ErrClosed) {
+		t.Fatalf("For on a closed set: %v, want ErrClosed", err)
+	}
+	if got := kernelWatches(t) - before; got != 2 { // two's root and a
+		t.Fatalf("after closing one set %d kernel watches, want two's 2", got)
+	}
+	two.Close()
+	if Watching(dir) {
+		t.Fatal("a directory of two closed sets is still watched")
+	}
+	if got := kernelWatches(t); got != before {
+		t.Fatalf("after closing both %d kernel watches, want %d", got, before)
 	}
 }

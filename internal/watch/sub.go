@@ -49,6 +49,25 @@ func (t *Tree) Subscribe() *Sub {
 	return s
 }
 
+// Shared returns the tree's subscription named key, made by Subscribe on
+// first use: a consumer that comes back to the tree (the sandbox, before
+// each command) keeps its place in it without remembering the tree
+// itself. It ends with the tree.
+func (t *Tree) Shared(key string) *Sub {
+	mu.Lock()
+	defer mu.Unlock()
+	if s := t.named[key]; s != nil {
+		return s
+	}
+	s := &Sub{t: t, all: true, priors: map[int32]prior{}}
+	t.subs = append(t.subs, s)
+	if t.named == nil {
+		t.named = map[string]*Sub{}
+	}
+	t.named[key] = s
+	return s
+}
+
 // Mark syncs the tree and returns a new consumer that sees only what
 // changes from now on.
 func (t *Tree) Mark() *Sub {

@@ -34,8 +34,13 @@
 //     consumer of a directory shares its one tree's hashes;
 //   - Usage is the tree's allocated bytes, regular files' sizes and entry
 //     count after the last Sync, kept as running totals;
-//   - Forget drops every watch and entry of a tree and ends its Subs (a
-//     Sub still held then lists nothing); a later For makes a new tree.
+//   - trees belong to a Set, the one owner that watches them (a run's
+//     session): For gives the same tree for the same directory within a
+//     Set, so every consumer of a directory shares its one tree's hashes;
+//     Forget drops every watch and entry of a tree and ends its Subs (a
+//     Sub still held then lists nothing), a later For makes a new tree;
+//     Close forgets every tree of the Set, and nothing outside a Set
+//     remembers a tree;
 //
 // A tree keeps about 170 bytes per entry (one path element and the hash
 // each, see tree.go) and allocates nothing per untouched entry on the
@@ -48,6 +53,7 @@ package watch
 
 import (
 	"cmp"
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -75,6 +81,7 @@ const RacySlack = 50 * time.Millisecond
 
 // Tree is one watched directory. Its methods are safe for concurrent use.
 type Tree struct {
+	home      *Set // the Set it belongs to
 	root      string
 	r         *os.Root
 	nodes     nodes
@@ -82,18 +89,20 @@ type Tree struct {
 	rescan    bool            // the next Sync walks the whole tree
 	forgotten bool            // Forget ended it: no watch, no entry, no sync
 	subs      []*Sub
-	now       int64   // ns, when this sync began
-	seen      []bool  // by node, during full
-	stack     []int32 // directories still to list, during a walk
-	stale     []int32 // files to hash again (see hashStale)
+	named     map[string]*Sub // see Shared
+	now       int64           // ns, when this sync began
+	seen      []bool          // by node, during full
+	stack     []int32         // directories still to list, during a walk
+	stale     []int32         // files to hash again (see hashStale)
 
 	blocks, apparent, count int64
 }
 
-// The trees of this process share one inotify descriptor and one lock.
+// The trees of every Set share one inotify descriptor, which dispatches
+// each kernel event to the trees watching its directory, and one lock. It
+// holds nothing of a tree once the tree is forgotten.
 var (
 	mu    sync.Mutex
-	trees = map[string]*Tree{}    // root -> tree
 	owner = map[int32][]treeDir{} // watch descriptor -> where it points
 	ifd   = -2                    // -2: not opened yet; -1: unavailable
 	buf   = make([]byte, 64<<10)
@@ -104,13 +113,26 @@ type treeDir struct {
 	id int32
 }
 
+// Set is the trees one owner watches, by directory. Its methods are safe
+// for concurrent use.
+type Set struct {
+	trees  map[string]*Tree // root -> tree; mu guards it
+	closed bool
+}
+
+// NewSet returns an empty Set.
+func NewSet() *Set { return &Set{trees: map[string]*Tree{}} }
+
 // For returns the tree of dir (absolute), watching it from now on; the
-// first call for a dir walks it once.
-func For(dir string) (*Tree, error) {
+// first call for a dir walks it once. After Close it is an error.
+func (s *Set) For(dir string) (*Tree, error) {
 	dir = filepath.Clean(dir)
 	mu.Lock()
 	defer mu.Unlock()
-	if t := trees[dir]; t != nil {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if t := s.trees[dir]; t != nil {
 		return t, nil
 	}
 	r, err := os.OpenRoot(dir)
@@ -120,51 +142,84 @@ func For(dir string) (*Tree, error) {
 	if ifd == -2 {
 		ifd = inotifyInit()
 	}
-	t := &Tree{root: dir, r: r}
+	t := &Tree{home: s, root: dir, r: r}
 	t.nodes.init()
 	t.now = time.Now().UnixNano()
 	t.watchDir(0, "")
 	t.walk(0)
-	trees[dir] = t
+	s.trees[dir] = t
 	return t, nil
 }
 
+// ErrClosed is For on a closed Set.
+var ErrClosed = errors.New("watch: the set is closed")
+
 // Lookup returns the tree of dir if For made one, else nil.
-func Lookup(dir string) *Tree {
+func (s *Set) Lookup(dir string) *Tree {
 	mu.Lock()
 	defer mu.Unlock()
-	return trees[filepath.Clean(dir)]
+	return s.trees[filepath.Clean(dir)]
 }
 
 // Forget stops watching dir (e.g. a worktree being removed) and drops
 // what its tree knew; a later For walks it anew.
-func Forget(dir string) {
+func (s *Set) Forget(dir string) {
 	dir = filepath.Clean(dir)
 	mu.Lock()
 	defer mu.Unlock()
-	if t := trees[dir]; t != nil {
+	if t := s.trees[dir]; t != nil {
 		t.forget()
 	}
 }
 
-// ForgetUnder forgets every tree at or below dir (the directory of a run
-// or of a worktree whose agents have all ended).
-func ForgetUnder(dir string) {
+// ForgetUnder forgets every tree at or below dir (the directory of a
+// worktree whose agents have all ended).
+func (s *Set) ForgetUnder(dir string) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for root, t := range trees {
+	for root, t := range s.trees {
 		if root == dir || strings.HasPrefix(root, dir+string(filepath.Separator)) {
 			t.forget()
 		}
 	}
 }
 
+// Close forgets every tree of the set; For fails from then on. A nil Set
+// closes as nothing.
+func (s *Set) Close() {
+	if s == nil {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, t := range s.trees {
+		t.forget()
+	}
+	s.closed = true
+}
+
+// Watching reports whether a tree of any Set watches dir (absolute) as its
+// root: what a closed Set no longer does (tests and diagnostics).
+func Watching(dir string) bool {
+	dir = filepath.Clean(dir)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, ds := range owner {
+		for _, d := range ds {
+			if d.id == 0 && d.t.root == dir && !d.t.forgotten {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // forget is Forget of t. mu is held.
 func (t *Tree) forget() {
-	delete(trees, t.root)
+	delete(t.home.trees, t.root)
 	t.nodes.each(func(id int32, _ string) {
 		if wd := t.nodes.at(id).wd; wd != none {
 			t.unwatch(id, wd)
@@ -180,7 +235,7 @@ func (t *Tree) forget() {
 	for _, s := range t.subs {
 		s.reset()
 	}
-	t.subs = nil
+	t.subs, t.named = nil, nil
 	t.nodes.init()
 	t.blocks, t.apparent, t.count = 0, 0, 0
 }
@@ -525,8 +580,12 @@ func (t *Tree) unwatch(id int32, wd int32) {
 // event dispatches one kernel event. mu is held.
 func event(wd int32, mask uint32, name string) {
 	if mask&inQOverflow != 0 {
-		for _, t := range trees {
-			t.rescan = true
+		// Every watched tree has a directory in owner; one whose watch
+		// failed rescans anyway.
+		for _, ds := range owner {
+			for _, d := range ds {
+				d.t.rescan = true
+			}
 		}
 		return
 	}

@@ -24,11 +24,11 @@ func TestTakeListsEveryChange(t *testing.T) {
 	write(t, filepath.Join(dir, "keep"), "k")
 	write(t, filepath.Join(dir, "d/a"), "a")
 	write(t, filepath.Join(dir, "gone"), "g")
-	tr, err := For(dir)
+	tr, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Forget(dir)
+	defer trees.Forget(dir)
 	s := tr.Subscribe()
 	if got := s.Take(); !slices.Equal(got, []string{".", "d", "d/a", "gone", "keep"}) {
 		t.Fatalf("first take = %v", got)
@@ -62,11 +62,11 @@ func TestTakeListsEveryChange(t *testing.T) {
 
 func TestOverflowRescans(t *testing.T) {
 	dir := t.TempDir()
-	tr, err := For(dir)
+	tr, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Forget(dir)
+	defer trees.Forget(dir)
 	s := tr.Subscribe()
 	s.Take()
 	write(t, filepath.Join(dir, "f"), "f")
@@ -93,11 +93,11 @@ func TestTakeTypeChangesAndRewrites(t *testing.T) {
 	write(t, filepath.Join(dir, "x"), "file")
 	write(t, filepath.Join(dir, "y/in"), "in")
 	write(t, filepath.Join(dir, "same"), "aaaa")
-	tr, err := For(dir)
+	tr, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Forget(dir)
+	defer trees.Forget(dir)
 	s := tr.Subscribe()
 	s.Take()
 
@@ -155,11 +155,11 @@ func TestTakeListsAWriteWithTheStatKept(t *testing.T) {
 	write(t, p, "aaaa")
 	old := time.Now().Add(-time.Hour)
 	must(t, os.Chtimes(p, old, old))
-	tr, err := For(dir)
+	tr, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Forget(dir)
+	defer trees.Forget(dir)
 	s := tr.Subscribe()
 	s.Take()
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
@@ -181,11 +181,11 @@ func TestTakeListsAWriteWithTheStatKept(t *testing.T) {
 func TestTakeDirectoryReplaced(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "d/old"), "o")
-	tr, err := For(dir)
+	tr, err := trees.For(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Forget(dir)
+	defer trees.Forget(dir)
 	s := tr.Subscribe()
 	s.Take()
 	must(t, os.RemoveAll(filepath.Join(dir, "d")))

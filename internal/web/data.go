@@ -13,7 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/state"
 )
 
@@ -31,13 +31,13 @@ type runListing struct {
 }
 
 func listRuns(home string) ([]runListing, error) {
-	infos, err := run.List(home)
+	infos, err := runinfo.List(home)
 	if err != nil {
 		return nil, err
 	}
 	out := []runListing{}
 	for _, in := range infos {
-		out = append(out, runListing{ID: in.RunID, Objective: in.Objective, Mode: in.Mode, Liveness: run.Liveness(in.RunDir),
+		out = append(out, runListing{ID: in.RunID, Objective: in.Objective, Mode: in.Mode, Liveness: runinfo.Liveness(in.RunDir),
 			Status: in.Status, Started: in.Started, Finished: in.Finished, Usage: in.Usage, Events: in.Events})
 	}
 	return out, nil
@@ -45,20 +45,20 @@ func listRuns(home string) ([]runListing, error) {
 
 // runDetail is /api/runs/{id}: the summary, agents and usage.
 type runDetail struct {
-	run.Info
+	runinfo.Info
 	Liveness string `json:"liveness"`
 	Paused   bool   `json:"paused"`
 	LastSeq  int64  `json:"last_seq"`
 }
 
 func loadRun(dir string) (runDetail, error) {
-	info, err := run.Load(dir)
+	info, err := runinfo.Load(dir)
 	if err != nil {
 		return runDetail{}, err
 	}
-	d := runDetail{Info: info, Liveness: run.Liveness(dir)}
+	d := runDetail{Info: info, Liveness: runinfo.Liveness(dir)}
 	d.RunDir = "" // the server's file system is not the client's business
-	if p, err := run.Status(dir); err == nil {
+	if p, err := runinfo.Status(dir); err == nil {
 		d.Paused = p.Paused
 	}
 	if last, err := record.Last(dir); err == nil {
@@ -69,12 +69,12 @@ func loadRun(dir string) (runDetail, error) {
 
 // boardView is /board: the items, their counts and the assignments.
 type boardView struct {
-	Found       bool                 `json:"found"` // false: the run has no board (react, or not planned yet)
-	Items       []board.Item         `json:"items"`
-	Counts      board.Counts         `json:"counts"`
-	Assignments []run.AssignmentInfo `json:"assignments"`
-	Error       string               `json:"error,omitempty"`
-	LastSeq     int64                `json:"last_seq"`
+	Found       bool                     `json:"found"` // false: the run has no board (react, or not planned yet)
+	Items       []board.Item             `json:"items"`
+	Counts      board.Counts             `json:"counts"`
+	Assignments []runinfo.AssignmentInfo `json:"assignments"`
+	Error       string                   `json:"error,omitempty"`
+	LastSeq     int64                    `json:"last_seq"`
 }
 
 func loadBoard(dir string) (boardView, error) {
@@ -82,8 +82,8 @@ func loadBoard(dir string) (boardView, error) {
 	if err != nil {
 		return boardView{}, err
 	}
-	b, found, err := run.BoardOf(c.Events)
-	v := boardView{Found: found, Items: b.Items(), Counts: b.Counts(), Assignments: run.Assignments(c.Events), LastSeq: lastSeq(c.Events)}
+	b, found, err := runinfo.BoardOf(c.Events)
+	v := boardView{Found: found, Items: b.Items(), Counts: b.Counts(), Assignments: runinfo.Assignments(c.Events), LastSeq: lastSeq(c.Events)}
 	if err != nil {
 		v.Error = err.Error()
 	}
@@ -91,17 +91,17 @@ func loadBoard(dir string) (boardView, error) {
 		v.Items = []board.Item{}
 	}
 	if v.Assignments == nil {
-		v.Assignments = []run.AssignmentInfo{}
+		v.Assignments = []runinfo.AssignmentInfo{}
 	}
 	return v, nil
 }
 
 // activityView is /activity: one lane per agent on the run's time axis.
 type activityView struct {
-	Start   time.Time           `json:"start"`
-	End     time.Time           `json:"end"` // the last event so far
-	Agents  []run.AgentActivity `json:"agents"`
-	LastSeq int64               `json:"last_seq"`
+	Start   time.Time               `json:"start"`
+	End     time.Time               `json:"end"` // the last event so far
+	Agents  []runinfo.AgentActivity `json:"agents"`
+	LastSeq int64                   `json:"last_seq"`
 }
 
 func loadActivity(dir string) (activityView, error) {
@@ -109,12 +109,12 @@ func loadActivity(dir string) (activityView, error) {
 	if err != nil {
 		return activityView{}, err
 	}
-	v := activityView{Agents: run.Activity(c.Events), LastSeq: lastSeq(c.Events)}
+	v := activityView{Agents: runinfo.Activity(c.Events), LastSeq: lastSeq(c.Events)}
 	if n := len(c.Events); n > 0 {
 		v.Start, v.End = c.Events[0].Time, c.Events[n-1].Time
 	}
 	if v.Agents == nil {
-		v.Agents = []run.AgentActivity{}
+		v.Agents = []runinfo.AgentActivity{}
 	}
 	return v, nil
 }

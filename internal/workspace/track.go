@@ -18,7 +18,8 @@ import (
 // and Changes would give for two snapshots taken at Mark and at Since.
 //
 // An FS keeps no index of its own: every FS and view over a plane shares
-// that plane's one tree, and a Mark holds only what changed.
+// that plane's one tree (in the FS's Set), and a Mark holds only what
+// changed.
 
 // Mark is the planes' state before a command.
 type Mark struct {
@@ -36,7 +37,7 @@ func (w *FS) Mark(planes ...string) (*Mark, error) {
 			m.end()
 			return nil, fmt.Errorf("workspace: unknown plane %q", p)
 		}
-		t, err := watch.For(root)
+		t, err := w.Trees().For(root)
 		if err != nil {
 			m.end()
 			return nil, fmt.Errorf("workspace: watch /%s: %w", p, err)
@@ -87,7 +88,8 @@ func (m *Mark) end() {
 }
 
 // Release ends the marks this FS still has open (an agent that ended: its
-// FS is no longer asked), so its trees no longer keep anything for it.
+// FS is no longer asked), so its trees no longer keep anything for it, and
+// closes the Set the FS made for itself (a given Watch is its owner's).
 func (w *FS) Release() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -95,4 +97,20 @@ func (w *FS) Release() {
 		m.end()
 	}
 	w.marks = nil
+	w.ownSet.Close()
+	w.ownSet = nil
+}
+
+// Trees is the Set the planes are watched in: Watch, else the FS's own.
+// Views share it, and so do the sandbox's mounts of the planes.
+func (w *FS) Trees() *watch.Set {
+	if w.Watch != nil {
+		return w.Watch
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ownSet == nil {
+		w.ownSet = watch.NewSet()
+	}
+	return w.ownSet
 }

@@ -34,7 +34,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // Plane names.
@@ -81,11 +81,16 @@ type FS struct {
 	// (a relative directory, e.g. "A1"): the shared isolation's disjoint
 	// path convention (R-PLANE-2). The rest of /workspace stays readable.
 	Own string
-	// ReadOnly binds every plane read-only in the sandbox (the verifier's
-	// bash, R-VERIFY-1); ResolveWrite refuses every write.
+	// ReadOnly makes every plane read-only, in the sandbox too (the
+	// verifier's bash, R-VERIFY-1); ResolveWrite refuses every write.
 	ReadOnly bool
+	// Watch is the Set the planes' trees are watched in (package watch),
+	// which a run's session owns and closes; nil: the FS makes one of its
+	// own when first asked, and Release closes it.
+	Watch *watch.Set
 
 	mu     sync.Mutex
+	ownSet *watch.Set                      // made by Trees when Watch is nil
 	hashes map[string]map[string]hashEntry // plane -> rel -> last hash, see snapshot.go
 	marks  []*Mark                         // open, see track.go
 }
@@ -94,7 +99,7 @@ type FS struct {
 // writes are decided by outputsWrite: one view per agent, so the gate knows
 // who is writing.
 func (w *FS) View(outputsWrite func(planePath string, size int64) error) *FS {
-	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared, ReadOnly: w.ReadOnly}
+	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared, ReadOnly: w.ReadOnly, Watch: w.Trees()}
 }
 
 // Path is a resolved location.
@@ -121,31 +126,6 @@ func (w *FS) Root(plane string) string {
 		return w.Outputs
 	}
 	return ""
-}
-
-// Mounts are the planes for the sandbox: /inputs and /outputs read-only,
-// /workspace writable. Where a publishing plane governs /outputs (R-SBX-3),
-// the bash tool replaces the /outputs mount with the plane's.
-//
-// With Own set, /workspace is read-only except /workspace/<Own>, which must
-// exist on the host.
-func (w *FS) Mounts() []sandbox.Mount {
-	if w.ReadOnly {
-		return []sandbox.Mount{{Source: w.Inputs, Target: "/inputs"}, {Source: w.Workspace, Target: "/workspace"}, {Source: w.Outputs, Target: "/outputs"}}
-	}
-	if w.Own != "" {
-		return []sandbox.Mount{
-			{Source: w.Inputs, Target: "/inputs"},
-			{Source: w.Workspace, Target: "/workspace"},
-			{Source: filepath.Join(w.Workspace, w.Own), Target: "/workspace/" + w.Own, Writable: true, Tracked: true},
-			{Source: w.Outputs, Target: "/outputs"},
-		}
-	}
-	return []sandbox.Mount{
-		{Source: w.Inputs, Target: "/inputs"},
-		{Source: w.Workspace, Target: "/workspace", Writable: true, Tracked: true},
-		{Source: w.Outputs, Target: "/outputs"},
-	}
 }
 
 // Resolve maps a path the agent gave to read or list.

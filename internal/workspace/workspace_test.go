@@ -277,24 +277,6 @@ func TestOpenDoesNotFollowOut(t *testing.T) {
 	}
 }
 
-func TestMounts(t *testing.T) {
-	fs, _ := testFS(t)
-	want := map[string]struct {
-		src string
-		rw  bool
-	}{"/inputs": {fs.Inputs, false}, "/workspace": {fs.Workspace, true}, "/outputs": {fs.Outputs, false}}
-	ms := fs.Mounts()
-	if len(ms) != 3 {
-		t.Fatalf("got %d mounts", len(ms))
-	}
-	for _, m := range ms {
-		w, ok := want[m.Target]
-		if !ok || m.Source != w.src || m.Writable != w.rw {
-			t.Errorf("mount %+v, want %+v", m, w)
-		}
-	}
-}
-
 func TestHashFile(t *testing.T) {
 	fs, _ := testFS(t)
 	h, n, err := HashFile(filepath.Join(fs.Workspace, "a.txt"))

@@ -18,7 +18,7 @@ func TestBaselinesStayTheirOwn(t *testing.T) {
 	write(t, filepath.Join(shared, "g"), "g1")
 	root := filepath.Join(t.TempDir(), "root")
 	defer Cleanup(root)
-	a, err := Create(shared, root, "a")
+	a, err := testManager.Create(shared, root, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +30,12 @@ func TestBaselinesStayTheirOwn(t *testing.T) {
 	for i := range 1500 {                      // enough to fold the index
 		write(t, filepath.Join(shared, "many", fmt.Sprintf("m%04d", i)), "m")
 	}
-	b, err := Create(shared, root, "b")
+	b, err := testManager.Create(shared, root, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	c, err := Create(shared, root, "c")
+	c, err := testManager.Create(shared, root, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestBaselinesStayTheirOwn(t *testing.T) {
 		t.Fatalf("shared f = %q", data)
 	}
 	// A worktree created now sees all of it as its baseline.
-	d, err := Create(shared, root, "d")
+	d, err := testManager.Create(shared, root, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestBaselineHasSharedLinks(t *testing.T) {
 	must(t, os.Symlink("f", filepath.Join(shared, "m")))
 	root := filepath.Join(t.TempDir(), "root")
 	defer Cleanup(root)
-	a, err := Create(shared, root, "a")
+	a, err := testManager.Create(shared, root, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestBaselineHasSharedLinks(t *testing.T) {
 		t.Fatal("the link is still in shared")
 	}
 	// m retargeted by someone else after b's Create: b's change is a conflict.
-	b, err := Create(shared, root, "b")
+	b, err := testManager.Create(shared, root, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestBaselineHasSharedLinks(t *testing.T) {
 		t.Fatalf("b's change of a link retargeted since: %+v, %v", rep, err)
 	}
 	// c, created now, has m -> g as its baseline.
-	c, err := Create(shared, root, "c")
+	c, err := testManager.Create(shared, root, "c")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,14 +55,14 @@ func BenchmarkDispatchMerge(b *testing.B) {
 			defer Cleanup(root)
 			// The first Create indexes the shared workspace (once per
 			// process); it is outside the timing.
-			w, err := Create(shared, root, "warm")
+			w, err := testManager.Create(shared, root, "warm")
 			if err != nil {
 				b.Fatal(err)
 			}
 			w.Close()
 			i := 0
 			for b.Loop() {
-				w, err := Create(shared, root, fmt.Sprint(i))
+				w, err := testManager.Create(shared, root, fmt.Sprint(i))
 				if err != nil {
 					b.Fatal(err)
 				}

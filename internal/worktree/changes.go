@@ -198,13 +198,6 @@ type statCache struct {
 	m  map[string]cached
 }
 
-var caches sync.Map // absolute dir -> *statCache
-
-func cacheFor(dir string) *statCache {
-	c, _ := caches.LoadOrStore(dir, &statCache{})
-	return c.(*statCache)
-}
-
 // scan records the regular files and symlinks under dir (path → hash or
 // linkPrefix+target). workspace.Snapshot is not used because it skips links,
 // which a merge must see. Files that vanish or cannot be read are left out:

@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -23,8 +22,9 @@ func TestCloseForgetsTheView(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// What an agent's step does: index and watch its /workspace.
-				fs := &workspace.FS{Inputs: t.TempDir(), Workspace: w.Dir, Outputs: t.TempDir()}
+				// What an agent's step does: index and watch its /workspace, in
+				// the Set its worktrees are watched in (a run gives both the same).
+				fs := &workspace.FS{Inputs: t.TempDir(), Workspace: w.Dir, Outputs: t.TempDir(), Watch: testManager.Watch()}
 				m, err := fs.Mark(workspace.Workspace)
 				if err != nil {
 					t.Fatal(err)
@@ -34,7 +34,7 @@ func TestCloseForgetsTheView(t *testing.T) {
 				if err != nil || len(ds) != 1 || ds[0].Path != "/workspace/a/new" {
 					t.Fatalf("round %d: deltas %+v, %v", round, ds, err)
 				}
-				tr := watch.Lookup(w.Dir)
+				tr := testManager.Watch().Lookup(w.Dir)
 				if tr == nil || tr.Watches() != 3 { // the view, a, a/b
 					t.Fatalf("round %d: the view is not watched (%v)", round, tr)
 				}
@@ -42,7 +42,7 @@ func TestCloseForgetsTheView(t *testing.T) {
 				if err := w.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if watch.Lookup(w.Dir) != nil {
+				if testManager.Watch().Lookup(w.Dir) != nil {
 					t.Fatalf("round %d: a closed worktree's view is still watched", round)
 				}
 				if n := tr.Watches(); n != 0 {

@@ -31,23 +31,20 @@ type sharedIndex struct {
 	delta map[string]string // rel -> state ("" gone), while held
 }
 
-var indexes sync.Map // absolute dir -> *sharedIndex
-
 // scanShared is the baseline of dir at a cost that grows with what changed
 // in dir since the last call; without a watch it is scan with the stat
 // cache.
-func scanShared(dir string) (*baseline, error) {
-	v, _ := indexes.LoadOrStore(dir, &sharedIndex{})
-	ix := v.(*sharedIndex)
+func (m *Manager) scanShared(dir string) (*baseline, error) {
+	ix := m.indexFor(dir)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	t, err := watch.For(dir)
+	t, err := m.set.For(dir)
 	if err != nil {
-		m, err := scan(dir, cacheFor(dir))
+		files, err := scan(dir, m.cacheFor(dir))
 		if err != nil {
 			return nil, err
 		}
-		return baselineOf(m), nil
+		return baselineOf(files), nil
 	}
 	fill := t != ix.tree // the first time, or the tree was forgotten since
 	if fill {

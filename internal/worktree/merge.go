@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/apodex/apodex/internal/hostfs"
@@ -48,8 +47,6 @@ type Refusal struct {
 	Reason string `json:"reason"`
 }
 
-var locks sync.Map // absolute shared dir -> *sync.Mutex
-
 // Merge applies the agent's changes to shared, deletions first. A path is
 // written only if shared holds its baseline version there; when shared holds
 // something else, the path is a Conflict (unless shared already holds the
@@ -66,7 +63,7 @@ func (w *Worktree) Merge() (MergeReport, error) {
 		return rep, fmt.Errorf("worktree: changes: %w", err)
 	}
 	changes, rep.Ignored = w.Ignore.filter(changes)
-	unlock, err := lockShared(w.shared)
+	unlock, err := w.m.lockShared(w.shared)
 	if err != nil {
 		return rep, err
 	}
@@ -130,9 +127,8 @@ func (w *Worktree) mergeOne(root *hostfs.Dir, c Change, rep *MergeReport) bool {
 
 // lockShared serialises merges into shared, and Creates with them: a mutex
 // per directory in this process, flock(2) on the directory across processes.
-func lockShared(shared string) (func(), error) {
-	v, _ := locks.LoadOrStore(shared, &sync.Mutex{})
-	mu := v.(*sync.Mutex)
+func (m *Manager) lockShared(shared string) (func(), error) {
+	mu := m.lockFor(shared)
 	mu.Lock()
 	unlock, err := lockDir(shared)
 	if err != nil {

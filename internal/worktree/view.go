@@ -13,8 +13,8 @@ import (
 // creations and one mount whatever the size of lower. Where overlayfs
 // cannot be mounted it falls back to a copy, as Create does. Merge on a
 // view reports every file as changed by someone else; use Changes.
-func CreateView(lower, root, name string) (*Worktree, error) {
-	w, err := prepare(lower, root, name)
+func (m *Manager) CreateView(lower, root, name string) (*Worktree, error) {
+	w, err := m.prepare(lower, root, name)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 func TestCreateViewIsPrivateAndCleansUp(t *testing.T) {
 	lower, root := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(lower, "a.txt"), []byte("a\n"), 0o644)
-	v, err := CreateView(lower, root, "v")
+	v, err := testManager.CreateView(lower, root, "v")
 	if err != nil {
 		t.Fatal(err)
 	}

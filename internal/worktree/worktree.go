@@ -19,12 +19,15 @@
 //   - a symlink whose target is absolute or climbs out of the workspace is
 //     never applied: it is listed in MergeReport.Refused;
 //   - merges into one shared directory are serialised (a mutex per path in
-//     this process and flock(2) on the directory across processes), so
-//     worktrees may merge concurrently;
+//     the Manager and flock(2) on the directory across Managers and
+//     processes), so worktrees may merge concurrently;
+//   - worktrees are made by a Manager, which a run's session owns: the
+//     Set their directories are watched in, the shared directory's index
+//     and stat cache are its, and nothing is kept process-wide;
 //   - Close and Cleanup unmount before they remove anything, and never remove
-//     a directory that is, or contains, a mount point; they Forget the
-//     view's watched tree first (package watch), so a closed worktree holds
-//     no inotify watch and no index;
+//     a directory that is, or contains, a mount point; Close forgets the
+//     view's watched trees first (in its Manager's Set), so a closed
+//     worktree holds no inotify watch and no index;
 //   - changes matching Worktree.Ignore (by default __pycache__, *.pyc,
 //     .pytest_cache) are never merged; MergeReport.Ignored lists them.
 //
@@ -77,6 +80,7 @@ type Worktree struct {
 	// Ignore lists the changes Merge leaves out; Create sets DefaultIgnore.
 	Ignore Ignore
 
+	m      *Manager
 	shared string // absolute shared directory
 	base   string // <root>/<name>
 	upper  string // overlay upper dir ("" for Copy)
@@ -99,8 +103,8 @@ const (
 // Create makes a worktree of shared under root/name, an overlay if it can be
 // mounted and a copy otherwise. root is private to the run and must lie
 // outside shared; name must be a single path element not used before.
-func Create(shared, root, name string) (*Worktree, error) {
-	w, err := prepare(shared, root, name)
+func (m *Manager) Create(shared, root, name string) (*Worktree, error) {
+	w, err := m.prepare(shared, root, name)
 	if err != nil {
 		return nil, err
 	}
@@ -116,15 +120,15 @@ func Create(shared, root, name string) (*Worktree, error) {
 }
 
 // CreateCopy is Create forced to the copy kind.
-func CreateCopy(shared, root, name string) (*Worktree, error) {
-	w, err := prepare(shared, root, name)
+func (m *Manager) CreateCopy(shared, root, name string) (*Worktree, error) {
+	w, err := m.prepare(shared, root, name)
 	if err != nil {
 		return nil, err
 	}
 	return w.copyIn()
 }
 
-func prepare(shared, root, name string) (*Worktree, error) {
+func (m *Manager) prepare(shared, root, name string) (*Worktree, error) {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
 		return nil, fmt.Errorf("worktree: bad name %q: use a single path element", name)
 	}
@@ -149,7 +153,7 @@ func prepare(shared, root, name string) (*Worktree, error) {
 	if err := os.Mkdir(base, 0o755); err != nil {
 		return nil, fmt.Errorf("worktree: %s: %w", name, err)
 	}
-	return &Worktree{shared: shared, base: base, Dir: filepath.Join(base, mergedDir), Ignore: append(Ignore(nil), DefaultIgnore...)}, nil
+	return &Worktree{m: m, shared: shared, base: base, Dir: filepath.Join(base, mergedDir), Ignore: append(Ignore(nil), DefaultIgnore...)}, nil
 }
 
 // within reports whether p is dir or lies under it.
@@ -163,12 +167,12 @@ func (w *Worktree) mountOverlay() error {
 	if strings.ContainsAny(w.shared+w.base, `,:\`) {
 		return errors.New("overlay: a path holds one of , : \\")
 	}
-	unlock, err := lockShared(w.shared)
+	unlock, err := w.m.lockShared(w.shared)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	b, err := scanShared(w.shared)
+	b, err := w.m.scanShared(w.shared)
 	if err != nil {
 		return err
 	}
@@ -191,7 +195,7 @@ func (w *Worktree) copyIn() (*Worktree, error) {
 	if err := os.MkdirAll(w.base, 0o755); err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
-	unlock, err := lockShared(w.shared)
+	unlock, err := w.m.lockShared(w.shared)
 	if err != nil {
 		removeTree(w.base)
 		return nil, err
@@ -212,7 +216,7 @@ func (w *Worktree) Close() error {
 	if w.closed {
 		return nil
 	}
-	if err := closeDir(w.base); err != nil {
+	if err := closeDir(w.m.set, w.base); err != nil {
 		return err
 	}
 	w.closed = true
@@ -236,16 +240,19 @@ func Cleanup(root string) error {
 	var errs []error
 	for _, e := range entries {
 		if e.IsDir() {
-			errs = append(errs, closeDir(filepath.Join(root, e.Name())))
+			errs = append(errs, closeDir(nil, filepath.Join(root, e.Name())))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// closeDir unmounts base/merged (and anything mounted below base), then
-// removes base but its conflicts directory.
-func closeDir(base string) error {
-	watch.ForgetUnder(base)
+// closeDir forgets the trees watched in set below base (nil: none), then
+// unmounts base/merged (and anything mounted below base), and removes base
+// but its conflicts directory.
+func closeDir(set *watch.Set, base string) error {
+	if set != nil {
+		set.ForgetUnder(base)
+	}
 	mps, err := mountsUnder(base)
 	if err != nil {
 		return fmt.Errorf("worktree: %w", err)

@@ -18,8 +18,8 @@ var kinds = []struct {
 	name   string
 	create func(shared, root, name string) (*Worktree, error)
 }{
-	{Overlay, Create},
-	{Copy, CreateCopy},
+	{Overlay, testManager.Create},
+	{Copy, testManager.CreateCopy},
 }
 
 func write(t testing.TB, name, content string) {
@@ -307,7 +307,7 @@ func TestSymlinks(t *testing.T) {
 
 func TestCloseUnmounts(t *testing.T) {
 	shared, root := setup(t)
-	w := open(t, Create, shared, root, "agent")
+	w := open(t, testManager.Create, shared, root, "agent")
 	if !mounted(t, w.Dir) {
 		t.Fatal("overlay not in mountinfo")
 	}
@@ -329,9 +329,9 @@ func TestCloseUnmounts(t *testing.T) {
 
 func TestCleanupAfterCrash(t *testing.T) {
 	shared, root := setup(t)
-	w := open(t, Create, shared, root, "crashed")
+	w := open(t, testManager.Create, shared, root, "crashed")
 	write(t, filepath.Join(w.Dir, "a.txt"), "unmerged")
-	if _, err := CreateCopy(shared, root, "copy"); err != nil {
+	if _, err := testManager.CreateCopy(shared, root, "copy"); err != nil {
 		t.Fatal(err)
 	}
 	// The run dies here: nothing is closed.
@@ -378,7 +378,7 @@ func TestCreate(t *testing.T) {
 	root := filepath.Join(dir, "root")
 	defer Cleanup(root)
 
-	w, err := Create(shared, root, "w")
+	w, err := testManager.Create(shared, root, "w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,8 +391,11 @@ func TestCreate(t *testing.T) {
 		{shared, filepath.Join(shared, "r"), "x"}, // root inside shared
 		{filepath.Join(dir, "nope"), root, "x"},   // no shared
 	} {
-		if _, err := Create(bad.shared, bad.root, bad.name); err == nil {
-			t.Errorf("Create(%q, %q, %q) succeeded", bad.shared, bad.root, bad.name)
+		if _, err := testManager.Create(bad.shared, bad.root, bad.name); err == nil {
+			t.Errorf("testManager.Create(%q, %q, %q) succeeded", bad.shared, bad.root, bad.name)
 		}
 	}
 }
+
+// testManager is the Manager of this package's tests.
+var testManager = NewManager(nil)

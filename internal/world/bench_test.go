@@ -38,7 +38,7 @@ func BenchmarkStage1000(b *testing.B) {
 			rs := make([]*world.Rollout, b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				r, err := world.Stage(w, dirs[i])
+				r, err := world.Stage(w, dirs[i], nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -59,7 +59,7 @@ func BenchmarkFinish1000(b *testing.B) {
 	dirs := runDirs(b, b.N)
 	rs := make([]*world.Rollout, b.N)
 	for i := range rs {
-		r, err := world.Stage(w, dirs[i])
+		r, err := world.Stage(w, dirs[i], nil)
 		if err != nil {
 			b.Fatal(err)
 		}

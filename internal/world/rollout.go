@@ -34,8 +34,13 @@ type Rollout struct {
 // Stage prepares runDir/inputs (hard links to the store's inputs/ and,
 // under inputs/corpus/, its corpus/) and the rollout's workspace: an
 // overlay of the store's workspace/ under runDir/world/, or runDir/workspace
-// when the world has none. Finish must be called when the run is over.
-func Stage(w *World, runDir string) (*Rollout, error) {
+// when the world has none. Finish must be called when the run is over. The
+// overlay is made by wm (the run's, watching in its Set); nil: one of the
+// rollout's own.
+func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
+	if wm == nil {
+		wm = worktree.NewManager(nil)
+	}
 	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace")}
 	r.Record = record.World{ID: w.ID, Name: w.Name, Family: w.Family, Sandbox: SandboxEmpty,
 		Generator: record.WorldGenerator{Name: w.Gen.Name, Version: w.Gen.Version, Seed: w.Gen.Seed, Level: w.Gen.Level}}
@@ -44,7 +49,7 @@ func Stage(w *World, runDir string) (*Rollout, error) {
 		return nil, err
 	}
 	if isDir(w.Workspace()) {
-		wt, err := worktree.CreateView(w.Workspace(), filepath.Join(runDir, "world"), "workspace")
+		wt, err := wm.CreateView(w.Workspace(), filepath.Join(runDir, "world"), "workspace")
 		if err != nil {
 			return nil, fmt.Errorf("world: the rollout's workspace: %w", err)
 		}

@@ -123,7 +123,7 @@ func TestStageIsFreshAndLeavesTheStore(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		runDir := filepath.Join(t.TempDir(), "run")
 		os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
-		r, err := world.Stage(w, runDir)
+		r, err := world.Stage(w, runDir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
