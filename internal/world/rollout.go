@@ -35,7 +35,13 @@ type Rollout struct {
 // under inputs/corpus/, its corpus/) and the rollout's workspace: an
 // overlay of the store's workspace/ under runDir/world/, or runDir/workspace
 // when the world has none. Finish must be called when the run is over.
+// The stored world is rehashed first (Intact): a world whose files changed
+// since it was stored (a replaced test, a new input) is refused, naming the
+// file.
 func Stage(w *World, runDir string) (*Rollout, error) {
+	if err := w.Intact(); err != nil {
+		return nil, err
+	}
 	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace")}
 	r.Record = record.World{ID: w.ID, Name: w.Name, Family: w.Family, Sandbox: SandboxEmpty,
 		Generator: record.WorldGenerator{Name: w.Gen.Name, Version: w.Gen.Version, Seed: w.Gen.Seed, Level: w.Gen.Level}}
