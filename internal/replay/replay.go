@@ -3,6 +3,8 @@
 // outputs, running every tool for real, and compares the two records.
 //
 // Guarantees:
+//   - a record that fails its hash chain or head (record.ReadChecked) is
+//     refused, naming the first bad seq and its line;
 //   - only a finished run whose every event type this version knows is
 //     replayed; its commands run in the sandbox kind the run recorded; a
 //     run recorded without a sandbox, or whose record contradicts itself
@@ -87,7 +89,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	if l := run.Liveness(dir); l != run.Finished {
 		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s is %s: only a finished run can be replayed (resume it with apodex resume first)", rep.RunID, l)}
 	}
-	c, err := record.Read(dir)
+	c, err := record.ReadChecked(dir) // a record changed by hand is refused, named
 	if err != nil {
 		return rep, err
 	}

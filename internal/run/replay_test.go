@@ -214,6 +214,16 @@ func TestReplayHoldsToTheRecord(t *testing.T) {
 	if err := os.WriteFile(path, edited, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// As edited, the record fails its hash chain just after the result.
+	_, err = replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir()})
+	if !errors.Is(err, record.ErrTampered) || !strings.Contains(err.Error(), fmt.Sprintf("seq %d was edited", seq)) {
+		t.Fatalf("replay of an edited record: %v", err)
+	}
+	// Rechained (anyone can: the chain has no key), it replays, and the
+	// edited result is the divergence.
+	if err := record.Reseal(s.RunDir); err != nil {
+		t.Fatal(err)
+	}
 	rep := replayOf(t, s.RunDir)
 	if d := rep.Divergence; d == nil || d.Kind != replay.KindObservation || d.Seq != seq || !strings.Contains(d.Expected, "6637.01") || !strings.Contains(d.Got, "6637.00") {
 		t.Fatalf("divergence %+v, want the edited result at seq %d", rep.Divergence, seq)
@@ -303,12 +313,23 @@ func TestTrainability(t *testing.T) {
 				os.Remove(b)
 			}
 		}, []string{"the record is incomplete: "}},
-		{"no run_finished", func(t *testing.T, dir, _ string) {
+		{"no run_finished", func(t *testing.T, dir, _ string) { // a kill just before it
+			c, _ := record.Read(dir)
+			if err := record.Cut(dir, len(c.Events)-1); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"the record is incomplete: the run has not finished"}},
+		{"run_finished dropped", func(t *testing.T, dir, _ string) { // by hand: the head still names it
 			path := filepath.Join(dir, record.EventsFile)
 			data, _ := os.ReadFile(path)
 			data = bytes.TrimSuffix(data, []byte("\n"))
 			os.WriteFile(path, data[:bytes.LastIndexByte(data, '\n')+1], 0o644)
-		}, []string{"the record is incomplete: the run has not finished"}},
+		}, []string{"the record was changed after it was written: ", "the record is incomplete: the run has not finished"}},
+		{"record edited", func(t *testing.T, dir, _ string) {
+			path := filepath.Join(dir, record.EventsFile)
+			data, _ := os.ReadFile(path)
+			os.WriteFile(path, bytes.Replace(data, []byte("sum=6637.00"), []byte("sum=6637.01"), 1), 0o644)
+		}, []string{"the record was changed after it was written: line "}},
 		{"torn tail", func(t *testing.T, dir, _ string) {
 			appendTo(t, filepath.Join(dir, record.EventsFile), `{"seq":999,"ty`)
 		}, []string{"the record is incomplete: its last line is torn"}},
