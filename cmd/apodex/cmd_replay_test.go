@@ -41,7 +41,7 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut = cli(t, "replay", "--home", home, s.RunID)
-	if code != 1 || !strings.HasPrefix(out, "divergence at seq 1: initial_state") || !strings.Contains(out, "/inputs/data.csv changed") {
+	if code != 1 || !strings.HasPrefix(out, "divergence at seq 1: environment initial_state") || !strings.Contains(out, "1 divergence: 1 environment") || !strings.Contains(out, "/inputs/data.csv changed") {
 		t.Fatalf("replay after the input changed: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = cli(t, "replay", "--home", home, "--json", s.RunID)

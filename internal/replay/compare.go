@@ -3,16 +3,15 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"reflect"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/apodex/apodex/internal/record"
 )
 
-// Kinds of divergence.
+// Kinds of divergence: what differs.
 const (
 	KindInitialState = "initial_state" // an input is missing or changed: nothing was replayed
 	KindToolCall     = "tool_call"     // a call's name or arguments differ, or it is missing or extra
@@ -23,10 +22,32 @@ const (
 	KindModel        = "model"         // a runtime model call (summary, verdict) the record has no answer for
 )
 
-// Divergence is the first place where a replay did not do what the record
-// says.
+// Classes of divergence: why it differs.
+const (
+	// ClassNoise: only what a command prints that cannot repeat differs
+	// (file times, inode numbers, clock times, line order: rules 8-11).
+	// The replay is still identical.
+	ClassNoise = "nondeterministic_output"
+	// ClassEnvironment: the host answered differently to the same call — a
+	// command's output or exit, a file it wrote, a page, the inputs.
+	ClassEnvironment = "environment"
+	// ClassPolicy: the model's part or the runtime's decisions differ — a
+	// call made or not, its arguments, the turns an agent asked for, what a
+	// coordination tool (board, dispatch, wait, verify…) answered, what the
+	// lead was told.
+	ClassPolicy = "policy"
+)
+
+// environmentTools are the tools whose results come from the host (files,
+// commands, the corpus, the network); any other tool's result is the
+// runtime's (coordination, the lease, recall).
+var environmentTools = map[string]bool{"bash": true, "read_file": true, "write_file": true, "edit_file": true,
+	"list_files": true, "grep": true, "search": true, "fetch": true}
+
+// Divergence is one place where a replay did not do what the record says.
 type Divergence struct {
-	Kind string `json:"kind"`
+	Class string `json:"class"`
+	Kind  string `json:"kind"`
 	// Seq is the event of the original record where it happened; After
 	// means just after it (something the original did not do).
 	Seq      int64  `json:"seq"`
@@ -53,82 +74,55 @@ type Compared struct {
 	FinalFiles   int `json:"final_files"`
 }
 
-// Normalization rules: what an observation may differ by between a run and
-// its replay without being a divergence. Everything else is compared
-// exactly.
-//
-//  1. The run directory: the original's and the replay's (as given and with
-//     links resolved) both read <RUN>.
-//  2. RFC 3339 timestamps (2026-01-02T15:04:05.999Z, with or without
-//     fraction and zone) read <TIME>.
-//  3. "took 12ms"-style durations read "took <DUR>".
-//  4. Random temporary names: the publication plane's staging directories
-//     (outputs-<digits>), the runtime's atomic-write temporaries
-//     (.apodex-<suffix>, .apodex-merge-<hex>) and blob temporaries
-//     (.tmp-<digits>) read with <TMP> for the random part.
-//  5. Tool metadata: duration_ms is dropped (and the tool_result's own
-//     duration_ms is not compared); string values follow rules 1-4.
-//  6. The lead's notices of its subagents' ends are compared as one ordered
-//     stream, whichever wait result or turn-start observation carried them
-//     (see notices.go).
-var (
-	rfc3339   = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?`)
-	tookDur   = regexp.MustCompile(`\btook \d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|m|h)\b`)
-	stageName = regexp.MustCompile(`\boutputs-\d+`)
-	tempName  = regexp.MustCompile(`\.apodex-(?:merge-)?[0-9A-Za-z]+`)
-	blobTemp  = regexp.MustCompile(`\.tmp-\d+`)
-)
-
-// normalizer applies the rules for one side of the comparison.
-type normalizer struct{ dirs []string }
-
-func newNormalizer(dir string) normalizer {
-	n := normalizer{dirs: []string{dir}}
-	if r, err := filepath.EvalSymlinks(dir); err == nil && r != dir {
-		n.dirs = append(n.dirs, r)
-	}
-	return n
+// eventKey pairs an original event with the replay's: the same agent,
+// type and tool call (a replay hands out the recorded replies, so the call
+// ids are the recorded ones), the same path for a file change, and the
+// n-th such event. Events without a call id pair by their order.
+type eventKey struct {
+	agent, typ, call, path string
+	n                      int
 }
 
-func (n normalizer) text(s string) string {
-	for _, d := range n.dirs {
-		s = strings.ReplaceAll(s, d, "<RUN>")
-	}
-	s = rfc3339.ReplaceAllString(s, "<TIME>")
-	s = tookDur.ReplaceAllString(s, "took <DUR>")
-	s = stageName.ReplaceAllString(s, "outputs-<TMP>")
-	s = tempName.ReplaceAllString(s, ".apodex-<TMP>")
-	return blobTemp.ReplaceAllString(s, ".tmp-<TMP>")
-}
+type streamKey = orderKey
 
-// meta is a tool result's metadata without its duration, texts normalized.
-func (n normalizer) meta(m *record.ToolMeta) record.ToolMeta {
-	if m == nil {
-		return record.ToolMeta{}
-	}
-	out := *m
-	out.DurationMS = 0
-	out.SnapshotError = n.text(out.SnapshotError)
-	return out
-}
-
-// side is one record being compared: its directory and events by stream.
+// side is one record being compared: its directory and events by key.
 type side struct {
 	dir     string
 	norm    normalizer
-	streams map[orderKey][]record.Event
+	events  map[eventKey]record.Event
+	keys    []eventKey // in record order
+	streams map[streamKey][]int64
+	calls   map[[2]string]int64 // (agent, call id) -> seq of its tool_call
 	final   []record.FileEntry
 	seqEnd  int64    // run_finished's seq
 	notices []notice // what the lead was told of its subagents' ends
 }
 
 func newSide(dir string, events []record.Event) side {
-	s := side{dir: dir, norm: newNormalizer(dir), streams: map[orderKey][]record.Event{}, notices: leadNotices(dir, events)}
+	s := side{dir: dir, norm: newNormalizer(dir), events: map[eventKey]record.Event{}, streams: map[streamKey][]int64{},
+		calls: map[[2]string]int64{}, notices: leadNotices(dir, events)}
+	seen := map[eventKey]int{}
 	for _, e := range events {
 		switch e.Type {
 		case record.TypeToolCall, record.TypeToolResult, record.TypeFileDelta:
-			k := orderKey{e.Agent, e.Type}
-			s.streams[k] = append(s.streams[k], e)
+			var f struct {
+				CallID string `json:"call_id"`
+				Path   string `json:"path"`
+			}
+			e.Decode(&f)
+			k := eventKey{agent: e.Agent, typ: e.Type, call: f.CallID}
+			if e.Type == record.TypeFileDelta {
+				k.path = f.Path
+			}
+			k.n = seen[k] // the n-th event of this key (n is 0 in the lookup)
+			seen[eventKey{agent: k.agent, typ: k.typ, call: k.call, path: k.path}]++
+			s.events[k] = e
+			s.keys = append(s.keys, k)
+			sk := streamKey{e.Agent, e.Type}
+			s.streams[sk] = append(s.streams[sk], e.Seq)
+			if e.Type == record.TypeToolCall && f.CallID != "" {
+				s.calls[[2]string{e.Agent, f.CallID}] = e.Seq
+			}
 		case record.TypeRunFinished:
 			var rf record.RunFinished
 			if e.Decode(&rf) == nil {
@@ -139,56 +133,60 @@ func newSide(dir string, events []record.Event) side {
 	return s
 }
 
-// compare walks the original in seq order and returns the first divergence
-// of the replay from it, with what was compared.
-func compare(orig []record.Event, o, r side) (*Divergence, Compared) {
+// compare walks the original in seq order and returns every divergence of
+// the replay from it, in the original's seq order, with what was compared.
+func compare(orig []record.Event, o, r side) ([]Divergence, Compared) {
 	var cnt Compared
-	var first *Divergence
-	idx := map[orderKey]int{}
-	for _, e := range orig {
-		if !isCompared(e.Type) {
-			continue
-		}
-		k := orderKey{e.Agent, e.Type}
-		i := idx[k]
-		idx[k] = i + 1
+	var out []Divergence
+	for _, k := range o.keys {
 		var got *record.Event
-		if rs := r.streams[k]; i < len(rs) {
-			got = &rs[i]
+		if e, ok := r.events[k]; ok {
+			got = &e
 		}
-		d := compareEvent(e, got, i, o, r, &cnt)
-		if d != nil {
-			first = d
-			break
+		if d := compareEvent(o.events[k], got, k, o, r, &cnt); d != nil {
+			out = append(out, *d)
 		}
 	}
 	// Events the replay made and the original did not: each sits just after
-	// its stream's last original event.
-	for k, rs := range r.streams {
-		n := len(o.streams[k])
-		if len(rs) <= n {
+	// its call in the original, or else after its stream's last original
+	// event.
+	for _, k := range r.keys {
+		if _, ok := o.events[k]; ok {
 			continue
 		}
-		var after int64
-		if n > 0 {
-			after = o.streams[k][n-1].Seq
+		e := r.events[k]
+		after, ok := o.calls[[2]string{k.agent, k.call}]
+		if !ok {
+			if seqs := o.streams[streamKey{k.agent, k.typ}]; len(seqs) > 0 {
+				after = seqs[len(seqs)-1]
+			}
 		}
-		d := &Divergence{Kind: kindOf(k.typ), Seq: after, After: true, Agent: k.agent,
-			What: fmt.Sprintf("%s %d of %s", k.typ, n+1, agentName(k.agent)), Expected: "none", Got: describe(rs[n], r.norm)}
-		if first == nil || d.pos() < first.pos() {
-			first = d
-		}
+		out = append(out, Divergence{Class: classOf(k.typ), Kind: kindOf(k.typ), Seq: after, After: true, Agent: k.agent,
+			What: fmt.Sprintf("%s %s of %s", k.typ, callName(k), agentName(k.agent)), Expected: "none", Got: describe(e, r.norm)})
 	}
-	for _, d := range []*Divergence{compareNotices(o, r), compareFinal(o, r, &cnt)} {
-		if d != nil && (first == nil || d.pos() < first.pos()) {
-			first = d
-		}
-	}
-	return first, cnt
+	out = append(out, compareNotices(o, r)...)
+	out = append(out, compareFinal(o, r, &cnt)...)
+	sortDivergences(out)
+	return out, cnt
 }
 
-func isCompared(typ string) bool {
-	return typ == record.TypeToolCall || typ == record.TypeToolResult || typ == record.TypeFileDelta
+// sortDivergences orders them by where they happened in the original.
+func sortDivergences(ds []Divergence) {
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].pos() < ds[j].pos() })
+}
+
+func callName(k eventKey) string {
+	if k.call == "" {
+		return fmt.Sprintf("%d", k.n+1)
+	}
+	s := k.call
+	if k.path != "" {
+		s += " " + k.path
+	}
+	if k.n > 0 {
+		s += fmt.Sprintf(" (#%d)", k.n+1)
+	}
+	return s
 }
 
 func kindOf(typ string) string {
@@ -201,8 +199,18 @@ func kindOf(typ string) string {
 	return KindFile
 }
 
-func compareEvent(e record.Event, got *record.Event, i int, o, r side, cnt *Compared) *Divergence {
-	d := &Divergence{Kind: kindOf(e.Type), Seq: e.Seq, Agent: e.Agent, What: fmt.Sprintf("%s %d of %s", e.Type, i+1, agentName(e.Agent))}
+// classOf is the class of an event one side has and the other has not: a
+// file change is the host's (the same call wrote another file); a call or
+// result is the policy's (what ran differs).
+func classOf(typ string) string {
+	if typ == record.TypeFileDelta {
+		return ClassEnvironment
+	}
+	return ClassPolicy
+}
+
+func compareEvent(e record.Event, got *record.Event, k eventKey, o, r side, cnt *Compared) *Divergence {
+	d := &Divergence{Class: classOf(e.Type), Kind: kindOf(e.Type), Seq: e.Seq, Agent: e.Agent, What: fmt.Sprintf("%s %s of %s", e.Type, callName(k), agentName(e.Agent))}
 	d.Expected = describe(e, o.norm)
 	if got == nil {
 		d.Got = "none: the replay made no such event"
@@ -222,11 +230,19 @@ func compareEvent(e record.Event, got *record.Event, i int, o, r side, cnt *Comp
 		var a, b record.ToolResult
 		e.Decode(&a)
 		got.Decode(&b)
-		if exp, gt, differ := resultDiff(e.Agent, a, b, o, r); differ {
-			d.Expected, d.Got = exp, gt
-			return d
+		exp, gt, differ := resultDiff(e.Agent, a, b, o, r, false)
+		if !differ {
+			return nil
 		}
-		return nil
+		d.Expected, d.Got = exp, gt
+		if _, _, still := resultDiff(e.Agent, a, b, o, r, true); !still {
+			d.Class = ClassNoise
+			_, rules := resultNoise(a, b, o, r)
+			d.What += ": only " + strings.Join(rules, ", ")
+		} else if environmentTools[a.Name] {
+			d.Class = ClassEnvironment
+		}
+		return d
 	case record.TypeFileDelta:
 		cnt.FileChanges++
 		var a, b record.FileDelta
@@ -235,14 +251,16 @@ func compareEvent(e record.Event, got *record.Event, i int, o, r side, cnt *Comp
 		if a.Path == b.Path && a.After == b.After {
 			return nil
 		}
+		d.Class = ClassEnvironment
 	}
 	d.Got = describe(*got, r.norm)
 	return d
 }
 
-// resultDiff compares two tool results under the normalization rules and,
-// when they differ, says how.
-func resultDiff(agent string, a, b record.ToolResult, o, r side) (exp, got string, differ bool) {
+// resultDiff compares two tool results under the normalization rules (with
+// noise, the nondeterministic-output ones too) and, when they differ, says
+// how.
+func resultDiff(agent string, a, b record.ToolResult, o, r side, noise bool) (exp, got string, differ bool) {
 	head := a.Name + " " + a.CallID + ": "
 	if a.Name != b.Name {
 		return head + "tool " + a.Name, "tool " + b.Name, true
@@ -253,23 +271,66 @@ func resultDiff(agent string, a, b record.ToolResult, o, r side) (exp, got strin
 	if leadWait(agent, a) && leadWait(agent, b) {
 		return "", "", false // compared as the lead's notice stream (rule 6)
 	}
+	if x, ok := fetchedURL(a); ok {
+		if y, ok := fetchedURL(b); ok { // rule 7
+			if x != y {
+				return head + "evidence " + x, "evidence " + y, true
+			}
+			return "", "", false
+		}
+	}
 	if x, y := o.norm.text(a.Output), r.norm.text(b.Output); x != y {
-		ex, gy := firstDifference(x, y)
-		return head + ex, gy, true
+		if same, _ := noiseEqual(x, y); !noise || !same {
+			ex, gy := firstDifference(x, y)
+			return head + ex, gy, true
+		}
 	}
 	if x, y := o.norm.meta(a.Meta), r.norm.meta(b.Meta); !reflect.DeepEqual(x, y) {
-		xj, _ := json.Marshal(x)
-		yj, _ := json.Marshal(y)
-		return head + "meta " + string(xj), "meta " + string(yj), true
+		if noise { // rule 10
+			x.StdoutBytes, x.StderrBytes, y.StdoutBytes, y.StderrBytes = 0, 0, 0, 0
+		}
+		if !reflect.DeepEqual(x, y) {
+			xj, _ := json.Marshal(x)
+			yj, _ := json.Marshal(y)
+			return head + "meta " + string(xj), "meta " + string(yj), true
+		}
 	}
 	if a.FullRef != "" || b.FullRef != "" {
 		x, y := fullBody(o, a.FullRef), fullBody(r, b.FullRef)
 		if x != y {
-			ex, gy := firstDifference(x, y)
-			return head + "full output: " + ex, "full output: " + gy, true
+			if same, _ := noiseEqual(x, y); !noise || !same {
+				ex, gy := firstDifference(x, y)
+				return head + "full output: " + ex, "full output: " + gy, true
+			}
 		}
 	}
 	return "", "", false
+}
+
+// resultNoise names the nondeterministic-output rules two results needed.
+func resultNoise(a, b record.ToolResult, o, r side) (bool, []string) {
+	rules := []string{}
+	add := func(rs []string) {
+		for _, x := range rs {
+			if !slices.Contains(rules, x) {
+				rules = append(rules, x)
+			}
+		}
+	}
+	if x, y := o.norm.text(a.Output), r.norm.text(b.Output); x != y {
+		_, rs := noiseEqual(x, y)
+		add(rs)
+	}
+	if a.FullRef != "" || b.FullRef != "" {
+		if x, y := fullBody(o, a.FullRef), fullBody(r, b.FullRef); x != y {
+			_, rs := noiseEqual(x, y)
+			add(rs)
+		}
+	}
+	if len(rules) == 0 {
+		rules = append(rules, "output sizes")
+	}
+	return true, rules
 }
 
 // fullBody is a result's whole output from its blob, normalized.
@@ -328,8 +389,9 @@ func describe(e record.Event, n normalizer) string {
 	return e.Type
 }
 
-// compareFinal compares the files in /workspace and /outputs at the end.
-func compareFinal(o, r side, cnt *Compared) *Divergence {
+// compareFinal compares the files in /workspace and /outputs at the end:
+// one divergence per path that differs.
+func compareFinal(o, r side, cnt *Compared) []Divergence {
 	want, got := map[string]string{}, map[string]string{}
 	var paths []string
 	for _, f := range o.final {
@@ -344,15 +406,16 @@ func compareFinal(o, r side, cnt *Compared) *Divergence {
 	}
 	sort.Strings(paths)
 	cnt.FinalFiles = len(o.final)
+	var out []Divergence
 	for _, p := range paths {
 		w, g := want[p], got[p]
 		if w == g {
 			continue
 		}
-		return &Divergence{Kind: KindFinalFiles, Seq: o.seqEnd, What: "final file " + p,
-			Expected: orNone(w, "no such file"), Got: orNone(g, "no such file")}
+		out = append(out, Divergence{Class: ClassEnvironment, Kind: KindFinalFiles, Seq: o.seqEnd, What: "final file " + p,
+			Expected: orNone(w, "no such file"), Got: orNone(g, "no such file")})
 	}
-	return nil
+	return out
 }
 
 func orNone(s, none string) string {
