@@ -14,9 +14,9 @@
 //     nothing is replayed;
 //   - the report lists every divergence in the original's seq order, each
 //     with its class (nondeterministic output, environment, policy;
-//     compare.go) — the comparison goes on past the first; the runs are
-//     identical when none is of another class than nondeterministic
-//     output (normalization rules in norm.go);
+//     package divergence) — the comparison goes on past the first; the
+//     runs are identical when none is of another class than
+//     nondeterministic output;
 //   - an agent's turns are handed out per recorded loop (convs.go): agents
 //     the runtime starts (verifiers, investigators, the writer) get theirs
 //     in their recorded order, under whatever ids the record gives them;
@@ -42,6 +42,7 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/replay/divergence"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
@@ -168,7 +169,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("run: read the replay's record: %w", err)
 	}
-	ds, cnt := compare(c.Events, newSide(dir, c.Events), newSide(replayDir, rc2.Events))
+	ds, cnt := divergence.Find(c.Events, dir, rc2.Events, replayDir)
 	rep.Compared = cnt
 	rep.setDivergences(append(ds, append(model.anomalies, model.unconsumed()...)...))
 	rep.Notes = append(rep.Notes, model.notes...)
@@ -180,7 +181,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 // setDivergences keeps ds in the original's seq order, counts them by
 // class and finds the first that makes the replay differ.
 func (rep *Report) setDivergences(ds []Divergence) {
-	sortDivergences(ds)
+	divergence.Sort(ds)
 	rep.Divergences, rep.Classes, rep.Divergence = ds, nil, nil
 	for i, d := range ds {
 		if rep.Classes == nil {

@@ -1,4 +1,4 @@
-package replay
+package divergence
 
 import (
 	"fmt"
@@ -33,31 +33,10 @@ func TestNormalization(t *testing.T) {
 	}
 }
 
-func TestEnvelopeAndStepLines(t *testing.T) {
-	for _, c := range []struct {
-		line, typ, agent string
-		ok               bool
-	}{
-		{`{"seq":3,"time":"2026-01-01T00:00:00Z","type":"tool_result","agent":"A1","name":"wait"}`, "tool_result", "A1", true},
-		{`{"seq":3,"time":"2026-01-01T00:00:00Z","type":"run_started","agent":"","x":1}`, "run_started", "", true},
-		{`{"agent":"lead","type":"board","seq":9}`, "board", "lead", true}, // not the record's order: decoded in full
-		{`not json`, "", "", false},
-	} {
-		typ, agent, ok := envelope([]byte(c.line))
-		if typ != c.typ || agent != c.agent || ok != c.ok {
-			t.Errorf("envelope(%s) = %q %q %v", c.line, typ, agent, ok)
-		}
-	}
-	if a, ok := stepAgent([]byte("[A12] turn 3 bash {} -> ok exit code: 0\n")); !ok || a != "A12" {
-		t.Errorf("stepAgent: %q %v", a, ok)
-	}
-	if _, ok := stepAgent([]byte("apodex: run x with replay model\n")); ok {
-		t.Error("a run line read as a step")
-	}
-}
-
 // An event the replay made and the original did not sits just after its
+
 // stream's last original event, and is reported when that comes first.
+
 func TestCompareExtraEventsPosition(t *testing.T) {
 	ev := func(seq int64, typ, agent, body string) record.Event {
 		raw := fmt.Sprintf(`{"seq":%d,"time":"2026-01-01T00:00:00Z","type":%q,"agent":%q%s}`, seq, typ, agent, body)
@@ -139,7 +118,9 @@ func TestLeadNoticeStream(t *testing.T) {
 }
 
 // Rules 8-11: what a command prints that cannot repeat, and what it must
+
 // not hide.
+
 func TestNoise(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -176,7 +157,9 @@ func TestNoise(t *testing.T) {
 }
 
 // Rule 7: a URL's page served from the record is the page fetched when its
+
 // evidence (id, source, lines, hash) is the same.
+
 func TestFetchedURLComparedByEvidence(t *testing.T) {
 	orig := record.ToolResult{Name: "fetch", CallID: "c1", Output: "     1\tThe ferry is suspended.\n[https://example.org/notice: lines 1-1 of 1]\n[evidence E1: https://example.org/notice lines 1-1, sha256:913d0ebfae2d…]"}
 	served := record.ToolResult{Name: "fetch", CallID: "c1", Output: "     1\tThe ferry is suspended.\n[https://example.org/notice: lines 1-1, served from the record]\n[evidence E1: https://example.org/notice lines 1-1, sha256:913d0ebfae2d…]"}
@@ -198,8 +181,11 @@ func TestFetchedURLComparedByEvidence(t *testing.T) {
 }
 
 // Classes: a host tool's result is the environment's, a coordination
+
 // tool's the policy's, a difference in file times nondeterministic output,
+
 // a result missing (the call did not run) the policy's.
+
 func TestDivergenceClasses(t *testing.T) {
 	ev := func(seq int64, typ, body string) record.Event {
 		raw := fmt.Sprintf(`{"seq":%d,"time":"2026-01-01T00:00:00Z","type":%q,"agent":"lead"%s}`, seq, typ, body)

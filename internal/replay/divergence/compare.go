@@ -1,4 +1,18 @@
-package replay
+// Package divergence compares a run's record with its replay's record
+// (package replay makes the replay) and says where and why they differ.
+//
+// Guarantees:
+//   - every tool call, tool result and file change of the original is
+//     paired with the replay's by agent, tool call id (a replay hands out
+//     the recorded replies, so the ids are the recorded ones), path and
+//     order, and compared under the normalization rules (norm.go); the
+//     comparison goes to the end: one missing call is one divergence;
+//   - the lead's notices are compared as one ordered stream, aligned
+//     (notices.go); the final files path by path;
+//   - every divergence has a class: nondeterministic_output (only what
+//     cannot repeat differs; not counted against identity), environment
+//     or policy; Find returns them in the original's seq order.
+package divergence
 
 import (
 	"encoding/json"
@@ -58,7 +72,8 @@ type Divergence struct {
 	Got      string `json:"got"`
 }
 
-func (d Divergence) pos() int64 {
+// Pos orders divergences by where they happened in the original.
+func (d Divergence) Pos() int64 {
 	p := 2 * d.Seq
 	if d.After {
 		p++
@@ -83,7 +98,8 @@ type eventKey struct {
 	n                      int
 }
 
-type streamKey = orderKey
+// streamKey is an agent's events of one type.
+type streamKey struct{ agent, typ string }
 
 // side is one record being compared: its directory and events by key.
 type side struct {
@@ -133,6 +149,13 @@ func newSide(dir string, events []record.Event) side {
 	return s
 }
 
+// Find compares the original record (the events of origDir) with the
+// replay's (of replayDir) and returns every divergence, in the original's
+// seq order, with what was compared.
+func Find(orig []record.Event, origDir string, replayed []record.Event, replayDir string) ([]Divergence, Compared) {
+	return compare(orig, newSide(origDir, orig), newSide(replayDir, replayed))
+}
+
 // compare walks the original in seq order and returns every divergence of
 // the replay from it, in the original's seq order, with what was compared.
 func compare(orig []record.Event, o, r side) ([]Divergence, Compared) {
@@ -166,13 +189,20 @@ func compare(orig []record.Event, o, r side) ([]Divergence, Compared) {
 	}
 	out = append(out, compareNotices(o, r)...)
 	out = append(out, compareFinal(o, r, &cnt)...)
-	sortDivergences(out)
+	Sort(out)
 	return out, cnt
 }
 
-// sortDivergences orders them by where they happened in the original.
-func sortDivergences(ds []Divergence) {
-	sort.SliceStable(ds, func(i, j int) bool { return ds[i].pos() < ds[j].pos() })
+// Sort orders divergences by where they happened in the original (Pos).
+func Sort(ds []Divergence) {
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].Pos() < ds[j].Pos() })
+}
+
+func agentName(a string) string {
+	if a == "" {
+		return "the runtime"
+	}
+	return a
 }
 
 func callName(k eventKey) string {
