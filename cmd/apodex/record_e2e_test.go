@@ -186,4 +186,17 @@ func TestTamperedRecordRefused(t *testing.T) {
 	if code, out, errOut := cli(t, "export", "--home", home, "--format", "chat", s.RunID); code != 0 {
 		t.Errorf("export of an unchained record: exit %d\n%s%s", code, out, errOut)
 	}
+
+	// A garbled first line, in a stopped run and in a finished one, is
+	// named by its number.
+	os.WriteFile(p, append([]byte("{garbled"), orig[bytes.IndexByte(orig, '\n'):]...), 0o644)
+	for _, args := range [][]string{{"replay"}, {"show"}, {"verify", "--record"}, {"export", "--format", "chat"}} {
+		if code, out, errOut := cli(t, append(append(args, "--home", home), s.RunID)...); code == 0 || !strings.Contains(errOut, "line 1 (seq 1 expected) is garbled") {
+			t.Errorf("%s of a record whose first line is garbled: exit %d\n%s%s", args[0], code, out, errOut)
+		}
+	}
+	os.WriteFile(p, append([]byte("{garbled"), cut[bytes.IndexByte(cut, '\n'):]...), 0o644)
+	if code, out, errOut := cli(t, "resume", "--home", home, "--quiet", s.RunID); code == 0 || !strings.Contains(errOut, "line 1 (seq 1 expected) is garbled") {
+		t.Errorf("resume of a stopped run whose first line is garbled: exit %d\n%s%s", code, out, errOut)
+	}
 }
