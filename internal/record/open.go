@@ -164,7 +164,7 @@ func decodeLine(line []byte) (Event, error) {
 		err = errors.New("missing seq or type")
 	}
 	if err != nil {
-		return Event{}, fmt.Errorf("not an event: %w", err)
+		return Event{}, err
 	}
 	e.Raw = append(json.RawMessage(nil), line...)
 	return e, nil
