@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/trajectory"
 )
@@ -133,7 +134,19 @@ func exportID(o *trajectory.Exporter, home, id string) error {
 	if err != nil {
 		return err
 	}
+	if err := intactRecord(dir); err != nil {
+		return err
+	}
 	return o.Export(dir, trajectory.Context{})
+}
+
+// intactRecord refuses to export a run whose record fails its hash chain
+// or head (training data must be what apodex recorded).
+func intactRecord(dir string) error {
+	if _, err := record.ReadChecked(dir); err != nil {
+		return fmt.Errorf("run %s is not exported: %w (apodex verify --record %s)", filepath.Base(dir), err, filepath.Base(dir))
+	}
+	return nil
 }
 
 func isDir(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }
@@ -145,6 +158,9 @@ func exportRollout(o *trajectory.Exporter, home string, r trajectory.Rollout) er
 	}
 	dir, err := findRun(home, r.RunID)
 	if err != nil {
+		return err
+	}
+	if err := intactRecord(dir); err != nil {
 		return err
 	}
 	return o.Export(dir, r.Ctx)

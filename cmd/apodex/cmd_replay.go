@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/apodex/apodex/internal/replay"
 )
 
 // cmdReplay re-executes a finished run with its recorded model outputs and
-// reports whether it did the same (R-REC-2). Exit 0: identical; 1: a
-// divergence (or the run could not be found or replayed); 2: usage.
+// reports whether it did the same (R-REC-2). Exit 0: identical (differences
+// in nondeterministic output only, if any); 1: divergences of class
+// environment or policy (or the run could not be found or replayed); 2:
+// usage.
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", "[flags] RUN", stdout, stderr)
 	home := fs.homeFlag()
@@ -54,10 +57,22 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// printReplay prints "identical" alone on stdout, or the first divergence;
-// the counts and notes go to stderr.
+// maxPrinted bounds the divergences printed; --json lists them all.
+const maxPrinted = 20
+
+// printReplay prints "identical" alone on stdout, or every divergence with
+// its class and a count by class; the counts of what was compared, the
+// differences in nondeterministic output only and the notes go to stderr.
 func printReplay(stdout, stderr io.Writer, rep replay.Report) {
-	if d := rep.Divergence; d != nil {
+	var shown, noise int
+	for _, d := range rep.Divergences {
+		if d.Class == replay.ClassNoise {
+			noise++
+			continue
+		}
+		if shown++; shown > maxPrinted {
+			continue
+		}
 		where := fmt.Sprintf("seq %d", d.Seq)
 		if d.After {
 			where = fmt.Sprintf("after seq %d", d.Seq)
@@ -65,15 +80,39 @@ func printReplay(stdout, stderr io.Writer, rep replay.Report) {
 		if d.Agent != "" {
 			where += ", agent " + d.Agent
 		}
-		fmt.Fprintf(stdout, "divergence at %s: %s (%s)\n", where, d.Kind, d.What)
+		fmt.Fprintf(stdout, "divergence at %s: %s %s (%s)\n", where, d.Class, d.Kind, oneLine(d.What))
 		fmt.Fprintf(stdout, "  expected: %s\n", oneLine(d.Expected))
 		fmt.Fprintf(stdout, "  got:      %s\n", oneLine(d.Got))
-	} else {
+	}
+	if rep.Identical {
 		fmt.Fprintln(stdout, "identical")
+	} else {
+		if shown > maxPrinted {
+			fmt.Fprintf(stdout, "… and %d more (--json lists them all)\n", shown-maxPrinted)
+		}
+		var parts []string
+		for _, c := range []string{replay.ClassPolicy, replay.ClassEnvironment} {
+			if n := rep.Classes[c]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, c))
+			}
+		}
+		noun := "divergences"
+		if shown == 1 {
+			noun = "divergence"
+		}
+		fmt.Fprintf(stdout, "%d %s: %s\n", shown, noun, strings.Join(parts, ", "))
 	}
 	c := rep.Compared
 	fmt.Fprintf(stderr, "replayed run %s (%d events) in %s: compared %d tool calls, %d observations, %d file changes, %d final files\n",
 		rep.RunID, rep.Events, short(time.Duration(rep.DurationMS)*time.Millisecond), c.ToolCalls, c.Observations, c.FileChanges, c.FinalFiles)
+	if noise > 0 {
+		fmt.Fprintf(stderr, "%d observations differed only in %s (file times, inode numbers, clock times, line order): normalized, not divergences\n", noise, replay.ClassNoise)
+		for _, d := range rep.Divergences {
+			if d.Class == replay.ClassNoise {
+				fmt.Fprintf(stderr, "  seq %d, agent %s: %s\n", d.Seq, d.Agent, oneLine(d.What))
+			}
+		}
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}

@@ -41,7 +41,7 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut = cli(t, "replay", "--home", home, s.RunID)
-	if code != 1 || !strings.HasPrefix(out, "divergence at seq 1: initial_state") || !strings.Contains(out, "/inputs/data.csv changed") {
+	if code != 1 || !strings.HasPrefix(out, "divergence at seq 1: environment initial_state") || !strings.Contains(out, "1 divergence: 1 environment") || !strings.Contains(out, "/inputs/data.csv changed") {
 		t.Fatalf("replay after the input changed: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = cli(t, "replay", "--home", home, "--json", s.RunID)
@@ -118,6 +118,16 @@ func tamperSandbox(t *testing.T, dir string) {
 	}
 }
 
+// refusedAsTampered checks that command refuses the record of dir, whose
+// line 1 was edited, naming where its hash chain breaks (issue #25).
+func refusedAsTampered(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	code, out, errOut := cli(t, args...)
+	if code == 0 || !strings.Contains(errOut, "the record was changed after it was written: line 2 (seq 2)") || !strings.Contains(errOut, "seq 1 was edited") {
+		t.Fatalf("%s of a record whose line 1 was edited: exit %d\n%s%s", args[0], code, out, errOut)
+	}
+}
+
 // A record is input from outside (issue #25, F2): with run_started's
 // settings.sandbox edited to none in a sandboxed run, replay and resume
 // refuse, naming both recorded values, and run it (unisolated) only with
@@ -133,6 +143,11 @@ func TestTamperedSandboxRefused(t *testing.T) {
 		}
 		s := decodeSummary(t, out)
 		tamperSandbox(t, s.RunDir)
+		refusedAsTampered(t, s.RunDir, "replay", "--home", home, s.RunID)
+		// Behind the chain, which has no key, the fields are checked.
+		if err := record.Reseal(s.RunDir); err != nil {
+			t.Fatal(err)
+		}
 		code, out, errOut = cli(t, "replay", "--home", home, s.RunID)
 		if code != exitUsage || !strings.Contains(errOut, `run_started.sandbox.kind is "`+s.Sandbox+`"`) || !strings.Contains(errOut, `run_started.settings.sandbox is "none"`) {
 			t.Fatalf("replay of the tampered record: exit %d\n%s%s", code, out, errOut)
@@ -148,6 +163,10 @@ func TestTamperedSandboxRefused(t *testing.T) {
 	t.Run("resume", func(t *testing.T) {
 		home, dir := stoppedExample(t, 6)
 		tamperSandbox(t, dir)
+		refusedAsTampered(t, dir, "resume", "--home", home, "--quiet", filepath.Base(dir))
+		if err := record.Reseal(dir); err != nil {
+			t.Fatal(err)
+		}
 		code, out, errOut := cli(t, "resume", "--home", home, "--quiet", filepath.Base(dir))
 		if code != exitUsage || !strings.Contains(errOut, "run_started.sandbox.kind is") || !strings.Contains(errOut, `run_started.settings.sandbox is "none"`) {
 			t.Fatalf("resume of the tampered record: exit %d\n%s%s", code, out, errOut)

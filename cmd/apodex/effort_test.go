@@ -381,3 +381,124 @@ func TestEffortBudget(t *testing.T) {
 		t.Errorf("investigator requests %d; want 4 (two claims, two framings, one wave)", inv)
 	}
 }
+
+// hasToolResult reports whether a request already holds a tool result (the
+// agent's second turn or later).
+func hasToolResult(req llmtest.Request) bool {
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			return true
+		}
+	}
+	return false
+}
+
+// Issue #25: a team run whose lead verifies two claims at once and whose
+// finish starts an effort wave (investigators, then focused verifiers, all
+// started by the runtime), every agent listing its inputs with ls -l, stat
+// and ls -li in the sandbox, replays identical: the verifiers get their
+// recorded loops whatever order they start in, and the file times and
+// inode numbers of the replay's fresh inputs are reported as
+// nondeterministic output, not divergences.
+func TestReplayOfAnEffortWave(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home, inputs := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(inputs, "data.csv"), []byte("n\n40\n2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	look := bash("ls -l /inputs; stat /inputs/data.csv; ls -li /inputs; ls -l --full-time /inputs")
+	var mu sync.Mutex
+	lead := 0
+	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		defer mu.Unlock()
+		task := firstUser(req)
+		switch req.Header.Get(llm.HeaderRole) {
+		case llm.CallerSubagent:
+			if !hasToolResult(req) {
+				return calls(look)
+			}
+			sum := "45"
+			if req.Header.Get(llm.HeaderAgent) == "A2" {
+				sum = "42"
+			}
+			return calls(call("report", map[string]any{"summary": "summed", "claims": []map[string]any{{"text": "the total is " + sum, "evidence": []string{"/inputs/data.csv"}}}}))
+		case "investigator":
+			if !hasToolResult(req) {
+				return calls(look)
+			}
+			return calls(call("report", map[string]any{"summary": "recomputed: 42", "claims": []map[string]any{{"text": "the total is 42", "evidence": []string{"/inputs/data.csv"}}}}))
+		case llm.CallerVerifier:
+			if !hasToolResult(req) {
+				return calls(bash("ls -l /inputs && awk 'NR>1{s+=$1} END{print s}' /inputs/data.csv"))
+			}
+			v := map[string]any{"verdict": "insufficient", "checks": []string{"ls -l", "awk sum: 42"}}
+			switch {
+			case !strings.Contains(task, "Focus:"): // the lead's own verify calls settle nothing
+			case strings.Contains(task, "the total is 45"):
+				v = map[string]any{"verdict": "refuted", "location": "/inputs/data.csv", "repair": "the total is 42", "checks": []string{"awk sum: 42"}}
+			default:
+				v = map[string]any{"verdict": "supported", "checks": []string{"awk sum: 42"}}
+			}
+			return calls(call("verdict", v))
+		}
+		lead++
+		switch lead {
+		case 1:
+			return calls(call("board_add", map[string]any{"title": "sum A", "objective": "sum n"}),
+				call("board_add", map[string]any{"title": "sum B", "objective": "sum n again"}),
+				call("board_add", map[string]any{"title": "total", "objective": "report the total", "deps": []string{"T1", "T2"}}),
+				call("dispatch", map[string]any{"item": "T1", "role": "summer", "instructions": "Sum n.", "tools": []string{"read_file", "bash"}}),
+				call("dispatch", map[string]any{"item": "T2", "role": "summer", "instructions": "Sum n.", "tools": []string{"read_file", "bash"}}))
+		case 2, 3:
+			return calls(call("wait", map[string]any{"timeout_s": 5}))
+		case 4:
+			return calls(call("verify", map[string]any{"claim": "the total is 45", "evidence": []string{"/inputs/data.csv"}}),
+				call("verify", map[string]any{"claim": "the total is 42", "evidence": []string{"/inputs/data.csv"}}))
+		case 5:
+			return calls(call("board_resolve", map[string]any{"id": "T1", "note": "reported", "refs": []string{"report:A1"}}),
+				call("board_resolve", map[string]any{"id": "T2", "note": "reported", "refs": []string{"report:A2"}}),
+				call("board_resolve", map[string]any{"id": "T3", "note": "the total is 42"}),
+				finish("the total is 42"))
+		}
+		return calls(finish("the total is 42"))
+	})
+	args := append(openaiArgs(home, srv), "--mode", "team", "--json", "--inputs", inputs, "Sum n")
+	code, stdout, stderr := cli(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	dir := onlyRun(t, home)
+	var waves, investigators int
+	for _, e := range decodeAll[record.Effort](t, runtest.Events(t, dir), record.TypeEffort) {
+		switch e.Phase {
+		case record.EffortWave:
+			waves++
+		case record.EffortInvestigator:
+			investigators++
+		}
+	}
+	if waves == 0 || investigators == 0 {
+		t.Fatalf("no effort wave ran (%d waves, %d investigators): the test needs one", waves, investigators)
+	}
+	for i := range 3 { // the verifiers race each time
+		code, out, errOut := cli(t, "replay", "--home", home, filepath.Base(dir))
+		if code != 0 || out != "identical\n" || !strings.Contains(errOut, "differed only in nondeterministic_output") || strings.Contains(errOut, "note:") {
+			t.Fatalf("replay %d of the effort wave: exit %d\n%s%s", i+1, code, out, errOut)
+		}
+	}
+	code, out, _ := cli(t, "replay", "--home", home, "--json", filepath.Base(dir))
+	var rep struct {
+		Identical   bool
+		Classes     map[string]int
+		Divergences []struct{ Class, Kind, What string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || !rep.Identical || rep.Classes["nondeterministic_output"] == 0 || len(rep.Classes) != 1 {
+		t.Fatalf("replay --json: exit %d\n%s", code, out)
+	}
+	for _, d := range rep.Divergences {
+		if d.Kind != "observation" || !strings.Contains(d.What, "file times") {
+			t.Errorf("a difference in nondeterministic output: %+v", d)
+		}
+	}
+}

@@ -113,13 +113,21 @@ func TestRunWorldRecordsTheWorld(t *testing.T) {
 	if code, stdout, stderr := cli(t, "replay", "--home", home, "--json", filepath.Base(dir)); code != 0 || !strings.Contains(stdout, `"identical": true`) {
 		t.Errorf("replay of a world rollout: exit %d\n%s%s", code, stdout, stderr)
 	}
-	// A world changed in the store after the run makes it not trainable.
+	// A world whose stored test was replaced after the run makes it not
+	// trainable, and no rollout (nor a replay) starts from it (F12).
 	w, _ := world.NewStore(home).Get(id)
-	p := filepath.Join(w.Dir, "inputs", "orders.csv")
-	os.Chmod(p, 0o644)
-	os.WriteFile(p, []byte("order_id,date,amount,currency\n"), 0o644)
+	p := filepath.Join(w.Dir, "tests", "expected.txt")
+	os.Remove(p)
+	os.WriteFile(p, []byte("0\n"), 0o444)
 	if ok, why := run.Trainability(dir); ok || !strings.Contains(strings.Join(why, "; "), "world "+id) {
 		t.Errorf("trainable after its world was modified: %v %v", ok, why)
+	}
+	code, _, stderr = cli(t, "run", "--home", home, "--world", id, "--provider", "scripted", "--script", script, "--quiet")
+	if code != exitUsage || !strings.Contains(stderr, "tests/expected.txt is not the file stored") {
+		t.Errorf("run --world of a world whose test was replaced: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := cli(t, "replay", "--home", home, filepath.Base(dir)); code == 0 || !strings.Contains(stderr, "tests/expected.txt") {
+		t.Errorf("replay from a world whose test was replaced: exit %d: %s", code, stderr)
 	}
 	if code, _, stderr := cli(t, "run", "--home", home, "--world", id, "--task", script, "--provider", "scripted", "--script", script); code != exitUsage || !strings.Contains(stderr, "drop --task") {
 		t.Errorf("--world with --task: exit %d: %s", code, stderr)

@@ -103,6 +103,23 @@ func e2(t *testing.T, tamper bool) {
 			t.Fatal("the delta was not found to tamper with")
 		}
 		must(t, os.WriteFile(path, []byte(edited), 0o644))
+		// The edit breaks the record's hash chain at the delta (or, were it
+		// the last line kept, its head): resume refuses it, naming the seq.
+		r := startChild(t, append([]string{"resume", filepath.Base(runDir)}, args...)...)
+		select {
+		case <-r.done:
+		case <-time.After(90 * time.Second):
+			t.Fatal("resume did not end")
+		}
+		if out := r.output(); !strings.Contains(out, "the record was changed after it was written") || !strings.Contains(out, "seq "+strconv.FormatInt(deltaSeq, 10)) {
+			t.Fatalf("resume of a record whose delta at seq %d was edited: %s", deltaSeq, out)
+		}
+		if after, _ := os.ReadFile(path); string(after) != edited {
+			t.Fatal("the refused resume wrote to the record")
+		}
+		// Behind the chain (which has no key: anyone can recompute it) the
+		// delta's path is still checked.
+		must(t, record.Reseal(runDir))
 	}
 	r := startChild(t, append([]string{"resume", filepath.Base(runDir)}, args...)...)
 	select {

@@ -16,7 +16,7 @@ type rawObject string
 func (r rawObject) MarshalJSON() ([]byte, error) { return []byte(r), nil }
 
 func TestAppendLine(t *testing.T) {
-	const env = `{"seq":1,"time":"2026-11-30T12:00:00.001Z","type":"t","agent":"a"`
+	const env = `{"seq":1,"time":"2026-11-30T12:00:00.001Z","type":"t","agent":"a","prev":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"`
 	type ordered struct {
 		Zed   int    `json:"zed"`
 		Alpha string `json:"alpha,omitempty"`

@@ -126,7 +126,7 @@ func (t *tail) read() ([]Event, error) {
 			}
 			e, err := decodeLine(line)
 			if err != nil {
-				return out, fmt.Errorf("record: follow: line %d: %w", t.line, err)
+				return out, fmt.Errorf("record: line %d (seq %d expected) is garbled: %w", t.line, t.next, err)
 			}
 			if e.Seq != t.next {
 				return out, fmt.Errorf("%w: line %d has seq %d, want %d", ErrGap, t.line, e.Seq, t.next)

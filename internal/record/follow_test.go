@@ -127,7 +127,7 @@ func TestFollowTornLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	line := string(encodeLine(2, time.Now(), "tool_call", "main", []byte(`"name":"bash"`)))
+	line := string(encodeLine(2, time.Now(), "tool_call", "main", genesis, []byte(`"name":"bash"`)))
 	f.WriteString(line[:20])
 	select {
 	case e := <-ch:
@@ -140,7 +140,7 @@ func TestFollowTornLine(t *testing.T) {
 	if e.Seq != 2 || e.Decode(&p) != nil || p.Name != "bash" {
 		t.Fatalf("completed line: %+v %q", e, p.Name)
 	}
-	f.WriteString(string(encodeLine(3, time.Now(), TypeRunFinished, "", nil)))
+	f.WriteString(string(encodeLine(3, time.Now(), TypeRunFinished, "", genesis, nil)))
 	if rest := drain(t, ch); len(rest) != 1 || rest[0].Type != TypeRunFinished {
 		t.Fatalf("rest: %+v", rest)
 	}
@@ -195,7 +195,7 @@ func TestFollowWaitsAndStops(t *testing.T) {
 // A seq gap is an error, yielded once, and ends Follow.
 func TestFollowGap(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, EventsFile), append(encodeLine(1, time.Now(), "x", "", nil), encodeLine(3, time.Now(), "x", "", nil)...), 0o644)
+	os.WriteFile(filepath.Join(dir, EventsFile), append(encodeLine(1, time.Now(), "x", "", genesis, nil), encodeLine(3, time.Now(), "x", "", genesis, nil)...), 0o644)
 	var errs []error
 	n := 0
 	for _, err := range Follow(t.Context(), dir, 0) {

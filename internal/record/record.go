@@ -13,6 +13,10 @@
 //     the top level in the order the payload marshals them (a struct's field
 //     order, a map's sorted keys), so the same event always has the same
 //     bytes;
+//   - after the envelope, "prev" holds the sha256 of the previous line
+//     (of nothing, for the first), and events.head the seq and hash of the
+//     last line made durable; readers check both and report the first line
+//     that fails (chain.go says what that proves and what it does not);
 //   - each event reaches the file in a single write, so a killed process
 //     leaves at most one torn last line, which Read reports and skips;
 //   - Sync makes every event and blob written so far durable (fsync); callers
@@ -52,7 +56,7 @@ const (
 )
 
 // ErrReservedField: a payload used one of the envelope's field names.
-var ErrReservedField = errors.New("record: payload uses a reserved field (seq, time, type, agent)")
+var ErrReservedField = errors.New("record: payload uses a reserved field (seq, time, type, agent, prev)")
 
 // Log appends events to a run's events.jsonl. It is safe for concurrent use.
 type Log struct {
@@ -62,9 +66,14 @@ type Log struct {
 	mu     sync.Mutex
 	f      *os.File
 	seq    int64
+	last   [sha256.Size]byte          // hash of the last line written (the next prev)
 	blobs  bool                       // blobs/ has entries not yet synced
 	known  map[[sha256.Size]byte]bool // blobs stored or seen by this Log
 	closed bool
+
+	headMu  sync.Mutex
+	head    *os.File // events.head, rewritten in place after each Sync
+	headSeq int64    // the seq it names
 }
 
 // Create opens a new log in dir (creating dir, its events file and blobs/).
@@ -80,7 +89,40 @@ func Create(dir string, now func() time.Time) (*Log, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Log{dir: dir, now: now, f: f}, nil
+	l := &Log{dir: dir, now: now, f: f, last: genesis}
+	if err := l.openHead(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// openHead opens events.head and writes it for the log as it is.
+func (l *Log) openHead() error {
+	h, err := os.OpenFile(filepath.Join(l.dir, HeadFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err == nil {
+		l.head, l.headSeq = h, -1
+		err = l.writeHead(l.seq, l.last)
+	}
+	if err != nil {
+		return fmt.Errorf("record: write %s: %w", HeadFile, err)
+	}
+	return h.Truncate(headLen)
+}
+
+// writeHead names seq (whose line hashes to sum) in the head, unless it
+// already names a later one.
+func (l *Log) writeHead(seq int64, sum [sha256.Size]byte) error {
+	l.headMu.Lock()
+	defer l.headMu.Unlock()
+	if seq <= l.headSeq || l.head == nil {
+		return nil
+	}
+	if _, err := l.head.WriteAt(encodeHead(seq, sum), 0); err != nil {
+		return err
+	}
+	l.headSeq = seq
+	return nil
 }
 
 // Dir is the run directory.
@@ -106,14 +148,14 @@ func (l *Log) Append(typ, agent string, payload any) (int64, error) {
 		return 0, errors.New("record: log is closed")
 	}
 	seq := l.seq + 1
-	line := encodeLine(seq, l.now(), typ, agent, body)
+	line := encodeLine(seq, l.now(), typ, agent, l.last, body)
 	if len(line) > MaxLine {
 		return 0, fmt.Errorf("%w: a %s event of %d bytes was not recorded", ErrLineTooLong, typ, len(line))
 	}
 	if _, err := l.f.Write(line); err != nil {
 		return 0, fmt.Errorf("record: append event: %w", err)
 	}
-	l.seq = seq
+	l.seq, l.last = seq, lineHash(line)
 	return seq, nil
 }
 
@@ -175,11 +217,14 @@ func (l *Log) remember(sum [sha256.Size]byte, stored bool) {
 	l.blobs = l.blobs || stored
 }
 
-// Sync makes everything written so far durable.
+// Sync makes everything written so far durable, then names the last line
+// in the head: after the fsync, so the head never names a line a crash
+// could lose.
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	blobs := l.blobs
 	l.blobs = false
+	seq, last := l.seq, l.last
 	l.mu.Unlock()
 	if blobs {
 		if err := syncPath(filepath.Join(l.dir, BlobsDir)); err != nil {
@@ -191,6 +236,9 @@ func (l *Log) Sync() error {
 	}
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("record: sync event log: %w", err)
+	}
+	if err := l.writeHead(seq, last); err != nil {
+		return fmt.Errorf("record: write %s: %w", HeadFile, err)
 	}
 	return nil
 }
@@ -204,7 +252,14 @@ func (l *Log) Close() error {
 		return err
 	}
 	l.closed = true
-	return errors.Join(err, l.f.Close())
+	l.headMu.Lock()
+	defer l.headMu.Unlock()
+	var herr error
+	if l.head != nil {
+		herr = l.head.Close()
+		l.head = nil
+	}
+	return errors.Join(err, l.f.Close(), herr)
 }
 
 // BlobPath is where a blob reference lives inside run directory dir.
@@ -274,7 +329,7 @@ func payloadBody(payload any) ([]byte, error) {
 }
 
 // reserved are the envelope's keys.
-var reserved = []string{"seq", "time", "type", "agent"}
+var reserved = []string{"seq", "time", "type", "agent", "prev"}
 
 // reservedKey returns the first top-level key of obj, a compact valid JSON
 // object, that is an envelope key.

@@ -21,28 +21,44 @@ var ErrLineTooLong = errors.New("record: line longer than the cap of 16 MiB")
 // Seq numbers must run 1, 2, 3, … (ErrGap otherwise); a torn last line is
 // skipped and reported by TornTail; a bad line anywhere else stops the scan
 // with an error naming its line number and the seq it should have had.
+//
+// It follows the hash chain (chain.go) as it goes; Integrity reports it
+// once the scan is over. A break does not stop the scan.
 type Scanner struct {
-	br   *bufio.Reader
-	line int
-	seq  int64
-	ev   Event
-	err  error
-	torn bool
-	done bool
+	br    *bufio.Reader
+	line  int
+	seq   int64
+	ev    Event
+	err   error
+	torn  bool
+	done  bool
+	chain chain
 }
 
 // NewScanner reads the events of r, a whole events.jsonl.
 func NewScanner(r io.Reader) *Scanner {
-	return &Scanner{br: bufio.NewReaderSize(r, 1<<16)}
+	return &Scanner{br: bufio.NewReaderSize(r, 1<<16), chain: newChain(true)}
 }
 
 // NewScannerAfter reads the rest of an events.jsonl from just after the
-// event seq: its first event must be seq+1.
+// event seq: its first event must be seq+1. Its first line's prev cannot
+// be checked (the line before it is not read).
 func NewScannerAfter(r io.Reader, seq int64) *Scanner {
 	s := NewScanner(r)
 	s.seq = seq
+	s.chain = newChain(false)
 	return s
 }
+
+// SetHead has the scan check the record against its head (ReadHead):
+// the line at the head's seq must have its hash, and the record must not
+// end before it. Call it before the first Next.
+func (s *Scanner) SetHead(h Head) { s.chain.head = &h }
+
+// Integrity is what the scan found about the hash chain and the head
+// (the head only when SetHead was called and the scan read to the end
+// without error).
+func (s *Scanner) Integrity() Integrity { return s.chain.out }
 
 // Next advances to the next event; it returns false at the end or on error.
 func (s *Scanner) Next() bool {
@@ -55,6 +71,7 @@ func (s *Scanner) Next() bool {
 		}
 		if line == nil {
 			s.done = true
+			s.chain.end()
 			return false
 		}
 		line = bytes.TrimSpace(line)
@@ -65,6 +82,7 @@ func (s *Scanner) Next() bool {
 		if jerr := json.Unmarshal(line, &e); jerr != nil || e.Seq == 0 || e.Type == "" {
 			if !complete {
 				s.torn, s.done = true, true
+				s.chain.end()
 				return false
 			}
 			if jerr == nil {
@@ -79,9 +97,11 @@ func (s *Scanner) Next() bool {
 		}
 		s.seq = e.Seq
 		e.Raw = append(json.RawMessage(nil), line...)
+		s.chain.step(&e, line, s.line)
 		s.ev = e
 		if !complete {
 			s.done = true // a whole event whose newline was lost ends the file
+			s.chain.end()
 		}
 		return true
 	}

@@ -20,7 +20,9 @@ import (
 // reply: a call the record has no answer for fails, and is noted as a
 // divergence (the agent's loop then ends with model_error).
 //
-// Turns are handed out in the record's global order of effects: a turn
+// An agent's turns are handed out per conversation (convs.go), in the
+// order recorded. Turns are handed out in the record's global order of
+// effects: a turn
 // recorded at seq s waits until the replay's own record holds every
 // tracked event (see ordered) the original held before s, so concurrent
 // subagents see each other's effects in the recorded order. The wait is
@@ -30,8 +32,7 @@ type replayModel struct {
 	dir string // the original run (its blobs)
 
 	mu        sync.Mutex
-	turns     map[string][]recordedTurn
-	next      map[string]int
+	convs     map[string][]*conversation // agent -> its loops as recorded
 	finals    map[string][]llm.Response
 	nextFinal map[string]int
 	modelErrs map[string]string // agent -> the model error its loop ended with
@@ -80,9 +81,10 @@ type storedMessage struct {
 
 // newReplayModel reads the replies out of the original record.
 func newReplayModel(dir string, events []record.Event, st run.Settings, gate *orderGate) (*replayModel, error) {
-	m := &replayModel{dir: dir, turns: map[string][]recordedTurn{}, next: map[string]int{},
+	m := &replayModel{dir: dir,
 		finals: map[string][]llm.Response{}, nextFinal: map[string]int{}, modelErrs: map[string]string{},
 		stopped: stoppedAgents(events, st, gate.wait), gate: gate}
+	convs := newConvBuilder(m)
 	finalizing := map[string]bool{}
 	turnsSoFar := map[string]int{}
 	for _, e := range events {
@@ -92,6 +94,8 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 			if e.Decode(&o) == nil && o.Kind == "finalize" {
 				finalizing[e.Agent] = true
 			}
+		case record.TypeModelRequest:
+			convs.request(e)
 		case record.TypeModelResponse:
 			var mr record.ModelResponse
 			if err := e.Decode(&mr); err != nil {
@@ -108,15 +112,17 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 			turnsSoFar[e.Agent]++
 			if finalizing[e.Agent] {
 				finalizing[e.Agent] = false
+				convs.answered(e.Agent, mr.Turn)
 				m.finals[e.Agent] = append(m.finals[e.Agent], resp)
 				continue
 			}
-			m.turns[e.Agent] = append(m.turns[e.Agent], recordedTurn{seq: e.Seq, resp: resp})
+			convs.turn(e.Agent, mr.Turn, recordedTurn{seq: e.Seq, resp: resp})
 			delete(m.modelErrs, e.Agent)
 		case record.TypeModelError:
 			var me record.ModelError
 			if e.Decode(&me) == nil {
 				m.modelErrs[e.Agent] = me.Error
+				convs.answered(e.Agent, me.Turn)
 			}
 		case record.TypeCompaction:
 			var c record.Compaction
@@ -129,8 +135,11 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 				return nil, err
 			}
 			m.verdicts = append(m.verdicts, recordedVerdict{seq: e.Seq, v: v})
+			convs.verdict(e)
 		}
 	}
+	convs.pairVerdicts()
+	m.convs = convs.byAgent
 	return m, nil
 }
 
@@ -210,7 +219,7 @@ func (m *replayModel) Generate(ctx context.Context, req *llm.Request) (*llm.Resp
 		return m.summary(req)
 	case llm.PurposeVerify:
 		m.mu.Lock()
-		agentTurns := m.next[req.Agent] < len(m.turns[req.Agent])
+		agentTurns := len(m.convs[req.Agent]) > 0
 		m.mu.Unlock()
 		if !agentTurns { // a record of the one-call verifier
 			return m.verdict(req)
@@ -219,26 +228,29 @@ func (m *replayModel) Generate(ctx context.Context, req *llm.Request) (*llm.Resp
 		return m.finalize(req)
 	}
 	m.mu.Lock()
-	i := m.next[req.Agent]
-	turns := m.turns[req.Agent]
-	if i >= len(turns) {
+	c := m.conv(req)
+	if c == nil || c.next >= len(c.turns) {
 		m.mu.Unlock()
-		return nil, m.pastTheRecord(ctx, req.Agent, i)
+		return nil, m.pastTheRecord(ctx, req.Agent, c)
 	}
-	t := turns[i]
+	i := c.next
+	t := c.turns[i]
 	if m.limit > 0 && t.seq > m.limit {
 		m.mu.Unlock()
 		<-ctx.Done() // the segment's stop comes first
 		return nil, context.Cause(ctx)
 	}
-	m.next[req.Agent] = i + 1
+	c.next, c.last = i+1, &t.resp.Message
 	m.mu.Unlock()
 	if note := m.gate.await(ctx, t.seq, req.Agent); note != "" {
 		m.note(note)
 	}
 	if ctx.Err() != nil { // stopped while held: the turn was not made
 		m.mu.Lock()
-		m.next[req.Agent] = i
+		c.next = i
+		if i > 0 {
+			c.last = &c.turns[i-1].resp.Message
+		}
 		m.mu.Unlock()
 		return nil, context.Cause(ctx)
 	}
@@ -247,10 +259,11 @@ func (m *replayModel) Generate(ctx context.Context, req *llm.Request) (*llm.Resp
 	return &resp, nil
 }
 
-// pastTheRecord answers a turn the record does not hold: as the original
+// pastTheRecord answers a turn the record does not hold (c has no turn
+// left, or is nil: no conversation of the agent is left): as the original
 // ended there (its model error; or, when something stopped it in that
 // call, waiting for the replay's own stop), else as a divergence.
-func (m *replayModel) pastTheRecord(ctx context.Context, agent string, i int) error {
+func (m *replayModel) pastTheRecord(ctx context.Context, agent string, c *conversation) error {
 	m.mu.Lock()
 	text, failed := m.modelErrs[agent]
 	delete(m.modelErrs, agent)
@@ -270,12 +283,19 @@ func (m *replayModel) pastTheRecord(ctx context.Context, agent string, i int) er
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	turns := m.turns[agent]
+	var turns []recordedTurn
+	if c != nil {
+		turns = c.turns
+	}
 	var last int64
 	if len(turns) > 0 {
 		last = turns[len(turns)-1].seq
+	} else if cs := m.convs[agent]; len(cs) > 0 { // a loop more than the record holds
+		t := cs[len(cs)-1].turns
+		last = t[len(t)-1].seq
 	}
-	m.anomalies = append(m.anomalies, Divergence{Kind: KindTurns, Seq: last, After: true, Agent: agent, What: fmt.Sprintf("model turn %d", i+1),
+	i := len(turns)
+	m.anomalies = append(m.anomalies, Divergence{Class: ClassPolicy, Kind: KindTurns, Seq: last, After: true, Agent: agent, What: fmt.Sprintf("model turn %d", i+1),
 		Expected: fmt.Sprintf("no turn %d: the agent made %d turns", i+1, len(turns)), Got: fmt.Sprintf("the agent asked for turn %d", i+1)})
 	return fmt.Errorf("%w (agent %s asked for turn %d; the record has %d)", errNoRecordedReply, agent, i+1, len(turns))
 }
@@ -322,7 +342,7 @@ func (m *replayModel) summary(req *llm.Request) (*llm.Response, error) {
 		break
 	}
 	if pick < 0 {
-		m.anomalies = append(m.anomalies, Divergence{Kind: KindModel, Agent: req.Agent, What: "summary call",
+		m.anomalies = append(m.anomalies, Divergence{Class: ClassPolicy, Kind: KindModel, Agent: req.Agent, What: "summary call",
 			Expected: "no compaction summary at this point", Got: fmt.Sprintf("a summary call at turn %d", req.Turn), Seq: m.lastSeq()})
 		return nil, fmt.Errorf("%w (summary at turn %d)", errNoRecordedReply, req.Turn)
 	}
@@ -350,7 +370,7 @@ func (m *replayModel) verdict(req *llm.Request) (*llm.Response, error) {
 		}
 	}
 	if pick < 0 {
-		m.anomalies = append(m.anomalies, Divergence{Kind: KindModel, Agent: "verifier", What: "verifier call",
+		m.anomalies = append(m.anomalies, Divergence{Class: ClassPolicy, Kind: KindModel, Agent: "verifier", What: "verifier call",
 			Expected: "no verification of this claim", Got: fmt.Sprintf("verify %q", claim), Seq: m.lastSeq()})
 		return nil, fmt.Errorf("%w (verdict on %q)", errNoRecordedReply, claim)
 	}
@@ -368,9 +388,11 @@ func (m *replayModel) verdict(req *llm.Request) (*llm.Response, error) {
 // runtime call is placed); m.mu is held.
 func (m *replayModel) lastSeq() int64 {
 	var s int64
-	for agent, i := range m.next {
-		if i > 0 {
-			s = max(s, m.turns[agent][i-1].seq)
+	for _, cs := range m.convs {
+		for _, c := range cs {
+			if c.next > 0 {
+				s = max(s, c.turns[c.next-1].seq)
+			}
 		}
 	}
 	return s
@@ -389,16 +411,24 @@ func (m *replayModel) note(s string) {
 	m.notes = append(m.notes, s)
 }
 
-// unconsumed lists, per agent, the first recorded turn the replay never
-// asked for.
+// unconsumed lists, per conversation, the first recorded turn the replay
+// never asked for.
 func (m *replayModel) unconsumed() []Divergence {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Divergence
-	for agent, turns := range m.turns {
-		if i := m.next[agent]; i < len(turns) {
-			out = append(out, Divergence{Kind: KindTurns, Seq: turns[i].seq, Agent: agent, What: fmt.Sprintf("model turn %d", i+1),
-				Expected: fmt.Sprintf("the agent asks for turn %d of %d", i+1, len(turns)), Got: fmt.Sprintf("the agent stopped after %d turns", i)})
+	for agent, cs := range m.convs {
+		for _, c := range cs {
+			i := c.next
+			if i >= len(c.turns) {
+				continue
+			}
+			d := Divergence{Class: ClassPolicy, Kind: KindTurns, Seq: c.turns[i].seq, Agent: agent, What: fmt.Sprintf("model turn %d", i+1),
+				Expected: fmt.Sprintf("the agent asks for turn %d of %d", i+1, len(c.turns)), Got: fmt.Sprintf("the agent stopped after %d turns", i)}
+			if !c.bound {
+				d.Got = "the replay never started this loop of the agent"
+			}
+			out = append(out, d)
 		}
 	}
 	return out

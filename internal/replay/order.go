@@ -364,19 +364,7 @@ func (g *orderGate) caughtUp(ctx context.Context, seq int64, what string) (lines
 func (g *orderGate) cut(n int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	data, err := os.ReadFile(g.path)
-	if err != nil {
-		return err
-	}
-	off := 0
-	for range n {
-		i := bytes.IndexByte(data[off:], '\n')
-		if i < 0 {
-			break
-		}
-		off += i + 1
-	}
-	if err := os.Truncate(g.path, int64(off)); err != nil {
+	if err := record.Cut(filepath.Dir(g.path), n); err != nil {
 		return err
 	}
 	if g.f != nil {

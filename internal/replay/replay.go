@@ -3,6 +3,8 @@
 // outputs, running every tool for real, and compares the two records.
 //
 // Guarantees:
+//   - a record that fails its hash chain or head (record.ReadChecked) is
+//     refused, naming the first bad seq and its line;
 //   - only a finished run whose every event type this version knows is
 //     replayed; its commands run in the sandbox kind the run recorded; a
 //     run recorded without a sandbox, or whose record contradicts itself
@@ -10,8 +12,14 @@
 //     asks for that (run.SandboxFor);
 //   - a changed or missing input is a divergence of kind initial_state and
 //     nothing is replayed;
-//   - the report names the first divergence in the original's seq order
-//     (normalization rules in compare.go), or says the runs are identical;
+//   - the report lists every divergence in the original's seq order, each
+//     with its class (nondeterministic output, environment, policy;
+//     package divergence) — the comparison goes on past the first; the
+//     runs are identical when none is of another class than
+//     nondeterministic output;
+//   - an agent's turns are handed out per recorded loop (convs.go): agents
+//     the runtime starts (verifiers, investigators, the writer) get theirs
+//     in their recorded order, under whatever ids the record gives them;
 //   - the user's controls (commands and messages that carried one) are
 //     sent to the replay at the point of the record where they were
 //     applied: a cancelled run stops where the cancel stopped it;
@@ -34,6 +42,7 @@ import (
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/replay/divergence"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/sandbox"
@@ -60,11 +69,17 @@ type Config struct {
 
 // Report is the outcome of a replay (R-REC-2).
 type Report struct {
-	RunID     string `json:"run_id"`
-	Identical bool   `json:"identical"`
-	// Divergence is the first one, in the original's seq order.
+	RunID string `json:"run_id"`
+	// Identical: no divergence but of class nondeterministic_output.
+	Identical bool `json:"identical"`
+	// Divergence is the first that is not nondeterministic output, in the
+	// original's seq order.
 	Divergence *Divergence `json:"divergence,omitempty"`
-	Compared   Compared    `json:"compared"`
+	// Divergences are all of them, in the original's seq order, and
+	// Classes counts them by class.
+	Divergences []Divergence   `json:"divergences,omitempty"`
+	Classes     map[string]int `json:"classes,omitempty"`
+	Compared    Compared       `json:"compared"`
 	// Events is the length of the original record.
 	Events     int   `json:"events"`
 	DurationMS int64 `json:"duration_ms"`
@@ -87,7 +102,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	if l := run.Liveness(dir); l != run.Finished {
 		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s is %s: only a finished run can be replayed (resume it with apodex resume first)", rep.RunID, l)}
 	}
-	c, err := record.Read(dir)
+	c, err := record.ReadChecked(dir) // a record changed by hand is refused, named
 	if err != nil {
 		return rep, err
 	}
@@ -107,8 +122,8 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	}
 	rec := run.Recorded{Started: *proj.Started, Settings: run.SettingsFrom(proj.Settings), At: proj.StartedAt}
 	if problems := run.InputProblems(dir, rec.Started.Inputs); len(problems) > 0 {
-		rep.Divergence = &Divergence{Kind: KindInitialState, Seq: c.Events[0].Seq, What: "the run's inputs",
-			Expected: "the inputs recorded in run_started", Got: strings.Join(problems, "; ")}
+		rep.setDivergences([]Divergence{{Class: ClassEnvironment, Kind: KindInitialState, Seq: c.Events[0].Seq, What: "the run's inputs",
+			Expected: "the inputs recorded in run_started", Got: strings.Join(problems, "; ")}})
 		rep.DurationMS = time.Since(start).Milliseconds()
 		return rep, nil
 	}
@@ -154,18 +169,30 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("run: read the replay's record: %w", err)
 	}
-	d, cnt := compare(c.Events, newSide(dir, c.Events), newSide(replayDir, rc2.Events))
+	ds, cnt := divergence.Find(c.Events, dir, rc2.Events, replayDir)
 	rep.Compared = cnt
-	for _, a := range append(model.anomalies, model.unconsumed()...) {
-		if d == nil || a.pos() < d.pos() {
-			d = &a
-		}
-	}
-	rep.Divergence, rep.Identical = d, d == nil
+	rep.setDivergences(append(ds, append(model.anomalies, model.unconsumed()...)...))
 	rep.Notes = append(rep.Notes, model.notes...)
 	rep.Notes = append(rep.Notes, unreplayed(c.Events)...)
 	rep.DurationMS = time.Since(start).Milliseconds()
 	return rep, nil
+}
+
+// setDivergences keeps ds in the original's seq order, counts them by
+// class and finds the first that makes the replay differ.
+func (rep *Report) setDivergences(ds []Divergence) {
+	divergence.Sort(ds)
+	rep.Divergences, rep.Classes, rep.Divergence = ds, nil, nil
+	for i, d := range ds {
+		if rep.Classes == nil {
+			rep.Classes = map[string]int{}
+		}
+		rep.Classes[d.Class]++
+		if d.Class != ClassNoise && rep.Divergence == nil {
+			rep.Divergence = &ds[i]
+		}
+	}
+	rep.Identical = rep.Divergence == nil
 }
 
 // replayConfig runs the recorded run again the way it was started: its

@@ -138,7 +138,7 @@ func cutAfterLast(t *testing.T, dir, typ string) {
 		t.Fatalf("no %s in the record", typ)
 	}
 	end := bytes.IndexByte(data[i:], '\n')
-	if err := os.Truncate(path, int64(i+end+1)); err != nil {
+	if err := record.Cut(dir, bytes.Count(data[:i+end+1], []byte("\n"))); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -190,6 +190,67 @@ func TestReplayReportsTheFirstDivergence(t *testing.T) {
 	}
 }
 
+// Issue #25: a replay tells noise from divergence. What a command prints
+// that cannot repeat (the file times and inode numbers of ls -l, ls -li,
+// --full-time and stat, date's clock) is reported as nondeterministic
+// output and the replay is identical; a clock read in nanoseconds is an
+// environment divergence, in the observation, in the file it went to and
+// in the final files, all reported with their class: the comparison goes
+// on past the first.
+func TestReplayClassifiesDifferences(t *testing.T) {
+	runtest.NeedSandbox(t)
+	look := call("bash", map[string]string{"command": "ls -l /workspace; ls -li --full-time /workspace; stat /workspace/steady.txt; date"})
+	t.Run("noise only", func(t *testing.T) {
+		cfg := config(t, "noise", script(
+			[]llm.ToolCall{call("write_file", map[string]string{"path": "steady.txt", "content": "same every time\n"})},
+			[]llm.ToolCall{look},
+			finish("done"),
+		))
+		s, err := run.Execute(context.Background(), cfg)
+		if err != nil || s.Status != run.StatusCompleted {
+			t.Fatalf("%v %+v", err, s)
+		}
+		rep := replayOf(t, s.RunDir)
+		mustBeIdentical(t, rep)
+		if len(rep.Divergences) != 1 || rep.Classes[replay.ClassNoise] != 1 || rep.Divergences[0].Kind != replay.KindObservation {
+			t.Fatalf("divergences %+v", rep.Divergences)
+		}
+		for _, rule := range []string{"file times", "inode numbers", "clock times"} {
+			if !strings.Contains(rep.Divergences[0].What, rule) {
+				t.Errorf("%q does not name %s", rep.Divergences[0].What, rule)
+			}
+		}
+	})
+	t.Run("noise and the environment", func(t *testing.T) {
+		cfg := config(t, "clock", script(
+			[]llm.ToolCall{call("write_file", map[string]string{"path": "steady.txt", "content": "same every time\n"})},
+			[]llm.ToolCall{look},
+			[]llm.ToolCall{call("bash", map[string]string{"command": "date +%s%N"})},
+			[]llm.ToolCall{call("bash", map[string]string{"command": "date +%s%N > /workspace/now.txt"})},
+			finish("done"),
+		))
+		s, err := run.Execute(context.Background(), cfg)
+		if err != nil || s.Status != run.StatusCompleted {
+			t.Fatalf("%v %+v", err, s)
+		}
+		rep := replayOf(t, s.RunDir)
+		var got []string
+		for _, d := range rep.Divergences {
+			got = append(got, d.Class+" "+d.Kind)
+		}
+		want := []string{"nondeterministic_output observation", "environment observation", "environment file", "environment final_files"}
+		if rep.Identical || strings.Join(got, ", ") != strings.Join(want, ", ") {
+			t.Fatalf("divergences %q, want %q", got, want)
+		}
+		if d := rep.Divergence; d == nil || d.Class != replay.ClassEnvironment || d.Seq != rep.Divergences[1].Seq {
+			t.Errorf("the first divergence %+v is not the first environment one", d)
+		}
+		if rep.Classes[replay.ClassEnvironment] != 3 || rep.Classes[replay.ClassNoise] != 1 || rep.Classes[replay.ClassPolicy] != 0 {
+			t.Errorf("classes %v", rep.Classes)
+		}
+	})
+}
+
 // What the record says is what the replay is held to: a result edited in
 // the record is the divergence, at its seq.
 func TestReplayHoldsToTheRecord(t *testing.T) {
@@ -212,6 +273,16 @@ func TestReplayHoldsToTheRecord(t *testing.T) {
 		t.Fatal("the demo's record has no sum result to edit")
 	}
 	if err := os.WriteFile(path, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// As edited, the record fails its hash chain just after the result.
+	_, err = replay.Run(context.Background(), s.RunDir, replay.Config{TempDir: t.TempDir()})
+	if !errors.Is(err, record.ErrTampered) || !strings.Contains(err.Error(), fmt.Sprintf("seq %d was edited", seq)) {
+		t.Fatalf("replay of an edited record: %v", err)
+	}
+	// Rechained (anyone can: the chain has no key), it replays, and the
+	// edited result is the divergence.
+	if err := record.Reseal(s.RunDir); err != nil {
 		t.Fatal(err)
 	}
 	rep := replayOf(t, s.RunDir)
@@ -303,12 +374,23 @@ func TestTrainability(t *testing.T) {
 				os.Remove(b)
 			}
 		}, []string{"the record is incomplete: "}},
-		{"no run_finished", func(t *testing.T, dir, _ string) {
+		{"no run_finished", func(t *testing.T, dir, _ string) { // a kill just before it
+			c, _ := record.Read(dir)
+			if err := record.Cut(dir, len(c.Events)-1); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"the record is incomplete: the run has not finished"}},
+		{"run_finished dropped", func(t *testing.T, dir, _ string) { // by hand: the head still names it
 			path := filepath.Join(dir, record.EventsFile)
 			data, _ := os.ReadFile(path)
 			data = bytes.TrimSuffix(data, []byte("\n"))
 			os.WriteFile(path, data[:bytes.LastIndexByte(data, '\n')+1], 0o644)
-		}, []string{"the record is incomplete: the run has not finished"}},
+		}, []string{"the record was changed after it was written: ", "the record is incomplete: the run has not finished"}},
+		{"record edited", func(t *testing.T, dir, _ string) {
+			path := filepath.Join(dir, record.EventsFile)
+			data, _ := os.ReadFile(path)
+			os.WriteFile(path, bytes.Replace(data, []byte("sum=6637.00"), []byte("sum=6637.01"), 1), 0o644)
+		}, []string{"the record was changed after it was written: line "}},
 		{"torn tail", func(t *testing.T, dir, _ string) {
 			appendTo(t, filepath.Join(dir, record.EventsFile), `{"seq":999,"ty`)
 		}, []string{"the record is incomplete: its last line is torn"}},

@@ -17,6 +17,8 @@ import (
 
 // Trainability says whether the run in dir is a trajectory fit to train on
 // or audit (R-REC-3) and, when it is not, every reason why:
+//   - the record was changed after it was written: its hash chain or head
+//     does not hold (record.Integrity), named by seq and line;
 //   - the record is incomplete: unreadable, a seq gap, a torn last line,
 //     no run_finished, a blob an event references is missing (the run's
 //     copy of its task included), or an event could not be recorded;
@@ -49,6 +51,9 @@ func trainability(dir string, st *runstate.Loaded) []string {
 	rs := st.Started
 	if rs == nil {
 		return []string{"the record is incomplete: it does not start with run_started"}
+	}
+	if err := st.Integrity.Err; err != nil {
+		why = append(why, strings.TrimPrefix(err.Error(), "record: "))
 	}
 	if st.TornTail {
 		why = append(why, "the record is incomplete: its last line is torn")

@@ -24,6 +24,9 @@ type Loaded struct {
 	// Warnings are what the reader skipped, for the user (an event type
 	// this version does not know).
 	Skipped []string
+	// Integrity is what the record's hash chain and head said when Load
+	// read it whole (Refresh does not recheck).
+	Integrity record.Integrity
 
 	// off is where the events read so far end in events.jsonl; -1 when
 	// that is not known (a torn tail, an error): Refresh then reads it all.
@@ -35,13 +38,19 @@ type Loaded struct {
 // that does not decode is an error naming the line or seq; events of an
 // unknown type are skipped with a warning in Skipped.
 func Load(dir string) (*Loaded, error) {
+	head, err := record.ReadHead(dir) // before the events: it never names more than they hold
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(filepath.Join(dir, record.EventsFile))
 	if err != nil {
 		return nil, fmt.Errorf("runstate: open the record: %w", err)
 	}
 	defer f.Close()
 	cr := &countingReader{r: f}
-	l, err := Read(cr)
+	sc := record.NewScanner(cr)
+	sc.SetHead(head)
+	l, err := fold(sc)
 	if l != nil {
 		l.Dir = dir
 		if l.RunID == "" {
@@ -113,9 +122,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // Read folds the events of r (see Load); on error it returns the state so
 // far with the error.
-func Read(r io.Reader) (*Loaded, error) {
+func Read(r io.Reader) (*Loaded, error) { return fold(record.NewScanner(r)) }
+
+func fold(sc *record.Scanner) (*Loaded, error) {
 	l := &Loaded{State: New(), off: -1}
-	sc := record.NewScanner(r)
 	for sc.Next() {
 		if err := l.Apply(sc.Event()); err != nil {
 			return l, err
@@ -123,6 +133,7 @@ func Read(r io.Reader) (*Loaded, error) {
 		l.Events++
 	}
 	l.TornTail = sc.TornTail()
+	l.Integrity = sc.Integrity()
 	for _, u := range l.Unknown {
 		l.Skipped = append(l.Skipped, skippedNote(u))
 	}

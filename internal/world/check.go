@@ -35,10 +35,8 @@ type CheckReport struct {
 func Check(ctx context.Context, w *World, runner sandbox.Runner) CheckReport {
 	rep := CheckReport{ID: w.ID}
 	problem := func(format string, a ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, a...)) }
-	if files, err := Files(w.Dir); err != nil {
-		problem("cannot rehash the stored world: %v", err)
-	} else if id := ID(w.Manifest.Canonical, files); id != w.ID {
-		problem("the stored content hashes to %s, not %s: the store was modified; build the world again from its source", id, w.ID)
+	if err := w.Intact(); err != nil {
+		problem("%v", err)
 	} else {
 		rep.Intact = true
 	}

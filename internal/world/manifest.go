@@ -20,6 +20,9 @@
 //   - Check proves a stored world usable: its content still hashes to its id,
 //     the reference solution passes every deliverable check and verifier
 //     clause, and an empty delivery fails at least one;
+//   - a rollout (Stage) starts only from an intact world: every stored file
+//     is rehashed and compared with the hash the store recorded for it, and
+//     a changed, missing or added file (a replaced test) is refused, named;
 //   - a rollout (Stage) gets fresh mutable state without copying the world:
 //     /workspace is an overlay whose lower layer is the store (a copy only
 //     when overlayfs is unavailable), inputs are hard links into the store;

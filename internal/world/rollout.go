@@ -36,8 +36,13 @@ type Rollout struct {
 // overlay of the store's workspace/ under runDir/world/, or runDir/workspace
 // when the world has none. Finish must be called when the run is over. The
 // overlay is made by wm (the run's, watching in its Set); nil: one of the
-// rollout's own.
+// rollout's own. The stored world is rehashed first (Intact): a world whose
+// files changed since it was stored (a replaced test, a new input) is
+// refused, naming the file.
 func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
+	if err := w.Intact(); err != nil {
+		return nil, err
+	}
 	if wm == nil {
 		wm = worktree.NewManager(nil)
 	}

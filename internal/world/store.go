@@ -213,6 +213,48 @@ func (s *Store) Get(ref string) (*World, error) {
 	return w, nil
 }
 
+// ErrChanged: a stored world's files no longer match its manifest.
+var ErrChanged = errors.New("world: the stored world changed")
+
+// Intact rehashes the stored world and compares every file with the hash
+// its manifest (.world.json) recorded when it was stored, and the whole
+// with its id. A changed, missing or added file is an error naming it
+// (the first in path order); a world whose list agrees but whose id does
+// not names world.yaml or .world.json.
+func (w *World) Intact() error {
+	files, err := Files(w.Dir)
+	if err != nil {
+		return fmt.Errorf("%w: %s cannot be rehashed: %v", ErrChanged, w.ID, err)
+	}
+	want := map[string]File{}
+	for _, f := range w.Files {
+		want[f.Path] = f
+	}
+	fix := fmt.Sprintf("build the world again from its source (apodex worlds build DIR), or remove %s", w.Dir)
+	for _, f := range files {
+		r, ok := want[f.Path]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: world %s holds %s, which its manifest does not list: %s", ErrChanged, w.ID, f.Path, fix)
+		case r.SHA256 != f.SHA256:
+			return fmt.Errorf("%w: world %s: %s is not the file stored (sha256 %.12s… stored, %.12s… now): %s", ErrChanged, w.ID, f.Path, r.SHA256, f.SHA256, fix)
+		}
+		delete(want, f.Path)
+	}
+	if len(want) > 0 {
+		missing := make([]string, 0, len(want))
+		for p := range want {
+			missing = append(missing, p)
+		}
+		sort.Strings(missing)
+		return fmt.Errorf("%w: world %s: %s is missing: %s", ErrChanged, w.ID, missing[0], fix)
+	}
+	if id := ID(w.Manifest.Canonical, files); id != w.ID {
+		return fmt.Errorf("%w: world %s: its files are as listed, but world.yaml or %s changed (the content hashes to %s): %s", ErrChanged, w.ID, infoFile, id, fix)
+	}
+	return nil
+}
+
 // List returns the stored worlds in id order.
 func (s *Store) List() ([]*World, error) {
 	ids, err := s.ids()

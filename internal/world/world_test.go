@@ -153,3 +153,52 @@ func TestStageIsFreshAndLeavesTheStore(t *testing.T) {
 		t.Fatal("rollouts changed the stored world's content")
 	}
 }
+
+// F12: a stored world whose test was replaced (root ignores the store's
+// read-only modes) is refused before a rollout starts, naming the file;
+// so are a removed and an added file.
+func TestStageRefusesAChangedWorld(t *testing.T) {
+	cases := map[string]struct {
+		change func(t *testing.T, dir string)
+		want   string
+	}{
+		"replaced test": {func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "tests", "check.sh")
+			os.Remove(p)
+			if err := os.WriteFile(p, []byte("exit 0\n"), 0o444); err != nil {
+				t.Fatal(err)
+			}
+		}, "tests/check.sh is not the file stored"},
+		"removed input": {func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "inputs", "a.txt")) }, "inputs/a.txt is missing"},
+		"added file": {func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "tests", "conftest.py"), []byte("x\n"), 0o444)
+		}, "holds tests/conftest.py, which its manifest does not list"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := tiny(t, "x\n")
+			os.MkdirAll(filepath.Join(src, "tests"), 0o755)
+			os.WriteFile(filepath.Join(src, "tests", "check.sh"), []byte("cmp /inputs/a.txt /outputs/a.txt\n"), 0o644)
+			w, _, err := world.NewStore(t.TempDir()).Build(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Intact(); err != nil {
+				t.Fatalf("a fresh world: %v", err)
+			}
+			tc.change(t, w.Dir)
+			runDir := filepath.Join(t.TempDir(), "run")
+			os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+			_, err = world.Stage(w, runDir, nil)
+			if !errors.Is(err, world.ErrChanged) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("stage of a changed world: %v; want it refused naming %q", err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(runDir, "inputs")); err == nil {
+				t.Error("the refused rollout was staged anyway")
+			}
+			if rep := world.Check(t.Context(), w, nil); rep.Intact || !strings.Contains(strings.Join(rep.Problems, "\n"), tc.want) {
+				t.Errorf("worlds check: intact %v, problems %q", rep.Intact, rep.Problems)
+			}
+		})
+	}
+}

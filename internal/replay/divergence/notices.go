@@ -1,4 +1,4 @@
-package replay
+package divergence
 
 import (
 	"fmt"
@@ -101,28 +101,68 @@ func leadNotices(dir string, events []record.Event) []notice {
 	return out
 }
 
-// compareNotices returns the first difference between the lead's notice
-// streams, placed at the original's collection that carried it.
-func compareNotices(o, r side) *Divergence {
-	for i := 0; i < max(len(o.notices), len(r.notices)); i++ {
-		d := &Divergence{Kind: KindObservation, Agent: "lead", What: fmt.Sprintf("notice %d to the lead", i+1)}
-		switch {
-		case i >= len(r.notices):
-			d.Seq, d.Expected, d.Got = o.notices[i].seq, clip(o.norm.text(o.notices[i].text), 200), "none: the lead was not told"
-		case i >= len(o.notices):
-			d.After, d.Expected, d.Got = true, "none", clip(r.norm.text(r.notices[i].text), 200)
-			if n := len(o.notices); n > 0 {
-				d.Seq = o.notices[n-1].seq
-			}
-		default:
-			x, y := o.norm.text(o.notices[i].text), r.norm.text(r.notices[i].text)
-			if x == y {
-				continue
-			}
-			d.Seq = o.notices[i].seq
-			d.Expected, d.Got = firstDifference(x, y)
-		}
-		return d
+// compareNotices returns the differences between the lead's notice
+// streams, each placed at the original's collection that carried it: a
+// notice the replay did not tell, one it told and the original did not
+// (aligned by a longest common subsequence, so one missing notice is one
+// divergence), and a notice told in place of another.
+func compareNotices(o, r side) []Divergence {
+	x := make([]string, len(o.notices))
+	for i, n := range o.notices {
+		x[i] = o.norm.text(n.text)
 	}
-	return nil
+	y := make([]string, len(r.notices))
+	for i, n := range r.notices {
+		y[i] = r.norm.text(n.text)
+	}
+	var out []Divergence
+	i, j := 0, 0
+	lcs := lcsTable(x, y)
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			i, j = i+1, j+1
+			continue
+		case i < len(x) && j < len(y) && lcs[i+1][j+1] == lcs[i][j]: // neither is kept: one told in place of the other
+			ex, gy := firstDifference(x[i], y[j])
+			out = append(out, Divergence{Class: ClassPolicy, Kind: KindObservation, Agent: "lead", Seq: o.notices[i].seq,
+				What: fmt.Sprintf("notice %d to the lead", i+1), Expected: ex, Got: gy})
+			i, j = i+1, j+1
+		case j >= len(y) || i < len(x) && lcs[i+1][j] >= lcs[i][j+1]:
+			out = append(out, Divergence{Class: ClassPolicy, Kind: KindObservation, Agent: "lead", Seq: o.notices[i].seq,
+				What: fmt.Sprintf("notice %d to the lead", i+1), Expected: clip(x[i], 200), Got: "none: the lead was not told"})
+			i++
+		default: // told in the replay only: just after the original's notice before it
+			d := Divergence{Class: ClassPolicy, Kind: KindObservation, Agent: "lead", After: true,
+				What: fmt.Sprintf("notice %d to the lead", j+1), Expected: "none", Got: clip(y[j], 200)}
+			switch {
+			case i > 0:
+				d.Seq = o.notices[i-1].seq
+			case len(o.notices) > 0:
+				d.Seq, d.After = o.notices[0].seq, false
+			}
+			out = append(out, d)
+			j++
+		}
+	}
+	return out
+}
+
+// lcsTable is t[i][j] = the length of the longest common subsequence of
+// a[i:] and b[j:].
+func lcsTable(a, b []string) [][]int {
+	t := make([][]int, len(a)+1)
+	for i := range t {
+		t[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				t[i][j] = t[i+1][j+1] + 1
+			} else {
+				t[i][j] = max(t[i+1][j], t[i][j+1])
+			}
+		}
+	}
+	return t
 }
