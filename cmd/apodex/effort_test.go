@@ -113,6 +113,7 @@ func TestEffortWaveEndToEnd(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	dir := onlyRun(t, home)
+	runtimeAgentsExported(t, dir) // investigators and verifiers, each its own trajectory
 
 	mu.Lock()
 	for _, claim := range []string{"the total is 45", "the total is 42"} {

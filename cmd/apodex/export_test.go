@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/apodex/apodex/internal/runtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -345,4 +346,100 @@ func TestExportGradePivotUsage(t *testing.T) {
 		}
 		oneLineMessage(t, errOut, tc.hint)
 	}
+}
+
+// runtimeAgentsExported exports dir's run (ATIF and chat) and fails unless
+// every agent the runtime started (agent_started: verifiers, effort
+// investigators, the writer) is a trajectory of its own, with its role,
+// embedded and referenced once from the step that started it, and a chat
+// sample of its own.
+func runtimeAgentsExported(t *testing.T, dir string) {
+	t.Helper()
+	home, id := filepath.Dir(filepath.Dir(dir)), filepath.Base(dir)
+	started := map[string]record.AgentStarted{}
+	for _, e := range runtest.Events(t, dir) {
+		var a record.AgentStarted
+		if e.Type == record.TypeAgentStarted && e.Decode(&a) == nil {
+			started[e.Agent] = a
+		}
+	}
+	if len(started) == 0 {
+		t.Fatal("the run started no agent of its own: the check proves nothing")
+	}
+	out := t.TempDir()
+	if code, _, errOut := cli(t, "export", "--home", home, "--format", "atif", "--out", out, id); code != 0 {
+		t.Fatalf("export atif: exit %d\n%s", code, errOut)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, id, "trajectory.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range atiftest.Validate(raw) {
+		t.Errorf("trajectory.json breaks a rule of Harbor's models: %s", e)
+	}
+	var tr struct {
+		Steps []struct {
+			Observation *struct {
+				Results []struct {
+					Refs []struct {
+						TrajectoryID string `json:"trajectory_id"`
+					} `json:"subagent_trajectory_ref"`
+				} `json:"results"`
+			} `json:"observation"`
+		} `json:"steps"`
+		Subs []struct {
+			TrajectoryID string `json:"trajectory_id"`
+			Agent        struct {
+				Name  string         `json:"name"`
+				Extra map[string]any `json:"extra"`
+			} `json:"agent"`
+		} `json:"subagent_trajectories"`
+	}
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]int{}
+	for _, s := range tr.Steps {
+		if s.Observation == nil {
+			continue
+		}
+		for _, r := range s.Observation.Results {
+			for _, ref := range r.Refs {
+				refs[ref.TrajectoryID]++
+			}
+		}
+	}
+	for agentID, a := range started {
+		found := ""
+		for _, s := range tr.Subs {
+			if strings.HasSuffix(s.TrajectoryID, "/"+agentID) || strings.Contains(string(mustJSON(s)), `"`+agentID+`"`) {
+				found = s.TrajectoryID
+			}
+		}
+		if found == "" {
+			t.Errorf("%s (%s) is not an embedded trajectory of its own; embedded: %s", agentID, a.Role, mustJSON(tr.Subs))
+			continue
+		}
+		if refs[found] != 1 {
+			t.Errorf("%s (%s) is referenced %d times from the lead's steps, want once", agentID, a.Role, refs[found])
+		}
+	}
+	chat := filepath.Join(t.TempDir(), "chat.jsonl")
+	if code, _, errOut := cli(t, "export", "--home", home, "--format", "chat", "--metadata", "inline", "--out", chat, id); code != 0 {
+		t.Fatalf("export chat: exit %d\n%s", code, errOut)
+	}
+	lines, _ := os.ReadFile(chat)
+	for agentID, a := range started {
+		if !strings.Contains(string(lines), `"agent":"`+agentID+`"`) {
+			t.Errorf("%s (%s) has no chat sample of its own", agentID, a.Role)
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

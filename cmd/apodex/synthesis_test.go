@@ -139,6 +139,7 @@ func TestSynthesisWriterEndToEnd(t *testing.T) {
 	if got := fileContent(t, filepath.Join(dir, "outputs", "report.md")); !strings.Contains(got, "[K1]") {
 		t.Errorf("report: %q", got)
 	}
+	runtimeAgentsExported(t, dir) // the writer (and verifiers), each its own trajectory
 	// The writer's citation makes K1 load-bearing in the ledger.
 	home := filepath.Dir(filepath.Dir(dir))
 	if k := ledgerOf(t, home, dir)["K1"]; !k.LoadBearing || !slices.Contains(k.Bears, "cited by /outputs/report.md") {

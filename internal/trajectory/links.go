@@ -45,7 +45,9 @@ func (r *Run) link(cs []*conv, top string, roles, parents, dispatch map[string]s
 		if c.Agent == top && c == firstOf[top] {
 			continue
 		}
-		if p, ok := parents[c.Agent]; ok && c == firstOf[c.Agent] {
+		// A call on record (a dispatch, a verify) started it; an agent the
+		// gate started (investigator, writer) names none: found below.
+		if p, ok := parents[c.Agent]; ok && c == firstOf[c.Agent] && dispatch[c.Agent] != "" {
 			c.StartedBy = dispatch[c.Agent]
 			if pc := owner[p+"\x00"+c.StartedBy]; pc != nil {
 				c.Parent = pc.ID
@@ -54,7 +56,7 @@ func (r *Run) link(cs []*conv, top string, roles, parents, dispatch map[string]s
 			}
 			continue
 		}
-		if start := startingCall(c, x.c.firstSeq, calls, taken); start != nil {
+		if start := startingCall(c, parents[c.Agent], x.c.firstSeq, calls, taken); start != nil {
 			taken[start] = true
 			c.StartedBy = start.CallID
 			if pc := owner[start.Agent+"\x00"+start.CallID]; pc != nil {
@@ -78,13 +80,27 @@ func (r *Run) link(cs []*conv, top string, roles, parents, dispatch map[string]s
 	}
 }
 
-// startingCall is the call that was running when c made its first request.
-func startingCall(c *Conversation, first int64, calls []*Call, taken map[*Call]bool) *Call {
+// startingCall is the call that started c: for an effort investigator or
+// the writer, its parent's latest finish (or report) before its first
+// request — the gate starts them after the call's result, while the lead
+// goes on —;
+// otherwise the call that was running when c made its first request.
+func startingCall(c *Conversation, parent string, first int64, calls []*Call, taken map[*Call]bool) *Call {
 	var running []*Call
+	var lastFinish *Call
 	for _, k := range calls {
-		if k.Agent != c.Agent && k.Seq < first && (k.ResultSeq == 0 || k.ResultSeq > first) {
+		if k.Agent == c.Agent || k.Seq >= first {
+			continue
+		}
+		if (k.Name == "finish" || k.Name == "report") && (parent == "" || k.Agent == parent) && (lastFinish == nil || k.Seq > lastFinish.Seq) {
+			lastFinish = k
+		}
+		if k.ResultSeq == 0 || k.ResultSeq > first {
 			running = append(running, k)
 		}
+	}
+	if (c.Role == "investigator" || c.Role == "writer") && lastFinish != nil {
+		return lastFinish
 	}
 	if len(running) == 0 {
 		return nil
