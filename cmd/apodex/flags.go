@@ -193,16 +193,25 @@ var sizeUnits = []struct {
 }{
 	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
 	{"kb", 1000}, {"mb", 1000 * 1000}, {"gb", 1000 * 1000 * 1000}, {"tb", 1000 * 1000 * 1000 * 1000},
-	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1}, {"", 1},
+	{"bytes", 1}, {"byte", 1},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1},
 }
 
 // sizeNumber is the number part of a size: digits, maybe a fraction.
 var sizeNumber = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
-// parseSize reads a byte count with an optional unit (binary: KiB, MiB,
-// GiB, and k, m, g as their short forms; decimal: kB, MB, GB).
+// errSize names the form a size takes.
+var errSize = errors.New("use a size with a unit, like 256MiB, 1GiB or 512k (a number of bytes says so: 4096B or \"4096 bytes\")")
+
+// parseSize reads a byte count with its unit (binary: KiB, MiB, GiB, and
+// k, m, g as their short forms; decimal: kB, MB, GB; B or bytes). A bare
+// number is refused (--scratch-quota 5 meant 5 bytes without a word), but
+// for 0, which is the same in every unit.
 func parseSize(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "0" {
+		return 0, nil
+	}
 	for _, u := range sizeUnits {
 		num, ok := strings.CutSuffix(t, u.suffix)
 		if !ok {
@@ -218,7 +227,7 @@ func parseSize(s string) (int64, error) {
 		}
 		return int64(f * float64(u.mult)), nil
 	}
-	return 0, fmt.Errorf("use a size like 256MiB, 1GiB, 512k or a number of bytes")
+	return 0, errSize
 }
 
 // formatSize prints n in the largest binary unit that divides it.
@@ -231,5 +240,8 @@ func formatSize(n int64) string {
 			return fmt.Sprintf("%d%s", n/u.m, u.s)
 		}
 	}
-	return strconv.FormatInt(n, 10)
+	if n == 0 {
+		return "0"
+	}
+	return strconv.FormatInt(n, 10) + "B"
 }

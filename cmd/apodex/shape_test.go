@@ -44,6 +44,7 @@ func TestBadFlagsAreOneLine(t *testing.T) {
 		{[]string{"run", "--bogus", "x"}, []string{"-bogus", "apodex run --help"}},
 		{[]string{"run", "--timeout", "5", "x"}, []string{"-timeout", "5m"}},
 		{[]string{"run", "--scratch-quota", "lots", "x"}, []string{"-scratch-quota", "256MiB"}},
+		{[]string{"run", "--scratch-quota", "5", "x"}, []string{"-scratch-quota", "4096B"}},
 		{[]string{"show", "--nope", "latest"}, []string{"-nope"}},
 		{[]string{"runs", "--status", "sleeping"}, []string{"running, stopped, completed, failed or awaiting_review"}},
 		{[]string{"run", "--quiet", "--verbose", "--provider", "scripted", "x"}, []string{"--quiet and --verbose"}},
@@ -61,13 +62,14 @@ func TestBadFlagsAreOneLine(t *testing.T) {
 }
 
 func TestUnits(t *testing.T) {
-	sizes := map[string]int64{"256MiB": 256 << 20, "1GiB": 1 << 30, "512k": 512 << 10, "1048576": 1 << 20, "2MB": 2_000_000, "0": 0}
+	sizes := map[string]int64{"256MiB": 256 << 20, "1GiB": 1 << 30, "512k": 512 << 10, "1048576B": 1 << 20, "4096 bytes": 4096, "1 byte": 1, "2MB": 2_000_000, "0": 0}
 	for in, want := range sizes {
 		if got, err := parseSize(in); err != nil || got != want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "MiB", "-1k", "12 parsecs", "nan", "inf", "1e3", "99999999999TiB"} {
+	// A bare number is refused: --scratch-quota 5 silently meant 5 bytes.
+	for _, bad := range []string{"", "5", "1048576", "MiB", "-1k", "12 parsecs", "nan", "inf", "1e3", "99999999999TiB"} {
 		if _, err := parseSize(bad); err == nil {
 			t.Errorf("parseSize(%q) accepted", bad)
 		}
