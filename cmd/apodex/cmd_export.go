@@ -18,6 +18,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("export", "--format chat|atif|native [flags] RUN|EVAL...", stdout, stderr)
 	home := fs.homeFlag()
 	format := fs.String("format", "chat", "chat (OpenAI fine-tuning JSONL, one line per agent), atif (Harbor ATIF v1.7 trajectory.json per run) or native (the run directory as a .tar.gz)")
+	fs.choices("format", "chat", "atif", "native")
 	out := fs.String("out", "", "where to write: a file for chat; a directory for atif (RUN/trajectory.json) and native (RUN.tar.gz); default stdout")
 	drop := fs.String("drop", "", "drop rollouts with: "+strings.Join(trajectory.DropNames, ",")+" (comma-separated; docs/export.md defines each)")
 	reqVerified := fs.Bool("require-verified", false, "keep a rollout only if its verifier passed (reject sampling)")

@@ -86,6 +86,11 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&s.Team.Synthesis, "synthesis", d.Team.Synthesis, "team: on|off: a writer writes the .md deliverables from the claim–evidence graph after finish")
 	durationFlag(fs, &s.Team.SubTimeout, "sub-timeout", d.Team.SubTimeout, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.Var(&ignoreFlag{&s.Team.MergeIgnore}, "merge-ignore", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
+	fs.choices("sandbox", "auto", "bwrap", "native", "none")
+	fs.choices("mode", run.ModeReact, run.ModeTeam)
+	fs.choices("isolation", "per-agent", "shared")
+	fs.choices("effort", "adaptive", "off")
+	fs.choices("synthesis", run.SynthesisOn, run.SynthesisOff)
 	fs.BoolVar(&s.RequireFinish, "require-finish", d.RequireFinish, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
 }
 
@@ -304,6 +309,8 @@ func (f *ignoreFlag) Set(s string) error {
 	*f.p = out
 	return nil
 }
+
+func (f *ignoreFlag) placeholder() string { return "LIST" }
 
 func (f *ignoreFlag) String() string {
 	switch {

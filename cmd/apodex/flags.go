@@ -24,19 +24,98 @@ type flagSet struct {
 	*flag.FlagSet
 	stdout, stderr io.Writer
 	help           func() // prints the help on stdout
+	// metas are placeholders set by choices and meta: what the help shows
+	// after the flag's name, and what completion offers for its value.
+	metas map[string]string
 }
 
 func newFlagSet(name, synopsis string, stdout, stderr io.Writer) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet("apodex "+name, flag.ContinueOnError), stdout: stdout, stderr: stderr}
+	fs := &flagSet{FlagSet: flag.NewFlagSet("apodex "+name, flag.ContinueOnError), stdout: stdout, stderr: stderr, metas: map[string]string{}}
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // the flag package calls it on every error too; help is printed by parse
 	fs.help = func() {
-		fmt.Fprintf(stdout, "Usage: apodex %s %s\n\nFlags:\n", name, synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		fmt.Fprintf(stdout, "Usage: apodex %s %s\n", name, synopsis)
+		if n := countFlags(fs.FlagSet); n > 0 {
+			fmt.Fprint(stdout, "\nFlags:\n")
+			fs.printFlags(stdout)
+		}
 	}
 	return fs
+}
+
+// choices names the values flag name takes (its help shows a|b|c, and
+// completion offers them).
+func (fs *flagSet) choices(name string, values ...string) {
+	fs.metas[name] = strings.Join(values, "|")
+}
+
+// meta sets the placeholder of flag name's value (DIR, FILE, RUN, …).
+func (fs *flagSet) meta(name, placeholder string) { fs.metas[name] = placeholder }
+
+// namePlaceholders are the placeholders of flags by name, where the type
+// alone says too little (a string): completion reads them too (DIR and
+// FILE complete paths, RUN run ids, WORLD world ids, EVAL eval ids).
+var namePlaceholders = map[string]string{
+	"home": "DIR", "inputs": "DIR", "corpus": "DIR", "out": "PATH",
+	"task": "FILE", "script": "FILE", "gold": "FILE", "report": "FILE", "plot": "FILE",
+	"base-url": "URL", "addr": "HOST:PORT", "token": "TOKEN",
+	"model": "NAME", "profile": "NAME", "judge-model": "NAME", "mapper-model": "NAME", "reviewer-model": "NAME", "arbiter-model": "NAME",
+	"world": "WORLD", "follow": "EVAL", "eval": "EVAL", "agent": "AGENT", "update": "ID", "withdraw": "ID",
+	"note": "TEXT", "budget": "KEY=VALUE", "drop": "LIST", "min-grade": "N",
+	"log-level": "debug|info|warn|error", "provider": "openai|anthropic|scripted",
+}
+
+// placeholder is what the help shows after --name: nothing for a switch,
+// else the value's form.
+func (fs *flagSet) placeholder(f *flag.Flag) string {
+	if p, ok := fs.metas[f.Name]; ok {
+		return p
+	}
+	if p, ok := f.Value.(interface{ placeholder() string }); ok {
+		return p.placeholder()
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return ""
+	}
+	if p, ok := namePlaceholders[f.Name]; ok {
+		return p
+	}
+	switch fmt.Sprintf("%T", f.Value) {
+	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
+		return "N"
+	case "*flag.float64Value":
+		return "NUMBER"
+	}
+	return "VALUE"
+}
+
+// printFlags prints every flag as "--name PLACEHOLDER", its usage below
+// it and a default that is not the zero value. The usage is printed as
+// written (the flag package's would take a `quoted` phrase as the
+// placeholder: "-world apodex worlds list").
+func (fs *flagSet) printFlags(w io.Writer) {
+	fs.VisitAll(func(f *flag.Flag) {
+		head := "  --" + f.Name
+		if p := fs.placeholder(f); p != "" {
+			head += " " + p
+		}
+		fmt.Fprintln(w, head)
+		usage := f.Usage
+		switch f.DefValue {
+		case "", "0", "false", "0s", "[]":
+		default:
+			usage += " (default " + f.DefValue + ")"
+		}
+		for _, l := range strings.Split(usage, "\n") {
+			fmt.Fprintf(w, "        %s\n", l)
+		}
+	})
+}
+
+func countFlags(fs *flag.FlagSet) int {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n
 }
 
 // parse parses flags that may come before or after positional arguments
@@ -151,9 +230,23 @@ func (d durationValue[D]) Set(s string) error {
 
 func (d durationValue[D]) String() string {
 	if d.p == nil {
-		return time.Duration(0).String()
+		return "0s"
 	}
-	return time.Duration(*d.p).String()
+	return formatDuration(time.Duration(*d.p))
+}
+
+func (durationValue[D]) placeholder() string { return "DURATION" }
+
+// formatDuration is d as people write it: 2m, 1h30m, 90s (not 2m0s).
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // parseDuration reads "5m", "90s", "1h30m"; a bare 0 is zero.
@@ -186,6 +279,8 @@ func (v *sizeValue) Set(s string) error {
 }
 
 func (v *sizeValue) String() string { return formatSize(int64(*v)) }
+
+func (*sizeValue) placeholder() string { return "SIZE" }
 
 var sizeUnits = []struct {
 	suffix string

@@ -196,7 +196,11 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		usage(stdout)
 		return nil
 	}
-	c, ok := lookup(args[0])
+	name := args[0]
+	if name == "-h" || name == "-help" || name == "--help" {
+		name = "help"
+	}
+	c, ok := lookup(name)
 	if !ok {
 		return usagef("unknown command %q; run `apodex --help` for the list", args[0])
 	}

@@ -28,8 +28,37 @@ func TestHelpCommandMatchesFlagHelp(t *testing.T) {
 			}
 		})
 	}
+	for _, args := range [][]string{{"help", "--help"}, {"help", "-h"}, {"help", "help"}} {
+		if code, out, errOut := cli(t, args...); code != 0 || !strings.Contains(out, "Usage: apodex help COMMAND") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
 	if code, _, errOut := cli(t, "help", "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
 		t.Errorf("help of an unknown command: exit %d %s", code, errOut)
+	}
+}
+
+// Every command's help names each flag as --name and its value's form
+// (DIR, N, a|b|c), never a phrase the flag package took from a quoted
+// `apodex worlds list` in the usage ("-world apodex worlds list").
+func TestHelpFlagLines(t *testing.T) {
+	line := regexp.MustCompile(`^  --[a-z][a-z0-9-]*( (\[host\]|[A-Z][A-Z:=_]*|[a-z0-9-]+(\|[a-z0-9-]+)*))?$`)
+	for _, c := range commands() {
+		_, out, _ := cli(t, c.name, "--help")
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "  -") && !line.MatchString(l) {
+				t.Errorf("apodex %s --help: flag line %q", c.name, l)
+			}
+		}
+		if strings.Contains(out, "\n  -world") || strings.Contains(out, "--world apodex") {
+			t.Errorf("apodex %s --help shows the usage's quoted phrase as a placeholder:\n%s", c.name, out)
+		}
+	}
+	_, out, _ := cli(t, "run", "--help")
+	for _, want := range []string{"  --world WORLD\n", "  --mode react|team\n", "  --scratch-quota SIZE\n", "  --network [host]\n", "(default 2m)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run --help lacks %q", want)
+		}
 	}
 }
 
