@@ -52,19 +52,34 @@ func cmdCompletion(_ context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// commandFlags asks a command for its help and reads its flag names.
-func commandFlags(c command) []string {
+// subcommands are the words that may follow a command (its subcommands,
+// or the fixed values of its first argument).
+var subcommands = map[string][]string{
+	"worlds":     {"build", "list", "show", "check", "gen"},
+	"eval":       {"show", "resume"},
+	"config":     {"show"},
+	"completion": {"bash", "zsh", "fish"},
+}
+
+// commandFlags is flagsOf(c, "").
+func commandFlags(c command) []string { return flagsOf(c, "") }
+
+// flagsOf asks a command (or its subcommand sub) for its help and reads
+// its flag names (--name).
+func flagsOf(c command, sub string) []string {
 	if c.name == "help" || c.name == "completion" {
 		return nil
 	}
+	var args []string
+	if sub != "" {
+		args = append(args, sub)
+	}
 	var b strings.Builder
-	c.run(context.Background(), []string{"--help"}, &b, io.Discard)
+	c.run(context.Background(), append(args, "--help"), &b, io.Discard)
 	var out []string
 	for _, line := range strings.Split(b.String(), "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(line, "  -") {
-			name := strings.Fields(t)[0]
-			out = append(out, "-"+name)
+		if strings.HasPrefix(line, "  --") {
+			out = append(out, strings.Fields(line)[0])
 		}
 	}
 	return out

@@ -150,7 +150,7 @@ func (f *runFlags) applyContract(set map[string]bool, c *contract.Contract) {
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "[flags] OBJECTIVE   (or --task task.yaml)", stdout, stderr)
+	fs := newFlagSet("run", "[flags] OBJECTIVE   (or - to read it from standard input; or --task task.yaml)", stdout, stderr)
 	var f runFlags
 	f.register(fs)
 	pos, err := fs.parse(joinNetwork(args))
@@ -162,6 +162,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
+	if len(pos) == 1 && pos[0] == "-" {
+		if objective, err = readObjective(stdin(ctx)); err != nil {
+			return err
+		}
+	}
 	var c *contract.Contract
 	var w *world.World
 	switch {
@@ -213,6 +218,23 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	stop(s.RunID != "")
 	stopTelemetry(s.RunID != "")
 	return f.out.finish(s, err, stdout, stderr)
+}
+
+// maxObjective bounds an objective read from standard input.
+const maxObjective = 1 << 20
+
+// readObjective reads `apodex run -`'s objective from standard input.
+func readObjective(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxObjective+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("read the objective from standard input: %w", err)
+	case len(b) > maxObjective:
+		return "", usagef("the objective on standard input is over %d bytes; put the material in a file under --inputs and say what to do with it", maxObjective)
+	case strings.TrimSpace(string(b)) == "":
+		return "", usagef("run -: standard input held no objective; pipe one in (echo \"Sum the column\" | apodex run -) or give it as the argument")
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // finish prints a run's outcome (the summary, or JSON) and turns it into
