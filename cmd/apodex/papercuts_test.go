@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/apodex/apodex/internal/llm/llmtest"
+	"github.com/apodex/apodex/internal/tool"
 )
 
 // `apodex run -` reads the objective from standard input (it used to be
@@ -31,6 +34,7 @@ func TestRunObjectiveFromStdin(t *testing.T) {
 	if !strings.Contains(user, "Sum the numbers\nin /inputs/data.csv") {
 		t.Errorf("the model was not given the objective from standard input:\n%s", user)
 	}
+	proofreadTools(t, srv)
 	code, _, errOut = cliIn(t, "  \n", append(openaiArgs(home, srv), "--quiet", "-")...)
 	if code != 2 || !strings.Contains(errOut, "standard input held no objective") {
 		t.Errorf("empty standard input: exit %d %s", code, errOut)
@@ -82,4 +86,59 @@ func TestGlobalFlagsBeforeTheCommand(t *testing.T) {
 		}
 		oneLineMessage(t, errOut, c.hint)
 	}
+}
+
+// proofreadTools checks the description of every tool the server was
+// offered, and of every argument at any depth, with tool.CheckProse: what
+// every model reads must not be garbled ("…is not.. There is no network.
+// in the sandbox").
+func proofreadTools(t *testing.T, srv *llmtest.Server) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, req := range srv.Requests() {
+		for _, tl := range req.Tools {
+			if seen[tl.Name+"\x00"+tl.Description+"\x00"+string(tl.Parameters)] {
+				continue
+			}
+			seen[tl.Name+"\x00"+tl.Description+"\x00"+string(tl.Parameters)] = true
+			if err := tool.CheckProse(tl.Description); err != nil {
+				t.Errorf("tool %s: %v\n%s", tl.Name, err, tl.Description)
+			}
+			var schema any
+			json.Unmarshal(tl.Parameters, &schema)
+			for where, d := range schemaDescriptions(tl.Name, schema) {
+				if err := tool.CheckProse(d); err != nil {
+					t.Errorf("%s: %v\n%s", where, err, d)
+				}
+			}
+		}
+	}
+	if len(seen) == 0 {
+		t.Error("no tool was offered")
+	}
+}
+
+// schemaDescriptions are the "description" strings of a JSON schema, by
+// their path.
+func schemaDescriptions(at string, v any) map[string]string {
+	out := map[string]string{}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if s, ok := c.(string); ok && k == "description" {
+				out[at] = s
+				continue
+			}
+			for p, d := range schemaDescriptions(at+"."+k, c) {
+				out[p] = d
+			}
+		}
+	case []any:
+		for i, c := range x {
+			for p, d := range schemaDescriptions(fmt.Sprintf("%s[%d]", at, i), c) {
+				out[p] = d
+			}
+		}
+	}
+	return out
 }

@@ -133,6 +133,7 @@ func TestSynthesisWriterEndToEnd(t *testing.T) {
 	if got := fileContent(t, filepath.Join(dir, "outputs", "report.md")); !strings.Contains(got, "[K1]") {
 		t.Errorf("report: %q", got)
 	}
+	proofreadTools(t, srv) // the lead's, the subagents', the verifier's and the writer's tools
 }
 
 // A refuted claim cited as support fails delivery with the line.
