@@ -138,6 +138,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name = "version"
 	}
 	stdout, stderr = termtext.NewWriter(stdout), termtext.NewWriter(stderr)
+	if name == "__complete" { // the completion scripts' helper; not a command people type
+		cmdComplete(args[1:], stdout)
+		return exitOK
+	}
 	c, ok := lookup(name)
 	switch {
 	case !ok && strings.HasPrefix(name, "-"):
@@ -273,7 +277,7 @@ func errorLine(err error) string {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "apodex: an agent runtime that turns an objective into files, with a replayable record.")
-	fmt.Fprintln(w, "\nUsage: apodex [--home DIR] [--profile NAME] [--log-level LEVEL] COMMAND [flags] [args]\n\nCommands:")
+	fmt.Fprintln(w, "\nUsage: apodex COMMAND [flags] [args]   (--home, --profile and --log-level may also come before COMMAND)\n\nCommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}

@@ -210,18 +210,6 @@ func copyRunWithoutEnd(t *testing.T, from, to string) {
 	}
 }
 
-func TestCompletion(t *testing.T) {
-	for _, sh := range []string{"bash", "zsh", "fish"} {
-		code, out, errOut := cli(t, "completion", sh)
-		if code != 0 || !strings.Contains(out, "apodex") || !strings.Contains(out, "log") || !strings.Contains(out, "-max-turns") {
-			t.Errorf("completion %s: exit %d %s\n%s", sh, code, errOut, out)
-		}
-	}
-	if code, _, _ := cli(t, "completion", "tcsh"); code != 2 {
-		t.Errorf("completion tcsh: exit %d", code)
-	}
-}
-
 // regexpLine reports whether some line of s matches re.
 func regexpLine(s, re string) bool {
 	return regexp.MustCompile(`(?m)` + re).MatchString(s)
