@@ -67,7 +67,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		after = last.Seq
 	}
 	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger}, Sandbox: *sbx}
-	stop := out.startProgress(ctx, dir, after, stderr)
+	ctx, stop := out.startProgress(ctx, dir, after, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, after, stderr)
 	s, err := run.Resume(ctx, dir, rc)
 	stop(s.RunID != "")

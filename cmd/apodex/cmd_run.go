@@ -212,7 +212,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Settings: f.set, Home: home, Objective: objective, Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
 		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w,
 	}
-	stop := f.out.startProgress(ctx, dir, 0, stderr)
+	ctx, stop := f.out.startProgress(ctx, dir, 0, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, 0, stderr)
 	s, err := run.Execute(ctx, cfg)
 	stop(s.RunID != "")

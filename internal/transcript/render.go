@@ -259,3 +259,7 @@ func plainJSON(v any) string {
 	enc.Encode(v)
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// Label is a kind in words, as the transcript prints it ("partial result",
+// "model error").
+func Label(kind string) string { return strings.ReplaceAll(kind, "_", " ") }
