@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
 )
@@ -75,37 +73,17 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // followLog calls each for every event of the run in dir as it lands, until
 // the run finishes, its process dies, or ctx ends.
 func followLog(ctx context.Context, dir string, each func(record.Event), stderr io.Writer) error {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, stopped, cancel := untilStopped(ctx, dir)
 	defer cancel()
-	stopped := make(chan struct{})
-	go func() { // a run whose process died never writes run_finished
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if run.Liveness(dir) == run.Stopped {
-					time.Sleep(500 * time.Millisecond) // let Follow read what the process wrote last
-					close(stopped)
-					cancel()
-					return
-				}
-			}
-		}
-	}()
 	for e, err := range record.Follow(ctx, dir, 0) {
 		if err != nil {
 			return err
 		}
 		each(e)
 	}
-	select {
-	case <-stopped:
+	if stopped() {
 		fmt.Fprintf(stderr, "apodex log: the run is not running and did not finish (its process stopped); `apodex resume` continues it\n")
 		return exitError(exitFailed)
-	default:
 	}
 	return nil
 }

@@ -92,6 +92,7 @@ func commands() []command {
 		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", cmdReview},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
+		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", cmdAttach},
 		{"messages", "list a run's messages and their state", cmdMessages},
 		{"serve", "serve the HTTP API and a live page of the runs: board, timeline, files, evidence, interventions", cmdServe},
 		{"status", "a run's progress, from its board and record", cmdStatus},

@@ -169,3 +169,17 @@ func clipRunes(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// Note prints text as a line of its own among the progress lines (a
+// command's own messages, such as attach's "sent M3"), cleaned for a
+// terminal.
+func (p *Printer) Note(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearStatus()
+	fmt.Fprintln(p.w, termtext.Clean(text))
+	p.last = callKey{}
+	if p.opt.Live {
+		p.drawStatus(p.opt.Now())
+	}
+}
