@@ -134,3 +134,37 @@ func TestCompletionBashCompletesARunID(t *testing.T) {
 		t.Errorf("bash completes `apodex run --isolation ` to %q", got)
 	}
 }
+
+// The zsh and fish scripts complete a run id too, where those shells are
+// installed (zsh through its completion function with compadd stubbed,
+// fish through complete -C).
+func TestCompletionZshAndFishCompleteARunID(t *testing.T) {
+	home, runs, _, _ := completionHome(t)
+	dir := t.TempDir()
+	apodex := filepath.Join(dir, "apodex")
+	os.WriteFile(apodex, []byte("#!/bin/sh\nAPODEX_COMPLETE_CHILD=1 exec "+os.Args[0]+" -test.run='^TestCompleteChildProcess$' -- \"$@\"\n"), 0o755)
+	for _, sh := range []string{"zsh", "fish"} {
+		t.Run(sh, func(t *testing.T) {
+			bin, err := exec.LookPath(sh)
+			if err != nil {
+				t.Skipf("no %s", sh)
+			}
+			_, script, _ := cli(t, "completion", sh)
+			file := filepath.Join(dir, "apodex."+sh)
+			os.WriteFile(file, []byte(script), 0o644)
+			var prog string
+			if sh == "zsh" {
+				prog = "compdef(){ :; }; compadd(){ shift 2; print -l -- \"$@\"; }; source " + file +
+					"; words=(apodex show --home " + home + " 20260102); CURRENT=5; _apodex"
+			} else {
+				prog = "source " + file + "; complete -C 'apodex show --home " + home + " 20260102'"
+			}
+			cmd := exec.Command(bin, "-c", prog)
+			cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			if got := strings.Fields(string(out)); err != nil || !slices.Equal(got, []string{runs[1]}) {
+				t.Errorf("%s completes `apodex show --home H 20260102` to %q (%v); want %s", sh, got, err, runs[1])
+			}
+		})
+	}
+}
