@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
 )
@@ -36,7 +40,10 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			tw.Write(x)
 		}
 	}
-	keep := func(x transcript.Entry) bool { return *agent == "" || x.Agent == *agent }
+	// With --agent, a resume stays: it is a note in the agent's section.
+	keep := func(x transcript.Entry) bool {
+		return *agent == "" || x.Agent == *agent || x.Kind == transcript.KindResumed
+	}
 	if *follow {
 		return followLog(ctx, dir, func(e record.Event) {
 			for _, x := range transcript.Entries(e, opt) {
@@ -52,11 +59,15 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var all []transcript.Entry
 	for _, e := range c.Events {
-		for _, x := range transcript.Entries(e, opt) {
-			if keep(x) {
-				all = append(all, x)
-			}
+		all = append(all, transcript.Entries(e, opt)...)
+	}
+	all = unanswered(dir, all)
+	if *agent != "" {
+		agents := transcript.Agents(all)
+		if !slices.Contains(agents, *agent) {
+			return usagef("run %s has no agent %q; its agents: %s", filepath.Base(dir), *agent, strings.Join(agents, ", "))
 		}
+		all = slices.DeleteFunc(all, func(x transcript.Entry) bool { return !keep(x) })
 	}
 	if !*jsonOut {
 		all = transcript.ByAgent(all)
@@ -68,6 +79,18 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "apodex log: the record's last line is torn (the process was killed mid-write); `apodex resume` repairs it")
 	}
 	return nil
+}
+
+// unanswered marks the calls without a result by how the run in dir
+// stands: still running, or cut off by a stop nothing resumed yet.
+func unanswered(dir string, all []transcript.Entry) []transcript.Entry {
+	switch run.Liveness(dir) {
+	case run.Live:
+		return transcript.Unanswered(all, transcript.KindRunning, "no result yet: the call is running")
+	case run.Stopped:
+		return transcript.Unanswered(all, transcript.KindInterrupted, "interrupted: the process stopped while this call ran; `apodex resume` continues the run")
+	}
+	return transcript.Unanswered(all, transcript.KindInterrupted, "interrupted: the run ended while this call ran")
 }
 
 // followLog calls each for every event of the run in dir as it lands, until

@@ -132,6 +132,12 @@ func (p *Printer) Event(e record.Event) {
 			p.callStarted(who, x)
 		case transcript.KindToolResult:
 			p.callEnded(who, x, e)
+		case transcript.KindInterrupted:
+			k := callKey{x.Agent, x.CallID}
+			p.line("%s %s %s → %s", who, s.Paint(transcript.Bold, x.Tool), transcript.FirstLine(p.calls[k], 48), s.Paint(transcript.Red, "interrupted"))
+			delete(p.calls, k)
+		case transcript.KindTextFinish, transcript.KindReview:
+			p.line("%s %s %s", who, s.Paint(transcript.Yellow, transcript.Label(x.Kind)+":"), oneLine(x.Detail))
 		case transcript.KindRetry:
 			p.line("%s %s %s", who, s.Paint(transcript.Yellow, "retry:"), x.Detail)
 		case transcript.KindModelError:
