@@ -79,7 +79,9 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run an agent on an objective", cmdRun},
-		{"runs", "list runs", cmdRuns},
+		{"runs", "list runs (eval rollouts with --all); filter by --status, --kind, --since, --eval", cmdRuns},
+		{"rm", "remove runs: each run's directory (a live run is refused)", cmdRm},
+		{"prune", "remove the runs older than an age: prune --older-than 30d [--keep-failed] (live runs are kept)", cmdPrune},
 		{"show", "summarize one run from its record", cmdShow},
 		{"log", "the transcript of a run: assistant text, tool calls and output, messages, controls, delivery", cmdLog},
 		{"board", "print a team run's task board and assignments", cmdBoard},

@@ -42,7 +42,7 @@ func TestHelpCommandMatchesFlagHelp(t *testing.T) {
 // (DIR, N, a|b|c), never a phrase the flag package took from a quoted
 // `apodex worlds list` in the usage ("-world apodex worlds list").
 func TestHelpFlagLines(t *testing.T) {
-	line := regexp.MustCompile(`^  --[a-z][a-z0-9-]*( (\[host\]|[A-Z][A-Z:=_]*|[a-z0-9-]+(\|[a-z0-9-]+)*))?$`)
+	line := regexp.MustCompile(`^  --[a-z][a-z0-9-]*( (\[host\]|[A-Z][A-Z:=_|]*|[a-z0-9_-]+(\|[a-z0-9_-]+)*))?$`)
 	for _, c := range commands() {
 		_, out, _ := cli(t, c.name, "--help")
 		for _, l := range strings.Split(out, "\n") {

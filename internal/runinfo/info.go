@@ -20,7 +20,9 @@ type Info struct {
 	RunDir    string `json:"run_dir"`
 	Objective string `json:"objective"`
 	Mode      string `json:"mode,omitempty"` // react or team
-	Status    string `json:"status"`
+	// World is the stored world the run is a rollout of, if any.
+	World  string `json:"world,omitempty"`
+	Status string `json:"status"`
 	// Review is the decision on a run that awaited review.
 	Review      *record.Review       `json:"review,omitempty"`
 	Termination string               `json:"termination_reason,omitempty"`
@@ -141,6 +143,9 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		ToolErrors: st.ToolErrors, Compactions: st.Compactions}
 	if rs := st.Started; rs != nil {
 		info.Objective, info.Model, info.Sandbox, info.Started = rs.Objective, rs.Model, rs.Sandbox, st.StartedAt
+		if w, ok := RecordedWorld(*rs); ok {
+			info.World = w.ID
+		}
 	}
 	info.Resumes = st.Resumes
 	for _, s := range st.Steps {

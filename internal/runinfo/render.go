@@ -3,6 +3,7 @@ package runinfo
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,6 +27,8 @@ func Render(w io.Writer, info Info) {
 		fmt.Fprintf(w, "review:      pending: apodex review %s --approve|--reject --note TEXT\n", info.RunID)
 	}
 	fmt.Fprintf(w, "termination: %s\n", Dash(info.Termination))
+	fmt.Fprintf(w, "outputs:     %s\n", filepath.Join(info.RunDir, "outputs"))
+	fmt.Fprintf(w, "workspace:   %s\n", filepath.Join(info.RunDir, "workspace"))
 	if info.Trainable {
 		fmt.Fprintln(w, "trainable:   yes")
 	} else {
