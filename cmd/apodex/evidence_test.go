@@ -182,7 +182,7 @@ func TestFetchURLFromOutside(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{nil, "start the run with --network"},
+		{nil, `unknown tool "fetch"`}, // neither a corpus nor the network: fetch is not offered
 		{[]string{"--network"}, "pass --fetch-private"},
 		{[]string{"--network", "--fetch-private"}, "suspended until the storm season ends"},
 	} {
