@@ -38,6 +38,7 @@ func evalRun(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	home := fs.homeFlag()
 	parallel := fs.Int("parallel", runtime.NumCPU(), "rollouts at once")
 	sbx := fs.String("sandbox", sandbox.KindAuto, "auto (bwrap if usable, else native), bwrap, native, or none (no isolation: only with models you trust with this machine)")
+	fs.choices("sandbox", "auto", "bwrap", "native", "none")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	pos, err := fs.parse(args)
 	if err != nil {

@@ -19,6 +19,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("export", "--format chat|atif|native [flags] RUN|EVAL...", stdout, stderr)
 	home := fs.homeFlag()
 	format := fs.String("format", "chat", "chat (JSONL, one line per context segment of each agent), atif (Harbor ATIF trajectory.json per run) or native (the run directory as a .tar.gz)")
+	fs.choices("format", "chat", "atif", "native")
 	out := fs.String("out", "", "where to write: a file for chat; a directory for atif (RUN/trajectory.json) and native (RUN.tar.gz); default stdout")
 	flavor := fs.String("flavor", trajectory.FlavorOpenAI, "chat: openai (OpenAI's fine-tuning file) or hf (Hugging Face chat templates, TRL: arguments as objects, tool messages named, reasoning_content)")
 	argForm := fs.String("arguments", "", "chat: tool-call arguments as an object or a JSON string (default: object for hf, string for openai)")

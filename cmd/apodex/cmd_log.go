@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
@@ -38,7 +40,10 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			tw.Write(x)
 		}
 	}
-	keep := func(x transcript.Entry) bool { return *agent == "" || x.Agent == *agent }
+	// With --agent, a resume stays: it is a note in the agent's section.
+	keep := func(x transcript.Entry) bool {
+		return *agent == "" || x.Agent == *agent || x.Kind == transcript.KindResumed
+	}
 	if *follow {
 		return followLog(ctx, dir, func(e record.Event) {
 			for _, x := range transcript.Entries(e, opt) {
@@ -54,11 +59,15 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var all []transcript.Entry
 	for _, e := range c.Events {
-		for _, x := range transcript.Entries(e, opt) {
-			if keep(x) {
-				all = append(all, x)
-			}
+		all = append(all, transcript.Entries(e, opt)...)
+	}
+	all = unanswered(dir, all)
+	if *agent != "" {
+		agents := transcript.Agents(all)
+		if !slices.Contains(agents, *agent) {
+			return usagef("run %s has no agent %q; its agents: %s", filepath.Base(dir), *agent, strings.Join(agents, ", "))
 		}
+		all = slices.DeleteFunc(all, func(x transcript.Entry) bool { return !keep(x) })
 	}
 	if !*jsonOut {
 		all = transcript.ByAgent(all)
@@ -72,40 +81,32 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// unanswered marks the calls without a result by how the run in dir
+// stands: still running, or cut off by a stop nothing resumed yet.
+func unanswered(dir string, all []transcript.Entry) []transcript.Entry {
+	switch run.Liveness(dir) {
+	case run.Live:
+		return transcript.Unanswered(all, transcript.KindRunning, "no result yet: the call is running")
+	case run.Stopped:
+		return transcript.Unanswered(all, transcript.KindInterrupted, "interrupted: the process stopped while this call ran; `apodex resume` continues the run")
+	}
+	return transcript.Unanswered(all, transcript.KindInterrupted, "interrupted: the run ended while this call ran")
+}
+
 // followLog calls each for every event of the run in dir as it lands, until
 // the run finishes, its process dies, or ctx ends.
 func followLog(ctx context.Context, dir string, each func(record.Event), stderr io.Writer) error {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, stopped, cancel := untilStopped(ctx, dir)
 	defer cancel()
-	stopped := make(chan struct{})
-	go func() { // a run whose process died never writes run_finished
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if run.Liveness(dir) == run.Stopped {
-					time.Sleep(500 * time.Millisecond) // let Follow read what the process wrote last
-					close(stopped)
-					cancel()
-					return
-				}
-			}
-		}
-	}()
 	for e, err := range record.Follow(ctx, dir, 0) {
 		if err != nil {
 			return err
 		}
 		each(e)
 	}
-	select {
-	case <-stopped:
+	if stopped() {
 		fmt.Fprintf(stderr, "apodex log: the run is not running and did not finish (its process stopped); `apodex resume` continues it\n")
 		return exitError(exitFailed)
-	default:
 	}
 	return nil
 }

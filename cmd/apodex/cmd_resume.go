@@ -53,7 +53,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	model, info, err := mf.fromRecord(dir, rec.Started.Model)
+	model, info, err := mf.fromRecord(dir, segmentModel(dir, rec.Started.Model))
 	if err != nil {
 		return err
 	}
@@ -67,10 +67,27 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		after = last.Seq
 	}
 	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger}, Sandbox: *sbx}
-	stop := out.startProgress(ctx, dir, after, stderr)
+	ctx, stop := out.startProgress(ctx, dir, after, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, after, stderr)
 	s, err := run.Resume(ctx, dir, rc)
 	stop(s.RunID != "")
 	stopTelemetry(s.RunID != "")
 	return out.finish(s, err, stdout, stderr)
+}
+
+// segmentModel is the model the run's latest segment called: the last
+// resume's (a --base-url given then holds), else run_started's.
+func segmentModel(dir string, started record.ModelSettings) record.ModelSettings {
+	c, err := record.Read(dir)
+	if err != nil {
+		return started
+	}
+	m := started
+	for _, e := range c.Events {
+		var r record.Resumed
+		if e.Type == record.TypeResumed && e.Decode(&r) == nil && r.Model != nil {
+			m = *r.Model
+		}
+	}
+	return m
 }

@@ -87,6 +87,11 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&s.Team.Synthesis, "synthesis", d.Team.Synthesis, "team: on|off: a writer writes the .md deliverables from the claim–evidence graph after finish")
 	durationFlag(fs, &s.Team.SubTimeout, "sub-timeout", d.Team.SubTimeout, "team: wall-clock limit per subagent, e.g. 10m (0: none)")
 	fs.Var(&ignoreFlag{&s.Team.MergeIgnore}, "merge-ignore", "team: comma-separated patterns of files a subagent's merge leaves out of /workspace (a name matches at any depth; \"none\" merges everything)")
+	fs.choices("sandbox", "auto", "bwrap", "native", "none")
+	fs.choices("mode", run.ModeReact, run.ModeTeam)
+	fs.choices("isolation", "per-agent", "shared")
+	fs.choices("effort", "adaptive", "off")
+	fs.choices("synthesis", run.SynthesisOn, run.SynthesisOff)
 	fs.BoolVar(&s.RequireFinish, "require-finish", d.RequireFinish, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
 }
 
@@ -146,7 +151,7 @@ func (f *runFlags) applyContract(set map[string]bool, c *contract.Contract) {
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "[flags] OBJECTIVE   (or --task task.yaml)", stdout, stderr)
+	fs := newFlagSet("run", "[flags] OBJECTIVE   (or - to read it from standard input; or --task task.yaml)", stdout, stderr)
 	var f runFlags
 	f.register(fs)
 	pos, err := fs.parse(joinNetwork(args))
@@ -158,6 +163,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
+	if len(pos) == 1 && pos[0] == "-" {
+		if objective, err = readObjective(stdin(ctx)); err != nil {
+			return err
+		}
+	}
 	var c *contract.Contract
 	var w *world.World
 	switch {
@@ -206,12 +216,29 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if cfg.Team.EffortBudget == 0 {
 		cfg.Team.EffortBudget = -1 // --effort-budget 0: no budget (the record's 0 means the default)
 	}
-	stop := f.out.startProgress(ctx, dir, 0, stderr)
+	ctx, stop := f.out.startProgress(ctx, dir, 0, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, 0, stderr)
 	s, err := run.Execute(ctx, cfg)
 	stop(s.RunID != "")
 	stopTelemetry(s.RunID != "")
 	return f.out.finish(s, err, stdout, stderr)
+}
+
+// maxObjective bounds an objective read from standard input.
+const maxObjective = 1 << 20
+
+// readObjective reads `apodex run -`'s objective from standard input.
+func readObjective(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxObjective+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("read the objective from standard input: %w", err)
+	case len(b) > maxObjective:
+		return "", usagef("the objective on standard input is over %d bytes; put the material in a file under --inputs and say what to do with it", maxObjective)
+	case strings.TrimSpace(string(b)) == "":
+		return "", usagef("run -: standard input held no objective; pipe one in (echo \"Sum the column\" | apodex run -) or give it as the argument")
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // finish prints a run's outcome (the summary, or JSON) and turns it into
@@ -308,6 +335,8 @@ func (f *ignoreFlag) Set(s string) error {
 	*f.p = out
 	return nil
 }
+
+func (f *ignoreFlag) placeholder() string { return "LIST" }
 
 func (f *ignoreFlag) String() string {
 	switch {

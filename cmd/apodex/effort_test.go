@@ -171,6 +171,7 @@ func TestEffortWaveEndToEnd(t *testing.T) {
 	if len(g.Claims) != 6 {
 		t.Errorf("claims: %d; want 2 reported and 4 from investigators", len(g.Claims))
 	}
+	proofreadTools(t, srv) // the investigators' and the verifier's tools too
 }
 
 // A second wave goes only to the claim still unsettled (the settled one is

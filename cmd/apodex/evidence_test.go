@@ -108,6 +108,7 @@ func TestEvidenceFromOutside(t *testing.T) {
 	// A deliverable whose quote matches its cited evidence passes.
 	srv := play(answer("relit on 2 May 1946 by the volunteer crew", "DOC"))
 	code, out, errOut := cli(t, append(openaiArgs(home, srv), "--task", task, "--inputs", inputs, "--json")...)
+	defer proofreadTools(t, srv) // search and fetch with a corpus
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -181,7 +182,7 @@ func TestFetchURLFromOutside(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{nil, "start the run with --network"},
+		{nil, `unknown tool "fetch"`}, // neither a corpus nor the network: fetch is not offered
 		{[]string{"--network"}, "pass --fetch-private"},
 		{[]string{"--network", "--fetch-private"}, "suspended until the storm season ends"},
 	} {

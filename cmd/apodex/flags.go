@@ -24,19 +24,98 @@ type flagSet struct {
 	*flag.FlagSet
 	stdout, stderr io.Writer
 	help           func() // prints the help on stdout
+	// metas are placeholders set by choices and meta: what the help shows
+	// after the flag's name, and what completion offers for its value.
+	metas map[string]string
 }
 
 func newFlagSet(name, synopsis string, stdout, stderr io.Writer) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet("apodex "+name, flag.ContinueOnError), stdout: stdout, stderr: stderr}
+	fs := &flagSet{FlagSet: flag.NewFlagSet("apodex "+name, flag.ContinueOnError), stdout: stdout, stderr: stderr, metas: map[string]string{}}
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // the flag package calls it on every error too; help is printed by parse
 	fs.help = func() {
-		fmt.Fprintf(stdout, "Usage: apodex %s %s\n\nFlags:\n", name, synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		fmt.Fprintf(stdout, "Usage: apodex %s %s\n", name, synopsis)
+		if n := countFlags(fs.FlagSet); n > 0 {
+			fmt.Fprint(stdout, "\nFlags:\n")
+			fs.printFlags(stdout)
+		}
 	}
 	return fs
+}
+
+// choices names the values flag name takes (its help shows a|b|c, and
+// completion offers them).
+func (fs *flagSet) choices(name string, values ...string) {
+	fs.metas[name] = strings.Join(values, "|")
+}
+
+// meta sets the placeholder of flag name's value (DIR, FILE, RUN, …).
+func (fs *flagSet) meta(name, placeholder string) { fs.metas[name] = placeholder }
+
+// namePlaceholders are the placeholders of flags by name, where the type
+// alone says too little (a string): completion reads them too (DIR and
+// FILE complete paths, RUN run ids, WORLD world ids, EVAL eval ids).
+var namePlaceholders = map[string]string{
+	"home": "DIR", "inputs": "DIR", "corpus": "DIR", "out": "PATH",
+	"task": "FILE", "script": "FILE", "gold": "FILE", "report": "FILE", "plot": "FILE",
+	"base-url": "URL", "addr": "HOST:PORT", "token": "TOKEN",
+	"model": "NAME", "profile": "NAME", "judge-model": "NAME", "mapper-model": "NAME", "reviewer-model": "NAME", "arbiter-model": "NAME",
+	"world": "WORLD", "follow": "EVAL", "eval": "EVAL", "agent": "AGENT", "update": "ID", "withdraw": "ID",
+	"note": "TEXT", "budget": "KEY=VALUE", "drop": "LIST", "min-grade": "N",
+	"log-level": "debug|info|warn|error", "provider": "openai|anthropic|scripted",
+}
+
+// placeholder is what the help shows after --name: nothing for a switch,
+// else the value's form.
+func (fs *flagSet) placeholder(f *flag.Flag) string {
+	if p, ok := fs.metas[f.Name]; ok {
+		return p
+	}
+	if p, ok := f.Value.(interface{ placeholder() string }); ok {
+		return p.placeholder()
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return ""
+	}
+	if p, ok := namePlaceholders[f.Name]; ok {
+		return p
+	}
+	switch fmt.Sprintf("%T", f.Value) {
+	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
+		return "N"
+	case "*flag.float64Value":
+		return "NUMBER"
+	}
+	return "VALUE"
+}
+
+// printFlags prints every flag as "--name PLACEHOLDER", its usage below
+// it and a default that is not the zero value. The usage is printed as
+// written (the flag package's would take a `quoted` phrase as the
+// placeholder: "-world apodex worlds list").
+func (fs *flagSet) printFlags(w io.Writer) {
+	fs.VisitAll(func(f *flag.Flag) {
+		head := "  --" + f.Name
+		if p := fs.placeholder(f); p != "" {
+			head += " " + p
+		}
+		fmt.Fprintln(w, head)
+		usage := f.Usage
+		switch f.DefValue {
+		case "", "0", "false", "0s", "[]":
+		default:
+			usage += " (default " + f.DefValue + ")"
+		}
+		for _, l := range strings.Split(usage, "\n") {
+			fmt.Fprintf(w, "        %s\n", l)
+		}
+	})
+}
+
+func countFlags(fs *flag.FlagSet) int {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n
 }
 
 // parse parses flags that may come before or after positional arguments
@@ -151,9 +230,23 @@ func (d durationValue[D]) Set(s string) error {
 
 func (d durationValue[D]) String() string {
 	if d.p == nil {
-		return time.Duration(0).String()
+		return "0s"
 	}
-	return time.Duration(*d.p).String()
+	return formatDuration(time.Duration(*d.p))
+}
+
+func (durationValue[D]) placeholder() string { return "DURATION" }
+
+// formatDuration is d as people write it: 2m, 1h30m, 90s (not 2m0s).
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // parseDuration reads "5m", "90s", "1h30m"; a bare 0 is zero.
@@ -187,22 +280,33 @@ func (v *sizeValue) Set(s string) error {
 
 func (v *sizeValue) String() string { return formatSize(int64(*v)) }
 
+func (*sizeValue) placeholder() string { return "SIZE" }
+
 var sizeUnits = []struct {
 	suffix string
 	mult   int64
 }{
 	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
 	{"kb", 1000}, {"mb", 1000 * 1000}, {"gb", 1000 * 1000 * 1000}, {"tb", 1000 * 1000 * 1000 * 1000},
-	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1}, {"", 1},
+	{"bytes", 1}, {"byte", 1},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1},
 }
 
 // sizeNumber is the number part of a size: digits, maybe a fraction.
 var sizeNumber = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
-// parseSize reads a byte count with an optional unit (binary: KiB, MiB,
-// GiB, and k, m, g as their short forms; decimal: kB, MB, GB).
+// errSize names the form a size takes.
+var errSize = errors.New("use a size with a unit, like 256MiB, 1GiB or 512k (a number of bytes says so: 4096B or \"4096 bytes\")")
+
+// parseSize reads a byte count with its unit (binary: KiB, MiB, GiB, and
+// k, m, g as their short forms; decimal: kB, MB, GB; B or bytes). A bare
+// number is refused (--scratch-quota 5 meant 5 bytes without a word), but
+// for 0, which is the same in every unit.
 func parseSize(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "0" {
+		return 0, nil
+	}
 	for _, u := range sizeUnits {
 		num, ok := strings.CutSuffix(t, u.suffix)
 		if !ok {
@@ -218,7 +322,7 @@ func parseSize(s string) (int64, error) {
 		}
 		return int64(f * float64(u.mult)), nil
 	}
-	return 0, fmt.Errorf("use a size like 256MiB, 1GiB, 512k or a number of bytes")
+	return 0, errSize
 }
 
 // formatSize prints n in the largest binary unit that divides it.
@@ -231,5 +335,8 @@ func formatSize(n int64) string {
 			return fmt.Sprintf("%d%s", n/u.m, u.s)
 		}
 	}
-	return strconv.FormatInt(n, 10)
+	if n == 0 {
+		return "0"
+	}
+	return strconv.FormatInt(n, 10) + "B"
 }

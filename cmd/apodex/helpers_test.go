@@ -25,6 +25,14 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
+// cliIn is cli with in as standard input.
+func cliIn(t *testing.T, in string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(WithStdin(context.Background(), strings.NewReader(in)), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
 // openaiArgs are the flags that point a run at srv.
 func openaiArgs(home string, srv *llmtest.Server) []string {
 	return []string{"run", "--home", home, "--provider", "openai", "--base-url", srv.URL, "--model", "m"}

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
 )
 
 // `apodex log` of the demo shows the assistant's words, the awk command
@@ -51,9 +54,13 @@ func TestLogOfTheDemo(t *testing.T) {
 	if kinds["assistant"] != 7 || kinds["tool_call"] != 8 || kinds["tool_result"] != 8 || kinds["delivery"] != 1 || kinds["run_finished"] != 1 {
 		t.Errorf("entry kinds %v", kinds)
 	}
-	code, out, _ = cli(t, "log", "--home", home, "--agent", "nobody", id)
-	if code != 0 || strings.Contains(out, "assistant") {
-		t.Errorf("--agent nobody: exit %d\n%s", code, out)
+	// An agent the run does not have is a usage error naming those it has.
+	code, out, errOut = cli(t, "log", "--home", home, "--agent", "nobody", id)
+	if code != 2 || out != "" || !strings.Contains(errOut, `has no agent "nobody"; its agents: main`) {
+		t.Errorf("--agent nobody: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := cli(t, "log", "--home", home, "--agent", "main", id); code != 0 || !strings.Contains(out, "── main") {
+		t.Errorf("--agent main: exit %d\n%s", code, out)
 	}
 }
 
@@ -224,5 +231,78 @@ func TestDebugLog(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(decodeSummary(t, out).RunDir, LogFile))
 	if err != nil || !strings.Contains(string(b), `"msg":"run started"`) || !strings.Contains(string(b), `"msg":"model response"`) {
 		t.Errorf("debug log: %v\n%s", err, b)
+	}
+}
+
+// copyTree copies a run directory as it is at this moment: a copy of a
+// live run is a run whose process died at this point (nobody holds its lock).
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(dst, b, 0o644)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// After a crash and a resume, log reads like a transcript: the call the
+// stop cut off shows "interrupted" under its agent, and the resume is a
+// note in place in the agent's section, before the turns that followed it
+// (not at the end). Before the resume the cut call shows interrupted too.
+func TestLogAfterAResume(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home := t.TempDir()
+	first := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		if n == 0 {
+			return calls(bash("sleep 30; echo never"))
+		}
+		return calls(finish("cancelled anyway"))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() { done <- Run(ctx, append(openaiArgs(home, first), "--quiet", "sleep"), io.Discard, io.Discard) }()
+	var src string
+	waitFor(t, func() bool {
+		if src == "" {
+			src, _ = findRun(home, "latest")
+		}
+		return src != "" && strings.Contains(fileContent(t, filepath.Join(src, record.EventsFile)), `"type":"tool_call"`)
+	})
+	dead := filepath.Join(home, "runs", "29991231-235959-dead00")
+	copyTree(t, src, dead)
+	cancel()
+	<-done
+
+	_, before, _ := cli(t, "log", "--home", home, "29991231-235959-dead00")
+	if !strings.Contains(before, "▸ bash $ sleep 30; echo never\n    interrupted bash\n    │ interrupted: the process stopped while this call ran; `apodex resume` continues the run") {
+		t.Errorf("log of the stopped run does not show the cut call as interrupted:\n%s", before)
+	}
+	second := llmtest.NewOpenAI(t, llmtest.Script(llmtest.Turn{Content: "The sleep was cut off; finishing.", Calls: []llm.ToolCall{finish("resumed and done")}}))
+	if code, out, errOut := cli(t, "resume", "--home", home, "--base-url", second.URL, "--quiet", "29991231-235959-dead00"); code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+	}
+	_, after, _ := cli(t, "log", "--home", home, "29991231-235959-dead00")
+	want := regexp.MustCompile(`(?s)▸ bash \$ sleep 30; echo never\n    interrupted bash\n    │ interrupted: the process stopped while this call ran \(it may or may not have taken effect\); the agent was told so when the run resumed\nresumed after event \d+: the process stopped without finishing.*\nassistant \(turn 2\): The sleep was cut off; finishing\.`)
+	if !want.MatchString(after) {
+		t.Errorf("log after the resume: want the interrupted call, then the resume, then turn 2, in main's section:\n%s", after)
+	}
+	if i, j := strings.Index(after, "resumed after event"), strings.Index(after, "finished "); i < 0 || j < i || strings.Count(after, "resumed after event") != 1 {
+		t.Errorf("the resume note is not in place (once, before the end):\n%s", after)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -35,7 +36,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := Run(WithStdin(ctx, os.Stdin), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	atExit()
 	os.Exit(code)
@@ -43,6 +44,23 @@ func main() {
 
 // atExit runs just before the process exits (a profiling build sets it).
 var atExit = func() {}
+
+type stdinKey struct{}
+
+// WithStdin gives the commands that read standard input (run -, attach)
+// r as it: main passes the process's, a test its own. Without it they
+// read nothing.
+func WithStdin(ctx context.Context, r io.Reader) context.Context {
+	return context.WithValue(ctx, stdinKey{}, r)
+}
+
+// stdin is the standard input WithStdin gave ctx, else an empty one.
+func stdin(ctx context.Context) io.Reader {
+	if r, ok := ctx.Value(stdinKey{}).(io.Reader); ok && r != nil {
+		return r
+	}
+	return strings.NewReader("")
+}
 
 // Exit codes.
 const (
@@ -62,7 +80,9 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run an agent on an objective", cmdRun},
-		{"runs", "list runs", cmdRuns},
+		{"runs", "list runs (eval rollouts with --all); filter by --status, --kind, --since, --eval", cmdRuns},
+		{"rm", "remove runs: each run's directory (a live run is refused)", cmdRm},
+		{"prune", "remove the runs older than an age: prune --older-than 30d [--keep-failed] (live runs are kept)", cmdPrune},
 		{"show", "summarize one run from its record", cmdShow},
 		{"log", "the transcript of a run: assistant text, tool calls and output, messages, controls, delivery", cmdLog},
 		{"board", "print a team run's task board and assignments", cmdBoard},
@@ -75,6 +95,7 @@ func commands() []command {
 		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", cmdReview},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
+		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", cmdAttach},
 		{"messages", "list a run's messages and their state", cmdMessages},
 		{"serve", "serve the HTTP API and a live page of the runs: board, timeline, files, evidence, interventions", cmdServe},
 		{"status", "a run's progress, from its board and record", cmdStatus},
@@ -103,6 +124,11 @@ func legacy(f func(context.Context, []string, io.Writer, io.Writer) int) func(co
 
 // Run is the whole CLI; main only adds the process around it.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	globals, args, err := leadingGlobals(args)
+	if err != nil {
+		fmt.Fprintf(termtext.NewWriter(stderr), "apodex: %v\n", err)
+		return exitUsage
+	}
 	if len(args) == 0 {
 		usage(stdout)
 		return exitUsage
@@ -116,17 +142,90 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name = "version"
 	}
 	stdout, stderr = termtext.NewWriter(stdout), termtext.NewWriter(stderr)
+	if name == "__complete" { // the completion scripts' helper; not a command people type
+		cmdComplete(args[1:], stdout)
+		return exitOK
+	}
 	c, ok := lookup(name)
-	if !ok {
+	switch {
+	case !ok && strings.HasPrefix(name, "-"):
+		fmt.Fprintf(stderr, "apodex: %s before the command: only --home, --profile and --log-level may come before it; put the others after the command\n", name)
+		return exitUsage
+	case !ok:
 		fmt.Fprintf(stderr, "apodex: unknown command %q; run `apodex --help` for the list\n", name)
 		return exitUsage
 	}
-	err := c.run(ctx, args[1:], stdout, stderr)
+	rest := args[1:]
+	if len(globals) > 0 {
+		if err := takesGlobals(c, rest, globals); err != nil {
+			fmt.Fprintf(stderr, "apodex %s: %v\n", c.name, err)
+			return exitUsage
+		}
+		// After the subcommand and the arguments (flags may follow them),
+		// before a "--" that ends the flags.
+		at := slices.Index(rest, "--")
+		if at < 0 {
+			at = len(rest)
+		}
+		rest = slices.Concat(rest[:at], globals, rest[at:])
+	}
+	err = c.run(ctx, rest, stdout, stderr)
 	code := codeOf(err)
 	if msg := errorLine(err); msg != "" {
 		fmt.Fprintf(stderr, "apodex %s: %s\n", c.name, msg)
 	}
 	return code
+}
+
+// globalFlags may come before the command (apodex --home H log RUN): they
+// are handed to the command as its own flags.
+var globalFlags = []string{"home", "profile", "log-level"}
+
+// leadingGlobals takes the global flags before the command off args, as
+// "--name=value" for the command.
+func leadingGlobals(args []string) (globals, rest []string, err error) {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		if !slices.Contains(globalFlags, name) {
+			if len(globals) == 0 && slices.Contains([]string{"-h", "--help", "--version"}, args[0]) { // Run's own
+				return nil, args, nil
+			}
+			return nil, nil, usagef("%s before the command: only --home, --profile and --log-level may come before it; put the others after the command", args[0])
+		}
+		args = args[1:]
+		if !hasValue {
+			if len(args) == 0 {
+				return nil, nil, usagef("--%s needs a value", name)
+			}
+			value, args = args[0], args[1:]
+		}
+		globals = append(globals, "--"+name+"="+value)
+	}
+	return globals, args, nil
+}
+
+// takesGlobals refuses a global flag the command does not have, naming
+// the commands that do.
+func takesGlobals(c command, args, globals []string) error {
+	sub := ""
+	if len(args) > 0 && slices.Contains(subcommands[c.name], args[0]) {
+		sub = args[0]
+	}
+	has := flagsOf(c, sub)
+	for _, g := range globals {
+		name, _, _ := strings.Cut(g, "=")
+		if slices.Contains(has, name) {
+			continue
+		}
+		var which []string
+		for _, o := range commands() {
+			if slices.Contains(flagsOf(o, ""), name) {
+				which = append(which, o.name)
+			}
+		}
+		return usagef("%s does not apply to `apodex %s` (it does to: %s)", name, strings.TrimSpace(c.name+" "+sub), strings.Join(which, ", "))
+	}
+	return nil
 }
 
 func lookup(name string) (command, bool) {
@@ -182,7 +281,7 @@ func errorLine(err error) string {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "apodex: an agent runtime that turns an objective into files, with a replayable record.")
-	fmt.Fprintln(w, "\nUsage: apodex COMMAND [flags] [args]\n\nCommands:")
+	fmt.Fprintln(w, "\nUsage: apodex COMMAND [flags] [args]   (--home, --profile and --log-level may also come before COMMAND)\n\nCommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
@@ -197,7 +296,11 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		usage(stdout)
 		return nil
 	}
-	c, ok := lookup(args[0])
+	name := args[0]
+	if name == "-h" || name == "-help" || name == "--help" {
+		name = "help"
+	}
+	c, ok := lookup(name)
 	if !ok {
 		return usagef("unknown command %q; run `apodex --help` for the list", args[0])
 	}

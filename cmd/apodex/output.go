@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runlog"
@@ -24,7 +25,7 @@ type outputFlags struct {
 func (o *outputFlags) register(fs *flagSet) {
 	fs.BoolVar(&o.json, "json", false, "print a JSON summary on stdout")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
-	fs.BoolVar(&o.verbose, "verbose", false, "more progress: tool calls as they start, observations, board changes, delivery rows")
+	fs.BoolVar(&o.verbose, "verbose", false, "more progress: commands' whole output (up to 200 lines), observations, board changes, leases, delivery rows")
 	fs.StringVar(&o.logLevel, "log-level", "", "write a log at this level (debug, info, warn, error) to apodex.log in the run directory")
 }
 
@@ -59,13 +60,20 @@ func (o *outputFlags) logger(dir string) (*slog.Logger, func()) {
 }
 
 // startProgress prints the run's progress on w in the background
-// (progress.Start), unless --quiet.
-func (o *outputFlags) startProgress(ctx context.Context, dir string, after int64, w io.Writer) (stop func(started bool)) {
+// (progress.Printer.Start), unless --quiet. On a terminal it draws a status
+// line (the model calls in flight) and shows the text the model streams:
+// the returned context carries the printer as the clients' llm.TextSink.
+func (o *outputFlags) startProgress(ctx context.Context, dir string, after int64, w io.Writer) (context.Context, func(started bool)) {
 	if o.quiet {
-		return func(bool) {}
+		return ctx, func(bool) {}
 	}
+	live := progress.Terminal(w)
 	// progress cleans what it prints and colours it: it writes raw.
-	return progress.Start(ctx, dir, after, termtext.Raw(w), progress.Options{Verbose: o.verbose, Style: transcript.Style{Color: progress.Colour(w)}})
+	p := progress.New(termtext.Raw(w), progress.Options{Verbose: o.verbose, Style: transcript.Style{Color: progress.Colour(w)}, Live: live})
+	if live {
+		ctx = llm.WithTextSink(ctx, p.Delta)
+	}
+	return ctx, p.Start(ctx, dir, after)
 }
 
 // writeJSON prints v as indented JSON, exactly: JSON escapes controls itself.

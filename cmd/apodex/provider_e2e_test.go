@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -236,5 +237,10 @@ func TestProviderRefusalEndsAndResumes(t *testing.T) {
 	resumed = decodeAll[record.Resumed](t, runtest.Events(t, s.RunDir), record.TypeResumed)
 	if len(resumed) != 1 || !strings.Contains(resumed[0].Reason, "model_error") {
 		t.Fatalf("resumed events %+v", resumed)
+	}
+	// show names the endpoint of each segment: the old one, then the new.
+	_, shown, _ := cli(t, "show", "--home", home, filepath.Base(s.RunDir))
+	if !strings.Contains(shown, "model:       openai m "+bad.URL+"\n") || !regexpLine(shown, `^resumed:     after event \d+: openai m `+regexp.QuoteMeta(good.URL)+` \(the run ended with model_error`) {
+		t.Errorf("show does not name each segment's endpoint (%s, then %s):\n%s", bad.URL, good.URL, shown)
 	}
 }

@@ -380,7 +380,7 @@ func TestPublishScratch(t *testing.T) {
 		calls(bash("echo held > /outputs/scratch/holder.txt && cat /outputs/scratch/notes.txt > /outputs/report.md")),
 		calls(finish("done")),
 	))
-	s := peRun(t, 0, append(openaiArgs(home, srv), "--scratch-quota", "4096", "use scratch")...)
+	s := peRun(t, 0, append(openaiArgs(home, srv), "--scratch-quota", "4096B", "use scratch")...)
 	reqs := srv.Requests()
 	if len(reqs) != 9 {
 		t.Fatalf("%d requests, want 9", len(reqs))

@@ -38,6 +38,8 @@ type networkFlag struct{ on, host *bool }
 
 func (n *networkFlag) IsBoolFlag() bool { return true }
 
+func (n *networkFlag) placeholder() string { return "[host]" }
+
 func (n *networkFlag) String() string {
 	switch {
 	case n.on == nil || !*n.on:
@@ -85,6 +87,7 @@ func joinNetwork(args []string) []string {
 // record's commands in the sandbox the record names, and only none, the
 // user's explicit consent, changes that.
 func sandboxOverride(fs *flagSet, verb string) *string {
+	defer fs.choices("sandbox", "none")
 	return fs.String("sandbox", "", "none: "+verb+" without isolation, running the record's commands on this machine as they are (needed for a run recorded with --sandbox none; default: the sandbox the run recorded, and a run recorded without one is refused)")
 }
 

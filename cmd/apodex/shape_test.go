@@ -28,8 +28,37 @@ func TestHelpCommandMatchesFlagHelp(t *testing.T) {
 			}
 		})
 	}
+	for _, args := range [][]string{{"help", "--help"}, {"help", "-h"}, {"help", "help"}} {
+		if code, out, errOut := cli(t, args...); code != 0 || !strings.Contains(out, "Usage: apodex help COMMAND") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
 	if code, _, errOut := cli(t, "help", "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
 		t.Errorf("help of an unknown command: exit %d %s", code, errOut)
+	}
+}
+
+// Every command's help names each flag as --name and its value's form
+// (DIR, N, a|b|c), never a phrase the flag package took from a quoted
+// `apodex worlds list` in the usage ("-world apodex worlds list").
+func TestHelpFlagLines(t *testing.T) {
+	line := regexp.MustCompile(`^  --[a-z][a-z0-9-]*( (\[host\]|[A-Z][A-Z:=_|]*|[a-z0-9_-]+(\|[a-z0-9_-]+)*))?$`)
+	for _, c := range commands() {
+		_, out, _ := cli(t, c.name, "--help")
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "  -") && !line.MatchString(l) {
+				t.Errorf("apodex %s --help: flag line %q", c.name, l)
+			}
+		}
+		if strings.Contains(out, "\n  -world") || strings.Contains(out, "--world apodex") {
+			t.Errorf("apodex %s --help shows the usage's quoted phrase as a placeholder:\n%s", c.name, out)
+		}
+	}
+	_, out, _ := cli(t, "run", "--help")
+	for _, want := range []string{"  --world WORLD\n", "  --mode react|team\n", "  --scratch-quota SIZE\n", "  --network [host]\n", "(default 2m)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run --help lacks %q", want)
+		}
 	}
 }
 
@@ -44,6 +73,7 @@ func TestBadFlagsAreOneLine(t *testing.T) {
 		{[]string{"run", "--bogus", "x"}, []string{"-bogus", "apodex run --help"}},
 		{[]string{"run", "--timeout", "5", "x"}, []string{"-timeout", "5m"}},
 		{[]string{"run", "--scratch-quota", "lots", "x"}, []string{"-scratch-quota", "256MiB"}},
+		{[]string{"run", "--scratch-quota", "5", "x"}, []string{"-scratch-quota", "4096B"}},
 		{[]string{"show", "--nope", "latest"}, []string{"-nope"}},
 		{[]string{"runs", "--status", "sleeping"}, []string{"running, stopped, completed, failed or awaiting_review"}},
 		{[]string{"run", "--quiet", "--verbose", "--provider", "scripted", "x"}, []string{"--quiet and --verbose"}},
@@ -61,13 +91,14 @@ func TestBadFlagsAreOneLine(t *testing.T) {
 }
 
 func TestUnits(t *testing.T) {
-	sizes := map[string]int64{"256MiB": 256 << 20, "1GiB": 1 << 30, "512k": 512 << 10, "1048576": 1 << 20, "2MB": 2_000_000, "0": 0}
+	sizes := map[string]int64{"256MiB": 256 << 20, "1GiB": 1 << 30, "512k": 512 << 10, "1048576B": 1 << 20, "4096 bytes": 4096, "1 byte": 1, "2MB": 2_000_000, "0": 0}
 	for in, want := range sizes {
 		if got, err := parseSize(in); err != nil || got != want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "MiB", "-1k", "12 parsecs", "nan", "inf", "1e3", "99999999999TiB"} {
+	// A bare number is refused: --scratch-quota 5 silently meant 5 bytes.
+	for _, bad := range []string{"", "5", "1048576", "MiB", "-1k", "12 parsecs", "nan", "inf", "1e3", "99999999999TiB"} {
 		if _, err := parseSize(bad); err == nil {
 			t.Errorf("parseSize(%q) accepted", bad)
 		}
@@ -176,18 +207,6 @@ func copyRunWithoutEnd(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(filepath.Join(to, "events.jsonl"), []byte(strings.Join(lines[:len(lines)-1], "")), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestCompletion(t *testing.T) {
-	for _, sh := range []string{"bash", "zsh", "fish"} {
-		code, out, errOut := cli(t, "completion", sh)
-		if code != 0 || !strings.Contains(out, "apodex") || !strings.Contains(out, "log") || !strings.Contains(out, "-max-turns") {
-			t.Errorf("completion %s: exit %d %s\n%s", sh, code, errOut, out)
-		}
-	}
-	if code, _, _ := cli(t, "completion", "tcsh"); code != 2 {
-		t.Errorf("completion tcsh: exit %d", code)
 	}
 }
 

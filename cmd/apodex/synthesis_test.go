@@ -145,6 +145,7 @@ func TestSynthesisWriterEndToEnd(t *testing.T) {
 	if k := ledgerOf(t, home, dir)["K1"]; !k.LoadBearing || !slices.Contains(k.Bears, "cited by /outputs/report.md") {
 		t.Errorf("K1 %+v; want load-bearing, cited by /outputs/report.md", k)
 	}
+	proofreadTools(t, srv) // the lead's, the subagents', the verifier's and the writer's tools
 }
 
 // A refuted claim cited as support fails delivery with the line.

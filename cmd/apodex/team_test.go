@@ -240,6 +240,7 @@ echo 3 > /workspace/left.txt`)),
 		t.Errorf("board: exit %d\n%s%s", code, out, errOut)
 	}
 	noCrashText(t, stdout, stderr, out, errOut)
+	proofreadTools(t, srv) // the lead's and the subagents' tools
 }
 
 type teamResult struct {

@@ -14,7 +14,8 @@ func TestBudgetSandboxLimits(t *testing.T) {
 	if b := c.Budget; b.MemLimit != 256<<20 || b.PidsLimit != 64 || b.TmpSize != 16<<20 || b.WorkspaceQuota != 2<<30 {
 		t.Errorf("budget %+v", b)
 	}
-	for _, bad := range []string{"mem_limit: lots", "tmp_size: 0", "pids_limit: many"} {
+	// A bare number would be bytes without saying so: refused.
+	for _, bad := range []string{"mem_limit: lots", "tmp_size: 0", "pids_limit: many", "mem_limit: 268435456", "workspace_quota: 5"} {
 		if _, err := Parse([]byte("objective: x\nbudget: {"+bad+"}\n"), t.TempDir()); err == nil || !strings.Contains(err.Error(), "budget.") {
 			t.Errorf("%s: %v", bad, err)
 		}

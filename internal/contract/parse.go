@@ -188,6 +188,10 @@ func (p *parser) budget(n *yaml.Node, b *Budget) {
 				p.fail(v, "budget.%s: want a positive size such as 256MiB or 4GiB, got %s", f.key, describe(v))
 				continue
 			}
+			if strings.TrimRight(strings.TrimSpace(v.Value), "0123456789.") == "" { // 5 would silently be 5 bytes
+				p.fail(v, "budget.%s: a size needs its unit, such as 256MiB or 4GiB (bytes say so: %sB), got %s", f.key, strings.TrimSpace(v.Value), describe(v))
+				continue
+			}
 			*f.dst = n
 		}
 	}

@@ -410,3 +410,31 @@ func cleanupStarted(home, dir string) {
 		}
 	}
 }
+
+// RolloutRuns maps the run id of every rollout of every eval under home to
+// its eval id (from each eval's started.jsonl and results.jsonl), so that
+// run listings can tell rollouts from runs people started.
+func RolloutRuns(home string) map[string]string {
+	out := map[string]string{}
+	evals, _ := os.ReadDir(filepath.Join(home, "evals"))
+	for _, e := range evals {
+		if !e.IsDir() {
+			continue
+		}
+		for _, f := range []string{startedFile, ResultsFile} {
+			raw, err := os.ReadFile(filepath.Join(Dir(home, e.Name()), f))
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(raw), "\n") {
+				var s struct {
+					RunID string `json:"run_id"`
+				}
+				if json.Unmarshal([]byte(l), &s) == nil && s.RunID != "" {
+					out[s.RunID] = e.Name()
+				}
+			}
+		}
+	}
+	return out
+}

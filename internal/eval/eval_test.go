@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"image/png"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -344,5 +345,25 @@ func TestScriptedInterventionIsDeliveredAndJudged(t *testing.T) {
 	}
 	if v := got["none"]; v != nil {
 		t.Errorf("no intervention scheduled: %v, want null", *v)
+	}
+}
+
+func TestRolloutRuns(t *testing.T) {
+	home := t.TempDir()
+	for id, files := range map[string]map[string]string{
+		"e-1": {startedFile: `{"world":"w","config":"c","rollout":0,"run_id":"r1"}` + "\n" + `{"run_id":"r2"}` + "\n{torn", ResultsFile: `{"run_id":"r1","status":"completed"}` + "\n"},
+		"e-2": {ResultsFile: `{"run_id":"r3"}` + "\n"},
+	} {
+		os.MkdirAll(Dir(home, id), 0o755)
+		for f, text := range files {
+			os.WriteFile(filepath.Join(Dir(home, id), f), []byte(text), 0o644)
+		}
+	}
+	got := RolloutRuns(home)
+	if len(got) != 3 || got["r1"] != "e-1" || got["r2"] != "e-1" || got["r3"] != "e-2" {
+		t.Errorf("RolloutRuns = %v", got)
+	}
+	if len(RolloutRuns(t.TempDir())) != 0 {
+		t.Error("rollouts in an empty home")
 	}
 }

@@ -50,7 +50,7 @@ func TestFollowPrintsSteps(t *testing.T) {
 	for _, want := range []string{
 		"[1.0s 0 tok] main t1 retry: attempt 1 failed, retrying in 2s: HTTP 503",
 		"[3.0s 1.2k tok] main t1 Sum the column.\n",
-		"[4.0s 1.2k tok] main t1 bash $ awk 1 f → ok exit code: 0",
+		"[3.0s 1.2k tok] main t1 bash $ awk 1 f\n[4.0s 1.2k tok] main t1 bash → ok exit 0\n    │ more\n",
 		"user message (priority, M1 from -): hurry",
 		"control: pause: paused",
 		"[6.0s 1.2k tok] finished: completed",

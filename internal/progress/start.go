@@ -5,20 +5,74 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/apodex/apodex/internal/record"
 )
 
+// Follow prints the events of the run in dir after seq after, as they
+// land, until the run finishes or ctx ends (New, then Printer.Follow).
+func Follow(ctx context.Context, dir string, after int64, w io.Writer, opt Options) error {
+	return New(w, opt).Follow(ctx, dir, after)
+}
+
+// Follow prints the events of the run in dir after seq after, as they
+// land, until the run finishes or ctx ends; the events up to after still
+// count (the start time, the tokens so far). A ticker it owns beats Tick
+// once a second while it follows.
+func (p *Printer) Follow(ctx context.Context, dir string, after int64) error {
+	tctx, stopTicks := context.WithCancel(ctx)
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-tctx.Done():
+				return
+			case <-t.C:
+				p.Tick(p.opt.Now())
+			}
+		}
+	}()
+	defer func() {
+		stopTicks()
+		<-ticked
+		p.End()
+	}()
+	for e, err := range record.Follow(ctx, dir, 0) {
+		if err != nil {
+			return err
+		}
+		if e.Seq <= after {
+			p.mu.Lock()
+			p.note(e)
+			p.mu.Unlock()
+			continue
+		}
+		p.Event(e)
+	}
+	return nil
+}
+
 // Start prints the progress of the run in dir on w from its record, after
-// event after, in a goroutine it owns: stop(started) waits for the record's
-// end (at most a few seconds) when the run started, else ends it at once,
-// and returns when the goroutine has ended. Ctrl-C (ctx) does not end it:
-// the run records how it ended, and that is worth printing.
+// event after, in a goroutine it owns (New, then Printer.Start).
 func Start(ctx context.Context, dir string, after int64, w io.Writer, opt Options) (stop func(started bool)) {
+	return New(w, opt).Start(ctx, dir, after)
+}
+
+// Start follows the run in dir in a goroutine it owns: stop(started) waits
+// for the record's end (at most a few seconds) when the run started, else
+// ends it at once, and returns when the goroutine has ended. Ctrl-C (ctx)
+// does not end it: the run records how it ended, and that is worth
+// printing.
+func (p *Printer) Start(ctx context.Context, dir string, after int64) (stop func(started bool)) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	var err error
 	go func() {
 		defer close(done)
-		err = Follow(ctx, dir, after, w, opt)
+		err = p.Follow(ctx, dir, after)
 	}()
 	return func(started bool) {
 		if started {
@@ -30,7 +84,7 @@ func Start(ctx context.Context, dir string, after int64, w io.Writer, opt Option
 		cancel()
 		<-done
 		if err != nil && started { // a run that never started has no record to follow
-			fmt.Fprintf(w, "apodex: progress stopped: %v\n", err)
+			fmt.Fprintf(p.w, "apodex: progress stopped: %v\n", err)
 		}
 	}
 }

@@ -167,4 +167,7 @@ type Resumed struct {
 	RepairedTornTail bool                `json:"repaired_torn_tail"`
 	InFlight         map[string][]string `json:"in_flight"` // per agent, the calls cut off ("name id")
 	Reason           string              `json:"reason"`
+	// Model is the model this segment calls (--base-url, --model may point
+	// a resume elsewhere); absent in records from before it was recorded.
+	Model *ModelSettings `json:"model,omitempty"`
 }

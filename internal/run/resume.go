@@ -121,7 +121,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	}
 	log.Append(record.TypeResumed, "", record.Resumed{
 		AfterSeq: last, RepairedTornTail: repaired, InFlight: checkpoint.Stopped(agents),
-		Reason: reason,
+		Reason: reason, Model: &cfg.ModelInfo,
 	})
 	log.Sync()
 	if cfg.Progress != nil {

@@ -88,7 +88,7 @@ func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (
 	r, err := sandbox.New(kind)
 	if err != nil {
 		set.Kind = "unavailable"
-		return nil, set, &record.Warning{Code: "sandbox_unavailable", Message: err.Error() + "; bash calls will be refused"}
+		return nil, set, &record.Warning{Code: "sandbox_unavailable", Message: err.Error() + "; bash is not offered to the agents"}
 	}
 	set.Kind = sandbox.KindOf(r)
 	if set.Kind == sandbox.KindBwrap {

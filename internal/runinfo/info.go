@@ -20,26 +20,31 @@ type Info struct {
 	RunDir    string `json:"run_dir"`
 	Objective string `json:"objective"`
 	Mode      string `json:"mode,omitempty"` // react or team
-	Status    string `json:"status"`
+	// World is the stored world the run is a rollout of, if any.
+	World  string `json:"world,omitempty"`
+	Status string `json:"status"`
 	// Review is the decision on a run that awaited review.
-	Review      *record.Review         `json:"review,omitempty"`
-	Termination string                 `json:"termination_reason,omitempty"`
-	Summary     string                 `json:"summary,omitempty"`
-	Partial     string                 `json:"partial_result,omitempty"`
-	Error       string                 `json:"error,omitempty"`
-	Compactions []record.Compaction    `json:"compactions,omitempty"`
-	Model       record.ModelSettings   `json:"model"`
-	Sandbox     record.SandboxSettings `json:"sandbox"`
-	Started     time.Time              `json:"started"`
-	Finished    *time.Time             `json:"finished,omitempty"`
-	Usage       llm.Usage              `json:"usage"`
-	Turns       int                    `json:"turns"`
-	ToolCalls   int                    `json:"tool_calls"`
-	ToolErrors  int                    `json:"tool_errors"`
-	Events      int                    `json:"events"`
-	TornTail    bool                   `json:"torn_tail,omitempty"`
-	Warnings    []string               `json:"warnings,omitempty"`
-	Files       []record.FileEntry     `json:"files"`
+	Review      *record.Review       `json:"review,omitempty"`
+	Termination string               `json:"termination_reason,omitempty"`
+	Summary     string               `json:"summary,omitempty"`
+	Partial     string               `json:"partial_result,omitempty"`
+	Error       string               `json:"error,omitempty"`
+	Compactions []record.Compaction  `json:"compactions,omitempty"`
+	Model       record.ModelSettings `json:"model"`
+	// Resumes are the segments after the first: where each resume picked
+	// up, why, and the model it called (nil in older records: as before).
+	Resumes    []record.Resumed       `json:"resumes,omitempty"`
+	Sandbox    record.SandboxSettings `json:"sandbox"`
+	Started    time.Time              `json:"started"`
+	Finished   *time.Time             `json:"finished,omitempty"`
+	Usage      llm.Usage              `json:"usage"`
+	Turns      int                    `json:"turns"`
+	ToolCalls  int                    `json:"tool_calls"`
+	ToolErrors int                    `json:"tool_errors"`
+	Events     int                    `json:"events"`
+	TornTail   bool                   `json:"torn_tail,omitempty"`
+	Warnings   []string               `json:"warnings,omitempty"`
+	Files      []record.FileEntry     `json:"files"`
 	// FilesOmitted counts the files run_finished did not list.
 	FilesOmitted int        `json:"files_omitted,omitempty"`
 	Steps        []StepInfo `json:"steps"`
@@ -138,7 +143,11 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		ToolErrors: st.ToolErrors, Compactions: st.Compactions}
 	if rs := st.Started; rs != nil {
 		info.Objective, info.Model, info.Sandbox, info.Started = rs.Objective, rs.Model, rs.Sandbox, st.StartedAt
+		if w, ok := RecordedWorld(*rs); ok {
+			info.World = w.ID
+		}
 	}
+	info.Resumes = st.Resumes
 	for _, s := range st.Steps {
 		info.Steps = append(info.Steps, StepInfo(s))
 	}

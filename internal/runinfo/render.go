@@ -3,9 +3,12 @@ package runinfo
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/apodex/apodex/internal/record"
 )
 
 // Render writes info as the text `apodex show` prints: one labelled line
@@ -24,6 +27,8 @@ func Render(w io.Writer, info Info) {
 		fmt.Fprintf(w, "review:      pending: apodex review %s --approve|--reject --note TEXT\n", info.RunID)
 	}
 	fmt.Fprintf(w, "termination: %s\n", Dash(info.Termination))
+	fmt.Fprintf(w, "outputs:     %s\n", filepath.Join(info.RunDir, "outputs"))
+	fmt.Fprintf(w, "workspace:   %s\n", filepath.Join(info.RunDir, "workspace"))
 	if info.Trainable {
 		fmt.Fprintln(w, "trainable:   yes")
 	} else {
@@ -46,7 +51,14 @@ func Render(w io.Writer, info Info) {
 			fmt.Fprintf(w, "compaction:  tier %d, %d → %d tokens (window %d), %d evicted\n", c.Tier, c.TokensBefore, c.TokensAfter, c.Window, len(c.Evicted))
 		}
 	}
-	fmt.Fprintf(w, "model:       %s %s %s\n", info.Model.Provider, info.Model.Name, info.Model.BaseURL)
+	fmt.Fprintf(w, "model:       %s\n", modelLine(info.Model))
+	for _, r := range info.Resumes {
+		m := "the model as before"
+		if r.Model != nil {
+			m = modelLine(*r.Model)
+		}
+		fmt.Fprintf(w, "resumed:     after event %d: %s (%s)\n", r.AfterSeq, m, OneLine(r.Reason))
+	}
 	fmt.Fprintf(w, "sandbox:     %s (network %s)\n", info.Sandbox.Kind, onOff(info.Sandbox.Network))
 	reported := "reported"
 	if !info.Usage.Reported {
@@ -76,6 +88,11 @@ func Render(w io.Writer, info Info) {
 	if info.FilesOmitted > 0 {
 		fmt.Fprintf(w, "  … and %d more, not listed in the record\n", info.FilesOmitted)
 	}
+}
+
+// modelLine is a model as show prints it: provider, name, endpoint.
+func modelLine(m record.ModelSettings) string {
+	return strings.TrimSpace(strings.Join([]string{m.Provider, m.Name, m.BaseURL}, " "))
 }
 
 // renderAgents prints per-agent activity, times relative to the first

@@ -218,8 +218,8 @@ func (b *verdictBox) get() *Verdict {
 }
 
 type verdictArgs struct {
-	Verdict  string   `json:"verdict" desc:"supported, refuted, insufficient or format_violation."`
-	Location string   `json:"location,omitempty" desc:"file:line or evidence id where the problem is (empty if supported)."`
+	Verdict  string   `json:"verdict" desc:"One of supported, refuted, insufficient or format_violation."`
+	Location string   `json:"location,omitempty" desc:"Where the problem is: file:line or an evidence id (empty if supported)."`
 	Repair   string   `json:"repair,omitempty" desc:"What must change for the claim to hold (empty if supported)."`
 	Checks   []string `json:"checks" desc:"What you ran or read to decide, one entry each."`
 	Reason   string   `json:"reason,omitempty" desc:"One sentence: why."`

@@ -28,7 +28,7 @@ func bashTool(env Env) Tool {
 	if env.Outputs != nil {
 		planes = "/inputs is read-only there; /workspace, /outputs/scratch/ (shared, within a quota, never delivered; what a command writes there reaches the shared copy when the command ends) and /tmp are writable, and /tmp does not persist. /outputs is read-only unless you hold the publishing lease (claim_outputs); then changes to your declared paths are kept when the command ends, and anything else under /outputs is not."
 	}
-	where := "in the sandbox, in /workspace"
+	where := "in the sandbox, starting in /workspace"
 	if sandbox.KindOf(env.Runner) == sandbox.KindNone {
 		// --sandbox none: say plainly that the plane paths do not exist.
 		where = "directly on this machine WITHOUT a sandbox (--sandbox none), starting in the host directory that holds /workspace"
@@ -36,7 +36,7 @@ func bashTool(env Env) Tool {
 		network = "The host's network is reachable."
 	}
 	desc := fmt.Sprintf("Run a shell command (/bin/sh -c) %s. %s %s Returns the exit code, stdout and stderr. Default timeout %s, at most %s; at the timeout the whole process group is killed.",
-		planes, network, where, seconds(env.DefaultTimeout), seconds(env.MaxTimeout))
+		where, planes, network, seconds(env.DefaultTimeout), seconds(env.MaxTimeout))
 	return Define("bash", desc, env.ObservationLimit,
 		func(ctx context.Context, a bashArgs) Result { return bash(ctx, env, a) })
 }

@@ -94,9 +94,15 @@ func TestBashFake(t *testing.T) {
 	}
 }
 
+// Without a sandbox bash is not offered (every call would be refused), and
+// a call that reaches it anyway is refused saying why.
 func TestBashNoRunner(t *testing.T) {
 	env := testEnv(t)
-	expect(t, call(t, env, "bash", `{"command": "true"}`), true, sandbox.ErrUnavailable.Error())
+	if _, ok := NewSet(Builtins(env)...).Get("bash"); ok {
+		t.Error("bash is offered without a sandbox")
+	}
+	r := bash(context.Background(), env.withDefaults(), bashArgs{Command: "true"})
+	expect(t, r, true, sandbox.ErrUnavailable.Error())
 }
 
 func TestBashNetworkFlag(t *testing.T) {

@@ -27,7 +27,7 @@ const (
 // Env is what the built-in tools act on.
 type Env struct {
 	FS     *workspace.FS
-	Runner sandbox.Runner // nil: bash refuses with sandbox.ErrUnavailable
+	Runner sandbox.Runner // nil: no sandbox could be had, and bash is not offered
 	// Network lets bash commands reach the network.
 	Network bool
 	// DefaultTimeout and MaxTimeout bound bash commands (0: 120 s and 3600 s).
@@ -77,20 +77,24 @@ func (e Env) withDefaults() Env {
 func (e Env) publishing() bool { return e.Outputs != nil || e.FS.OutputsWrite != nil }
 
 // Builtins returns read_file, write_file, edit_file, list_files, grep and
-// bash (SPEC §4) acting on env. It panics if env.FS is nil.
+// bash (SPEC §4) acting on env; bash only with a Runner (without one every
+// call would be refused). It panics if env.FS is nil.
 func Builtins(env Env) []Tool {
 	if env.FS == nil {
 		panic("tool: Builtins needs Env.FS")
 	}
 	env = env.withDefaults()
-	return []Tool{
+	out := []Tool{
 		readFileTool(env),
 		writeFileTool(env),
 		editFileTool(env),
 		listFilesTool(env),
 		grepTool(env),
-		bashTool(env),
 	}
+	if env.Runner != nil {
+		out = append(out, bashTool(env))
+	}
+	return out
 }
 
 // pathDesc is the common description of a path argument.

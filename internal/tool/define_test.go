@@ -83,7 +83,9 @@ func TestSpecs(t *testing.T) {
 		"read_file": {"path"}, "write_file": {"path", "content"}, "edit_file": {"path", "old_text", "new_text"},
 		"list_files": {"path"}, "grep": {"pattern"}, "bash": {"command"},
 	}
-	set := NewSet(Builtins(testEnv(t))...)
+	env := testEnv(t)
+	env.Runner = &fakeRunner{}
+	set := NewSet(Builtins(env)...)
 	if got := set.Names(); len(got) != len(want) {
 		t.Fatalf("tools %v", got)
 	}
@@ -126,6 +128,7 @@ func TestSpecs(t *testing.T) {
 
 func TestArgs(t *testing.T) {
 	env := testEnv(t)
+	env.Runner = &fakeRunner{} // bash is offered
 	tests := []struct {
 		name, tool, args string
 		frags            []string

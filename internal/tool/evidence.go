@@ -65,7 +65,9 @@ func (e *EvidenceEnv) File(ctx context.Context, planePath string, from, to int, 
 	return it.ID, evidence.Footer(it)
 }
 
-// EvidenceTools returns search (when there is a corpus) and fetch.
+// EvidenceTools returns search (when there is a corpus) and fetch (when
+// there is a corpus or the network: without either it could only page
+// what read_file already reads).
 func EvidenceTools(e *EvidenceEnv) []Tool {
 	if e.ObservationLimit <= 0 {
 		e.ObservationLimit = DefaultObservationLimit
@@ -77,7 +79,10 @@ func EvidenceTools(e *EvidenceEnv) []Tool {
 	if e.Corpus != nil {
 		out = append(out, searchTool(e))
 	}
-	return append(out, fetchTool(e))
+	if e.Corpus != nil || e.Network {
+		out = append(out, fetchTool(e))
+	}
+	return out
 }
 
 // maxEvidenceFiles bounds how many files one grep registers.

@@ -193,3 +193,25 @@ func TestFetchURL(t *testing.T) {
 		t.Fatalf("replayed unrecorded URL:\n%s", r.Output)
 	}
 }
+
+// fetch is offered only when it can read something read_file cannot: a
+// corpus document or (with the network) a URL.
+func TestFetchOfferedOnlyWhenItCanWork(t *testing.T) {
+	names := func(ev *EvidenceEnv) string {
+		var n []string
+		for _, tl := range EvidenceTools(ev) {
+			n = append(n, tl.Spec().Name)
+		}
+		return strings.Join(n, " ")
+	}
+	_, ev, _ := evidenceEnv(t)
+	if got := names(ev); got != "search fetch" {
+		t.Errorf("with a corpus: %q", got)
+	}
+	if got := names(&EvidenceEnv{Network: true}); got != "fetch" {
+		t.Errorf("with the network: %q", got)
+	}
+	if got := names(&EvidenceEnv{}); got != "" {
+		t.Errorf("with neither a corpus nor the network: %q", got)
+	}
+}

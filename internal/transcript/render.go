@@ -108,12 +108,25 @@ func (w *Writer) Write(x Entry) {
 		}
 	case KindObservation:
 		w.block(label("runtime", Dim)+" ("+x.Class+"): ", x.Text)
+	case KindInterrupted, KindRunning:
+		code := Red
+		if x.Kind == KindRunning {
+			code = Yellow
+		}
+		fmt.Fprintf(w.W, "    %s %s\n", label(x.Kind, code), s.Paint(Dim, x.Tool))
+		fmt.Fprintf(w.W, "    %s %s\n", s.Paint(Dim, "│"), x.Output)
 	case KindRetry, KindModelError, KindWarning:
 		code := Yellow
 		if x.Kind == KindModelError {
 			code = Red
 		}
-		fmt.Fprintf(w.W, "%s %s\n", label(x.Kind, code), x.Detail)
+		fmt.Fprintf(w.W, "%s %s\n", label(Label(x.Kind), code), x.Detail)
+	case KindTextFinish:
+		code := Green
+		if x.Error {
+			code = Red
+		}
+		fmt.Fprintf(w.W, "%s (turn %d) %s\n", label(Label(x.Kind), code), x.Turn, x.Detail)
 	case KindRunFinished:
 		code := Green
 		if x.Error {
@@ -146,7 +159,11 @@ func (w *Writer) Write(x Entry) {
 		if x.Text != "" {
 			line += ": " + oneLine(x.Text)
 		}
-		fmt.Fprintf(w.W, "%s %s\n", label(strings.ReplaceAll(x.Kind, "_", " "), Dim), line)
+		code := Dim
+		if x.Error {
+			code = Red
+		}
+		fmt.Fprintf(w.W, "%s %s\n", label(Label(x.Kind), code), line)
 		for _, l := range x.Lines {
 			fmt.Fprintf(w.W, "  %s\n", l)
 		}

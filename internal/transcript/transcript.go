@@ -7,8 +7,10 @@
 //   - Entries is a pure function of one event (and, with Full, of the blob
 //     store): the same record always gives the same transcript, whether read
 //     whole or followed live;
-//   - every event type yields entries or is named in Quiet (bookkeeping a
-//     reader does not need: model requests, file deltas, merges); an event
+//   - every event type yields entries in words or is named in Quiet
+//     (bookkeeping a reader does not need: model requests, file deltas);
+//     a call cut off by a stop of the process is an "interrupted" entry
+//     of its agent, where the record says the run resumed; an event
 //     type this version does not know becomes one "event" entry, never an
 //     error, so a newer record still reads;
 //   - outputs are what the model was shown; with Full, a result whose body
@@ -55,8 +57,9 @@ const (
 	KindEvent        = "event" // a type this version does not render
 )
 
-// Quiet are the event types that give no entry.
-var Quiet = []string{record.TypeModelRequest, record.TypeFileDelta, "merge"}
+// Quiet are the event types that give no entry: a model request repeats
+// what the transcript already shows, a file delta is in the call's result.
+var Quiet = []string{record.TypeModelRequest, record.TypeFileDelta}
 
 // Entry is one readable item of a transcript.
 type Entry struct {
@@ -375,14 +378,7 @@ func Entries(e record.Event, opt Options) []Entry {
 			x.Detail = fmt.Sprintf("%s %s: %s", word, what, oneLine(p.Detail))
 		})
 	case record.TypeResumed:
-		var p struct {
-			AfterSeq int64  `json:"after_seq"`
-			Reason   string `json:"reason"`
-		}
-		e.Decode(&p)
-		return one(func(x *Entry) {
-			x.Kind, x.Detail = KindResumed, fmt.Sprintf("after event %d: %s", p.AfterSeq, p.Reason)
-		})
+		return resumedEntries(e, base)
 	case record.TypeRunFinished:
 		var p record.RunFinished
 		e.Decode(&p)
@@ -401,9 +397,11 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Lines = append(x.Lines, "partial result: "+p.Partial)
 			}
 		})
-	default:
-		return one(func(x *Entry) { x.Kind, x.Detail = KindEvent, e.Type })
 	}
+	if out, ok := moreEntries(e, base); ok {
+		return out
+	}
+	return one(func(x *Entry) { x.Kind, x.Detail = KindEvent, e.Type })
 }
 
 func readBlob(dir, ref string) (string, error) {

@@ -2,6 +2,8 @@ package transcript
 
 import (
 	"encoding/json"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,3 +111,33 @@ func TestArgsAndClip(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "?") == s }
+
+// Every event type this version knows reads in words: it gives entries of
+// a kind of its own (never the "event" of a type from the future) or is
+// Quiet, and the text form names no kind in snake_case ("event
+// text_finish", "corpus_index").
+func TestEveryTypeInWords(t *testing.T) {
+	snake := regexp.MustCompile(`\b[a-z]+_[a-z_]+\b`)
+	for _, typ := range record.Types() {
+		if slices.Contains(Quiet, typ) {
+			continue
+		}
+		raw, _ := json.Marshal(map[string]any{"in_flight": map[string][]string{"main": {"bash c1"}}})
+		xs := Entries(record.Event{Seq: 1, Type: typ, Agent: "main", Raw: raw}, Options{})
+		if len(xs) == 0 {
+			t.Errorf("%s: no entry, and not Quiet", typ)
+			continue
+		}
+		var b strings.Builder
+		w := &Writer{W: &b}
+		for _, x := range xs {
+			if x.Kind == KindEvent {
+				t.Errorf("%s: rendered as an unknown event", typ)
+			}
+			w.Write(x)
+		}
+		if m := snake.FindString(b.String()); m != "" {
+			t.Errorf("%s reads %q:\n%s", typ, m, b.String())
+		}
+	}
+}

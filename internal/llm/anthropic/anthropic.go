@@ -149,7 +149,7 @@ func (c *Client) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 
 	var out *llm.Response
 	if c.cfg.Stream && !isJSON(resp.Header.Get("content-type")) {
-		out, err = decodeStream(resp.Body, c.url)
+		out, err = decodeStreamTo(resp.Body, c.url, llm.TextTo(ctx))
 	} else {
 		// Also taken when a proxy ignores "stream" and answers plain JSON.
 		out, err = decodeMessage(resp.Body, c.url)

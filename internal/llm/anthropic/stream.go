@@ -117,11 +117,16 @@ type streamState struct {
 	stop   string
 	usage  usage
 	blocks map[int]*partBlock
+	onText func(string) // nil: no one watches the text arrive
 }
 
 // decodeStream reads a streamed reply from endpoint url.
-func decodeStream(r io.Reader, url string) (*llm.Response, error) {
-	st := &streamState{url: url, blocks: map[int]*partBlock{}}
+func decodeStream(r io.Reader, url string) (*llm.Response, error) { return decodeStreamTo(r, url, nil) }
+
+// decodeStreamTo is decodeStream handing the text to onText (if not nil)
+// as it arrives (llm.TextTo).
+func decodeStreamTo(r io.Reader, url string, onText func(string)) (*llm.Response, error) {
+	st := &streamState{url: url, blocks: map[int]*partBlock{}, onText: onText}
 	n := 0
 	for ev, err := range readEvents(r) {
 		if ns, ok := err.(errNotSSE); ok {
@@ -180,6 +185,9 @@ func (st *streamState) apply(ev sseEvent) (done bool, err error) {
 		switch e.Delta.Type {
 		case "text_delta":
 			b.text.WriteString(e.Delta.Text)
+			if st.onText != nil && b.typ == "text" {
+				st.onText(e.Delta.Text)
+			}
 		case "input_json_delta":
 			b.input.WriteString(e.Delta.PartialJSON)
 		case "thinking_delta":

@@ -160,7 +160,7 @@ func (c *Client) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 func (c *Client) readReply(resp *http.Response) (*llm.Response, error) {
 	br := bufio.NewReaderSize(resp.Body, 4<<10) // per request: small, parseStream grows its own buffer
 	if c.stream && !startsWithBrace(br) {
-		return parseStream(br, c.url)
+		return parseStreamTo(br, c.url, llm.TextTo(resp.Request.Context()))
 	}
 	body, err := io.ReadAll(io.LimitReader(br, maxReply+1))
 	if err != nil {

@@ -25,10 +25,14 @@ var doneMarker = []byte("[DONE]")
 // Each data line is dispatched as soon as it holds a whole JSON value, so
 // servers that omit the blank line between events still parse; a JSON value
 // split over several data lines (legal SSE) is joined until it is whole.
-func parseStream(r io.Reader, url string) (*llm.Response, error) {
+func parseStream(r io.Reader, url string) (*llm.Response, error) { return parseStreamTo(r, url, nil) }
+
+// parseStreamTo is parseStream handing the text to onText (if not nil) as
+// it arrives (llm.TextTo).
+func parseStreamTo(r io.Reader, url string, onText func(string)) (*llm.Response, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4<<10), maxEvent) // grows to maxEvent for a long line
-	a := assembler{url: url, byIndex: map[int]int{}}
+	a := assembler{url: url, byIndex: map[int]int{}, onText: onText}
 	var pending []byte
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -107,6 +111,7 @@ type assembler struct {
 	choice    bool   // a choice for index 0 arrived
 	done      bool   // [DONE] arrived
 	junk      []byte // the first data that was not a JSON chunk
+	onText    func(string)
 }
 
 func (a *assembler) dispatch(p []byte) error {
@@ -151,6 +156,9 @@ func (a *assembler) dispatch(p []byte) error {
 		}
 		if d != nil {
 			a.content.WriteString(string(d.Content))
+			if a.onText != nil && c.Delta != nil {
+				a.onText(string(d.Content))
+			}
 			if d.Content == "" {
 				a.content.WriteString(string(d.Refusal))
 			}
