@@ -273,10 +273,16 @@ func TestSynthesisRevisesTheLeadsReport(t *testing.T) {
 	for _, tl := range first.Tools {
 		names = append(names, tl.Name)
 	}
-	for _, want := range []string{"read_file", "fetch"} {
+	// Read-only evidence tools that can work here: read_file and grep (this
+	// run has neither a corpus nor a network, so fetch and search are not
+	// offered, and the writer's task does not mention them).
+	for _, want := range []string{"read_file", "grep"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("the writer's tools %v lack %s", names, want)
 		}
+	}
+	if slices.Contains(names, "fetch") || strings.Contains(task0, "fetch") {
+		t.Errorf("fetch offered or named without a corpus or network: tools %v", names)
 	}
 	mu.Lock()
 	if !strings.Contains(claimOut, "exists") || strings.Contains(claimOut, "does not exist yet") {

@@ -146,7 +146,7 @@ func (t *Team) write(ctx context.Context, id string, l *claims.Ledger, artifacts
 		ID: id, Role: CallerWriter, Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: t.cfg.FS,
 		System: "You are the writer. You write the report deliverables from the claim–evidence graph only: you state nothing the graph and its evidence do not support. Where a report already exists you revise it: keep what holds, fix what does not, add what is missing; never start over without saying so and why in your finish summary.\n\n" + agent.ToolNotes(set),
 		Budget: t.cfg.SubBudget, Retry: t.cfg.Retry, Clock: t.cfg.Clock, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
-	}, t.writerTask(l, artifacts, existing))
+	}, t.writerTask(l, artifacts, existing, has(set, "fetch"), has(set, "search")))
 }
 
 // Bounds of what the writer's task quotes.
@@ -159,7 +159,7 @@ const (
 // writerTask is the writer's first message: the contract, what each report
 // holds now, the graph, the text of the evidence its claims cite, and the
 // artifacts.
-func (t *Team) writerTask(l *claims.Ledger, artifacts []string, existing map[string]string) string {
+func (t *Team) writerTask(l *claims.Ledger, artifacts []string, existing map[string]string, canFetch, canSearch bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Contract:\n%s\n\nWrite: %s\n", t.cfg.Contract, strings.Join(t.cfg.Reports, ", "))
 	var cited []string // evidence ids the graph and the reports cite
@@ -214,18 +214,22 @@ func (t *Team) writerTask(l *claims.Ledger, artifacts []string, existing map[str
 		for i, ref := range cited {
 			text := t.expandRef(ref)
 			if total+len(text) > maxEvidenceTotal {
-				fmt.Fprintf(&b, "(%d more evidence ids not quoted here: %s — read them with fetch {\"ref\": \"E…\"})\n", len(cited)-i, strings.Join(cited[i:], ", "))
+				how := "read their sources with read_file"
+				if canFetch {
+					how = "read them with fetch {\"ref\": \"E…\"}"
+				}
+				fmt.Fprintf(&b, "(%d more evidence ids not quoted here: %s — %s)\n", len(cited)-i, strings.Join(cited[i:], ", "), how)
 				break
 			}
 			if len(text) > maxEvidenceQuote {
-				text = clipLine(text, maxEvidenceQuote) + "\n(cut: fetch it for the rest)"
+				text = clipLine(text, maxEvidenceQuote) + "\n(cut: " + map[bool]string{true: "fetch it", false: "read its source"}[canFetch] + " for the rest)"
 			}
 			total += len(text)
 			fmt.Fprintf(&b, "### %s\n%s\n", ref, text)
 		}
 	}
 	fmt.Fprintf(&b, "\nArtifacts: %s\n", strings.Join(orNone(artifacts, "(none)"), ", "))
-	b.WriteString("\nFirst claim_outputs the report paths, then write them (revise an existing one with edit_file or write_file). Cite every statement with its claim [K3] or evidence id [E7]; a quoted span must appear in the evidence it cites. search and fetch find more evidence (cite the ids they return). A claim with no evidence is qualified (\"unverified: …\") or dropped; a refuted or withdrawn claim is never cited as support. If a load-bearing part is missing, call request_evidence instead of writing it. End with finish.")
+	b.WriteString("\nFirst claim_outputs the report paths, then write them (revise an existing one with edit_file or write_file). Cite every statement with its claim [K3] or evidence id [E7]; a quoted span must appear in the evidence it cites. " + moreEvidence(canFetch, canSearch) + "A claim with no evidence is qualified (\"unverified: …\") or dropped; a refuted or withdrawn claim is never cited as support. If a load-bearing part is missing, call request_evidence instead of writing it. End with finish.")
 	return b.String()
 }
 
@@ -283,3 +287,17 @@ func (t *Team) checkCitations(l *claims.Ledger) (int, []string) {
 	}
 	return n, failures
 }
+
+// moreEvidence tells the writer how it can find evidence beyond the graph,
+// naming only the tools it has.
+func moreEvidence(canFetch, canSearch bool) string {
+	switch {
+	case canSearch && canFetch:
+		return "search and fetch find more evidence (cite the ids they return). "
+	case canFetch:
+		return "fetch reads more evidence (cite the ids it returns). "
+	}
+	return "read_file and grep read the inputs (cite the evidence ids they show). "
+}
+
+func has(set *tool.Set, name string) bool { _, ok := set.Get(name); return ok }

@@ -48,7 +48,7 @@ type dispatchArgs struct {
 
 type markArgs struct {
 	Claim  string `json:"claim" desc:"A ledger id (K3)."`
-	Mark   string `json:"mark" desc:"side, load_bearing or withdrawn."`
+	Mark   string `json:"mark" desc:"One of side, load_bearing or withdrawn."`
 	Reason string `json:"reason" desc:"Why, in one sentence."`
 }
 
