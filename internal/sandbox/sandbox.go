@@ -66,6 +66,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -114,6 +115,13 @@ type Spec struct {
 	// Limits bound the command's memory, processes and /tmp (zero fields:
 	// the defaults). None ignores them.
 	Limits Limits
+	// Stdin and Stdout, when set, are the command's standard input and
+	// output instead of /dev/null and the captured Result.Stdout: a
+	// long-lived server speaking over its stdio (an MCP server), with the
+	// same isolation as any command. The caller keeps its own ends of the
+	// pipes and closes these once Run returns. Such a command always runs
+	// in a sandbox of its own, never in a live sandbox (Reuse).
+	Stdin, Stdout *os.File `json:"-"`
 }
 
 // Result is what a command did.
