@@ -87,6 +87,9 @@ type MCPCall struct {
 	Failure string `json:"failure,omitempty"`
 	// Bytes is the size of the result as rendered in text, before any cut.
 	Bytes int `json:"bytes,omitempty"`
+	// Evidence is the id the result's text got (its footer is the
+	// output's last line).
+	Evidence string `json:"evidence,omitempty"`
 }
 
 func init() {
