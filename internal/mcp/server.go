@@ -283,6 +283,11 @@ func (s *server) stdioSpec() (sandbox.Spec, sandbox.Runner, error) {
 			command = abs
 		}
 	}
+	if filepath.IsAbs(command) {
+		if fi, err := os.Stat(command); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return sandbox.Spec{}, nil, fmt.Errorf("the command %s is not an executable file here", command)
+		}
+	}
 	if unsandboxed {
 		if cwd == "" {
 			cwd, _ = os.Getwd()

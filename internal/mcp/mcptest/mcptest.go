@@ -173,6 +173,7 @@ func New(name string) *sdk.Server {
 		sdk.AddTool(s, &sdk.Tool{Name: "late", Description: "Added during the run."}, func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
 			return text("late tool answered"), nil, nil
 		})
+		time.Sleep(300 * time.Millisecond) // answer once the (debounced) list_changed is out
 		return text("added the tool late"), nil, nil
 	})
 	s.AddTool(&sdk.Tool{Name: "bad_schema", Description: "Its schema is not valid JSON Schema.",
