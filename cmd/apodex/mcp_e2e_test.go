@@ -1,15 +1,22 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
@@ -21,6 +28,12 @@ import (
 // The test binary is also the MCP test server (mcptest), when started so.
 func TestMain(m *testing.M) {
 	mcptest.Main()
+	if os.Getenv("APODEX_TEST_CLI") == "1" { // the test binary as the apodex CLI (apodex mcp serve)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	code := m.Run()
 	if mcpBin != "" {
 		os.RemoveAll(filepath.Dir(mcpBin))
@@ -447,5 +460,178 @@ func TestMCPResumeRestartsServers(t *testing.T) {
 	}
 	if !slices.Equal(states, []string{"false:ready", "true:ready"}) {
 		t.Errorf("server states around the resume: %v", states)
+	}
+}
+
+// TestMCPServe drives `apodex mcp serve` (the test binary as the CLI,
+// over stdio) with an MCP client, as Codex CLI or Claude Code would: it
+// starts a run from a task file, reads its status, sends it a message the
+// coordinator reads before its next model call, waits for it with a
+// progress notification per step, and gets its verified outcome and a
+// delivered file. A second run goes on after the client disconnects. Over
+// --http, a request without the printed token is refused.
+func TestMCPServe(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home, dir := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	os.WriteFile(filepath.Join(dir, "data", "data.csv"), []byte("name,value\na,1\nb,2\n"), 0o644)
+	task := filepath.Join(dir, "task.yaml")
+	os.WriteFile(task, []byte(`objective: Write the sum of the value column of /inputs/data.csv to /outputs/sum.txt
+inputs: ./data
+deliverables:
+  - path: /outputs/sum.txt
+    non_empty: true
+verify:
+  - kind: recompute
+    command: awk -F, 'NR>1{s+=$2} END{print s}' /inputs/data.csv
+    compare: /outputs/sum.txt
+`), 0o644)
+	messaged, released := make(chan struct{}), make(chan struct{})
+	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		second := strings.Contains(req.Messages[1].Content, "second job")
+		switch turn := teamTurn(req); {
+		case second && turn == 0:
+			select {
+			case <-released:
+			case <-time.After(30 * time.Second):
+				t.Error("the second run was never released")
+			}
+			return calls(call("write_file", map[string]any{"path": "/workspace/second.txt", "content": "done\n"}))
+		case second:
+			return calls(finish("second job done"))
+		case turn == 0:
+			return calls(call("claim_outputs", map[string]any{"paths": []string{"/outputs/sum.txt"}}))
+		case turn == 1:
+			select { // the client sends its message while the run waits here
+			case <-messaged:
+			case <-time.After(30 * time.Second):
+				t.Error("no message was sent")
+			}
+			return calls(bash("awk -F, 'NR>1{s+=$2} END{print s}' /inputs/data.csv > /outputs/sum.txt"))
+		case turn == 2:
+			var seen bool
+			for _, m := range req.Messages {
+				seen = seen || m.Role == "user" && strings.Contains(m.Content, "count the rows too")
+			}
+			if !seen {
+				t.Error("the message sent through MCP did not reach the coordinator")
+			}
+		}
+		return calls(finish("sum.txt holds 3"))
+	})
+	cmd := exec.Command(os.Args[0], "mcp", "serve", "--home", home, "--provider", "openai", "--base-url", srv.URL, "--model", "m")
+	cmd.Env = append(os.Environ(), "APODEX_TEST_CLI=1")
+	c := mcptest.Dial(t, cmd)
+	ctx := context.Background()
+	tools, err := c.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"start_run", "run_status", "send_message", "wait_run", "run_outputs"} {
+		if tools[name] == "" {
+			t.Errorf("tool %s missing: %v", name, tools)
+		}
+	}
+	mustCall := func(name string, args map[string]any, progress func(string)) string {
+		t.Helper()
+		text, isErr, err := c.Call(ctx, name, args, progress)
+		if err != nil || isErr {
+			t.Fatalf("%s: %q %v", name, text, err)
+		}
+		return text
+	}
+	var started struct{ RunID, RunDir string }
+	raw := mustCall("start_run", map[string]any{"task": task}, nil)
+	if err := json.Unmarshal([]byte(raw), &struct {
+		RunID  *string `json:"run_id"`
+		RunDir *string `json:"run_dir"`
+	}{&started.RunID, &started.RunDir}); err != nil || started.RunID == "" {
+		t.Fatalf("start_run: %q %v", raw, err)
+	}
+	if st := mustCall("run_status", map[string]any{"run_id": started.RunID}, nil); !strings.Contains(st, "running") {
+		t.Errorf("run_status: %q", st)
+	}
+	if got := mustCall("send_message", map[string]any{"run_id": started.RunID, "text": "Please count the rows too."}, nil); !strings.HasPrefix(got, "queued as M1") {
+		t.Errorf("send_message: %q", got)
+	}
+	close(messaged)
+	var mu sync.Mutex
+	var steps []string
+	raw = mustCall("wait_run", map[string]any{"run_id": started.RunID}, func(m string) { mu.Lock(); steps = append(steps, m); mu.Unlock() })
+	var outcome struct {
+		Status       string `json:"status"`
+		Verification []struct {
+			Passed bool `json:"passed"`
+		} `json:"verification"`
+		Delivery struct {
+			OK bool `json:"ok"`
+		} `json:"delivery"`
+	}
+	if err := json.Unmarshal([]byte(raw), &outcome); err != nil || outcome.Status != "completed" || !outcome.Delivery.OK || len(outcome.Verification) == 0 {
+		t.Fatalf("wait_run: %v\n%s", err, raw)
+	}
+	for _, v := range outcome.Verification {
+		if !v.Passed {
+			t.Errorf("verification failed: %s", raw)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // progress notifications are handled on their own goroutines
+	mu.Lock()
+	joined := strings.Join(steps, "\n")
+	mu.Unlock()
+	if !strings.Contains(joined, "bash") || !strings.Contains(joined, "claim_outputs") {
+		t.Errorf("progress notifications:\n%s", joined)
+	}
+	if got := mustCall("run_outputs", map[string]any{"run_id": started.RunID, "path": "/outputs/sum.txt"}, nil); got != "3\n" {
+		t.Errorf("run_outputs sum.txt: %q", got)
+	}
+	if _, isErr, _ := c.Call(ctx, "run_outputs", map[string]any{"run_id": started.RunID, "path": "/etc/passwd"}, nil); !isErr {
+		t.Error("run_outputs read outside the run's planes")
+	}
+
+	// The client leaves while a run is going: the run goes on to its end.
+	raw = mustCall("start_run", map[string]any{"objective": "The second job: write /workspace/second.txt"}, nil)
+	var second struct {
+		RunDir string `json:"run_dir"`
+	}
+	json.Unmarshal([]byte(raw), &second)
+	go func() { time.Sleep(200 * time.Millisecond); close(released) }()
+	c.Close() // closes the server's stdin; it stays until its run ended
+	evs := runtest.Events(t, second.RunDir)
+	if last := evs[len(evs)-1]; last.Type != record.TypeRunFinished {
+		t.Fatalf("the second run's record ends with %s", last.Type)
+	}
+	if got := fileContent(t, filepath.Join(second.RunDir, "workspace", "second.txt")); got != "done\n" {
+		t.Errorf("second.txt %q", got)
+	}
+}
+
+func TestMCPServeHTTPNeedsTheToken(t *testing.T) {
+	home := t.TempDir()
+	srv := llmtest.NewOpenAI(t, func(int, llmtest.Request) llmtest.Turn { return calls(finish("x")) })
+	if code, _, stderr := cli(t, "mcp", "serve", "--home", home, "--provider", "openai", "--base-url", srv.URL, "--model", "m", "--http", "0.0.0.0:0"); code != 2 || !strings.Contains(stderr, "loopback") {
+		t.Errorf("a non-loopback address: exit %d %s", code, stderr)
+	}
+	cmd := exec.Command(os.Args[0], "mcp", "serve", "--home", home, "--provider", "openai", "--base-url", srv.URL, "--model", "m", "--http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "APODEX_TEST_CLI=1")
+	errPipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	line, err := bufio.NewReader(errPipe).ReadString('\n')
+	m := regexp.MustCompile(`on (http://\S+/) .*Bearer (\S+)`).FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("first line %q %v", line, err)
+	}
+	if _, err := mcptest.DialHTTP(t, m[1], "not-the-token"); err == nil {
+		t.Error("a wrong token was let in")
+	}
+	c, err := mcptest.DialHTTP(t, m[1], m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools, err := c.Tools(context.Background()); err != nil || tools["start_run"] == "" {
+		t.Errorf("tools over HTTP: %v %v", tools, err)
 	}
 }
