@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -67,15 +66,6 @@ func chooseMCP(all map[string]config.MCPServer, named []string, where string) ([
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// mcpSummary is one line per server for a run's start.
-func mcpSummary(servers []config.MCPServer) string {
-	var names []string
-	for _, s := range servers {
-		names = append(names, s.Name)
-	}
-	return fmt.Sprintf("MCP servers: %s", strings.Join(names, ", "))
 }
 
 // runMCP is the servers `apodex run` starts: the task's choice (named)
