@@ -467,3 +467,26 @@ func TestToolName(t *testing.T) {
 		t.Error("two long names collide")
 	}
 }
+
+// enabled_tools and disabled_tools choose what is offered, without a
+// warning (a choice is not a problem); the rest is recorded as left out.
+func TestEnabledAndDisabledTools(t *testing.T) {
+	f := newFixture(t)
+	srv := testServer(t, "t", nil)
+	srv.EnabledTools = []string{"echo", "add"}
+	srv.DisabledTools = []string{"add"}
+	h := Start(context.Background(), []config.MCPServer{srv}, f.env())
+	defer h.Close()
+	if got := h.Names(); !slices.Equal(got, []string{"mcp__t__echo"}) {
+		t.Fatalf("offered %v", got)
+	}
+	lo := h.Status()[0].LeftOut
+	if !slices.Contains(lo, "add: in disabled_tools") || !slices.Contains(lo, "image: not in enabled_tools") {
+		t.Errorf("left out %v", lo)
+	}
+	for _, w := range f.warns {
+		if strings.Contains(w, "enabled_tools") || strings.Contains(w, "disabled_tools") {
+			t.Errorf("a warning for a choice: %s", w)
+		}
+	}
+}

@@ -536,7 +536,8 @@ func (s *server) noteState(state string, d time.Duration) {
 		s.env.Log.Append(record.TypeMCPServer, "", ev)
 	}
 	for _, lo := range ev.LeftOut {
-		if state == record.MCPReady || state == record.MCPToolsChanged {
+		chosen := strings.HasSuffix(lo, ": not in enabled_tools") || strings.HasSuffix(lo, ": in disabled_tools")
+		if !chosen && (state == record.MCPReady || state == record.MCPToolsChanged) {
 			s.env.warn(fmt.Sprintf("MCP server %s: tool %s; it is not offered", s.cfg.Name, lo))
 		}
 	}
