@@ -120,10 +120,10 @@ func TestMCPConfigJSON(t *testing.T) {
 	}
 
 	for body, want := range map[string]string{
-		`{"mcpServers": {"a": {"type": "sse", "url": "http://h/sse"}}}`:      "type sse",
-		`{"mcpServers": {"a": {"command": "x", "timeout": 3}}}`:               `unknown field "timeout"`,
-		`{"servers": {}}`:                                                     `unknown field "servers"`,
-		`{"mcpServers": {"a": {"type": "http"}}}`:                             "give command",
+		`{"mcpServers": {"a": {"type": "sse", "url": "http://h/sse"}}}`: "type sse",
+		`{"mcpServers": {"a": {"command": "x", "timeout": 3}}}`:         `unknown field "timeout"`,
+		`{"servers": {}}`:                         `unknown field "servers"`,
+		`{"mcpServers": {"a": {"type": "http"}}}`: "give command",
 		`{"mcpServers": {"a": {"command": "x", "http_headers": {"A": "b"}}}}`: `unknown field "http_headers"`,
 	} {
 		os.WriteFile(p, []byte(body), 0o644)

@@ -390,6 +390,14 @@ func TestHTTPServer(t *testing.T) {
 	if srv.LastHeader().Get("X-Team") != "core" {
 		t.Errorf("headers %v", srv.LastHeader())
 	}
+	// The endpoint goes away mid-run: an observation saying so, at once.
+	srv.CloseClientConnections()
+	srv.Close()
+	begin := time.Now()
+	r = call(t, h, "mcp__tracker__echo", `{"text": "gone"}`, "c2")
+	if !r.IsError || r.Meta.MCP.Failure != "unreachable" || !strings.Contains(r.Output, "MCP server tracker: the call failed") || time.Since(begin) > 20*time.Second {
+		t.Errorf("after the endpoint went away (%s): %q %+v", time.Since(begin), r.Output, r.Meta.MCP)
+	}
 	h.Close()
 	assertNoSecret(t, f.dir, "tok-123")
 	var ms record.MCPServer

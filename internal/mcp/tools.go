@@ -120,46 +120,48 @@ func (t *mcpTool) finish(ctx context.Context, text string, meta *record.MCPCall)
 	return tool.Cut(tool.Result{Output: text, Meta: &record.ToolMeta{MCP: meta}}, s.env.limit())
 }
 
+// codeRejected is the SDK's code for a message its transport could not
+// deliver (an HTTP endpoint refused, closed or failed).
+const codeRejected = -32005
+
 // callFailure classifies a failed call: the server exited, the call timed
 // out, the server sent invalid JSON-RPC, or answered a JSON-RPC error.
 func (s *server) callFailure(ctx context.Context, err error) (kind, msg string) {
 	var wire *jsonrpc.Error
+	if errors.As(err, &wire) && wire.Code == codeRejected {
+		return "unreachable", "the call failed: " + clip(oneLine(err.Error()), 500)
+	}
 	if errors.As(err, &wire) {
 		return "protocol_error", fmt.Sprintf("it refused the call with JSON-RPC error %d: %s", wire.Code, clip(wire.Message, 500))
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "timeout", fmt.Sprintf("no answer within its tool_timeout of %s; the call was cancelled (raise tool_timeout in its entry if it needs longer)", s.cfg.Tool())
 	}
-	// A broken connection: watch decides whether the process exited or the
-	// stream was invalid; wait for it.
 	s.mu.Lock()
-	cs := s.session
+	p := s.proc
 	s.mu.Unlock()
-	if cs != nil {
-		done := make(chan struct{})
-		go func() { cs.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
+	if p == nil { // streamable HTTP
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || strings.Contains(err.Error(), "invalid character") {
+			return "invalid_response", "it answered with what is not valid JSON-RPC (" + clip(oneLine(err.Error()), 300) + ")"
 		}
-		for range 50 {
-			s.mu.Lock()
-			state, reason, failure := s.state, s.reason, s.failure
-			s.mu.Unlock()
-			if state != record.MCPReady {
-				return failure, reason + "; its tools no longer work in this run, go on with your other tools"
-			}
-			sleep(ctx, 100)
-		}
+		return "unreachable", "the call failed: " + clip(oneLine(err.Error()), 500)
 	}
-	return "exited", "the call failed: " + clip(oneLine(err.Error()), 500)
-}
-
-// sleep waits ms milliseconds or until ctx ends.
-func sleep(ctx context.Context, ms int) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(time.Duration(ms) * time.Millisecond):
+	// stdio: a broken connection; watch decides whether the process exited
+	// or the stream was invalid, within a moment.
+	deadline := time.After(3 * time.Second)
+	for {
+		s.mu.Lock()
+		state, reason, failure := s.state, s.reason, s.failure
+		s.mu.Unlock()
+		if state != record.MCPReady {
+			return failure, reason + "; its tools no longer work in this run, go on with your other tools"
+		}
+		select {
+		case <-deadline:
+			return "exited", "the call failed: " + clip(oneLine(err.Error()), 500)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -81,8 +81,9 @@ type MCPCall struct {
 	ServerName    string `json:"server_name,omitempty"`
 	ServerVersion string `json:"server_version,omitempty"`
 	// Failure says why the call did not return the server's result:
-	// not_started, exited, timeout, invalid_response, protocol_error,
-	// invalid_arguments, unknown_tool; tool_error when the server's result
+	// not_started, exited, unreachable, timeout, invalid_response,
+	// protocol_error, invalid_arguments, unknown_tool, not_recorded;
+	// tool_error when the server's result
 	// had isError set; absent for a result.
 	Failure string `json:"failure,omitempty"`
 	// Bytes is the size of the result as rendered in text, before any cut.
