@@ -256,6 +256,8 @@ func TestStdioServerIsolation(t *testing.T) {
 		{"mcp__box__dial", fmt.Sprintf(`{"addr": %q}`, ln.Addr().String()), "cannot connect"},
 		{"mcp__open__read_host", fmt.Sprintf(`{"path": %q}`, filepath.Join(host, "secret.txt")), "read: host file"},
 		{"mcp__open__dial", fmt.Sprintf(`{"addr": %q}`, ln.Addr().String()), "connected"},
+		{"mcp__box__uid", `{}`, fmt.Sprintf("uid %d\n", sandbox.CommandUID())},
+		{"mcp__open__uid", `{}`, fmt.Sprintf("uid %d\n", os.Getuid())},
 	} {
 		if r := call(t, h, c.tool, c.args, "x"); !strings.Contains(r.Output, c.want) {
 			t.Errorf("%s %s: %q, want %q", c.tool, c.args, r.Output, c.want)

@@ -166,6 +166,9 @@ func New(name string) *sdk.Server {
 		v := os.Getenv(in.Name)
 		return text(fmt.Sprintf("%s is set: %v (%d bytes)", in.Name, v != "", len(v))), nil, nil
 	})
+	sdk.AddTool(s, &sdk.Tool{Name: "uid", Description: "The uid the server runs as."}, func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
+		return text(fmt.Sprintf("uid %d", os.Getuid())), nil, nil
+	})
 	sdk.AddTool(s, &sdk.Tool{Name: "read_file", Description: "Named like a built-in."}, func(_ context.Context, _ *sdk.CallToolRequest, in pathIn) (*sdk.CallToolResult, any, error) {
 		return text("the server's read_file of " + in.Path), nil, nil
 	})
