@@ -17,6 +17,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var mf modelFlags
 	mf.register(fs)
 	jsonOut := fs.jsonFlag("the checks as a JSON array")
+	mcpConfig := fs.mcpConfigFlag()
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -24,13 +25,19 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	if _, err := applyConfig(fs, *home, mf.profile); err != nil {
+	resolved, err := applyConfig(fs, *home, mf.profile)
+	if err != nil {
+		return err
+	}
+	servers, err := mcpServers(*home, resolved.Profile, *mcpConfig)
+	if err != nil {
 		return err
 	}
 	checks := doctor.SandboxChecks()
 	checks = append(checks, doctor.ToolChecks()...)
 	checks = append(checks, doctor.HomeCheck(homeDir(*home)))
 	checks = append(checks, doctor.ConfiguredEndpoint(ctx, mf.spec())...)
+	checks = append(checks, mcpChecks(ctx, servers)...)
 	if *jsonOut {
 		writeJSON(stdout, checks)
 	} else {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
@@ -22,6 +23,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var out outputFlags
 	out.register(fs)
 	sbx := sandboxOverride(fs, "resume")
+	mcpConfig := fs.mcpConfigFlag()
 	dir, err := fs.oneRun(args, home)
 	if err != nil {
 		return err
@@ -66,7 +68,17 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if last, err := record.Last(dir); err == nil {
 		after = last.Seq
 	}
-	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger}, Sandbox: *sbx}
+	var servers []config.MCPServer
+	if rec.Settings.MCP != nil { // the run's servers start again, from the configuration here
+		all, err := mcpServers(*home, mf.profile, *mcpConfig)
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			servers = append(servers, s)
+		}
+	}
+	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers}, Sandbox: *sbx}
 	ctx, stop := out.startProgress(ctx, dir, after, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, after, stderr)
 	s, err := run.Resume(ctx, dir, rc)

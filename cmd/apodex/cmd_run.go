@@ -42,6 +42,7 @@ type runFlags struct {
 	override     bool
 	allowOutside bool
 	corpus       string
+	mcpConfig    *string
 	set          run.Settings
 }
 
@@ -71,6 +72,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.StringVar(&s.Sandbox, "sandbox", d.Sandbox, "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
 	fs.Var(&networkFlag{on: &s.Network, host: &s.HostNetwork}, "network", "let sandboxed commands reach the network (and fetch reach http(s) URLs): --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
 	registerLimits(fs, &s.Limits, d.Limits)
+	f.mcpConfig = fs.mcpConfigFlag()
 	fs.StringVar(&f.corpus, "corpus", "", "directory of documents the agent searches (search, fetch) and reads at /inputs/corpus (overrides the task file's corpus)")
 	fs.BoolVar(&s.Evidence.FetchPrivate, "fetch-private", d.Evidence.FetchPrivate, "with --network: let fetch reach private and loopback addresses")
 	fs.StringVar(&s.Mode, "mode", d.Mode, "react (one agent) or team (a lead that plans on a Task Board and dispatches subagents it designs)")
@@ -159,7 +161,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	given := fs.given() // before the config fills the rest: a task file's budget beats the config's defaults
-	if _, err := applyConfig(fs, f.home, f.model.profile); err != nil {
+	resolved, err := applyConfig(fs, f.home, f.model.profile)
+	if err != nil {
 		return err
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
@@ -197,6 +200,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := f.check(); err != nil {
 		return usagef("%v", err)
 	}
+	var named []string
+	if c != nil {
+		named = c.MCP
+	}
+	servers, err := runMCP(f, resolved.Profile, named)
+	if err != nil {
+		return err
+	}
 	model, info, err := f.model.build()
 	if err != nil {
 		return err
@@ -211,7 +222,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg := run.Config{
 		Settings: f.set, Home: home, Objective: objective, Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
-		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w,
+		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w, MCP: servers,
 	}
 	if cfg.Team.EffortBudget == 0 {
 		cfg.Team.EffortBudget = -1 // --effort-budget 0: no budget (the record's 0 means the default)

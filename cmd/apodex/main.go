@@ -105,6 +105,7 @@ func commands() []command {
 		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
 		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},
 		{"config", "print the effective settings and where each came from (config show)", cmdConfig},
+		{"mcp", "MCP servers: list the configured ones with their state and tools (mcp list); serve Apodex's runs as MCP tools (mcp serve)", cmdMCP},
 		{"doctor", "check the sandbox, the tools agents use, the home directory and a model endpoint", cmdDoctor},
 		{"completion", "print a shell completion script: bash, zsh or fish", cmdCompletion},
 		{"help", "print a command's help: apodex help COMMAND", cmdHelp},

@@ -16,6 +16,7 @@ import (
 // setting must be bound to a flag (and given a value below) or named here.
 var notFlags = map[string]string{
 	"Settings.World":                    "recorded from --world (TestWorldRun)",
+	"Settings.MCP":                      "the configured MCP servers (config, --mcp-config, the task's mcp key; TestMCPConfigJSONAndHTTP)",
 	"Settings.Context.KeepRecent":       "no flag: the default",
 	"Settings.Context.KeepTail":         "no flag: the default",
 	"Settings.Team.SubBudget.MaxTokens": "no flag: the default",

@@ -48,7 +48,7 @@ var layers = []layer{
 		[]string{"internal/taskstore", "internal/verify", "internal/world", "internal/runinfo", "internal/grade", "internal/replay/divergence"},
 		[]string{"base", "core", "model", "adapters", "services"}},
 	{"engine", "the machinery a run assembles: tools, the agent loop, the publication plane, the team, live control, and the harness that tests them",
-		[]string{"internal/tool", "internal/agent", "internal/publish", "internal/team", "internal/live", "internal/runtest"},
+		[]string{"internal/tool", "internal/agent", "internal/publish", "internal/team", "internal/live", "internal/runtest", "internal/mcp", "internal/mcp/mcptest"},
 		[]string{"base", "core", "model", "adapters", "services", "engine"}},
 	{"run", "assembling, executing and resuming one run",
 		[]string{"internal/run"},
@@ -72,7 +72,8 @@ var outside = []struct {
 }{
 	{"github.com/BurntSushi/toml", []string{"internal/config"}},
 	{"github.com/blevesearch/bleve/v2", []string{"internal/corpus"}},
-	{"github.com/santhosh-tekuri/jsonschema/v6", []string{"internal/contract", "internal/llm/llmtest"}},
+	{"github.com/santhosh-tekuri/jsonschema/v6", []string{"internal/contract", "internal/llm/llmtest", "internal/mcp"}},
+	{"github.com/modelcontextprotocol/go-sdk", []string{"internal/mcp", "internal/mcp/mcptest"}},
 	{"go.yaml.in/yaml/v3", []string{"internal/contract", "internal/world", "internal/world/gen", "internal/eval"}},
 	{"go.opentelemetry.io/otel", []string{"internal/otel"}},
 	{"codeberg.org/readeck/go-readability/v2", []string{"internal/readable"}},

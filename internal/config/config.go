@@ -12,7 +12,11 @@
 //   - the profile is chosen by --profile, else $APODEX_PROFILE, else the
 //     files' top-level `profile` key; naming a profile no file defines is an
 //     error that lists the defined ones;
-//   - API keys are never read from files (only from the environment).
+//   - API keys are never read from files (only from the environment);
+//   - MCP servers ([mcp_servers.NAME], top level or in a profile, and a
+//     project's .mcp.json) are resolved by name, a higher layer's entry
+//     replacing a lower one's whole (mcp.go); their secrets are read
+//     only when a server starts.
 package config
 
 import (
@@ -58,6 +62,10 @@ type File struct {
 	Defaults map[string]string            // top-level keys
 	Profiles map[string]map[string]string // [profiles.NAME]
 	Profile  string                       // top-level `profile`: the default profile
+	// MCP are the [mcp_servers.NAME] tables, ProfileMCP a profile's
+	// (mcp.go).
+	MCP        map[string]MCPServer
+	ProfileMCP map[string]map[string]MCPServer
 }
 
 // Load reads the file at path; a missing file is an empty File.
@@ -82,6 +90,7 @@ func Load(path string) (File, error) {
 				return f, fmt.Errorf("config: %s: profile must be a string (the name of a [profiles.NAME] table)", path)
 			}
 			f.Profile = s
+		case "mcp_servers": // read by loadMCP
 		case "profiles":
 			tables, ok := v.(map[string]any)
 			if !ok {
@@ -92,6 +101,7 @@ func Load(path string) (File, error) {
 				if !ok {
 					return f, fmt.Errorf("config: %s: profiles.%s must be a table", path, name)
 				}
+				delete(m, "mcp_servers") // read by loadMCP
 				vals, err := values(path, "profiles."+name+".", m)
 				if err != nil {
 					return f, err
@@ -106,7 +116,7 @@ func Load(path string) (File, error) {
 			maps.Copy(f.Defaults, vals)
 		}
 	}
-	return f, nil
+	return f, loadMCP(path, data, &f)
 }
 
 func values(path, prefix string, m map[string]any) (map[string]string, error) {

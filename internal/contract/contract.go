@@ -110,7 +110,11 @@ type Contract struct {
 	// /inputs/corpus (R-SEARCH-1); CorpusSpec is the value as written.
 	Corpus, CorpusSpec string
 
-	Budget       Budget
+	Budget Budget
+	// MCP names the configured MCP servers whose tools the task's agents
+	// get (`mcp: [NAME, …]`); whether each is configured is the caller's
+	// to check.
+	MCP          []string
 	Deliverables []Deliverable
 	Verify       []Clause
 	// MaxDeliverables is the cap in force: DefaultMaxDeliverables or the
@@ -344,6 +348,7 @@ type (
 		Inputs        string            `json:"inputs,omitempty"`
 		Corpus        string            `json:"corpus,omitempty"`
 		Budget        wireBudget        `json:"budget"`
+		MCP           []string          `json:"mcp,omitempty"`
 		Deliverables  []wireDeliverable `json:"deliverables"`
 		Verify        []wireClause      `json:"verify"`
 		Limits        *wireLimits       `json:"limits,omitempty"`
@@ -407,6 +412,7 @@ func (c *Contract) MarshalJSON() ([]byte, error) {
 			Concurrency: c.Budget.Concurrency,
 			MemLimit:    c.Budget.MemLimit, PidsLimit: c.Budget.PidsLimit, TmpSize: c.Budget.TmpSize, Workspace: c.Budget.WorkspaceQuota,
 		},
+		MCP:          c.MCP,
 		Deliverables: []wireDeliverable{},
 		Verify:       []wireClause{},
 	}

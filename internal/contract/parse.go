@@ -71,7 +71,7 @@ func decode(name string, data []byte) (*yaml.Node, error) {
 }
 
 func (p *parser) contract(root *yaml.Node, c *Contract) {
-	m, ok := p.fields(root, "", "objective", "inputs", "corpus", "budget", "deliverables", "verify", "limits")
+	m, ok := p.fields(root, "", "objective", "inputs", "corpus", "budget", "deliverables", "verify", "limits", "mcp")
 	if !ok {
 		return
 	}
@@ -92,6 +92,9 @@ func (p *parser) contract(root *yaml.Node, c *Contract) {
 	}
 	if n := m["budget"]; n != nil {
 		p.budget(n, &c.Budget)
+	}
+	if n := m["mcp"]; n != nil {
+		c.MCP, _ = p.strList(n, "mcp")
 	}
 	if n := m["deliverables"]; n != nil {
 		p.deliverables(n, c)

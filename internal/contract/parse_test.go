@@ -365,3 +365,32 @@ func TestDeliverableKind(t *testing.T) {
 		t.Errorf("bad kind: %v", err)
 	}
 }
+
+// mcp names the configured MCP servers a task's agents get; it is part of
+// the canonical contract (and so of its hash) only when given.
+func TestParseMCPServers(t *testing.T) {
+	c, err := Parse([]byte("objective: look it up\nmcp: [docs, tracker]\n"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.MCP, ",") != "docs,tracker" {
+		t.Fatalf("mcp %v", c.MCP)
+	}
+	raw, _ := c.MarshalJSON()
+	if !strings.Contains(string(raw), `"mcp":["docs","tracker"]`) {
+		t.Fatalf("canonical JSON %s", raw)
+	}
+	plain, _ := Parse([]byte("objective: look it up\n"), t.TempDir())
+	if raw, _ := plain.MarshalJSON(); strings.Contains(string(raw), `"mcp"`) {
+		t.Fatalf("a task without mcp: %s", raw)
+	}
+	for body, want := range map[string]string{
+		"objective: x\nmcp: docs\n":         "mcp: want a list",
+		"objective: x\nmcp: [docs, docs]\n": `"docs" is listed twice`,
+		"objective: x\nmcp: []\n":           "empty list",
+	} {
+		if _, err := Parse([]byte(body), t.TempDir()); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "task.yaml:2") {
+			t.Errorf("%q: got %v, want %q at line 2", body, err, want)
+		}
+	}
+}

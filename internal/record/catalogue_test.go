@@ -240,6 +240,8 @@ func TestDocsNameEveryNestedField(t *testing.T) {
 		"TeamSettings":    reflect.TypeOf(record.TeamSettings{}),
 		"LimitSettings":   reflect.TypeOf(record.LimitSettings{}),
 		"ToolMeta":        reflect.TypeOf(record.ToolMeta{}),
+		"MCPCall":         reflect.TypeOf(record.MCPCall{}),
+		"MCPTool":         reflect.TypeOf(record.MCPTool{}),
 		"ModelSettings":   reflect.TypeOf(record.ModelSettings{}),
 		"Span":            reflect.TypeOf(record.Span{}),
 	}

@@ -56,6 +56,10 @@ type RunSettings struct {
 	// World names the stored world a rollout was built from (absent for
 	// other runs); the world event repeats it.
 	World *World `json:"world,omitempty"`
+	// MCP names the MCP servers whose tools the run was given (their
+	// configuration, secrets left out, is in the mcp_server events); a
+	// resume starts the servers of these names from the configuration.
+	MCP []string `json:"mcp,omitempty"`
 }
 
 // LimitSettings are the per-command sandbox limits asked for (zero: the

@@ -167,6 +167,8 @@ type ToolMeta struct {
 	// limit line names the flag that raises it).
 	UID   *int   `json:"uid,omitempty"`
 	Limit string `json:"limit,omitempty"`
+	// MCP names the server and tool of an MCP tool's call (events_mcp.go).
+	MCP *MCPCall `json:"mcp,omitempty"`
 }
 
 // FileDelta is one file changed by a tool call. When the new content was

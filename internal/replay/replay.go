@@ -209,6 +209,7 @@ func replayConfig(rec run.Recorded, kind, home, dir string, model llm.Model) run
 	cfg.Sandbox = kind
 	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
 	cfg.EvidenceFrom = dir // fetched pages come from the record, not the network
+	cfg.MCPFrom = dir      // so do MCP results: no server is started
 	if w := run.ReplayWorld(dir, rec.Started); w != nil {
 		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
 	}

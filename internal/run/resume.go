@@ -79,6 +79,10 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 		log.Close()
 		return Summary{}, err
 	}
+	if cfg.MCP, err = resumedMCP(filepath.Base(dir), rec.Settings.MCP, cfg); err != nil {
+		log.Close()
+		return Summary{}, err
+	}
 	cfg.Settings = rec.Settings
 	cfg.Sandbox = kind
 	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)

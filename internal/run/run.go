@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/clock"
+	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
@@ -72,8 +73,14 @@ type Config struct {
 	// EvidenceFrom, in a replay, is the original run's directory: fetches
 	// of URLs are served from its evidence, never from the network.
 	EvidenceFrom string
-	Model        llm.Model
-	ModelInfo    record.ModelSettings
+	// MCP are the MCP servers whose tools the run's agents get (their
+	// names are recorded in Settings.MCP); MCPFrom, in a replay, is the
+	// original run's directory: its MCP results are served from its
+	// record and no server is started.
+	MCP       []config.MCPServer
+	MCPFrom   string
+	Model     llm.Model
+	ModelInfo record.ModelSettings
 	// World, when set, makes the run a rollout of that stored world: its
 	// inputs and /workspace come from the store (see stageWorld), and the
 	// record names the world and its generator version.
@@ -204,6 +211,9 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	cfg.Context = record.ContextSettings(contextOf(cfg.Context).WithDefaults())
 	cfg.TaskFile, cfg.U0, cfg.Settings.World = c.File, c.U0, nil
+	if cfg.MCPFrom == "" {
+		cfg.Settings.MCP = mcpNames(cfg.MCP)
+	}
 	if roll != nil {
 		w := roll.Record
 		cfg.Settings.World = &w // Config.World is the stored world it was built from

@@ -72,6 +72,7 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 }
 
 func (ss *session) close() {
+	ss.kit.hub.Close() // the MCP servers end with the run
 	ss.ev.close()
 	_ = sandbox.Close(ss.kit.runner) // the live sandboxes end with the run
 	// The run's planes, scratch and worktrees are watched no longer.
@@ -133,6 +134,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		ctl.Replay(rs.st)
 	}
 	ss.ev.noteIndex(log)
+	if err := ss.startMCP(ctx); err != nil {
+		return s, err
+	}
 	go func() {
 		select {
 		case <-cfg.Halt:

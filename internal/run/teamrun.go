@@ -32,6 +32,7 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 	return team.New(ctx, team.Config{
 		Model: cfg.Model, Log: rt.Log, FS: kit.fs, Evidence: kit.ev.registry(),
 		Tools:        kit.tools, // recall is added by each subagent's own loop
+		MoreTools:    kit.hub.Names,
 		Release:      func(id, reason string) { kit.plane.Release(id, reason) },
 		Isolation:    tc.Isolation,
 		WorktreeRoot: filepath.Join(dir, "worktrees"),

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/apodex/apodex/internal/mcp"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
@@ -20,6 +21,7 @@ type toolkit struct {
 	network        bool
 	commandTimeout time.Duration
 	ev             *evidencePlane // nil: no evidence plane (tests)
+	hub            *mcp.Hub       // the run's MCP servers; nil: none
 }
 
 // tools returns agent id's tools acting on fs, a per-agent copy of the
@@ -35,7 +37,7 @@ func (k *toolkit) list(id string, fs *workspace.FS) []tool.Tool {
 	if k.ev != nil {
 		env.Evidence, evTools = k.ev.forAgent(id)
 	}
-	return append(append(tool.Builtins(env), evTools...), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{})
+	return append(append(append(tool.Builtins(env), evTools...), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{}), k.hub.Tools()...)
 }
 
 // verifierNames are the read-only tools a verifier gets (R-VERIFY-1).

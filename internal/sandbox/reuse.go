@@ -116,6 +116,9 @@ func (p *Pool) perCommand() Runner {
 // Run runs spec in the live sandbox of its shape, or per command when that
 // cannot start or has died.
 func (p *Pool) Run(ctx context.Context, spec Spec) (Result, error) {
+	if spec.Stdin != nil || spec.Stdout != nil {
+		return p.perCommand().Run(ctx, spec) // a server's pipes are its own
+	}
 	c, err := newCommand(ctx, spec)
 	if err != nil {
 		if ctx.Err() != nil {

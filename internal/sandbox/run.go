@@ -111,6 +111,12 @@ func supervise(ctx context.Context, cmd *exec.Cmd, spec Spec, h *hooks) (Result,
 
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout, cmd.Stderr = outW, errW
+	if spec.Stdin != nil { // a server speaking over its stdio (Spec.Stdin)
+		cmd.Stdin = spec.Stdin
+	}
+	if spec.Stdout != nil {
+		cmd.Stdout = spec.Stdout
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

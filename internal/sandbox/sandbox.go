@@ -72,6 +72,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/apodex/apodex/internal/watch"
@@ -136,6 +137,13 @@ type Spec struct {
 	// between processes of one uid unless the target made itself
 	// non-dumpable (prctl PR_SET_DUMPABLE 0). None ignores it.
 	NoTrace bool
+	// Stdin and Stdout, when set, are the command's standard input and
+	// output instead of /dev/null and the captured Result.Stdout: a
+	// long-lived server speaking over its stdio (an MCP server), with the
+	// same isolation as any command. The caller keeps its own ends of the
+	// pipes and closes these once Run returns. Such a command always runs
+	// in a sandbox of its own, never in a live sandbox (Reuse).
+	Stdin, Stdout *os.File `json:"-"`
 }
 
 // Result is what a command did.

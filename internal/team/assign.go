@@ -68,9 +68,13 @@ func (t *Team) dispatch(callID, item, role, instructions string, tools []string)
 	if len(tools) == 0 {
 		tools = subagentTools
 	}
+	var more []string
+	if t.cfg.MoreTools != nil {
+		more = t.cfg.MoreTools()
+	}
 	for _, name := range tools {
-		if !slices.Contains(subagentTools, name) {
-			return "", fmt.Errorf("tool %q cannot be given to a subagent; choose among %s", name, strings.Join(subagentTools, ", "))
+		if !slices.Contains(subagentTools, name) && !slices.Contains(more, name) {
+			return "", fmt.Errorf("tool %q cannot be given to a subagent; choose among %s", name, strings.Join(append(slices.Clone(subagentTools), more...), ", "))
 		}
 	}
 	id := fmt.Sprintf("A%d", len(t.order)+1)

@@ -65,6 +65,10 @@ type Config struct {
 	Evidence *evidence.Registry
 	// Tools builds a subagent's standard tools over its planes.
 	Tools func(agentID string, fs *workspace.FS) *tool.Set
+	// MoreTools, if set, names further tools of Tools' set the lead may
+	// hand a subagent by name in dispatch (the run's MCP tools); they are
+	// never given by default.
+	MoreTools func() []string
 	// Release ends whatever the agent held (its publishing lease).
 	Release func(agentID, reason string)
 	// Isolation is PerAgent (default) or Shared.

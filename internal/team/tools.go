@@ -43,7 +43,7 @@ type dispatchArgs struct {
 	Item         string   `json:"item" desc:"The board item to work on; its dependencies must be resolved."`
 	Role         string   `json:"role" desc:"The specialist you are creating for this item, e.g. 'CSV analyst'."`
 	Instructions string   `json:"instructions" desc:"What the subagent must do and deliver, written for this item."`
-	Tools        []string `json:"tools,omitempty" desc:"Tools it may use (default: read_file, write_file, edit_file, list_files, grep, bash, claim_outputs, recall, search, fetch)."`
+	Tools        []string `json:"tools,omitempty" desc:"Tools it may use (default: read_file, write_file, edit_file, list_files, grep, bash, claim_outputs, recall, search, fetch; MCP tools, mcp__SERVER__TOOL, only when named)."`
 }
 
 type markArgs struct {
@@ -238,6 +238,10 @@ var planningAllowed = []string{"read_file", "list_files", "grep", "recall", "ver
 func (t *Team) Guard(tools []tool.Tool) []tool.Tool {
 	out := make([]tool.Tool, len(tools))
 	for i, tl := range tools {
+		if fam, ok := tool.MapFamily(tl, func(m tool.Tool) tool.Tool { return t.Guard([]tool.Tool{m})[0] }); ok {
+			out[i] = fam // an MCP server's tools, guarded one by one
+			continue
+		}
 		if slices.Contains(planningAllowed, tl.Spec().Name) {
 			out[i] = tl
 			continue

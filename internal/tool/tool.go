@@ -108,35 +108,46 @@ func IsSerial(t Tool) bool {
 	return ok && s.Serial()
 }
 
-// Set is the tools one agent may call, by name.
+// Set is the tools one agent may call, by name, and the families whose
+// members it looks up when asked (see Family).
 type Set struct {
-	tools map[string]Tool
+	tools    map[string]Tool
+	families []*family
 }
 
 // NewSet builds a Set; a later tool of the same name replaces an earlier one.
 func NewSet(tools ...Tool) *Set {
 	s := &Set{tools: make(map[string]Tool)}
+	s.add(tools)
+	return s
+}
+
+func (s *Set) add(tools []Tool) {
 	for _, t := range tools {
+		if f, ok := t.(*family); ok {
+			s.families = append(s.families, f)
+			continue
+		}
 		s.tools[t.Spec().Name] = t
 	}
-	return s
 }
 
 // With returns a new Set with more tools (replacing same-named ones).
 func (s *Set) With(tools ...Tool) *Set {
-	n := &Set{tools: make(map[string]Tool, len(s.tools)+len(tools))}
+	n := &Set{tools: make(map[string]Tool, len(s.tools)+len(tools)), families: append([]*family(nil), s.families...)}
 	for k, t := range s.tools {
 		n.tools[k] = t
 	}
-	for _, t := range tools {
-		n.tools[t.Spec().Name] = t
-	}
+	n.add(tools)
 	return n
 }
 
 // Get returns the named tool.
 func (s *Set) Get(name string) (Tool, bool) {
-	t, ok := s.tools[name]
+	if t, ok := s.tools[name]; ok {
+		return t, ok
+	}
+	t, ok := s.members()[name]
 	return t, ok
 }
 
@@ -146,6 +157,9 @@ func (s *Set) Names() []string {
 	for n := range s.tools {
 		names = append(names, n)
 	}
+	for n := range s.members() {
+		names = append(names, n)
+	}
 	sort.Strings(names)
 	return names
 }
@@ -153,9 +167,22 @@ func (s *Set) Names() []string {
 // Specs lists the specs of the tools offered now, in name order, for the
 // model request.
 func (s *Set) Specs() []llm.ToolSpec {
-	specs := make([]llm.ToolSpec, 0, len(s.tools))
-	for _, n := range s.Names() {
-		if t := s.tools[n]; IsOffered(t) {
+	members := s.members()
+	names := make([]string, 0, len(s.tools)+len(members))
+	for n := range s.tools {
+		names = append(names, n)
+	}
+	for n := range members {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	specs := make([]llm.ToolSpec, 0, len(names))
+	for _, n := range names {
+		t, ok := s.tools[n]
+		if !ok {
+			t = members[n]
+		}
+		if IsOffered(t) {
 			specs = append(specs, t.Spec())
 		}
 	}

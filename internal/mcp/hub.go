@@ -1,0 +1,165 @@
+package mcp
+
+import (
+	"context"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/apodex/apodex/internal/config"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/tool"
+)
+
+// Env is what the servers of a run start with and answer into.
+type Env struct {
+	// Runner runs stdio servers (the run's sandbox); nil: no sandbox is
+	// available, and only servers that opted out (sandbox = false) start.
+	// SandboxKind names it ("bwrap", "native", or "none" for a run without
+	// isolation, whose servers then run on the host too).
+	Runner      sandbox.Runner
+	SandboxKind string
+	// Planes maps a plane path ("/inputs", "/workspace", "/outputs") to
+	// its host directory, for the servers whose entries name it.
+	Planes map[string]string
+	// Getenv reads the environment: secrets named by env_vars,
+	// bearer_token_env_var, env_http_headers and ${VAR} (nil: os.Getenv).
+	Getenv func(string) string
+	// Log records the servers' events (nil: nothing is recorded).
+	Log *record.Log
+	// Cite registers a result's text as evidence and returns its id and
+	// footer ("" when not registered); nil: none.
+	Cite func(ctx context.Context, source, text string) (id, footer string)
+	// Order, in a replay, waits (bounded) until every evidence id before
+	// id (E<n>) is registered again, so a replayed result gets the id it
+	// had: the calls of a turn run at once and register in the order they
+	// end. nil: no wait.
+	Order func(ctx context.Context, id string)
+	// Warn tells the user something about a server (recorded as a warning
+	// by the caller); nil: nothing.
+	Warn func(msg string)
+	// ObservationLimit is how much of a result the model reads (0: the
+	// tools' default).
+	ObservationLimit int
+	// Version is Apodex's, sent as the client's.
+	Version string
+}
+
+func (e *Env) getenv(k string) string {
+	if e.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return e.Getenv(k)
+}
+
+func (e *Env) getenvOr(k, def string) string {
+	if v := e.getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func (e *Env) warn(msg string) {
+	if e.Warn != nil {
+		e.Warn(msg)
+	}
+}
+
+func (e *Env) limit() int {
+	if e.ObservationLimit > 0 {
+		return e.ObservationLimit
+	}
+	return tool.DefaultObservationLimit
+}
+
+// Hub is the MCP servers of one run. A nil *Hub has no servers.
+type Hub struct {
+	servers []*server // by name
+}
+
+// Start starts every server at once, each within its startup timeout, and
+// returns when all have started or failed (each recorded). Disabled
+// servers are left out.
+func Start(ctx context.Context, specs []config.MCPServer, env Env) *Hub {
+	h := &Hub{}
+	for _, c := range specs {
+		if !c.Disabled {
+			h.servers = append(h.servers, &server{cfg: c, env: &env})
+		}
+	}
+	sort.Slice(h.servers, func(i, j int) bool { return h.servers[i].cfg.Name < h.servers[j].cfg.Name })
+	var wg sync.WaitGroup
+	for _, s := range h.servers {
+		wg.Go(func() { s.start(ctx) })
+	}
+	wg.Wait()
+	return h
+}
+
+// Tools are the servers' tools for one agent: a tool.Family per server,
+// whose members are the tools it offers now.
+func (h *Hub) Tools() []tool.Tool {
+	if h == nil {
+		return nil
+	}
+	var out []tool.Tool
+	for _, s := range h.servers {
+		out = append(out, tool.Family(Prefix+s.cfg.Name, s.members))
+	}
+	return out
+}
+
+// Names are the tools offered now, sorted.
+func (h *Hub) Names() []string {
+	if h == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range h.servers {
+		for _, t := range s.members() {
+			out = append(out, t.Spec().Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Status is one server as `apodex mcp list` and `apodex doctor` show it.
+type Status struct {
+	record.MCPServer
+	// Descriptions are the offered tools' descriptions, by name.
+	Descriptions map[string]string
+}
+
+// Status describes every server.
+func (h *Hub) Status() []Status {
+	if h == nil {
+		return nil
+	}
+	var out []Status
+	for _, s := range h.servers {
+		s.mu.Lock()
+		st := s.state
+		s.mu.Unlock()
+		ss := Status{MCPServer: s.event(st), Descriptions: map[string]string{}}
+		for _, t := range s.members() {
+			ss.Descriptions[t.Spec().Name] = t.Spec().Description
+		}
+		out = append(out, ss)
+	}
+	return out
+}
+
+// Close stops every server (a stdio server's stdin is closed, then it is
+// killed if it does not exit) and closes every session.
+func (h *Hub) Close() {
+	if h == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, s := range h.servers {
+		wg.Go(s.stop)
+	}
+	wg.Wait()
+}

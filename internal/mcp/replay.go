@@ -1,0 +1,120 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/apodex/apodex/internal/config"
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
+)
+
+// callKey names one call in a record: the agent and its call id.
+type callKey struct{ agent, call string }
+
+// Recorded is a replay's hub for the run recorded in dir (its events
+// given): each server the record names offers the tools it ever listed,
+// and serves every call from the recorded result of the same agent and
+// call id, through the same evidence and cut as the original, without
+// starting or contacting any server. A call the record has no result for
+// is an error observation (the replay then diverges). Each server is
+// recorded as state "replayed".
+func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
+	byName := map[string]*server{}
+	var order []string
+	for _, e := range events {
+		switch e.Type {
+		case record.TypeMCPServer:
+			var ev record.MCPServer
+			if err := e.Decode(&ev); err != nil {
+				return nil, err
+			}
+			s := byName[ev.Name]
+			if s == nil {
+				s = &server{cfg: config.MCPServer{Name: ev.Name, Command: ev.Command, Args: ev.Args, URL: ev.URL, Network: ev.Network, Planes: ev.Planes},
+					env: &env, state: record.MCPReplayed, byName: map[string]*mcpTool{}, recorded: map[callKey]record.ToolResult{},
+					blobs: func(ref string) ([]byte, error) { return record.ReadBlob(dir, ref) }}
+				byName[ev.Name] = s
+				order = append(order, ev.Name)
+			}
+			if ev.ServerName != "" {
+				s.impl.Name, s.impl.Version, s.proto = ev.ServerName, ev.ServerVersion, ev.Protocol
+			}
+			if ev.ToolsRef != "" {
+				raw, err := record.ReadBlob(dir, ev.ToolsRef)
+				if err != nil {
+					return nil, fmt.Errorf("mcp: the tools of server %s (seq %d): %w", ev.Name, e.Seq, err)
+				}
+				var specs []record.MCPTool
+				if err := json.Unmarshal(raw, &specs); err != nil {
+					return nil, fmt.Errorf("mcp: the tools of server %s (seq %d): %w", ev.Name, e.Seq, err)
+				}
+				for _, sp := range specs {
+					t := &mcpTool{srv: s, name: sp.Name, tool: sp.Tool, desc: sp.Description, schema: sp.InputSchema}
+					if old, ok := s.byName[sp.Name]; ok {
+						old.update(t)
+						continue
+					}
+					s.byName[sp.Name] = t
+					s.tools = append(s.tools, t)
+				}
+			}
+		case record.TypeToolResult:
+			var tr record.ToolResult
+			if err := e.Decode(&tr); err != nil {
+				return nil, err
+			}
+			if tr.Meta == nil || tr.Meta.MCP == nil {
+				continue
+			}
+			if s := byName[tr.Meta.MCP.Server]; s != nil {
+				s.recorded[callKey{e.Agent, tr.CallID}] = tr
+			}
+		}
+	}
+	sort.Strings(order)
+	h := &Hub{}
+	for _, n := range order {
+		s := byName[n]
+		h.servers = append(h.servers, s)
+		s.noteState(record.MCPReplayed, 0)
+	}
+	return h, nil
+}
+
+// replayed serves the recorded result of this call.
+func (t *mcpTool) replayed(ctx context.Context) tool.Result {
+	s := t.srv
+	key := callKey{llm.CallerFrom(ctx).Agent, tool.CallID(ctx)}
+	tr, ok := s.recorded[key]
+	if !ok {
+		r := tool.Errorf("the replay has no recorded result of %s for agent %s's call %s: the run went another way here", t.name, key.agent, key.call)
+		r.Meta = &record.ToolMeta{MCP: &record.MCPCall{Server: s.cfg.Name, Tool: t.tool, Failure: "not_recorded"}}
+		return r
+	}
+	text := tr.Output
+	if tr.FullRef != "" {
+		raw, err := s.blobs(tr.FullRef)
+		if err != nil {
+			return tool.Errorf("the replay cannot read the recorded result of %s: %v", t.name, err)
+		}
+		text = string(raw)
+	}
+	meta := *tr.Meta.MCP
+	if meta.Evidence != "" && !tr.IsError {
+		// The footer is the last line: the same text gets its id again.
+		if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+			text = text[:i]
+		}
+		if s.env.Order != nil {
+			s.env.Order(ctx, meta.Evidence)
+		}
+		meta.Evidence = ""
+		return t.finish(ctx, text, &meta)
+	}
+	return tool.Cut(tool.Result{Output: text, IsError: tr.IsError, Meta: &record.ToolMeta{MCP: &meta}}, s.env.limit())
+}
