@@ -25,6 +25,7 @@ const (
 	KindClaimMark   = "claim_mark"
 	KindCitations   = "citations"
 	KindPrecheck    = "precheck"
+	KindMCPServer   = "mcp_server"
 	// KindInterrupted is a tool call cut off when the process stopped: the
 	// resumed event names it; the agent was told it was interrupted.
 	KindInterrupted = "interrupted"
@@ -37,7 +38,7 @@ var labels = map[string]string{
 	KindRunStarted: "started", KindToolCall: "call", KindToolResult: "result", KindModelError: "model error",
 	KindUser: "user", KindObservation: "runtime", KindPartial: "partial result", KindRunFinished: "finished",
 	KindCorpusIndex: "corpus index", KindTextFinish: "answer taken as finish", KindRetry: "retry",
-	KindClaimMark: "claim marked", KindCitations: "cites", KindPrecheck: "checks before finish",
+	KindClaimMark: "claim marked", KindCitations: "cites", KindPrecheck: "checks before finish", KindMCPServer: "MCP server",
 }
 
 // Label is a kind in words, as the transcript prints it ("model error",
@@ -217,6 +218,31 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 			}
 			for _, f := range p.Failures {
 				x.Lines = append(x.Lines, oneLine(f))
+			}
+		}), true
+	case record.TypeMCPServer:
+		var p record.MCPServer
+		e.Decode(&p)
+		return one(func(x *Entry) {
+			x.Kind = KindMCPServer
+			x.Detail = strings.TrimSpace(dash(p.Name) + " " + strings.ReplaceAll(p.State, "_", " "))
+			where := p.URL
+			if where == "" {
+				where = strings.TrimSpace(p.Command + " " + strings.Join(p.Args, " "))
+			}
+			x.Text = strings.TrimSpace(p.Transport + " " + where)
+			if p.ServerName != "" {
+				x.Text += " (" + strings.TrimSpace(p.ServerName+" "+p.ServerVersion) + ")"
+			}
+			if len(p.Tools) > 0 {
+				x.Lines = append(x.Lines, fmt.Sprintf("%d tools: %s", len(p.Tools), strings.Join(p.Tools, ", ")))
+			}
+			for _, l := range p.LeftOut {
+				x.Lines = append(x.Lines, "left out: "+oneLine(l))
+			}
+			if p.Error != "" {
+				x.Error = true
+				x.Lines = append(x.Lines, "error: "+oneLine(p.Error))
 			}
 		}), true
 	case record.TypePlanning:
