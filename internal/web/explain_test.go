@@ -149,7 +149,7 @@ func TestPageExplainsATeamRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := text(t, ctx, `#verdict`)
-	for _, want := range []string{"Completed: run team-done", "the final gate accepted its work", "Delivered: every declared output arrived", "No checks were recorded"} {
+	for _, want := range []string{"Completed: run team-done", "the final gate accepted its work", "Delivered: every declared output arrived", "the task declared none", "Claims: 2 corroborated (2 load-bearing)"} {
 		if !strings.Contains(head, want) {
 			t.Errorf("header lacks %q:\n%s", want, head)
 		}

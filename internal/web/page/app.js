@@ -283,7 +283,7 @@ class RunView {
     const checks = [...(r.verification || [])].sort((a, b) => a.passed - b.passed);
     const failed = checks.filter((c) => !c.passed).length;
     $("verification").className = "card " + (!checks.length ? "none" : failed ? "bad" : "ok");
-    fill($("verification-body"), !checks.length ? el("p", { class: "muted" }, st === "running" || st === "paused" ? "Not yet: checks run when the agent finishes." : "No checks were recorded.") : [
+    fill($("verification-body"), !checks.length ? el("p", { class: "muted" }, st === "running" || st === "paused" ? "Not yet: checks run when the agent finishes." : "No deliverable checks or verifier clauses: the task declared none.") : [
       el("p", { class: "verdict-line" }, failed ? `✗ ${failed} of ${checks.length} checks failed` : `✓ All ${checks.length} checks passed`),
       el("ul", { class: "lines" }, checks.map((c) => el("li", { class: c.passed ? "pass" : "fail" },
         c.passed ? "✓ " : "✗ ", c.label, c.detail ? el("div", { class: "detail" }, c.detail) : null)))]);
@@ -388,6 +388,16 @@ class RunView {
       svg.append(el("svg:circle", { class: "evidence", cx: x, cy: y, r: 6 }), el("svg:text", { x: x + 12, y: y + 4 }, clip(label, 56), el("svg:title", {}, label)));
     }
     fill($("claims"), svg);
+    // The verification card counts the claims' verdicts too.
+    const ledgerClaims = claims.filter((n) => n.status && !n.withdrawn);
+    const bad = ledgerClaims.filter((n) => n.status === "refuted" || n.status === "disputed");
+    const count = (st) => ledgerClaims.filter((n) => n.status === st).length;
+    fill($("claims-verdict"), !ledgerClaims.length ? null : [
+      el("p", { class: "verdict-line " + (bad.length ? "fail" : "pass") }, (bad.length ? "✗ " : "✓ ") + "Claims: " +
+        ["refuted", "disputed", "corroborated", "unresolved"].map((st) => count(st) ? count(st) + " " + st : "").filter(Boolean).join(", ") +
+        ` (${ledgerClaims.filter((n) => n.load_bearing).length} load-bearing)`),
+      el("ul", { class: "lines" }, [...bad, ...ledgerClaims.filter((n) => !bad.includes(n))].map((n) => el("li", { class: bad.includes(n) ? "fail" : "pass" },
+        bad.includes(n) ? "✗ " : "✓ ", n.id + " " + n.status + (n.load_bearing ? ", load-bearing" : "") + ": " + n.label, n.why ? el("div", { class: "detail" }, n.why) : null)))]);
     const cites = {};
     for (const e of g.edges) if (e.kind === "cites") (cites[e.from] = cites[e.from] || []).push(e.to);
     const conflicts = {};
@@ -454,8 +464,8 @@ function args(tool, raw) {
 function say(e) {
   const d = e.detail || "";
   switch (e.kind) {
-    case "run_started": return { what: "Run started", text: e.text + (d ? " (" + d.replace(/^run \S+: /, "") + ")" : "") };
-    case "contract": return { what: d.startsWith("contract version") ? "The task changed (" + d.replace(/^contract /, "") + ")" : "The task" + d.replace(/^contract/, ""), text: e.text };
+    case "run_started": return { what: "run started", text: e.text + (d ? " (" + d.replace(/^run \S+: /, "") + ")" : "") };
+    case "contract": return { what: d.startsWith("contract version") ? "the task changed (" + d.replace(/^contract /, "") + ")" : "the task" + d.replace(/^contract/, ""), text: e.text };
     case "assistant":
       if (e.text) return { what: "says" + (e.turn ? ` (turn ${e.turn}${e.tokens ? ", " + fmtTokens(e.tokens) + " tokens" : ""})` : ""), text: e.text };
       return { what: (e.turn ? `turn ${e.turn}: ` : "") + (d === "tool_calls" ? "calls tools" : d === "stop" ? "stops" : "answers") + (e.tokens ? ` (${fmtTokens(e.tokens)} tokens)` : "") };
@@ -482,6 +492,7 @@ function say(e) {
     case "event":
       if (d === "claim") return { what: "states a claim (see Claims and evidence)" };
       if (d === "claim_mark") return { what: "marks a claim (see Claims and evidence)" };
+      if (d === "precheck") return { what: "checked the deliverables before the final gate (the result is in the call above)" };
       return { what: "a record entry this page does not describe", text: d.replaceAll("_", " ") };
     default: return { what: "a record entry this page does not describe", text: e.kind };
   }
