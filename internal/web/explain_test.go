@@ -184,7 +184,7 @@ func TestPageExplainsATeamRun(t *testing.T) {
 	screenshotOf(t, ctx, "team-header.png", `#verdict`)
 	screenshotOf(t, ctx, "team-claims.png", `#claims-section`)
 	screenshotOf(t, ctx, "team-board.png", `#board-section`)
-	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(css(`#transcript`))); err != nil {
+	if err := chromedp.Do(ctx, poll(`(document.getElementById("transcript-h").scrollIntoView({block: "start"}), true)`)); err != nil {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "team-transcript-top.png")
