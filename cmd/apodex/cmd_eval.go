@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strings"
 
 	"github.com/apodex/apodex/internal/eval"
+	"github.com/apodex/apodex/internal/eval/chart"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
@@ -96,7 +96,7 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval show", "ID [--json] [--plot FILE.png]", stdout, stderr)
 	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print JSON")
-	plot := fs.String("plot", "", "write a PNG of score against tokens per configuration")
+	plot := fs.String("plot", "", "write a PNG of pass rate against tokens per configuration, with 95% intervals")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 	if *plot != "" {
 		f, err := os.Create(*plot)
 		if err == nil {
-			err = eval.Plot(f, plan, results)
+			err = chart.Write(f, rep, results)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -132,11 +132,11 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 	}
 	eval.Render(stdout, rep)
 	if *plot != "" {
-		var cols []string
-		for i, c := range rep.Configs {
-			cols = append(cols, c.Name+"="+eval.Palette[i%len(eval.Palette)].Name)
+		fmt.Fprintf(stdout, "\nplot %s: squares at mean tokens (x) and pass rate (y), bars the 95%% interval, dots the rollouts\n", *plot)
+		fmt.Fprintf(stdout, "%-14s %-7s %5s %10s %9s %9s %9s\n", "config", "colour", "n", "tokens(x)", "pass(y)", "low", "high")
+		for _, p := range chart.Points(rep) {
+			fmt.Fprintf(stdout, "%-14s %-7s %5d %10.0f %9.3f %9.3f %9.3f\n", p.Config, p.Colour, p.Rollouts, p.Tokens, p.PassRate, p.Low, p.High)
 		}
-		fmt.Fprintf(stdout, "plot: %s (x tokens, y score; squares are pass rates with 95%% bars; colours %s)\n", *plot, strings.Join(cols, ", "))
 	}
 	return nil
 }

@@ -295,6 +295,17 @@ configs:
 	if _, err := png.Decode(f); err != nil {
 		t.Fatalf("--plot did not write a PNG: %v", err)
 	}
+	// The text names the plotted numbers: one row per configuration.
+	code, stdout, stderr = cli(t, "eval", "show", evalID, "--home", home, "--plot", plot)
+	if code != 0 {
+		t.Fatalf("eval show: %s", stderr)
+	}
+	for _, c := range rep.Configs {
+		row := fmt.Sprintf("%.0f %9.3f %9.3f %9.3f", c.Mean.Tokens, c.PassRate, c.Interval[0], c.Interval[1])
+		if !strings.Contains(stdout, row) {
+			t.Errorf("eval show --plot: no row %q for %s in\n%s", row, c.Name, stdout)
+		}
+	}
 }
 
 // TestBundledSuitesLoad: the example suites parse, and the offline one

@@ -20,8 +20,11 @@ func TestAPIOverAFinishedTeamRun(t *testing.T) {
 	finishedTeamRun(t, home, "team-1")
 	srv := serve(t, web.Config{Home: home})
 
-	var runs []struct{ ID, Status, Liveness, Mode string }
-	if code := get(t, srv, "/api/runs", &runs); code != 200 || len(runs) != 1 || runs[0].ID != "team-1" || runs[0].Status != "completed" || runs[0].Liveness != "finished" || runs[0].Mode != "team" {
+	var runs []struct {
+		ID, Status, Liveness, Mode string
+		Termination                string `json:"termination_reason"`
+	}
+	if code := get(t, srv, "/api/runs", &runs); code != 200 || len(runs) != 1 || runs[0].ID != "team-1" || runs[0].Status != "completed" || runs[0].Liveness != "finished" || runs[0].Mode != "team" || runs[0].Termination != "completed" {
 		t.Fatalf("/api/runs: %d %+v", code, runs)
 	}
 	var detail struct {
@@ -98,7 +101,10 @@ func TestAPIOverAFinishedTeamRun(t *testing.T) {
 		t.Errorf("events after 10: %d, first %+v", len(evs), evs[0])
 	}
 	var graph struct {
-		Nodes []struct{ ID, Kind, Status string }
+		Nodes []struct {
+			ID, Kind, Status, Why string
+			Settled               bool
+		}
 		Edges []struct{ From, To, Kind string }
 	}
 	if code := get(t, srv, "/api/runs/team-1/claims", &graph); code != 200 || graph.Nodes == nil || graph.Edges == nil {
@@ -107,7 +113,7 @@ func TestAPIOverAFinishedTeamRun(t *testing.T) {
 	// The team demo's reports state claims: the graph is the claim ledger.
 	ledger := false
 	for _, n := range graph.Nodes {
-		ledger = ledger || (n.Kind == "claim" && n.ID == "K1" && n.Status != "")
+		ledger = ledger || (n.Kind == "claim" && n.ID == "K1" && n.Status != "" && n.Why != "" && n.Settled)
 	}
 	if !ledger {
 		t.Errorf("claims: no ledger claim K1 with a status in %+v", graph.Nodes)

@@ -59,21 +59,33 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-// screenshot writes the page to $APODEX_ARTIFACTS (else the test's temp
-// dir) and checks it is not blank.
+// screenshot writes the page to $APODEX_ARTIFACTS (else the test's
+// artifact dir: go test -artifacts keeps it) and checks it is not blank.
+// A name ending -top.png is the viewport only.
 func screenshot(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
 	shot := chromedp.FullScreenshot(100)
 	if strings.HasSuffix(name, "-top.png") {
 		shot = chromedp.CaptureScreenshot() // the viewport only
 	}
+	return saveShot(t, ctx, name, shot)
+}
+
+// screenshotOf writes the element sel matches, as screenshot does.
+func screenshotOf(t *testing.T, ctx context.Context, name, sel string) string {
+	t.Helper()
+	return saveShot(t, ctx, name, chromedp.Screenshot(css(sel)))
+}
+
+func saveShot(t *testing.T, ctx context.Context, name string, shot chromedp.Action[[]byte]) string {
+	t.Helper()
 	buf, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := os.Getenv("APODEX_ARTIFACTS")
 	if dir == "" {
-		dir = t.TempDir()
+		dir = t.ArtifactDir()
 	}
 	os.MkdirAll(dir, 0o755)
 	path := filepath.Join(dir, name)
@@ -108,7 +120,7 @@ func TestPageListsRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := text(t, ctx, `#runs`)
-	if !strings.Contains(table, "team-done") || !strings.Contains(table, "completed") {
+	if !strings.Contains(table, "team-done") || !strings.Contains(table, "Completed") {
 		t.Errorf("run list %q", table)
 	}
 	// The finished run's page: board titles, a timeline lane per agent, files.

@@ -27,6 +27,13 @@ type claimNode struct {
 	Agent       string `json:"agent,omitempty"`
 	Status      string `json:"status,omitempty"` // a ledger claim's status
 	LoadBearing bool   `json:"load_bearing,omitempty"`
+	// Settled, Side, Withdrawn and Why as in claims.Claim; Item is the
+	// board item it was stated on.
+	Settled   bool   `json:"settled,omitempty"`
+	Side      string `json:"side,omitempty"`
+	Withdrawn string `json:"withdrawn,omitempty"`
+	Why       string `json:"why,omitempty"`
+	Item      string `json:"item,omitempty"`
 }
 
 type claimEdge struct {
@@ -76,7 +83,8 @@ func ledgerGraph(l *claims.Ledger) claimGraph {
 	g := claimGraph{Nodes: []claimNode{}, Edges: []claimEdge{}}
 	seen := map[string]bool{}
 	for _, c := range l.Claims {
-		g.Nodes = append(g.Nodes, claimNode{ID: c.ID, Kind: "claim", Label: c.Text, Agent: c.StatedBy, Status: c.Status, LoadBearing: c.LoadBearing})
+		g.Nodes = append(g.Nodes, claimNode{ID: c.ID, Kind: "claim", Label: c.Text, Agent: c.StatedBy, Status: c.Status, LoadBearing: c.LoadBearing,
+			Settled: c.Settled, Side: c.Side, Withdrawn: c.Withdrawn, Why: c.Why, Item: c.Item})
 		seen[c.ID] = true
 	}
 	for _, c := range l.Claims {

@@ -19,15 +19,18 @@ import (
 
 // runListing is one row of /api/runs.
 type runListing struct {
-	ID        string     `json:"id"`
-	Objective string     `json:"objective"`
-	Mode      string     `json:"mode,omitempty"`
-	Liveness  string     `json:"liveness"`
-	Status    string     `json:"status"`
-	Started   time.Time  `json:"started"`
-	Finished  *time.Time `json:"finished,omitempty"`
-	Usage     llm.Usage  `json:"usage"`
-	Events    int        `json:"events"`
+	ID        string `json:"id"`
+	Objective string `json:"objective"`
+	Mode      string `json:"mode,omitempty"`
+	Liveness  string `json:"liveness"`
+	Paused    bool   `json:"paused,omitempty"`
+	Status    string `json:"status"`
+	// Termination is why a finished run ended (gate_failed, budget_turns…).
+	Termination string     `json:"termination_reason,omitempty"`
+	Started     time.Time  `json:"started"`
+	Finished    *time.Time `json:"finished,omitempty"`
+	Usage       llm.Usage  `json:"usage"`
+	Events      int        `json:"events"`
 }
 
 func listRuns(home string) ([]runListing, error) {
@@ -37,8 +40,14 @@ func listRuns(home string) ([]runListing, error) {
 	}
 	out := []runListing{}
 	for _, in := range infos {
-		out = append(out, runListing{ID: in.RunID, Objective: in.Objective, Mode: in.Mode, Liveness: runinfo.Liveness(in.RunDir),
-			Status: in.Status, Started: in.Started, Finished: in.Finished, Usage: in.Usage, Events: in.Events})
+		l := runListing{ID: in.RunID, Objective: in.Objective, Mode: in.Mode, Liveness: runinfo.Liveness(in.RunDir),
+			Status: in.Status, Termination: in.Termination, Started: in.Started, Finished: in.Finished, Usage: in.Usage, Events: in.Events}
+		if l.Liveness != runinfo.Finished {
+			if p, err := runinfo.Status(in.RunDir); err == nil {
+				l.Paused = p.Paused
+			}
+		}
+		out = append(out, l)
 	}
 	return out, nil
 }

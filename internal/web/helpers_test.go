@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/scripted"
 	"github.com/apodex/apodex/internal/record"
@@ -141,4 +142,30 @@ func post(t *testing.T, srv *httptest.Server, path, body string) (int, map[strin
 	var out map[string]any
 	json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
+}
+
+// failedRun runs the csv-sum task with a script that guesses the sum and
+// never writes the report: the delivery and both verifier clauses fail.
+func failedRun(t *testing.T, home, id string) string {
+	t.Helper()
+	needBwrap(t)
+	m, err := scripted.Load("testdata/failing-script.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := contract.Load("../../examples/csv-sum/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := run.Execute(context.Background(), run.Config{
+		Home: home, Contract: c, Model: m, ModelInfo: record.ModelSettings{Provider: "scripted"},
+		NewID: func() string { return id }, Settings: run.Settings{MaxAttempts: 1, Sandbox: runtest.SandboxKind()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != run.StatusFailed {
+		t.Fatalf("the failing script ended %s (%s)", s.Status, s.Termination)
+	}
+	return s.RunDir
 }
