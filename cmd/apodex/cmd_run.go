@@ -42,6 +42,7 @@ type runFlags struct {
 	override     bool
 	allowOutside bool
 	corpus       string
+	noInstr      bool
 	set          run.Settings
 }
 
@@ -56,6 +57,7 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.BoolVar(&f.allowOutside, "allow-outside-task", false, "with --task, let the task's paths (inputs, corpus, files, json_schema) lie outside the task file's directory or lead out of it through symbolic links")
 	fs.StringVar(&f.world, "world", "", "run one rollout of a stored world (an id from `apodex worlds list`): its task, inputs and workspace")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
+	fs.BoolVar(&f.noInstr, "no-project-instructions", false, "leave AGENTS.md / CLAUDE.md (of the --repo tree or the task's directory) and ~/.config/apodex/AGENTS.md out of the system prompt")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	fs.IntVar(&s.Budget.MaxTurns, "max-turns", d.Budget.MaxTurns, "stop after this many model calls (0: no limit)")
 	fs.IntVar(&s.Budget.MaxToolCalls, "max-tool-calls", d.Budget.MaxToolCalls, "stop after this many tool calls (0: no limit)")
@@ -203,6 +205,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Settings: f.set, Home: home, Objective: objective, Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
 		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w,
 	}
+	if !f.noInstr {
+		if cfg.Instructions, err = projectInstructions(f.instructionsDir()); err != nil {
+			return usagef("%v", err)
+		}
+	}
 	if cfg.Team.EffortBudget == 0 {
 		cfg.Team.EffortBudget = -1 // --effort-budget 0: no budget (the record's 0 means the default)
 	}
@@ -212,6 +219,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	stop(s.RunID != "")
 	stopTelemetry(s.RunID != "")
 	return f.out.finish(s, err, stdout, stderr)
+}
+
+// instructionsDir is where the project's AGENTS.md is looked for: the
+// task file's directory ("" for none).
+func (f *runFlags) instructionsDir() string {
+	if f.task != "" {
+		return filepath.Dir(f.task)
+	}
+	return ""
 }
 
 // finish prints a run's outcome (the summary, or JSON) and turns it into

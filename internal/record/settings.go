@@ -56,6 +56,16 @@ type RunSettings struct {
 	// World names the stored world a rollout was built from (absent for
 	// other runs); the world event repeats it.
 	World *World `json:"world,omitempty"`
+	// Instructions are the project instructions (AGENTS.md, CLAUDE.md, the
+	// user's own) that went into the coordinator's system prompt, as blobs,
+	// in the order they appear there.
+	Instructions []Instruction `json:"instructions,omitempty"`
+}
+
+// Instruction is one project instructions file the system prompt quotes.
+type Instruction struct {
+	Source string `json:"source"` // the host file it was read from
+	Ref    string `json:"ref"`    // the blob of its text as quoted
 }
 
 // LimitSettings are the per-command sandbox limits asked for (zero: the

@@ -81,6 +81,10 @@ type Config struct {
 	// inputs and /workspace come from the store (see stageWorld), and the
 	// record names the world and its generator version.
 	World *world.World
+	// Instructions are the project instructions quoted in the
+	// coordinator's system prompt; the run keeps them as blobs
+	// (Settings.Instructions), which a resume quotes.
+	Instructions []Instruction
 	// Progress receives one line per step; nil for none.
 	Progress io.Writer
 	// Logger receives the runtime's debug log (steps, lifecycle); nil for
@@ -213,6 +217,11 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if roll != nil {
 		w := roll.Record
 		cfg.Settings.World = &w // Config.World is the stored world it was built from
+	}
+	if cfg.Settings.Instructions, err = storeInstructions(log, cfg.Instructions); err != nil {
+		log.Close()
+		os.RemoveAll(dir)
+		return Summary{}, err
 	}
 	ss, err := open(cfg, id, dir, fs, log, c)
 	if err != nil {

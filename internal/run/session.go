@@ -154,8 +154,13 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.Tools, spec.Guard, spec.Prompt = append(ss.kit.list("lead", ss.fs), tm.LeadTools()...), tm.Guard, tm.LeadSystem
 	} else {
 		spec.BeforeCall = ctl.BeforeCall("main")
-		spec.Tools = ss.kit.list("main", ss.fs)
+		spec.Tools, spec.Prompt = ss.kit.list("main", ss.fs), agent.SystemPrompt
 	}
+	prompt, err := ss.withInstructions(spec.Prompt)
+	if err != nil {
+		return s, err
+	}
+	spec.Prompt = prompt
 	// The cheap checks before the final gate: a tool, and one repair turn.
 	pc := &precheck{ctl: ctl, plane: ss.plane, log: log,
 		env: verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q}}
