@@ -43,6 +43,8 @@ type runFlags struct {
 	allowOutside bool
 	corpus       string
 	noInstr      bool
+	repo         string
+	repoAll      bool
 	set          run.Settings
 }
 
@@ -57,6 +59,8 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.BoolVar(&f.allowOutside, "allow-outside-task", false, "with --task, let the task's paths (inputs, corpus, files, json_schema) lie outside the task file's directory or lead out of it through symbolic links")
 	fs.StringVar(&f.world, "world", "", "run one rollout of a stored world (an id from `apodex worlds list`): its task, inputs and workspace")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
+	fs.StringVar(&f.repo, "repo", "", "work on this tree: its files (a git checkout's, without .git and ignored paths) are copied to /workspace; the tree is not written during the run (apodex diff / apply bring the change back)")
+	fs.BoolVar(&f.repoAll, "repo-all", false, "with --repo: copy every file, .git and ignored paths included")
 	fs.BoolVar(&f.noInstr, "no-project-instructions", false, "leave AGENTS.md / CLAUDE.md (of the --repo tree or the task's directory) and ~/.config/apodex/AGENTS.md out of the system prompt")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	fs.IntVar(&s.Budget.MaxTurns, "max-turns", d.Budget.MaxTurns, "stop after this many model calls (0: no limit)")
@@ -186,6 +190,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case objective == "":
 		return usagef("no objective: pass what the agent should do, e.g. apodex run --inputs ./data \"Sum the value column of /inputs/data.csv\", or --task task.yaml")
 	}
+	if f.repoAll && f.repo == "" {
+		return usagef("--repo-all needs --repo")
+	}
 	if err := f.check(); err != nil {
 		return usagef("%v", err)
 	}
@@ -204,6 +211,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := run.Config{
 		Settings: f.set, Home: home, Objective: objective, Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
 		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w,
+		Repo: f.repo, RepoAll: f.repoAll,
 	}
 	if !f.noInstr {
 		if cfg.Instructions, err = projectInstructions(f.instructionsDir()); err != nil {
@@ -222,9 +230,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // instructionsDir is where the project's AGENTS.md is looked for: the
-// task file's directory ("" for none).
+// --repo tree, else the task file's directory ("" for none).
 func (f *runFlags) instructionsDir() string {
-	if f.task != "" {
+	switch {
+	case f.repo != "":
+		return f.repo
+	case f.task != "":
 		return filepath.Dir(f.task)
 	}
 	return ""

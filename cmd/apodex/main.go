@@ -72,6 +72,8 @@ func commands() []command {
 		{"pivot", "find where a failed run parted from its successful siblings (JSON for an RL trainer)", cmdPivot},
 		{"claims", "print a team run's claim ledger: claims, evidence, artifacts, verdicts, statuses, load-bearing flags", cmdClaims},
 		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", cmdReview},
+		{"diff", "print what a run on a tree (run --repo) changed, as a unified diff in git's format", cmdDiff},
+		{"apply", "apply a run's change to its tree (or --to DIR): all or nothing, refusing files changed there since", cmdApply},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
 		{"messages", "list a run's messages and their state", cmdMessages},

@@ -60,6 +60,18 @@ type RunSettings struct {
 	// user's own) that went into the coordinator's system prompt, as blobs,
 	// in the order they appear there.
 	Instructions []Instruction `json:"instructions,omitempty"`
+	// Repo, for a run on a host tree (--repo), names the tree and the
+	// baseline its /workspace was copied from.
+	Repo *RepoSettings `json:"repo,omitempty"`
+}
+
+// RepoSettings: the run's /workspace began as a copy of a host tree.
+type RepoSettings struct {
+	Dir      string `json:"dir"`           // the host tree, absolute
+	All      bool   `json:"all,omitempty"` // ignored files and .git were copied too
+	Git      bool   `json:"git,omitempty"` // the tree was a git checkout
+	Baseline string `json:"baseline"`      // blob of the baseline (repo.Baseline JSON)
+	Files    int    `json:"files"`         // files copied
 }
 
 // Instruction is one project instructions file the system prompt quotes.

@@ -183,6 +183,9 @@ func replayConfig(rec run.Recorded, kind, home, dir string, model llm.Model) run
 	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
 	cfg.EvidenceFrom = dir // fetched pages come from the record, not the network
 	cfg.Instructions, _ = run.LoadInstructions(dir, rec.Settings) // quoted as the run quoted them
+	if rec.Settings.Repo != nil {
+		cfg.RepoFrom = dir // /workspace starts from the run's baseline
+	}
 	if w := run.ReplayWorld(dir, rec.Started); w != nil {
 		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
 	}

@@ -81,6 +81,13 @@ type Config struct {
 	// inputs and /workspace come from the store (see stageWorld), and the
 	// record names the world and its generator version.
 	World *world.World
+	// Repo, when set, is a host tree whose files (RepoAll: ignored ones and
+	// .git too) are copied into /workspace at the start, with a baseline
+	// for apodex diff and apply; the tree itself is never written.
+	// RepoFrom, in a replay, is the original run: its baseline is staged.
+	Repo     string
+	RepoAll  bool
+	RepoFrom string
 	// Instructions are the project instructions quoted in the
 	// coordinator's system prompt; the run keeps them as blobs
 	// (Settings.Instructions), which a resume quotes.
@@ -209,6 +216,19 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	inputs = append(inputs, more...)
+	cfg.Settings.Repo = nil
+	if cfg.Repo != "" || cfg.RepoFrom != "" {
+		if cfg.World != nil {
+			err = &ConfigError{"--repo and --world both set /workspace: pass one"}
+		} else {
+			cfg.Settings.Repo, err = stageRepo(cfg, log, fs.Workspace)
+		}
+		if err != nil {
+			log.Close()
+			os.RemoveAll(dir)
+			return Summary{}, err
+		}
+	}
 	if cfg.Context.Window <= 0 {
 		cfg.Context.Window = llm.ContextWindow(cfg.ModelInfo.Name)
 	}
