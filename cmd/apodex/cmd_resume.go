@@ -66,7 +66,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if last, err := record.Last(dir); err == nil {
 		after = last.Seq
 	}
-	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger}, Sandbox: *sbx}
+	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, Halt: haltOf(ctx), HaltNote: "Ctrl-C or SIGTERM"}, Sandbox: *sbx}
 	stop := out.startProgress(ctx, dir, after, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, after, stderr)
 	s, err := run.Resume(ctx, dir, rc)

@@ -211,7 +211,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := run.Config{
 		Settings: f.set, Home: home, Objective: objective, Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
 		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w,
-		Repo: f.repo, RepoAll: f.repoAll,
+		Repo: f.repo, RepoAll: f.repoAll, Halt: haltOf(ctx), HaltNote: "Ctrl-C or SIGTERM",
 	}
 	if !f.noInstr {
 		if cfg.Instructions, err = projectInstructions(f.instructionsDir()); err != nil {
@@ -247,6 +247,12 @@ func (o *outputFlags) finish(s run.Summary, err error, stdout, stderr io.Writer)
 	switch {
 	case err != nil && s.RunID == "":
 		return err
+	case errors.Is(err, run.ErrHalted):
+		if o.json {
+			writeJSON(stdout, s)
+		}
+		fmt.Fprintf(stderr, "apodex: run %s stopped; go on with: apodex resume %s\n", s.RunID, s.RunID)
+		return exitError(exitFailed)
 	case err != nil:
 		fmt.Fprintf(stderr, "apodex: %v\n", err)
 	}

@@ -23,9 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runinfo"
@@ -33,7 +31,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background(), os.Stderr)
 	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	atExit()

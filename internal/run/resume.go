@@ -40,7 +40,7 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	if cfg.Now == nil {
 		cfg.Now = clock.Or(cfg.Clock).Now
 	}
-	reason := "the process stopped without finishing (killed or crashed); resumed from the record"
+	reason := stoppedReason
 	switch Liveness(dir) {
 	case Finished:
 		term, ok := ResumableEnd(dir)
@@ -54,6 +54,12 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	log, contents, repaired, err := record.Open(dir, cfg.Now)
 	if err != nil {
 		return Summary{}, err
+	}
+	if n := len(contents.Events); n > 0 && reason == stoppedReason {
+		var w record.Warning
+		if last := contents.Events[n-1]; last.Type == record.TypeWarning && last.Decode(&w) == nil && w.Code == "stopped" {
+			reason = "the run was stopped (" + w.Message + "); resumed from the record"
+		}
 	}
 	st := runstate.New()
 	for _, e := range contents.Events {
@@ -130,6 +136,8 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	ss.warnSandbox()
 	return ss.run(ctx, &resumed{st: st, events: contents.Events, agents: agents})
 }
+
+const stoppedReason = "the process stopped without finishing (killed or crashed); resumed from the record"
 
 // ResumableEnd reports how a finished run ended, and whether that end can
 // be resumed: a model error (the endpoint failed, refused a request or was

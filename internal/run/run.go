@@ -108,7 +108,14 @@ type Config struct {
 	// the run can be resumed; Execute and Resume then return ErrHalted.
 	// Replay plays the segments of a resumed run with it.
 	Halt <-chan struct{}
+	// HaltNote, when set, is recorded (a "stopped" warning) when Halt
+	// stops the run: why it stopped, for the user and for resume.
+	HaltNote string
 }
+
+// StatusStopped: the run stopped before its end and can be resumed
+// (Ctrl-C, SIGTERM, a kill, a crash).
+const StatusStopped = runinfo.StatusStopped
 
 // ErrHalted: the run was stopped through Config.Halt and can be resumed.
 var ErrHalted = errors.New("run: halted (resumable)")

@@ -200,6 +200,10 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}
 	stopWatch()
 	if errors.Is(context.Cause(ctx), ErrHalted) {
+		if cfg.HaltNote != "" {
+			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "stopped", Message: cfg.HaltNote})
+		}
+		s.Status, s.Termination = StatusStopped, "stopped"
 		return s, errors.Join(ErrHalted, log.Close()) // as a kill: no conclusion, no run_finished
 	}
 	ss.plane.Release(ac.ID, string(out.Termination))
