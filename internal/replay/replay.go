@@ -182,7 +182,8 @@ func replayConfig(rec run.Recorded, kind, home, dir string, model llm.Model) run
 	cfg.Sandbox = kind
 	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
 	cfg.EvidenceFrom = dir // fetched pages come from the record, not the network
-	cfg.Instructions, _ = run.LoadInstructions(dir, rec.Settings) // quoted as the run quoted them
+	// The project instructions are quoted as the run quoted them.
+	cfg.Instructions, _ = run.LoadInstructions(dir, rec.Settings)
 	if rec.Settings.Repo != nil {
 		cfg.RepoFrom = dir // /workspace starts from the run's baseline
 	}
