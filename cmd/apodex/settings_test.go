@@ -16,6 +16,8 @@ import (
 // setting must be bound to a flag (and given a value below) or named here.
 var notFlags = map[string]string{
 	"Settings.World":                    "recorded from --world (TestWorldRun)",
+	"Settings.Instructions":             "recorded from the AGENTS.md files found (TestProjectInstructionsReachTheSystemPrompt)",
+	"Settings.Repo":                     "recorded from --repo (TestRepoRunDiffApply)",
 	"Settings.Context.KeepRecent":       "no flag: the default",
 	"Settings.Context.KeepTail":         "no flag: the default",
 	"Settings.Team.SubBudget.MaxTokens": "no flag: the default",
