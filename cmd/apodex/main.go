@@ -79,6 +79,7 @@ func commands() []command {
 		{"status", "a run's progress, from its board and record", cmdStatus},
 		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
 		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
+		{"continue", "start a new segment of a finished run with a follow-up: same workspace, history and settings", cmdContinue},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
 		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
 		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},

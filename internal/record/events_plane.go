@@ -167,4 +167,8 @@ type Resumed struct {
 	RepairedTornTail bool                `json:"repaired_torn_tail"`
 	InFlight         map[string][]string `json:"in_flight"` // per agent, the calls cut off ("name id")
 	Reason           string              `json:"reason"`
+	// FollowUp, when a finished run was continued (apodex continue), is
+	// the user's follow-up that opened this segment; its message and
+	// contract revision follow.
+	FollowUp string `json:"follow_up,omitempty"`
 }

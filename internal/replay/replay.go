@@ -215,7 +215,7 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 		model.setLimit(sg.end)
 		halt, cut := make(chan struct{}), make(chan int, 1)
 		cfg.Halt = nil
-		if sg.end > 0 {
+		if sg.end > 0 && !sg.finished {
 			cfg.Halt = halt
 		}
 		pctx, stop := context.WithCancel(ctx)
@@ -234,7 +234,11 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 			if cfg.Sandbox == sandbox.KindNone {
 				rc.Sandbox = sandbox.KindNone
 			}
-			_, err = run.Resume(ctx, replayDir, rc)
+			if sg.followUp != "" {
+				_, err = run.Continue(ctx, replayDir, sg.followUp, rc)
+			} else {
+				_, err = run.Resume(ctx, replayDir, rc)
+			}
 		}
 		stop()
 		<-played
@@ -245,6 +249,8 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 			}
 		case err != nil:
 			return err
+		case sg.end > 0 && sg.finished:
+			// It ended, as the original did; the next segment goes on.
 		case sg.end > 0:
 			return nil // it ended before the recorded stop: the comparison says where
 		}

@@ -106,6 +106,9 @@ type resumed struct {
 	st     *runstate.State
 	events []record.Event
 	agents map[string]*checkpoint.Agent
+	// continued: a finished run goes on with a follow-up (Continue), so
+	// a finished coordinator works again.
+	continued bool
 }
 
 // run drives the coordinator (and, in team mode, its subagents) to the end,
@@ -186,7 +189,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 			}
 		}
 		switch {
-		case cp != nil && cp.Finished != nil: // finish was accepted before the stop
+		case cp != nil && cp.Finished != nil && !rs.continued: // finish was accepted before the stop
 			out, done = agent.Outcome{Termination: agent.Completed, Summary: *cp.Finished, Turns: cp.Turns, ToolCalls: cp.ToolCalls, Usage: cp.Usage}, true
 		case cp != nil && cp.Turns > 0:
 			ac.Restore = &agent.Restore{History: cp.History, Turns: cp.Turns, ToolCalls: cp.ToolCalls, Usage: cp.Usage}
