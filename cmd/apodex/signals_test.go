@@ -101,6 +101,9 @@ func TestCtrlCStopsResumably(t *testing.T) {
 	if len(resumed) != 1 || !strings.Contains(resumed[0].Reason, "Ctrl-C") {
 		t.Fatalf("resumed %+v", resumed)
 	}
+	if code, out, errOut := cli(t, "replay", "--home", home, filepath.Base(dir)); code != 0 || !strings.Contains(out, "identical") {
+		t.Fatalf("replay of a run stopped by Ctrl-C and resumed: exit %d\n%s\n%s", code, out, errOut)
+	}
 }
 
 func TestSecondCtrlCCancelsForGood(t *testing.T) {
