@@ -77,6 +77,12 @@ func TestRepoRunDiffApply(t *testing.T) {
 		}
 	}
 	id := filepath.Base(s.RunDir)
+	// The replay starts from the run's baseline, not from the tree.
+	writeFile(t, filepath.Join(checkout, "AGENTS.md"), "changed after the run\n")
+	if code, out, errOut := cli(t, "replay", "--home", home, id); code != 0 || !strings.Contains(out, "identical") {
+		t.Fatalf("replay of a run on a tree: exit %d\n%s\n%s", code, out, errOut)
+	}
+	git(t, checkout, "checkout", "--", "AGENTS.md")
 
 	code, diff, errOut := cli(t, "diff", "--home", home, id)
 	if code != 0 {
