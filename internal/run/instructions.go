@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/tool"
 )
 
 // Instruction is one project instructions file (AGENTS.md, CLAUDE.md, the
@@ -68,14 +67,4 @@ func InstructionsSection(ins []Instruction) string {
 	}
 	b.WriteString("</project_instructions>\n")
 	return b.String()
-}
-
-// withInstructions appends the run's project instructions to a prompt.
-func (ss *session) withInstructions(prompt func(*tool.Set) string) (func(*tool.Set) string, error) {
-	ins, err := LoadInstructions(ss.dir, ss.cfg.Settings)
-	if err != nil || len(ins) == 0 {
-		return prompt, err
-	}
-	sec := InstructionsSection(ins)
-	return func(set *tool.Set) string { return prompt(set) + sec }, nil
 }

@@ -149,9 +149,14 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: retryOf(cfg.Settings), Context: contextOf(cfg.Context),
 		OnStep: progress(cfg.Progress, cfg.Logger), Now: cfg.Now, Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
 	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: budgetOf(cfg.Budget), Adjust: ctl.Adjust, Recall: true}
+	ins, err := LoadInstructions(ss.dir, cfg.Settings)
+	if err != nil {
+		return s, err
+	}
+	section := InstructionsSection(ins)
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
-		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl)
+		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl, section)
 		spec.ID, spec.Role, spec.Gate = "lead", llm.CallerLead, tm.Gate
 		spec.BeforeCall = both(ctl.BeforeCall("lead"), tm.BeforeCall)
 		spec.Tools, spec.Guard, spec.Prompt = append(ss.kit.list("lead", ss.fs), tm.LeadTools()...), tm.Guard, tm.LeadSystem
@@ -159,11 +164,10 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.BeforeCall = ctl.BeforeCall("main")
 		spec.Tools, spec.Prompt = ss.kit.list("main", ss.fs), agent.SystemPrompt
 	}
-	prompt, err := ss.withInstructions(spec.Prompt)
-	if err != nil {
-		return s, err
+	if section != "" {
+		base := spec.Prompt
+		spec.Prompt = func(set *tool.Set) string { return base(set) + section }
 	}
-	spec.Prompt = prompt
 	// The cheap checks before the final gate: a tool, and one repair turn.
 	pc := &precheck{ctl: ctl, plane: ss.plane, log: log,
 		env: verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q}}
