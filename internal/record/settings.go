@@ -57,7 +57,7 @@ type RunSettings struct {
 	// other runs); the world event repeats it.
 	World *World `json:"world,omitempty"`
 	// Instructions are the project instructions (AGENTS.md, CLAUDE.md, the
-	// user's own) that went into the coordinator's system prompt, as blobs,
+	// user's own) that went into the system prompts (coordinator, subagents), as blobs,
 	// in the order they appear there.
 	Instructions []Instruction `json:"instructions,omitempty"`
 	// Repo, for a run on a host tree (--repo), names the tree and the
