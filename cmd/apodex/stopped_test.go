@@ -40,4 +40,7 @@ func TestBudgetHitStopsAndResumesWithMoreBudget(t *testing.T) {
 	if r := decodeAll[record.Resumed](t, evs, record.TypeResumed); len(r) != 1 || !strings.Contains(r[0].Reason, "budget_turns") {
 		t.Fatalf("resumed %+v", r)
 	}
+	if code, out, errOut := cli(t, "replay", "--home", home, id); code != 0 || !strings.Contains(out, "identical") {
+		t.Fatalf("replay of a run stopped by its budget and resumed: exit %d\n%s\n%s", code, out, errOut)
+	}
 }

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
@@ -230,6 +231,11 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 		} else {
 			// The replay's own record names the sandbox it chose; "none"
 			// was the user's choice, so it holds for every segment.
+			for _, in := range sg.before { // queued before the original's resume
+				if err := inbox.Control(replayDir, in.kind, in.args); err != nil {
+					model.note(fmt.Sprintf("the control at seq %d could not be sent to the replay: %v", in.seq, err))
+				}
+			}
 			rc := run.ResumeConfig{Config: cfg}
 			if cfg.Sandbox == sandbox.KindNone {
 				rc.Sandbox = sandbox.KindNone

@@ -32,6 +32,10 @@ type segment struct {
 	// finished: the segment ended with run_finished, by itself.
 	finished bool
 	followUp string // the follow-up that opened this segment (apodex continue)
+	// before are the controls queued before the segment's process started
+	// (resume --budget): applied before its first tracked event, they are
+	// sent before the segment is resumed.
+	before []userInput
 }
 
 // userInput is a control the original applied, at the point it did.
@@ -48,6 +52,7 @@ func segmentsOf(events []record.Event) []segment {
 	segs := []segment{{}}
 	var lastTracked time.Time
 	lastType := ""
+	fresh := false // in a resumed segment, before its first tracked event
 	for _, e := range events {
 		cur := &segs[len(segs)-1]
 		switch e.Type {
@@ -56,12 +61,18 @@ func segmentsOf(events []record.Event) []segment {
 			if e.Decode(&r) == nil {
 				cur.end, cur.finished = r.AfterSeq, lastType == record.TypeRunFinished
 				segs = append(segs, segment{followUp: r.FollowUp})
+				fresh = true
 			}
 			continue
 		case record.TypeControl:
 			var c record.Control
 			if e.Decode(&c) == nil {
-				cur.inputs = append(cur.inputs, userInput{seq: e.Seq, after: e.Time.Sub(lastTracked), kind: c.Kind, args: c.Args})
+				in := userInput{seq: e.Seq, after: e.Time.Sub(lastTracked), kind: c.Kind, args: c.Args}
+				if fresh {
+					cur.before = append(cur.before, in)
+				} else {
+					cur.inputs = append(cur.inputs, in)
+				}
 			}
 		case record.TypeMessage:
 			var m record.Message
@@ -74,7 +85,7 @@ func segmentsOf(events []record.Event) []segment {
 			}
 		}
 		if len(keysOf(e.Type, e.Agent, e.Raw)) > 0 {
-			lastTracked = e.Time
+			lastTracked, fresh = e.Time, false
 		}
 		lastType = e.Type
 	}
