@@ -265,6 +265,10 @@ func (o *outputFlags) finish(s run.Summary, err error, stdout, stderr io.Writer)
 		if !o.quiet && !o.json && s.Error != "" {
 			fmt.Fprintf(stderr, "apodex: ended with %s: %s\n", s.Termination, oneLine(s.Error))
 		}
+		if s.Status == run.StatusStopped && !o.json {
+			hint := map[string]string{"budget_turns": " --budget turns=+10", "budget_tool_calls": " --budget tool_calls=+50", "budget_tokens": " --budget tokens=+200000"}[s.Termination]
+			fmt.Fprintf(stderr, "apodex: run %s stopped (%s); go on with: apodex resume%s %s\n", s.RunID, s.Termination, hint, s.RunID)
+		}
 		return exitError(exitFailed)
 	}
 	return nil
