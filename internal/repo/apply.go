@@ -30,6 +30,9 @@ func Apply(changes []Change, ws, target string) (err error) {
 		if c.Path == "" || strings.HasPrefix(c.Path, "/") || strings.Contains("/"+c.Path+"/", "/../") {
 			return fmt.Errorf("repo: refusing the path %q", c.Path)
 		}
+		if err := plainPath(target, c.Path); err != nil {
+			return err
+		}
 		cur, err := hashFile(filepath.Join(target, filepath.FromSlash(c.Path)))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -132,4 +135,32 @@ func mkdirs(dir string) ([]string, error) {
 		made = append(made, missing[i])
 	}
 	return made, nil
+}
+
+// plainPath refuses a path of the tree that leads through a symbolic link
+// (it could lead out of the tree) or that names something other than a
+// regular file: a rename onto it would fail half way.
+func plainPath(target, rel string) error {
+	p := target
+	parts := strings.Split(rel, "/")
+	for i, part := range parts {
+		p = filepath.Join(p, part)
+		st, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("repo: %w", err)
+		}
+		last := i == len(parts)-1
+		switch {
+		case st.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("repo: refusing %s: %s is a symbolic link in the target", rel, p)
+		case last && !st.Mode().IsRegular():
+			return fmt.Errorf("repo: refusing %s: it is not a regular file in the target", rel)
+		case !last && !st.IsDir():
+			return fmt.Errorf("repo: refusing %s: %s is not a directory in the target", rel, p)
+		}
+	}
+	return nil
 }

@@ -97,3 +97,34 @@ func TestHeaders(t *testing.T) {
 		}
 	}
 }
+
+func TestApplyRefusesLinksAndDirectories(t *testing.T) {
+	ws, target, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	put(t, ws, "d/f", "new\n")
+	put(t, ws, "e", "new\n")
+	ch := []Change{{Path: "d/f", New: &Entry{Path: "d/f", Mode: 0o644}}, {Path: "e", New: &Entry{Path: "e", Mode: 0o644}}}
+	if err := os.Symlink(outside, filepath.Join(target, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(ch, ws, target); err == nil {
+		t.Fatal("an apply through a link in the target was not refused")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+		t.Fatal("the apply wrote through the link")
+	}
+	os.Remove(filepath.Join(target, "d"))
+	os.MkdirAll(filepath.Join(target, "e"), 0o755)
+	if err := Apply(ch[:1], ws, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(ch, ws, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(target, "d", "f"))
+	if err := Apply(ch, ws, target); err == nil {
+		t.Fatal("an apply onto a directory was not refused")
+	}
+	if _, err := os.Stat(filepath.Join(target, "d", "f")); err == nil {
+		t.Fatal("a refused apply wrote d/f")
+	}
+}
