@@ -76,3 +76,30 @@ func TestContinueACompletedRun(t *testing.T) {
 		t.Fatalf("export of a continued run: exit %d\n%.2000s\n%s", code, out, errOut)
 	}
 }
+
+// TestContinueATeamRun: the finished lead takes the follow-up, and the
+// continued team run replays identical.
+func TestContinueATeamRun(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	first := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn { return calls(finish("said hi")) })
+	s := peRun(t, 0, append(openaiArgs(home, first), "--mode", "team", "--effort", "off", "--synthesis", "off", "say hi")...)
+	id := filepath.Base(s.RunDir)
+	second := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		all := ""
+		for _, m := range req.Messages {
+			all += m.Content + "\n"
+		}
+		if !strings.Contains(all, "and say bye") || !strings.Contains(all, "say hi\n") {
+			t.Errorf("the lead did not get the follow-up with its history: %+v", req.Messages)
+		}
+		return calls(finish("said bye"))
+	})
+	code, out, errOut := cli(t, "continue", "--home", home, "--base-url", second.URL, "--json", "--quiet", id, "and say bye")
+	if code != 0 || decodeSummary(t, out).Summary != "said bye" {
+		t.Fatalf("continue: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := cli(t, "replay", "--home", home, id); code != 0 || !strings.Contains(out, "identical") {
+		t.Fatalf("replay of a continued team run: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
