@@ -34,7 +34,7 @@ func TestEndpointFailures(t *testing.T) {
 			t.Errorf("%d model_retry events with --retries 2, want 1", n)
 		}
 		rf := decodeAll[record.RunFinished](t, evs, record.TypeRunFinished)
-		if len(rf) != 1 || rf[0].Termination != "model_error" || rf[0].Status != "failed" {
+		if len(rf) != 1 || rf[0].Termination != "model_error" || rf[0].Status != "stopped" {
 			t.Errorf("run_finished %+v", rf)
 		}
 	})

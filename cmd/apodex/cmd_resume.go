@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/inbox"
@@ -24,9 +25,18 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out.register(fs)
 	sbx := sandboxOverride(fs, "resume")
 	mcpConfig := fs.mcpConfigFlag()
+	budget := fs.String("budget", "", "change budgets before going on, one or more KEY=VALUE as with say --budget: turns=+10 tool_calls=+50 tokens=400000 deadline=+10m")
 	dir, err := fs.oneRun(args, home)
 	if err != nil {
 		return err
+	}
+	var change map[string]string
+	if *budget != "" {
+		_, b, _, err := inbox.BudgetArgs(append(strings.Fields(*budget), filepath.Base(dir)))
+		if err != nil {
+			return usagef("--budget: %v", err)
+		}
+		change = b
 	}
 	if err := out.check(); err != nil {
 		return err
@@ -51,6 +61,17 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "resume sent to %s\n", filepath.Base(dir))
 		return nil
 	}
+	return goOn(ctx, dir, *home, *mcpConfig, &mf, &out, *sbx, change, "", stdout, stderr)
+}
+
+// goOn resumes the run in dir in this process — or, with a follow-up,
+// continues it (run.Continue) — after queueing a budget change.
+func goOn(ctx context.Context, dir, home, mcpConfig string, mf *modelFlags, out *outputFlags, sbx string, change map[string]string, followUp string, stdout, stderr io.Writer) error {
+	if change != nil { // queued: the run applies it before its next model call
+		if err := inbox.Control(dir, inbox.ControlBudget, change); err != nil {
+			return err
+		}
+	}
 	rec, err := run.ReadStarted(dir)
 	if err != nil {
 		return err
@@ -70,7 +91,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var servers []config.MCPServer
 	if rec.Settings.MCP != nil { // the run's servers start again, from the configuration here
-		all, err := mcpServers(*home, mf.profile, *mcpConfig)
+		all, err := mcpServers(home, mf.profile, mcpConfig)
 		if err != nil {
 			return err
 		}
@@ -78,10 +99,15 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			servers = append(servers, s)
 		}
 	}
-	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers}, Sandbox: *sbx}
+	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers, Halt: haltOf(ctx), HaltNote: "Ctrl-C or SIGTERM"}, Sandbox: sbx}
 	ctx, stop := out.startProgress(ctx, dir, after, stderr)
 	stopTelemetry := startTelemetry(ctx, dir, after, stderr)
-	s, err := run.Resume(ctx, dir, rc)
+	var s run.Summary
+	if followUp != "" {
+		s, err = run.Continue(ctx, dir, followUp, rc)
+	} else {
+		s, err = run.Resume(ctx, dir, rc)
+	}
 	stop(s.RunID != "")
 	stopTelemetry(s.RunID != "")
 	return out.finish(s, err, stdout, stderr)

@@ -43,6 +43,9 @@ type runFlags struct {
 	allowOutside bool
 	corpus       string
 	mcpConfig    *string
+	noInstr      bool
+	repo         string
+	repoAll      bool
 	set          run.Settings
 }
 
@@ -57,6 +60,9 @@ func (f *runFlags) register(fs *flagSet) {
 	fs.BoolVar(&f.allowOutside, "allow-outside-task", false, "with --task, let the task's paths (inputs, corpus, files, json_schema) lie outside the task file's directory or lead out of it through symbolic links")
 	fs.StringVar(&f.world, "world", "", "run one rollout of a stored world (an id from `apodex worlds list`): its task, inputs and workspace")
 	fs.StringVar(&f.inputs, "inputs", "", "directory whose files the agent sees, read-only, at /inputs (overrides the task file's)")
+	fs.StringVar(&f.repo, "repo", "", "work on this tree: its files (a git checkout's, without .git and ignored paths) are copied to /workspace; the tree is not written during the run (apodex diff / apply bring the change back)")
+	fs.BoolVar(&f.repoAll, "repo-all", false, "with --repo: copy every file, .git and ignored paths included")
+	fs.BoolVar(&f.noInstr, "no-project-instructions", false, "leave AGENTS.md / CLAUDE.md (of the --repo tree or the task's directory) and ~/.config/apodex/AGENTS.md out of the system prompt")
 	fs.StringVar(&f.home, "home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 	fs.IntVar(&s.Budget.MaxTurns, "max-turns", d.Budget.MaxTurns, "stop after this many model calls (0: no limit)")
 	fs.IntVar(&s.Budget.MaxToolCalls, "max-tool-calls", d.Budget.MaxToolCalls, "stop after this many tool calls (0: no limit)")
@@ -197,6 +203,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case objective == "":
 		return usagef("no objective: pass what the agent should do, e.g. apodex run --inputs ./data \"Sum the value column of /inputs/data.csv\", or --task task.yaml")
 	}
+	if f.repoAll && f.repo == "" {
+		return usagef("--repo-all needs --repo")
+	}
 	if err := f.check(); err != nil {
 		return usagef("%v", err)
 	}
@@ -223,6 +232,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := run.Config{
 		Settings: f.set, Home: home, Objective: objective, Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
 		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w, MCP: servers,
+		Repo: f.repo, RepoAll: f.repoAll, Halt: haltOf(ctx), HaltNote: "Ctrl-C or SIGTERM",
+	}
+	if !f.noInstr {
+		if cfg.Instructions, err = projectInstructions(f.instructionsDir()); err != nil {
+			return usagef("%v", err)
+		}
 	}
 	if cfg.Team.EffortBudget == 0 {
 		cfg.Team.EffortBudget = -1 // --effort-budget 0: no budget (the record's 0 means the default)
@@ -252,12 +267,30 @@ func readObjective(r io.Reader) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// instructionsDir is where the project's AGENTS.md is looked for: the
+// --repo tree, else the task file's directory ("" for none).
+func (f *runFlags) instructionsDir() string {
+	switch {
+	case f.repo != "":
+		return f.repo
+	case f.task != "":
+		return filepath.Dir(f.task)
+	}
+	return ""
+}
+
 // finish prints a run's outcome (the summary, or JSON) and turns it into
 // the command's error: nil only when the run completed.
 func (o *outputFlags) finish(s run.Summary, err error, stdout, stderr io.Writer) error {
 	switch {
 	case err != nil && s.RunID == "":
 		return err
+	case errors.Is(err, run.ErrHalted):
+		if o.json {
+			writeJSON(stdout, s)
+		}
+		fmt.Fprintf(stderr, "apodex: run %s stopped; go on with: apodex resume %s\n", s.RunID, s.RunID)
+		return exitError(exitFailed)
 	case err != nil:
 		fmt.Fprintf(stderr, "apodex: %v\n", err)
 	}
@@ -269,6 +302,10 @@ func (o *outputFlags) finish(s run.Summary, err error, stdout, stderr io.Writer)
 	if s.Status != run.StatusCompleted {
 		if !o.quiet && !o.json && s.Error != "" {
 			fmt.Fprintf(stderr, "apodex: ended with %s: %s\n", s.Termination, oneLine(s.Error))
+		}
+		if s.Status == run.StatusStopped && !o.json {
+			hint := map[string]string{"budget_turns": " --budget turns=+10", "budget_tool_calls": " --budget tool_calls=+50", "budget_tokens": " --budget tokens=+200000"}[s.Termination]
+			fmt.Fprintf(stderr, "apodex: run %s stopped (%s); go on with: apodex resume%s %s\n", s.RunID, s.Termination, hint, s.RunID)
 		}
 		return exitError(exitFailed)
 	}

@@ -34,7 +34,7 @@ func TestBudgets(t *testing.T) {
 				t.Errorf("exit %d\n%s", code, errOut)
 			}
 			s := decodeSummary(t, out)
-			if s.Termination != tt.reason || s.Status != "failed" || s.Turns != tt.turns || s.ToolCalls != tt.toolCalls {
+			if s.Termination != tt.reason || s.Status != "stopped" || s.Turns != tt.turns || s.ToolCalls != tt.toolCalls {
 				t.Errorf("summary %+v, want %s after %d turns and %d tool calls", s, tt.reason, tt.turns, tt.toolCalls)
 			}
 			evs := runtest.Events(t, s.RunDir)

@@ -23,10 +23,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runinfo"
@@ -35,7 +33,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background(), os.Stderr)
 	code := Run(WithStdin(ctx, os.Stdin), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	atExit()
@@ -93,6 +91,8 @@ func commands() []command {
 		{"pivot", "find where a failed run parted from its successful siblings (JSON for an RL trainer)", cmdPivot},
 		{"claims", "print a team run's claim ledger: claims, evidence, artifacts, verdicts, statuses, load-bearing flags", cmdClaims},
 		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", cmdReview},
+		{"diff", "print what a run on a tree (run --repo) changed, as a unified diff in git's format", cmdDiff},
+		{"apply", "apply a run's change to its tree (or --to DIR): all or nothing, refusing files changed there since", cmdApply},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
 		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", cmdAttach},
@@ -101,6 +101,7 @@ func commands() []command {
 		{"status", "a run's progress, from its board and record", cmdStatus},
 		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
 		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
+		{"continue", "start a new segment of a finished run with a follow-up: same workspace, history and settings", cmdContinue},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
 		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
 		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},

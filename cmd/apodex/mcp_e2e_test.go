@@ -8,13 +8,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,21 +24,6 @@ import (
 )
 
 // The test binary is also the MCP test server (mcptest), when started so.
-func TestMain(m *testing.M) {
-	mcptest.Main()
-	if os.Getenv("APODEX_TEST_CLI") == "1" { // the test binary as the apodex CLI (apodex mcp serve)
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
-	code := m.Run()
-	if mcpBin != "" {
-		os.RemoveAll(filepath.Dir(mcpBin))
-	}
-	os.Exit(code)
-}
-
 var (
 	mcpBinOnce sync.Once
 	mcpBin     string

@@ -17,6 +17,8 @@ import (
 var notFlags = map[string]string{
 	"Settings.World":                    "recorded from --world (TestWorldRun)",
 	"Settings.MCP":                      "the configured MCP servers (config, --mcp-config, the task's mcp key; TestMCPConfigJSONAndHTTP)",
+	"Settings.Instructions":             "recorded from the AGENTS.md files found (TestProjectInstructionsReachTheSystemPrompt)",
+	"Settings.Repo":                     "recorded from --repo (TestRepoRunDiffApply)",
 	"Settings.Context.KeepRecent":       "no flag: the default",
 	"Settings.Context.KeepTail":         "no flag: the default",
 	"Settings.Team.SubBudget.MaxTokens": "no flag: the default",

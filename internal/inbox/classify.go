@@ -106,6 +106,10 @@ var (
 // A format or language change alters what is delivered; a clarification
 // that names an /outputs path or a deliverable or acceptance cue changes
 // the contract. Everything else stays inside the contract.
+// SenderContinue is the sender of a follow-up that continues a finished
+// run (apodex continue): it always revises the contract.
+const SenderContinue = "continue"
+
 func ChangesContract(c Class, text string) bool {
 	t := strings.ToLower(text)
 	switch c {

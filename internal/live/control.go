@@ -258,7 +258,7 @@ func (c *Control) deliver(agentID string, m inbox.Message) (*llm.Message, int64,
 	case m.Class == inbox.ClassProgressQuery && c.status != nil:
 		ev.Answer = c.status() // answered from the board, without disturbing work
 	default:
-		changes := inbox.ChangesContract(m.Class, m.Text)
+		changes := inbox.ChangesContract(m.Class, m.Text) || m.Sender == inbox.SenderContinue
 		ev.ChangesContract = changes
 		msg = &llm.Message{Role: llm.RoleUser, Content: checkpoint.UserMessage(m.ID, string(m.Class), m.Text)}
 		if changes {

@@ -170,4 +170,8 @@ type Resumed struct {
 	// Model is the model this segment calls (--base-url, --model may point
 	// a resume elsewhere); absent in records from before it was recorded.
 	Model *ModelSettings `json:"model,omitempty"`
+	// FollowUp, when a finished run was continued (apodex continue), is
+	// the user's follow-up that opened this segment; its message and
+	// contract revision follow.
+	FollowUp string `json:"follow_up,omitempty"`
 }

@@ -60,6 +60,28 @@ type RunSettings struct {
 	// configuration, secrets left out, is in the mcp_server events); a
 	// resume starts the servers of these names from the configuration.
 	MCP []string `json:"mcp,omitempty"`
+	// Instructions are the project instructions (AGENTS.md, CLAUDE.md, the
+	// user's own) that went into the system prompts (coordinator, subagents), as blobs,
+	// in the order they appear there.
+	Instructions []Instruction `json:"instructions,omitempty"`
+	// Repo, for a run on a host tree (--repo), names the tree and the
+	// baseline its /workspace was copied from.
+	Repo *RepoSettings `json:"repo,omitempty"`
+}
+
+// RepoSettings: the run's /workspace began as a copy of a host tree.
+type RepoSettings struct {
+	Dir      string `json:"dir"`           // the host tree, absolute
+	All      bool   `json:"all,omitempty"` // ignored files and .git were copied too
+	Git      bool   `json:"git,omitempty"` // the tree was a git checkout
+	Baseline string `json:"baseline"`      // blob of the baseline (repo.Baseline JSON)
+	Files    int    `json:"files"`         // files copied
+}
+
+// Instruction is one project instructions file the system prompt quotes.
+type Instruction struct {
+	Source string `json:"source"` // the host file it was read from
+	Ref    string `json:"ref"`    // the blob of its text as quoted
 }
 
 // LimitSettings are the per-command sandbox limits asked for (zero: the

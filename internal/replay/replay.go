@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/replay/divergence"
@@ -210,6 +211,11 @@ func replayConfig(rec run.Recorded, kind, home, dir string, model llm.Model) run
 	cfg.MaxAttempts = max(cfg.MaxAttempts, 1)
 	cfg.EvidenceFrom = dir // fetched pages come from the record, not the network
 	cfg.MCPFrom = dir      // so do MCP results: no server is started
+	// The project instructions are quoted as the run quoted them.
+	cfg.Instructions, _ = run.LoadInstructions(dir, rec.Settings)
+	if rec.Settings.Repo != nil {
+		cfg.RepoFrom = dir // /workspace starts from the run's baseline
+	}
 	if w := run.ReplayWorld(dir, rec.Started); w != nil {
 		cfg.World, cfg.InputsDir = w, "" // the same world, staged afresh
 	}
@@ -238,7 +244,7 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 		model.setLimit(sg.end)
 		halt, cut := make(chan struct{}), make(chan int, 1)
 		cfg.Halt = nil
-		if sg.end > 0 {
+		if sg.end > 0 && !sg.finished {
 			cfg.Halt = halt
 		}
 		pctx, stop := context.WithCancel(ctx)
@@ -253,11 +259,20 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 		} else {
 			// The replay's own record names the sandbox it chose; "none"
 			// was the user's choice, so it holds for every segment.
+			for _, in := range sg.before { // queued before the original's resume
+				if err := inbox.Control(replayDir, in.kind, in.args); err != nil {
+					model.note(fmt.Sprintf("the control at seq %d could not be sent to the replay: %v", in.seq, err))
+				}
+			}
 			rc := run.ResumeConfig{Config: cfg}
 			if cfg.Sandbox == sandbox.KindNone {
 				rc.Sandbox = sandbox.KindNone
 			}
-			_, err = run.Resume(ctx, replayDir, rc)
+			if sg.followUp != "" {
+				_, err = run.Continue(ctx, replayDir, sg.followUp, rc)
+			} else {
+				_, err = run.Resume(ctx, replayDir, rc)
+			}
 		}
 		stop()
 		<-played
@@ -268,6 +283,8 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 			}
 		case err != nil:
 			return err
+		case sg.end > 0 && sg.finished:
+			// It ended, as the original did; the next segment goes on.
 		case sg.end > 0:
 			return nil // it ended before the recorded stop: the comparison says where
 		}

@@ -21,10 +21,21 @@ import (
 // record does not say how far the original got into that call, only that
 // it had started: the replay halts as soon as it has started too.
 
+// A segment that ended with run_finished (a resumable end, or a finished
+// run that was continued) is played to its own end, not halted; the next
+// is resumed, or continued with the same follow-up.
+
 // segment is one process's part of the record.
 type segment struct {
 	end    int64 // the last seq before the stop; 0 for the last segment
 	inputs []userInput
+	// finished: the segment ended with run_finished, by itself.
+	finished bool
+	followUp string // the follow-up that opened this segment (apodex continue)
+	// before are the controls queued before the segment's process started
+	// (resume --budget): applied before its first tracked event, they are
+	// sent before the segment is resumed.
+	before []userInput
 }
 
 // userInput is a control the original applied, at the point it did.
@@ -40,20 +51,28 @@ type userInput struct {
 func segmentsOf(events []record.Event) []segment {
 	segs := []segment{{}}
 	var lastTracked time.Time
+	lastType := ""
+	fresh := false // in a resumed segment, before its first tracked event
 	for _, e := range events {
 		cur := &segs[len(segs)-1]
 		switch e.Type {
 		case record.TypeResumed:
 			var r record.Resumed
 			if e.Decode(&r) == nil {
-				cur.end = r.AfterSeq
-				segs = append(segs, segment{})
+				cur.end, cur.finished = r.AfterSeq, lastType == record.TypeRunFinished
+				segs = append(segs, segment{followUp: r.FollowUp})
+				fresh = true
 			}
 			continue
 		case record.TypeControl:
 			var c record.Control
 			if e.Decode(&c) == nil {
-				cur.inputs = append(cur.inputs, userInput{seq: e.Seq, after: e.Time.Sub(lastTracked), kind: c.Kind, args: c.Args})
+				in := userInput{seq: e.Seq, after: e.Time.Sub(lastTracked), kind: c.Kind, args: c.Args}
+				if fresh {
+					cur.before = append(cur.before, in)
+				} else {
+					cur.inputs = append(cur.inputs, in)
+				}
 			}
 		case record.TypeMessage:
 			var m record.Message
@@ -66,8 +85,9 @@ func segmentsOf(events []record.Event) []segment {
 			}
 		}
 		if len(keysOf(e.Type, e.Agent, e.Raw)) > 0 {
-			lastTracked = e.Time
+			lastTracked, fresh = e.Time, false
 		}
+		lastType = e.Type
 	}
 	return segs
 }
@@ -93,7 +113,7 @@ func (s segment) play(ctx context.Context, g *orderGate, dir string, halt chan<-
 			note(fmt.Sprintf("the control at seq %d could not be sent to the replay: %v", in.seq, err))
 		}
 	}
-	if s.end == 0 {
+	if s.end == 0 || s.finished {
 		return
 	}
 	lines, n := g.caughtUp(ctx, s.end+1, "the stop after")

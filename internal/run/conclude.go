@@ -73,6 +73,8 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 	s.Failures = failures
 	s.Status = StatusFailed
 	switch {
+	case stoppedEnd(s.Termination):
+		s.Status = StatusStopped // resumable: apodex resume goes on
 	case s.Termination != string(agent.Completed):
 	case len(failures) > 0:
 		s.Termination = string(agent.GateFailed)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"github.com/apodex/apodex/internal/agent"
 	"path/filepath"
+	"strings"
 
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/clock"
+	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
@@ -37,12 +39,44 @@ type ResumeConfig struct {
 // its agent as interrupted); then the run goes on to its end. The record
 // says where and why it resumed.
 func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
+	return resume(ctx, dir, rc, "")
+}
+
+// Continue starts a new segment of a finished run (R-REC-4's resume, after
+// run_finished): the follow-up is queued as a user message that revises the
+// contract, every agent's history is rebuilt as Resume does, the
+// coordinator — finished or not — takes the follow-up on its next call,
+// with the workspace and outputs as they are and the run's settings
+// (budgets changed by a queued budget control). The segment ends with its
+// own run_finished.
+func Continue(ctx context.Context, dir, followUp string, rc ResumeConfig) (Summary, error) {
+	if strings.TrimSpace(followUp) == "" {
+		return Summary{}, &ConfigError{"no follow-up: say what the run should do next"}
+	}
+	switch Liveness(dir) {
+	case Live:
+		return Summary{}, &ConfigError{fmt.Sprintf("run %s is live: send it the follow-up with apodex say", filepath.Base(dir))}
+	case Finished:
+	default:
+		return Summary{}, &ConfigError{fmt.Sprintf("run %s has not finished: apodex resume %s goes on with it (then continue it)", filepath.Base(dir), filepath.Base(dir))}
+	}
+	if _, err := inbox.Send(dir, inbox.SenderContinue, followUp); err != nil {
+		return Summary{}, err
+	}
+	return resume(ctx, dir, rc, followUp)
+}
+
+func resume(ctx context.Context, dir string, rc ResumeConfig, followUp string) (Summary, error) {
 	cfg := rc.Config
 	cfg.Clock = clock.Or(cfg.Clock)
-	reason := "the process stopped without finishing (killed or crashed); resumed from the record"
+	reason := stoppedReason
 	switch Liveness(dir) {
 	case Finished:
 		term, ok := ResumableEnd(dir)
+		if followUp != "" {
+			reason = "the run was continued with a follow-up (apodex continue) after it ended with " + term
+			break
+		}
 		if !ok {
 			return Summary{}, &ConfigError{fmt.Sprintf("run %s has finished (%s); there is nothing to resume", filepath.Base(dir), term)}
 		}
@@ -53,6 +87,12 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	log, contents, repaired, err := record.Open(dir, cfg.Clock.Now)
 	if err != nil {
 		return Summary{}, err
+	}
+	if n := len(contents.Events); n > 0 && reason == stoppedReason {
+		var w record.Warning
+		if last := contents.Events[n-1]; last.Type == record.TypeWarning && last.Decode(&w) == nil && w.Code == "stopped" {
+			reason = "the run was stopped (" + w.Message + "); resumed from the record"
+		}
 	}
 	st := runstate.New()
 	for _, e := range contents.Events {
@@ -125,20 +165,23 @@ func Resume(ctx context.Context, dir string, rc ResumeConfig) (Summary, error) {
 	}
 	log.Append(record.TypeResumed, "", record.Resumed{
 		AfterSeq: last, RepairedTornTail: repaired, InFlight: checkpoint.Stopped(agents),
-		Reason: reason, Model: &cfg.ModelInfo,
+		Reason: reason, Model: &cfg.ModelInfo, FollowUp: followUp,
 	})
 	log.Sync()
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "apodex: resuming run %s after event %d\n", ss.id, last)
 	}
 	ss.warnSandbox()
-	return ss.run(ctx, &resumed{st: st, events: contents.Events, agents: agents})
+	return ss.run(ctx, &resumed{st: st, events: contents.Events, agents: agents, continued: followUp != ""})
 }
+
+const stoppedReason = "the process stopped without finishing (killed or crashed); resumed from the record"
 
 // ResumableEnd reports how a finished run ended, and whether that end can
 // be resumed: a model error (the endpoint failed, refused a request or was
-// unreachable past the retries) leaves the run where it was, so once the
-// endpoint answers again (or with --base-url/--model) it goes on.
+// unreachable past the retries) or a budget hit leaves the run where it
+// was (run_finished says stopped), so once the endpoint answers again (or
+// with --base-url/--model), or with more budget, it goes on.
 func ResumableEnd(dir string) (termination string, ok bool) {
 	e, err := record.Last(dir)
 	if err != nil || e.Type != record.TypeRunFinished {
@@ -148,7 +191,17 @@ func ResumableEnd(dir string) (termination string, ok bool) {
 	if e.Decode(&rf) != nil {
 		return "", false
 	}
-	return rf.Termination, rf.Termination == string(agent.ModelError)
+	return rf.Termination, rf.Status == StatusStopped || rf.Termination == string(agent.ModelError)
+}
+
+// stoppedEnd reports whether an agent's end leaves the run resumable:
+// the endpoint failed past the retries, or a budget ran out.
+func stoppedEnd(termination string) bool {
+	switch agent.Termination(termination) {
+	case agent.ModelError, agent.BudgetTurns, agent.BudgetToolCalls, agent.BudgetTokens:
+		return true
+	}
+	return false
 }
 
 // restorePlanes rebuilds the lease and manifest and reconciles the inbox

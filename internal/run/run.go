@@ -85,6 +85,17 @@ type Config struct {
 	// inputs and /workspace come from the store (see stageWorld), and the
 	// record names the world and its generator version.
 	World *world.World
+	// Repo, when set, is a host tree whose files (RepoAll: ignored ones and
+	// .git too) are copied into /workspace at the start, with a baseline
+	// for apodex diff and apply; the tree itself is never written.
+	// RepoFrom, in a replay, is the original run: its baseline is staged.
+	Repo     string
+	RepoAll  bool
+	RepoFrom string
+	// Instructions are the project instructions quoted in the
+	// coordinator's system prompt; the run keeps them as blobs
+	// (Settings.Instructions), which a resume quotes.
+	Instructions []Instruction
 	// Progress receives one line per step; nil for none.
 	Progress io.Writer
 	// Logger receives the runtime's debug log (steps, lifecycle); nil for
@@ -100,7 +111,14 @@ type Config struct {
 	// the run can be resumed; Execute and Resume then return ErrHalted.
 	// Replay plays the segments of a resumed run with it.
 	Halt <-chan struct{}
+	// HaltNote, when set, is recorded (a "stopped" warning) when Halt
+	// stops the run: why it stopped, for the user and for resume.
+	HaltNote string
 }
+
+// StatusStopped: the run stopped before its end and can be resumed
+// (Ctrl-C, SIGTERM, a kill, a crash).
+const StatusStopped = runinfo.StatusStopped
 
 // ErrHalted: the run was stopped through Config.Halt and can be resumed.
 var ErrHalted = errors.New("run: halted (resumable)")
@@ -206,6 +224,19 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	inputs = append(inputs, more...)
+	cfg.Settings.Repo = nil
+	if cfg.Repo != "" || cfg.RepoFrom != "" {
+		if cfg.World != nil {
+			err = &ConfigError{"--repo and --world both set /workspace: pass one"}
+		} else {
+			cfg.Settings.Repo, err = stageRepo(cfg, log, fs.Workspace)
+		}
+		if err != nil {
+			log.Close()
+			os.RemoveAll(dir)
+			return Summary{}, err
+		}
+	}
 	if cfg.Context.Window <= 0 {
 		cfg.Context.Window = llm.ContextWindow(cfg.ModelInfo.Name)
 	}
@@ -217,6 +248,11 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if roll != nil {
 		w := roll.Record
 		cfg.Settings.World = &w // Config.World is the stored world it was built from
+	}
+	if cfg.Settings.Instructions, err = storeInstructions(log, cfg.Instructions); err != nil {
+		log.Close()
+		os.RemoveAll(dir)
+		return Summary{}, err
 	}
 	ss, err := open(cfg, id, dir, fs, log, c)
 	if err != nil {

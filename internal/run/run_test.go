@@ -183,7 +183,7 @@ func TestExecute(t *testing.T) {
 			[]llm.ToolCall{call("list_files", map[string]string{"path": "/workspace"})},
 		),
 		check: func(t *testing.T, cfg run.Config, s run.Summary, rs record.RunStarted, events []record.Event) {
-			if s.Termination != string(agent.BudgetTurns) || s.Status != run.StatusFailed || s.Turns != 2 {
+			if s.Termination != string(agent.BudgetTurns) || s.Status != run.StatusStopped || s.Turns != 2 {
 				t.Fatalf("summary %+v", s)
 			}
 			if !strings.Contains(s.Error, "turn budget") {

@@ -106,6 +106,9 @@ type resumed struct {
 	st     *runstate.State
 	events []record.Event
 	agents map[string]*checkpoint.Agent
+	// continued: a finished run goes on with a follow-up (Continue), so
+	// a finished coordinator works again.
+	continued bool
 }
 
 // run drives the coordinator (and, in team mode, its subagents) to the end,
@@ -149,15 +152,24 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: retryOf(cfg.Settings), Context: contextOf(cfg.Context),
 		OnStep: progress(cfg.Progress, cfg.Logger), Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
 	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: budgetOf(cfg.Budget), Adjust: ctl.Adjust, Recall: true}
+	ins, err := LoadInstructions(ss.dir, cfg.Settings)
+	if err != nil {
+		return s, err
+	}
+	section := InstructionsSection(ins)
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
-		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl)
+		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl, section)
 		spec.ID, spec.Role, spec.Gate = "lead", llm.CallerLead, tm.Gate
 		spec.BeforeCall = both(ctl.BeforeCall("lead"), tm.BeforeCall)
 		spec.Tools, spec.Guard, spec.Prompt = append(ss.kit.list("lead", ss.fs), tm.LeadTools()...), tm.Guard, tm.LeadSystem
 	} else {
 		spec.BeforeCall = ctl.BeforeCall("main")
-		spec.Tools = ss.kit.list("main", ss.fs)
+		spec.Tools, spec.Prompt = ss.kit.list("main", ss.fs), agent.SystemPrompt
+	}
+	if section != "" {
+		base := spec.Prompt
+		spec.Prompt = func(set *tool.Set) string { return base(set) + section }
 	}
 	// The cheap checks before the final gate: a tool, and one repair turn.
 	pc := &precheck{ctl: ctl, plane: ss.plane, log: log,
@@ -184,7 +196,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 			}
 		}
 		switch {
-		case cp != nil && cp.Finished != nil: // finish was accepted before the stop
+		case cp != nil && cp.Finished != nil && !rs.continued: // finish was accepted before the stop
 			out, done = agent.Outcome{Termination: agent.Completed, Summary: *cp.Finished, Turns: cp.Turns, ToolCalls: cp.ToolCalls, Usage: cp.Usage}, true
 		case cp != nil && cp.Turns > 0:
 			ac.Restore = &agent.Restore{History: cp.History, Turns: cp.Turns, ToolCalls: cp.ToolCalls, Usage: cp.Usage}
@@ -198,6 +210,10 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}
 	stopWatch()
 	if errors.Is(context.Cause(ctx), ErrHalted) {
+		if cfg.HaltNote != "" {
+			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "stopped", Message: cfg.HaltNote})
+		}
+		s.Status, s.Termination = StatusStopped, "stopped"
 		return s, errors.Join(ErrHalted, log.Close()) // as a kill: no conclusion, no run_finished
 	}
 	ss.plane.Release(ac.ID, string(out.Termination))

@@ -18,7 +18,7 @@ const (
 	ModeTeam  = "team"
 )
 
-func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, dir string, ctl *live.Control) *team.Team {
+func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, dir string, ctl *live.Control, instructions string) *team.Team {
 	tc := cfg.Team
 	var reports, deliverables []string
 	if ctl.Current() != nil {
@@ -30,7 +30,7 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 		}
 	}
 	return team.New(ctx, team.Config{
-		Model: cfg.Model, Log: rt.Log, FS: kit.fs, Evidence: kit.ev.registry(),
+		Model: cfg.Model, Log: rt.Log, FS: kit.fs, Evidence: kit.ev.registry(), ProjectInstructions: instructions,
 		Tools:        kit.tools, // recall is added by each subagent's own loop
 		MoreTools:    kit.hub.Names,
 		Release:      func(id, reason string) { kit.plane.Release(id, reason) },

@@ -52,8 +52,10 @@ func finished(dir string) bool {
 	return err == nil && e.Type == record.TypeRunFinished
 }
 
-// StatusStopped is how a run whose process died without finishing is shown
-// (the record says running; nobody holds its live lock).
+// StatusStopped is how a run that can go on is shown: one whose process
+// died or was stopped without finishing (the record says running; nobody
+// holds its live lock), or one whose run_finished says stopped (a model
+// outage, a budget hit).
 const StatusStopped = Stopped
 
 // LiveStatus is status as people see it: a running run that no process

@@ -46,5 +46,6 @@ func (t *Team) subagentPrompt(role string, tools *tool.Set) string {
 	}
 	b.WriteString(agent.PlaneNotes(tools, ws))
 	b.WriteString("\n" + agent.ToolNotes(tools))
+	b.WriteString(t.cfg.ProjectInstructions)
 	return b.String()
 }

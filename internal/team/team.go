@@ -63,6 +63,9 @@ type Config struct {
 	FS *workspace.FS
 	// Evidence is the run's Q: claims and verify refs cite its ids.
 	Evidence *evidence.Registry
+	// ProjectInstructions ends every subagent's system prompt (the run's
+	// marked section of AGENTS.md and the like; "" for none).
+	ProjectInstructions string
 	// Tools builds a subagent's standard tools over its planes.
 	Tools func(agentID string, fs *workspace.FS) *tool.Set
 	// MoreTools, if set, names further tools of Tools' set the lead may

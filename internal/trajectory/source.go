@@ -90,8 +90,13 @@ func Load(dir string) (*Run, error) {
 	parents := map[string]string{}
 	dispatch := map[string]string{}
 	verifications, failed := 0, false
+	ended := false // a run_finished came: a next segment concludes afresh
 	for _, e := range evs {
 		switch e.Type {
+		case record.TypeResumed:
+			if ended { // the segment after a resumable end or a continue
+				verifications, failed, r.HasDelivery, r.Delivered, ended = 0, false, false, false, false
+			}
 		case record.TypeModelResponse:
 			var mr record.ModelResponse
 			if e.Decode(&mr) == nil && mr.Purpose == "" {
@@ -139,6 +144,7 @@ func Load(dir string) (*Run, error) {
 			if e.Decode(&rf) == nil {
 				r.Status, r.Termination, r.Usage, r.Answer, r.Files = rf.Status, rf.Termination, rf.Usage, rf.Summary, rf.Files
 				failed = failed || len(rf.Failures) > 0
+				ended = true
 			}
 		}
 	}
