@@ -65,7 +65,8 @@ func TestRunsFilters(t *testing.T) {
 		{nil, []string{team, failed}},
 		{[]string{"--all"}, []string{team, failed, rollout}},
 		{[]string{"--eval", "e-2026"}, []string{rollout}},
-		{[]string{"--status", "failed"}, []string{failed}},
+		{[]string{"--status", "stopped"}, []string{failed}}, // a model error stops a run resumably
+		{[]string{"--status", "failed"}, nil},
 		{[]string{"--kind", "team"}, []string{team}},
 		{[]string{"--kind", "react", "--all"}, []string{failed, rollout}},
 		{[]string{"--kind", "eval"}, []string{rollout}},

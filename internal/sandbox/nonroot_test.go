@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -55,6 +56,10 @@ func TestNonRootLimits(t *testing.T) {
 			if strings.Contains(string(res.Stdout), "forked") {
 				t.Errorf("300 processes forked under a limit of 64 (%s): exit %d", res.Mechanism, res.ExitCode)
 			}
+			// The bomb's processes are killed with its command; their exits
+			// still count against the limit until the kernel has reaped
+			// them, which under load takes a moment.
+			waitNoProcess(t, []byte("sleep\x0030\x00"))
 			res = run(t, r, Spec{Limits: lim, Timeout: 30 * time.Second,
 				Command: `for i in $(seq 20); do sleep 0.2 & done; wait; echo ok`})
 			if !strings.Contains(string(res.Stdout), "ok") {
@@ -109,5 +114,23 @@ func reexecAs(t *testing.T, uid int, run string) {
 	t.Logf("as uid %d:\n%s", uid, out)
 	if err != nil {
 		t.Fatalf("as uid %d: %v", uid, err)
+	}
+}
+
+// waitNoProcess waits (up to 10 s) until no process has cmdline.
+func waitNoProcess(t *testing.T, cmdline []byte) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ents, _ := os.ReadDir("/proc")
+		alive := false
+		for _, e := range ents {
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Equal(b, cmdline) {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			return
+		}
 	}
 }

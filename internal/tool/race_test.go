@@ -47,9 +47,11 @@ func TestWriteFileHashRace(t *testing.T) {
 			os.Rename(tmp, target)
 		}
 	}()
+	// 2,000 rounds, more (up to 20,000) until a write has gone through
+	// while racing: on a loaded machine the swapper can win every round.
 	const rounds = 2000
 	recorded := 0
-	for i := 0; i < rounds; i++ {
+	for i := 0; i < rounds || (recorded == 0 && i < 10*rounds); i++ {
 		r := writeFile(env, writeFileArgs{Path: "f.txt", Content: "new\n"})
 		for _, d := range r.Deltas {
 			recorded++
