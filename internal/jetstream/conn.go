@@ -42,12 +42,9 @@ type Conn struct {
 }
 
 // Connect dials url (one URL or several, comma-separated) and creates the
-// streams, consumer, bucket and object stores if missing. leaseTTL 0 is
-// DefaultLeaseTTL. An unreachable URL fails at once, naming the URL.
+// streams, consumer, bucket and object stores if missing. leaseTTL 0 keeps
+// the queue's TTL (DefaultLeaseTTL for a new queue). An unreachable URL fails at once, naming the URL.
 func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Conn, error) {
-	if leaseTTL <= 0 {
-		leaseTTL = DefaultLeaseTTL
-	}
 	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect to %s: %w; is a nats-server with JetStream running there? (--nats embedded starts one in this process)", url, err)
@@ -56,6 +53,12 @@ func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Co
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if leaseTTL <= 0 { // keep the TTL the queue has, so an eval does not reset its workers'
+		leaseTTL = DefaultLeaseTTL
+		if cons, err := js.Consumer(ctx, RolloutStream, WorkConsumer); err == nil && cons.CachedInfo().Config.AckWait > 0 {
+			leaseTTL = cons.CachedInfo().Config.AckWait
+		}
 	}
 	c := &Conn{nc: nc, js: js, URL: url, LeaseTTL: leaseTTL, Replicas: min(3, max(1, len(nc.Servers())))}
 	if err := c.setup(ctx); err != nil {
