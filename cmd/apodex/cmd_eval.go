@@ -39,6 +39,8 @@ func evalRun(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	parallel := fs.Int("parallel", runtime.NumCPU(), "rollouts at once")
 	sbx := fs.String("sandbox", sandbox.KindAuto, "auto (bwrap if usable, else native), bwrap, native, or none (no isolation: only with models you trust with this machine)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	natsFlag := fs.String("nats", "", "queue the rollouts on NATS JetStream for `apodex worker`s: a URL, or embedded (a server in this process on port 4222, or embedded:PORT); default $APODEX_NATS_URL, else the config key nats")
+	wait := fs.Bool("wait", false, "with --nats: wait for every result (always so with embedded)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -57,6 +59,11 @@ func evalRun(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	opts := eval.Options{Home: homeDir(*home), Parallel: *parallel, Sandbox: *sbx, NewModel: evalModel}
 	if !*quiet {
 		opts.Progress = stderr
+	}
+	if url, err := natsURL(*natsFlag, opts.Home); err != nil {
+		return err
+	} else if url != "" {
+		return evalQueued(ctx, sub, pos[0], url, *wait, opts, stdout, stderr)
 	}
 	var id string
 	if sub == "resume" {

@@ -81,6 +81,7 @@ func commands() []command {
 		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
 		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
+		{"worker", "run the rollouts of evals queued on NATS JetStream (worker --nats URL)", cmdWorker},
 		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},
 		{"config", "print the effective settings and where each came from (config show)", cmdConfig},
 		{"doctor", "check the sandbox, the tools agents use, the home directory and a model endpoint", cmdDoctor},
