@@ -36,9 +36,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.Parallel < 1 {
 		w.Parallel = 1
 	}
-	if w.Log == nil {
-		w.Log = slog.New(slog.DiscardHandler)
-	}
 	cons, err := w.Conn.js.Consumer(ctx, RolloutStream, WorkConsumer)
 	if err != nil {
 		return fmt.Errorf("jetstream: worker: %w", err)
@@ -58,7 +55,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			w.Log.Warn("fetch", "err", err)
+			w.logger().Warn("fetch", "err", err)
 			time.Sleep(250 * time.Millisecond)
 			continue
 		}
@@ -82,11 +79,11 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	var j eval.Job
 	if err := json.Unmarshal(msg.Data(), &j); err != nil {
-		w.Log.Error("unreadable rollout message; dropped", "err", err)
+		w.logger().Error("unreadable rollout message; dropped", "err", err)
 		msg.Term()
 		return
 	}
-	log := w.Log.With("eval", j.Eval, "rollout", j.Key())
+	log := w.logger().With("eval", j.Eval, "rollout", j.Key())
 	if w.Version != "" && j.Version != w.Version {
 		log.Warn("rollout of another Apodex version; left for another worker", "eval_version", j.Version, "worker_version", w.Version)
 		msg.NakWithDelay(5 * time.Second)
@@ -168,7 +165,7 @@ func (w *Worker) keepAlive(ctx context.Context, msg jetstream.Msg, lease *Lease,
 // finish ships the record, commits the lease and publishes the result;
 // the message is acked only once the result is stored.
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, lease *Lease, res eval.Result) {
-	log := w.Log.With("eval", j.Eval, "rollout", j.Key())
+	log := w.logger().With("eval", j.Eval, "rollout", j.Key())
 	md, _ := msg.Metadata()
 	attempts := max(j.MaxAttempts, 1)
 	if j.MaxAttempts == 0 {
@@ -216,6 +213,13 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 		}
 		fmt.Fprintf(w.Progress, "worker %s: %s %s %s #%d %s (run %s)\n", w.Name, j.Eval, j.World.Name, j.Config.Name, j.Rollout, mark, res.RunID)
 	}
+}
+
+func (w *Worker) logger() *slog.Logger {
+	if w.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return w.Log
 }
 
 // markAbandoned leaves a note in a run that was not counted.
