@@ -41,6 +41,11 @@
 //   - a worker that dies stops renewing: after the ack wait the rollout
 //     is redelivered, and its expired lease lets another worker take it;
 //     the dead worker's partial run stays in its home, never counted;
+//   - a worker stopped gracefully (SIGTERM) stops pulling, naks what it
+//     holds and releases those leases: another worker gets them at once;
+//   - a worker locks <home>/workers/<name>.lock and lists the runs it
+//     starts in <name>.started; at start it removes the overlays of the
+//     runs of every worker of the home whose lock is free (a crash);
 //   - results are read back in stream order by Collect, which fetches
 //     each result's record into the eval's home and appends the line; a
 //     slow rollout never holds back finished ones.

@@ -27,6 +27,8 @@ type Worker struct {
 	Log      *slog.Logger
 	// Progress gets one line per rollout this worker finishes; may be nil.
 	Progress io.Writer
+
+	crash *crashLog // set by Run
 }
 
 // Run pulls and runs rollouts until ctx ends; then it stops pulling,
@@ -40,9 +42,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: worker: %w", err)
 	}
+	crash, cleaned, err := openCrashLog(w.Options.Home, w.Name)
+	if err != nil {
+		return err
+	}
+	defer crash.close()
+	if len(cleaned) > 0 {
+		w.logger().Warn("cleaned up the runs a crashed worker of this home left", "runs", cleaned)
+	}
+	w.crash = crash
 	slots := make(chan struct{}, w.Parallel)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer wg.Wait() // before crash.close: runs still going are not clean yet
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -116,7 +127,14 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	var mu sync.Mutex
 	runID := ""
 	stopKeep := w.keepAlive(rctx, msg, lease, func() string { mu.Lock(); defer mu.Unlock(); return runID }, cancel)
-	res := eval.RunOne(rctx, j, w.Options, func(id string) { mu.Lock(); runID = id; mu.Unlock() })
+	res := eval.RunOne(rctx, j, w.Options, func(id string) {
+		if w.crash != nil {
+			w.crash.add(id)
+		}
+		mu.Lock()
+		runID = id
+		mu.Unlock()
+	})
 	stopKeep()
 	switch cause := context.Cause(rctx); {
 	case errors.Is(cause, ErrFenced):
