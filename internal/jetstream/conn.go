@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,7 @@ type Conn struct {
 	leases   jetstream.KeyValue
 	worlds   jetstream.ObjectStore
 	records  jetstream.ObjectStore
+	fetchMu  sync.Mutex
 }
 
 // Connect dials url (one URL or several, comma-separated) and creates the
@@ -61,7 +63,15 @@ func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Co
 		}
 	}
 	c := &Conn{nc: nc, js: js, URL: url, LeaseTTL: leaseTTL, Replicas: min(3, max(1, len(nc.Servers())))}
-	if err := c.setup(ctx); err != nil {
+	// Two processes setting up at once can race (one creates what the
+	// other meant to): setup is idempotent, so it is tried again.
+	for try := 0; try < 5; try++ {
+		if err = c.setup(ctx); err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: set up on %s: %w", url, err)
 	}
