@@ -121,6 +121,8 @@ func joinErr(a, b string) string {
 // fetchWorld makes world id present in home's store, from the world
 // object store.
 func (c *Conn) fetchWorld(ctx context.Context, home, id string) error {
+	c.fetchMu.Lock() // one fetch at a time: a world is fetched once, not once per rollout
+	defer c.fetchMu.Unlock()
 	st := world.NewStore(home)
 	if _, err := st.Get(id); err == nil {
 		return nil

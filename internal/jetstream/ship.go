@@ -79,9 +79,8 @@ func packDir(w io.Writer, dir string, skip ...string) error {
 // temporary sibling renamed at the end, so dst is whole or absent. Names
 // that would leave dst are refused.
 func unpackDir(r io.Reader, dst string) error {
-	tmp := dst + ".part"
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".part-")
+	if err != nil {
 		return err
 	}
 	zr, err := gzip.NewReader(r)
@@ -114,8 +113,12 @@ func unpackDir(r io.Reader, dst string) error {
 			return err
 		}
 	}
+	os.Chmod(tmp, 0o755)
 	if err := os.Rename(tmp, dst); err != nil {
 		os.RemoveAll(tmp)
+		if _, serr := os.Stat(dst); serr == nil {
+			return nil // another fetch of the same object won
+		}
 		return err
 	}
 	return nil
