@@ -96,7 +96,7 @@ func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *e
 			continue // not ours to judge; the key never gets a line from it
 		}
 		if o.Record != "" && validRunID(o.Record) {
-			if err := getDir(ctx, c.records, o.Record, filepath.Join(home, "runs", o.Record)); err != nil {
+			if err := getDir(ctx, c.records, o.Record, filepath.Join(home, "runs", o.Record), nil); err != nil {
 				o.Result.Error = joinErr(o.Result.Error, fmt.Sprintf("record %s not fetched: %v", o.Record, err))
 			}
 		}
@@ -130,8 +130,26 @@ func (c *Conn) fetchWorld(ctx context.Context, home, id string) error {
 	if err := os.MkdirAll(st.Dir, 0o755); err != nil {
 		return err
 	}
-	if err := getDir(ctx, c.worlds, id, filepath.Join(st.Dir, id)); err != nil {
+	if err := getDir(ctx, c.worlds, id, filepath.Join(st.Dir, id), sameWorld(id)); err != nil {
 		return fmt.Errorf("jetstream: fetch world %s: %w", id, err)
 	}
 	return nil
+}
+
+// sameWorld refuses a fetched world whose content does not hash to id.
+func sameWorld(id string) func(dir string) error {
+	return func(dir string) error {
+		m, err := world.Load(dir)
+		if err != nil {
+			return err
+		}
+		files, err := world.Files(dir)
+		if err != nil {
+			return err
+		}
+		if got := world.ID(m.Canonical, files); got != id {
+			return fmt.Errorf("world bundle %s hashes to %s; not cached", id, got)
+		}
+		return nil
+	}
 }

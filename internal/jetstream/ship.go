@@ -77,8 +77,9 @@ func packDir(w io.Writer, dir string, skip ...string) error {
 
 // unpackDir extracts a packDir archive into a fresh dst, through a
 // temporary sibling renamed at the end, so dst is whole or absent. Names
-// that would leave dst are refused.
-func unpackDir(r io.Reader, dst string) error {
+// that would leave dst are refused; check (may be nil) judges the
+// extracted tree before it becomes dst.
+func unpackDir(r io.Reader, dst string, check func(dir string) error) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".part-")
 	if err != nil {
 		return err
@@ -109,6 +110,12 @@ func unpackDir(r io.Reader, dst string) error {
 			err = writeFile(p, tr, os.FileMode(hdr.Mode).Perm())
 		}
 		if err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+	}
+	if check != nil {
+		if err := check(tmp); err != nil {
 			os.RemoveAll(tmp)
 			return err
 		}
@@ -151,8 +158,9 @@ func putDir(ctx context.Context, os_ jetstream.ObjectStore, name, dir string, sk
 	return err
 }
 
-// getDir extracts object name into dst unless dst exists.
-func getDir(ctx context.Context, os_ jetstream.ObjectStore, name, dst string) error {
+// getDir extracts object name into dst unless dst exists (see unpackDir
+// for check).
+func getDir(ctx context.Context, os_ jetstream.ObjectStore, name, dst string, check func(string) error) error {
 	if _, err := os.Stat(dst); err == nil {
 		return nil
 	}
@@ -164,5 +172,5 @@ func getDir(ctx context.Context, os_ jetstream.ObjectStore, name, dst string) er
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	return unpackDir(res, dst)
+	return unpackDir(res, dst, check)
 }
