@@ -20,6 +20,8 @@
 //	                 is empty (expected last subject sequence 0).
 //	apodex-leases    KV bucket, history 1, TTL = lease TTL; key
 //	                 <eval>.<rollout hash>.
+//	apodex-workers   KV bucket, history 1, TTL 1m; key = worker name; a
+//	                 heartbeat every 5s (host, rollouts running and done).
 //	apodex-worlds    object store; object name = world id; a tar of the
 //	                 stored world directory.
 //	apodex-records   object store; object name = run id; a gzipped tar of

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,7 +29,8 @@ type Worker struct {
 	// Progress gets one line per rollout this worker finishes; may be nil.
 	Progress io.Writer
 
-	crash *crashLog // set by Run
+	crash         *crashLog // set by Run
+	running, done atomic.Int64
 }
 
 // Run pulls and runs rollouts until ctx ends; then it stops pulling,
@@ -51,6 +53,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.logger().Warn("cleaned up the runs a crashed worker of this home left", "runs", cleaned)
 	}
 	w.crash = crash
+	hctx, stopBeat := context.WithCancel(ctx)
+	beatDone := make(chan struct{})
+	go func() { defer close(beatDone); w.heartbeat(hctx, &w.running, &w.done) }()
+	defer func() { stopBeat(); <-beatDone }()
 	slots := make(chan struct{}, w.Parallel)
 	var wg sync.WaitGroup
 	defer wg.Wait() // before crash.close: runs still going are not clean yet
@@ -122,6 +128,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	// The rollout runs under its own context: cancelled when the worker
 	// stops (hand back) or the lease is lost (fenced).
+	w.running.Add(1)
+	defer w.running.Add(-1)
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
@@ -224,6 +232,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 		return
 	}
 	msg.DoubleAck(ctx)
+	w.done.Add(1)
 	if w.Progress != nil && err == nil {
 		mark := "FAILED"
 		if res.Correct == 1 {
