@@ -103,6 +103,7 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print JSON")
 	plot := fs.String("plot", "", "write a PNG of score against tokens per configuration")
+	natsFlag := fs.String("nats", "", "also list the workers and rollouts in flight of an eval queued there (default $APODEX_NATS_URL, else the config key nats)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -137,6 +138,13 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	eval.Render(stdout, rep)
+	if url, err := natsURL(*natsFlag, h); err != nil {
+		return err
+	} else if url != "" && !isEmbedded(url) {
+		if err := showQueued(context.Background(), url, pos[0], stdout); err != nil {
+			fmt.Fprintf(stderr, "workers not listed: %v\n", err) // the results above stand
+		}
+	}
 	if *plot != "" {
 		var cols []string
 		for i, c := range rep.Configs {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apodex/apodex/internal/eval"
+	"github.com/apodex/apodex/internal/jetstream"
 	"github.com/apodex/apodex/internal/run"
 )
 
@@ -72,4 +74,26 @@ func workerURL(asked, actual string) string {
 		return actual
 	}
 	return asked
+}
+
+// showQueued prints the live workers and the eval's rollouts in flight.
+func showQueued(ctx context.Context, url, id string, w io.Writer) error {
+	conn, err := jetstream.Connect(ctx, url, "apodex eval show", 0)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer conn.Close()
+	st, err := conn.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nworkers on %s: %d\n", url, len(st.Workers))
+	for _, x := range st.Workers {
+		fmt.Fprintf(w, "  %s on %s: %d running, %d done, last heartbeat %s\n", x.Name, x.Host, x.Running, x.Done, x.Heartbeat.Local().Format(time.TimeOnly))
+	}
+	fmt.Fprintf(w, "rollouts in flight: %d\n", len(st.InFlight))
+	for _, x := range st.InFlight {
+		fmt.Fprintf(w, "  %s on %s (run %s, renewed %s)\n", x.Rollout, x.Worker, x.RunID, x.Since.Local().Format(time.TimeOnly))
+	}
+	return nil
 }

@@ -71,6 +71,11 @@ func TestEvalOnNATSWithTwoWorkers(t *testing.T) {
 		t.Fatalf("resume of a finished eval: exit %d\n%s%s", code, stdout, stderr)
 	}
 
+	code, stdout, stderr = cli(t, "eval", "show", id, "--home", home, "--nats", srv.URL())
+	if code != 0 || !strings.Contains(stdout, "workers on "+srv.URL()+": 2") || !strings.Contains(stdout, "  w1 on ") || !strings.Contains(stdout, "rollouts in flight: 0") {
+		t.Fatalf("eval show --nats: exit %d\n%s%s", code, stdout, stderr)
+	}
+
 	bad := t.TempDir()
 	code, _, stderr = cli(t, "eval", "../../examples/suite/oracle.yaml", "--home", bad, "--nats", "nats://127.0.0.1:1")
 	if code != exitUsage || !strings.Contains(stderr, "nats://127.0.0.1:1") {
