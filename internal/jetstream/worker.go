@@ -149,14 +149,17 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		log.Warn("lease lost; this run is abandoned, not counted", "run", res.RunID)
 		w.markAbandoned(res.RunID)
 		return
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && res.Status != "completed":
 		log.Info("stopping; rollout handed back", "run", res.RunID)
 		w.markAbandoned(res.RunID)
 		lease.Release(context.Background())
 		msg.Nak()
 		return
 	}
-	w.finish(ctx, msg, j, lease, res)
+	// A stop asked for now does not cut the shipping of a finished run.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), w.Conn.LeaseTTL)
+	defer fcancel()
+	w.finish(fctx, msg, j, lease, res)
 }
 
 // keepAlive renews the lease and the ack deadline every TTL/3 until the
