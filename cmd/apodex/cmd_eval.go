@@ -40,6 +40,8 @@ func evalRun(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	sbx := fs.String("sandbox", sandbox.KindAuto, "auto (bwrap if usable, else native), bwrap, native, or none (no isolation: only with models you trust with this machine)")
 	fs.choices("sandbox", "auto", "bwrap", "native", "none")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	natsFlag := fs.String("nats", "", "queue the rollouts on NATS JetStream for `apodex worker`s: a URL, or embedded (a server in this process on port 4222, or embedded:PORT); default $APODEX_NATS_URL, else the config key nats")
+	wait := fs.Bool("wait", false, "with --nats: wait for every result (always so with embedded)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -58,6 +60,11 @@ func evalRun(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	opts := eval.Options{Home: homeDir(*home), Parallel: *parallel, Sandbox: *sbx, NewModel: evalModel}
 	if !*quiet {
 		opts.Progress = stderr
+	}
+	if url, err := natsURL(*natsFlag, opts.Home); err != nil {
+		return err
+	} else if url != "" {
+		return evalQueued(ctx, sub, pos[0], url, *wait, opts, stdout, stderr)
 	}
 	var id string
 	if sub == "resume" {
@@ -97,6 +104,7 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 	home := fs.homeFlag()
 	jsonOut := fs.Bool("json", false, "print JSON")
 	plot := fs.String("plot", "", "write a PNG of pass rate against tokens per configuration, with 95% intervals")
+	natsFlag := fs.String("nats", "", "also list the workers and rollouts in flight of an eval queued there (default $APODEX_NATS_URL, else the config key nats)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -131,6 +139,13 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	eval.Render(stdout, rep)
+	if url, err := natsURL(*natsFlag, h); err != nil {
+		return err
+	} else if url != "" && !isEmbedded(url) {
+		if err := showQueued(context.Background(), url, pos[0], stdout); err != nil {
+			fmt.Fprintf(stderr, "workers not listed: %v\n", err) // the results above stand
+		}
+	}
 	if *plot != "" {
 		fmt.Fprintf(stdout, "\nplot %s: squares at mean tokens (x) and pass rate (y), bars the 95%% interval, dots the rollouts\n", *plot)
 		fmt.Fprintf(stdout, "%-14s %-7s %5s %10s %9s %9s %9s\n", "config", "colour", "n", "tokens(x)", "pass(y)", "low", "high")

@@ -104,6 +104,7 @@ func commands() []command {
 		{"continue", "start a new segment of a finished run with a follow-up: same workspace, history and settings", cmdContinue},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
 		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
+		{"worker", "run the rollouts of evals queued on NATS JetStream (worker --nats URL)", cmdWorker},
 		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},
 		{"config", "print the effective settings and where each came from (config show)", cmdConfig},
 		{"mcp", "MCP servers: list the configured ones with their state and tools (mcp list); serve Apodex's runs as MCP tools (mcp serve)", cmdMCP},

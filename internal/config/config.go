@@ -42,6 +42,7 @@ var Keys = []string{
 	"provider", "base_url", "model", "script", "context_window",
 	"max_turns", "max_tool_calls", "max_tokens", "timeout", "soft_deadline",
 	"sandbox", "network", "retries", "mode", "scratch_quota",
+	"nats", // the NATS URL of `eval --nats` and `worker --nats`
 }
 
 // Env maps a key to the environment variables that set it, first found wins.
@@ -51,6 +52,7 @@ var Env = map[string][]string{
 	"model":    {"APODEX_MODEL"},
 	"base_url": {"APODEX_BASE_URL"},
 	"sandbox":  {"APODEX_SANDBOX"},
+	"nats":     {"APODEX_NATS_URL"},
 }
 
 // ErrUnknownProfile: the profile asked for is in no file.

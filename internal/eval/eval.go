@@ -74,7 +74,10 @@ type Plan struct {
 	Worlds   []PlanWorld `json:"worlds"`
 	Configs  []Config    `json:"configs"`
 	Rollouts int         `json:"rollouts"`
-	Created  time.Time   `json:"created"`
+	// MaxAttempts bounds the tries of a rollout that fails to run (queued
+	// evals only); 0 is the default, 2.
+	MaxAttempts int       `json:"max_attempts,omitempty"`
+	Created     time.Time `json:"created"`
 }
 
 // PlanWorld is one stored world of the plan.
@@ -126,18 +129,34 @@ func Dir(home, id string) string { return filepath.Join(home, "evals", id) }
 // error is about the eval itself, not about how rollouts went.
 func Start(ctx context.Context, s *Suite, opts Options) (string, error) {
 	opts = opts.withDefaults()
+	plan, err := Prepare(s, opts)
+	if err != nil {
+		return "", err
+	}
+	id, dir := plan.ID, Dir(opts.Home, plan.ID)
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "eval %s: %d rollouts (%d worlds × %d configurations × %d), at most %d at once; results in %s (after a stop: apodex eval resume %s)\n",
+			id, plan.Total(), len(plan.Worlds), len(plan.Configs), plan.Rollouts, opts.Parallel, filepath.Join(dir, ResultsFile), id)
+	}
+	return id, execute(ctx, plan, opts)
+}
+
+// Prepare resolves the suite's worlds (building and generating as needed)
+// and writes the plan of a new eval, without running anything.
+func Prepare(s *Suite, opts Options) (*Plan, error) {
+	opts = opts.withDefaults()
 	id := NewID(opts.Clock.Now())
 	dir := Dir(opts.Home, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("eval: %v; pass --home to a writable directory", err)
+		return nil, fmt.Errorf("eval: %v; pass --home to a writable directory", err)
 	}
-	plan := &Plan{ID: id, Suite: s.Name, Configs: s.Configs, Rollouts: s.Rollouts, Created: opts.Clock.Now().UTC()}
+	plan := &Plan{ID: id, Suite: s.Name, Configs: s.Configs, Rollouts: s.Rollouts, MaxAttempts: s.MaxAttempts, Created: opts.Clock.Now().UTC()}
 	st := world.NewStore(opts.Home)
 	for _, ref := range s.Worlds {
 		ws, err := resolve(st, ref, filepath.Join(dir, "gen"))
 		if err != nil {
 			os.RemoveAll(dir)
-			return "", err
+			return nil, err
 		}
 		for _, w := range ws {
 			plan.Worlds = append(plan.Worlds, PlanWorld{ID: w.ID, Name: w.Name, Family: w.Family, Level: w.Gen.Level})
@@ -145,13 +164,9 @@ func Start(ctx context.Context, s *Suite, opts Options) (string, error) {
 	}
 	raw, _ := json.MarshalIndent(plan, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, PlanFile), raw, 0o644); err != nil {
-		return "", fmt.Errorf("eval: %w", err)
+		return nil, fmt.Errorf("eval: %w", err)
 	}
-	if opts.Progress != nil {
-		fmt.Fprintf(opts.Progress, "eval %s: %d rollouts (%d worlds × %d configurations × %d), at most %d at once; results in %s (after a stop: apodex eval resume %s)\n",
-			id, plan.Total(), len(plan.Worlds), len(plan.Configs), plan.Rollouts, opts.Parallel, filepath.Join(dir, ResultsFile), id)
-	}
-	return id, execute(ctx, plan, opts)
+	return plan, nil
 }
 
 // Resume runs the rollouts of eval id that have no result yet.

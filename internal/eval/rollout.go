@@ -22,6 +22,8 @@ type roller struct {
 	opts  Options
 	store *world.Store
 	sink  *sink
+	// onStart, if set, hears the run id before the run starts.
+	onStart func(runID string)
 }
 
 // rollout runs world pw under configuration c once and scores it.
@@ -46,7 +48,12 @@ func (r *roller) rollout(ctx context.Context, pw PlanWorld, c Config, index int)
 	}
 	id := run.NewID(r.opts.Clock.Now())
 	runDir := filepath.Join(r.opts.Home, "runs", id)
-	r.sink.start(key{pw.ID, c.Name, index}, id)
+	if r.sink != nil {
+		r.sink.start(key{pw.ID, c.Name, index}, id)
+	}
+	if r.onStart != nil {
+		r.onStart(id)
+	}
 	iv := &intervener{dir: runDir, plan: c.Interventions}
 	cfg := run.Config{Settings: rolloutSettings(c, task.Budget, r.opts.Sandbox), Home: r.opts.Home, Contract: task, World: w,
 		Model: model, ModelInfo: info, Progress: iv, NewID: func() string { return id }, Clock: r.opts.Clock}

@@ -14,11 +14,14 @@ import (
 // Suite is a suite file: which worlds, which configurations, how many
 // rollouts of each pair.
 type Suite struct {
-	Name     string     `yaml:"name" json:"name"`
-	Rollouts int        `yaml:"rollouts" json:"rollouts"`
-	Worlds   []WorldRef `yaml:"worlds" json:"worlds"`
-	Configs  []Config   `yaml:"configs" json:"configs"`
-	BaseDir  string     `yaml:"-" json:"-"`
+	Name     string `yaml:"name" json:"name"`
+	Rollouts int    `yaml:"rollouts" json:"rollouts"`
+	// MaxAttempts: tries of a rollout that fails to run, on a queue
+	// (apodex eval --nats); default 2.
+	MaxAttempts int        `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty"`
+	Worlds      []WorldRef `yaml:"worlds" json:"worlds"`
+	Configs     []Config   `yaml:"configs" json:"configs"`
+	BaseDir     string     `yaml:"-" json:"-"`
 }
 
 // WorldRef names worlds by stored id, by a directory to build, or by a
@@ -101,6 +104,9 @@ func (s *Suite) check(path string) error {
 	}
 	if s.Rollouts == 0 {
 		s.Rollouts = 1
+	}
+	if s.MaxAttempts < 0 {
+		bad("max_attempts must be ≥ 1")
 	}
 	if s.Rollouts < 0 {
 		bad("rollouts must be ≥ 1")

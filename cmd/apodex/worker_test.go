@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apodex/apodex/internal/eval"
+	"github.com/apodex/apodex/internal/jetstream"
+	"github.com/apodex/apodex/internal/sandbox"
+)
+
+// TestEvalOnNATSWithTwoWorkers: the bundled oracle suite queued on an
+// in-process server (loopback, random port) and run by two `apodex
+// worker`s on their own homes: every rollout has one result line on the
+// eval's home, with its record; a resume queues nothing new; an
+// unreachable URL is a usage error naming the URL, before any eval exists.
+func TestEvalOnNATSWithTwoWorkers(t *testing.T) {
+	srv, err := jetstream.Embedded(jetstream.ServerConfig{StoreDir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	sbx := sandbox.KindAuto
+	if _, err := sandbox.New(sbx); err != nil {
+		sbx = "none"
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, name := range []string{"w1", "w2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out, errb bytes.Buffer
+			if code := Run(ctx, []string{"worker", "--nats", srv.URL(), "--home", t.TempDir(), "--name", name, "--parallel", "2", "--sandbox", sbx, "--lease-ttl", "5s"}, &out, &errb); code != 0 {
+				t.Errorf("worker %s: exit %d\n%s", name, code, errb.String())
+			}
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+
+	home := t.TempDir()
+	code, stdout, stderr := cli(t, "eval", "../../examples/suite/oracle.yaml", "--home", home, "--nats", srv.URL(), "--wait", "--quiet")
+	if code != 0 {
+		t.Fatalf("eval --nats: exit %d\n%s%s", code, stdout, stderr)
+	}
+	id := strings.TrimSuffix(strings.Fields(stdout)[1], ":")
+	rs, err := eval.ReadResults(home, id)
+	if err != nil || len(rs) != 24 {
+		t.Fatalf("%d results (%v), want 24", len(rs), err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if seen[r.Key()] {
+			t.Errorf("%s scored twice", r.Key())
+		}
+		seen[r.Key()] = true
+		if r.Correct != 1 {
+			t.Errorf("%s failed: %s %s", r.Key(), r.Status, r.Error)
+		}
+		if _, err := os.Stat(filepath.Join(home, "runs", r.RunID, "events.jsonl")); err != nil {
+			t.Errorf("%s: record not shipped to the eval's home: %v", r.Key(), err)
+		}
+	}
+	code, stdout, stderr = cli(t, "eval", "resume", id, "--home", home, "--nats", srv.URL(), "--wait")
+	if code != 0 || !strings.Contains(stderr, "0 unscored, 0 newly queued") || !strings.Contains(stdout, "24 of 24") {
+		t.Fatalf("resume of a finished eval: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	code, stdout, stderr = cli(t, "eval", "show", id, "--home", home, "--nats", srv.URL())
+	if code != 0 || !strings.Contains(stdout, "workers on "+srv.URL()+": 2") || !strings.Contains(stdout, "  w1 on ") || !strings.Contains(stdout, "rollouts in flight: 0") {
+		t.Fatalf("eval show --nats: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	bad := t.TempDir()
+	code, _, stderr = cli(t, "eval", "../../examples/suite/oracle.yaml", "--home", bad, "--nats", "nats://127.0.0.1:1")
+	if code != exitUsage || !strings.Contains(stderr, "nats://127.0.0.1:1") {
+		t.Fatalf("unreachable URL: exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(bad, "evals")); err == nil {
+		t.Fatal("an eval was created although the queue was unreachable")
+	}
+}

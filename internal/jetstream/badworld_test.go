@@ -1,0 +1,84 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/apodex/apodex/internal/eval"
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/world"
+)
+
+// TestTamperedWorldBundleFailsAndIsNotCached: a world bundle whose content
+// does not hash to its id fails the rollout with that reason (after its
+// attempts), and the worker does not keep it.
+func TestTamperedWorldBundleFailsAndIsNotCached(t *testing.T) {
+	s := embedded(t)
+	c := connect(t, s.URL(), 3*time.Second)
+	home, plan := prepared(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := world.NewStore(home).Get(plan.Worlds[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the world with one input changed, stored under its id.
+	bad := filepath.Join(t.TempDir(), "bad")
+	var buf bytes.Buffer
+	if err := packDir(&buf, w.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := unpackDir(&buf, bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := world.Files(bad)
+	p := filepath.Join(bad, filepath.FromSlash(files[0].Path))
+	os.Chmod(p, 0o644)
+	os.WriteFile(p, []byte("tampered\n"), 0o644)
+	buf.Reset()
+	if err := packDir(&buf, bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.worlds.Put(ctx, jetstream.ObjectMeta{Name: w.ID}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	j := eval.Pending(plan, nil, "v")[0]
+	j.MaxAttempts = 1
+	if _, err := c.Publish(ctx, []eval.Job{j}); err != nil {
+		t.Fatal(err)
+	}
+	wh := t.TempDir()
+	wk := &Worker{Conn: connect(t, s.URL(), 3*time.Second), Name: "a", Version: "v", Options: eval.Options{Home: wh, Sandbox: sandboxKind(),
+		NewModel: func(_ eval.Config, w *world.World) (llm.Model, record.ModelSettings, error) { return eval.Oracle(w) }}}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- wk.Run(wctx) }()
+	defer func() { stop(); <-done }()
+
+	msgCtx, mcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer mcancel()
+	for {
+		raw, err := c.results.GetLastMsgForSubject(msgCtx, resultSubjectOf(j))
+		if err == nil {
+			if !strings.Contains(string(raw.Data), "hashes to") {
+				t.Fatalf("result does not give the reason: %s", raw.Data)
+			}
+			break
+		}
+		if msgCtx.Err() != nil {
+			t.Fatal("no result for the rollout of a tampered world")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(wh, "worlds", w.ID)); !os.IsNotExist(err) {
+		t.Fatalf("the tampered world was cached: %v", err)
+	}
+}

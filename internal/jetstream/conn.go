@@ -1,0 +1,122 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Names of what Setup creates (see the package doc).
+const (
+	RolloutStream = "APODEX_ROLLOUTS"
+	ResultStream  = "APODEX_RESULTS"
+	WorkConsumer  = "workers"
+	LeaseBucket   = "apodex-leases"
+	WorldStore    = "apodex-worlds"
+	RecordStore   = "apodex-records"
+
+	rolloutSubject = "apodex.rollout."
+	resultSubject  = "apodex.result."
+
+	// DefaultLeaseTTL is how long a rollout stays held after its worker's
+	// last renewal.
+	DefaultLeaseTTL = 30 * time.Second
+)
+
+// Conn is a connection with everything Setup created.
+type Conn struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	URL      string
+	LeaseTTL time.Duration
+	Replicas int
+	rollouts jetstream.Stream
+	results  jetstream.Stream
+	leases   jetstream.KeyValue
+	worlds   jetstream.ObjectStore
+	records  jetstream.ObjectStore
+	fetchMu  sync.Mutex
+}
+
+// Connect dials url (one URL or several, comma-separated) and creates the
+// streams, consumer, bucket and object stores if missing. leaseTTL 0 keeps
+// the queue's TTL (DefaultLeaseTTL for a new queue). An unreachable URL fails at once, naming the URL.
+func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Conn, error) {
+	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: connect to %s: %w; is a nats-server with JetStream running there? (--nats embedded starts one in this process)", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if leaseTTL <= 0 { // keep the TTL the queue has, so an eval does not reset its workers'
+		leaseTTL = DefaultLeaseTTL
+		if cons, err := js.Consumer(ctx, RolloutStream, WorkConsumer); err == nil && cons.CachedInfo().Config.AckWait > 0 {
+			leaseTTL = cons.CachedInfo().Config.AckWait
+		}
+	}
+	c := &Conn{nc: nc, js: js, URL: url, LeaseTTL: leaseTTL, Replicas: min(3, max(1, len(nc.Servers())))}
+	// Two processes setting up at once can race (one creates what the
+	// other meant to): setup is idempotent, so it is tried again.
+	for try := 0; try < 5; try++ {
+		if err = c.setup(ctx); err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: set up on %s: %w", url, err)
+	}
+	return c, nil
+}
+
+// Close drains nothing: it drops the connection (what a dead process does).
+func (c *Conn) Close() { c.nc.Close() }
+
+func (c *Conn) setup(ctx context.Context) error {
+	var err error
+	c.rollouts, err = c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: RolloutStream, Subjects: []string{rolloutSubject + ">"},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: c.Replicas, Duplicates: time.Hour,
+		Description: "apodex rollouts waiting for a worker (one per eval.Job, id = eval/key)"})
+	if err != nil {
+		return err
+	}
+	_, err = c.js.CreateOrUpdateConsumer(ctx, RolloutStream, jetstream.ConsumerConfig{Durable: WorkConsumer, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: c.LeaseTTL, MaxDeliver: -1, MaxAckPending: 100000, Replicas: c.Replicas})
+	if err != nil {
+		return err
+	}
+	c.results, err = c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: ResultStream, Subjects: []string{resultSubject + ">"},
+		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: c.Replicas,
+		Description: "apodex rollout results, at most one per subject"})
+	if err != nil {
+		return err
+	}
+	c.leases, err = c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, History: 1, TTL: c.LeaseTTL,
+		Storage: jetstream.FileStorage, Replicas: c.Replicas, Description: "apodex rollout leases; revision = fencing token"})
+	if err != nil {
+		return err
+	}
+	c.worlds, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: WorldStore, Storage: jetstream.FileStorage,
+		Replicas: c.Replicas, Description: "apodex world bundles by world id"})
+	if err != nil {
+		return err
+	}
+	c.records, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: RecordStore, Storage: jetstream.FileStorage,
+		Replicas: c.Replicas, Description: "apodex run records by run id"})
+	return err
+}
+
+// isWrongLastSeq: the server refused a publish for its expected sequence.
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}

@@ -1,0 +1,98 @@
+package jetstream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/apodex/apodex/internal/eval"
+)
+
+// Sentinel errors of leases.
+var (
+	// ErrHeld: another worker holds a live lease on the rollout.
+	ErrHeld = errors.New("jetstream: rollout is held by another worker")
+	// ErrFenced: the lease expired or was taken over; its holder may not
+	// publish a result.
+	ErrFenced = errors.New("jetstream: lease lost (expired or taken over); result not published")
+)
+
+// leaseKey is the rollout's key in the lease bucket and the last token of
+// its result subject.
+func leaseKey(j eval.Job) string {
+	h := sha256.Sum256([]byte(j.Key()))
+	return j.Eval + "." + hex.EncodeToString(h[:12])
+}
+
+func resultSubjectOf(j eval.Job) string { return resultSubject + leaseKey(j) }
+
+// leaseValue is what a lease entry holds (for eval show and debugging).
+type leaseValue struct {
+	Worker string    `json:"worker"`
+	Key    string    `json:"key"`
+	RunID  string    `json:"run_id,omitempty"`
+	State  string    `json:"state"` // running or done
+	At     time.Time `json:"at"`
+}
+
+// Lease is a worker's hold on one rollout; Token is the current revision.
+type Lease struct {
+	c     *Conn
+	key   string
+	val   leaseValue
+	Token uint64
+}
+
+// Acquire takes the rollout's lease for worker. ErrHeld if another holds
+// it.
+func (c *Conn) Acquire(ctx context.Context, j eval.Job, worker string) (*Lease, error) {
+	l := &Lease{c: c, key: leaseKey(j), val: leaseValue{Worker: worker, Key: j.Key(), State: "running", At: time.Now().UTC()}}
+	raw, _ := json.Marshal(l.val)
+	rev, err := c.leases.Create(ctx, l.key, raw)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, ErrHeld
+	} else if err != nil {
+		return nil, fmt.Errorf("jetstream: lease %s: %w", j.Key(), err)
+	}
+	l.Token = rev
+	return l, nil
+}
+
+// Renew extends the lease (a compare-and-set on Token); ErrFenced if it
+// was lost.
+func (l *Lease) Renew(ctx context.Context, runID string) error {
+	l.val.At, l.val.RunID = time.Now().UTC(), runID
+	return l.put(ctx)
+}
+
+// Commit marks the rollout done under the current token: after it
+// succeeds, no other worker can acquire the lease until it expires, and
+// this holder may publish the result. ErrFenced if the lease was lost.
+func (l *Lease) Commit(ctx context.Context) error {
+	l.val.At, l.val.State = time.Now().UTC(), "done"
+	return l.put(ctx)
+}
+
+func (l *Lease) put(ctx context.Context) error {
+	raw, _ := json.Marshal(l.val)
+	rev, err := l.c.leases.Update(ctx, l.key, raw, l.Token)
+	if err != nil {
+		if isWrongLastSeq(err) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
+			return ErrFenced
+		}
+		return fmt.Errorf("jetstream: lease %s: %w", l.val.Key, err)
+	}
+	l.Token = rev
+	return nil
+}
+
+// Release gives the lease up at once (a failed attempt to be retried).
+func (l *Lease) Release(ctx context.Context) {
+	l.c.leases.Delete(ctx, l.key, jetstream.LastRevision(l.Token))
+}

@@ -1,0 +1,155 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/apodex/apodex/internal/eval"
+	"github.com/apodex/apodex/internal/world"
+)
+
+// Outcome is the body of a result message.
+type Outcome struct {
+	Result eval.Result `json:"result"`
+	Worker string      `json:"worker"`
+	Token  uint64      `json:"lease_revision"` // the fencing token it was committed under
+	Record string      `json:"record,omitempty"`
+}
+
+// PublishWorlds stores each world of the plan from home's store in the
+// world object store, once per world id.
+func (c *Conn) PublishWorlds(ctx context.Context, home string, plan *eval.Plan) error {
+	st := world.NewStore(home)
+	for _, pw := range plan.Worlds {
+		w, err := st.Get(pw.ID)
+		if err != nil {
+			return err
+		}
+		if err := putDir(ctx, c.worlds, pw.ID, w.Dir); err != nil {
+			return fmt.Errorf("jetstream: store world %s: %w", pw.ID, err)
+		}
+	}
+	return nil
+}
+
+// Publish queues jobs, each with its eval and key as the message id; it
+// reports how many the server took as new (a rollout already queued
+// within the duplicate window is not queued twice).
+func (c *Conn) Publish(ctx context.Context, jobs []eval.Job) (int, error) {
+	n := 0
+	for _, j := range jobs {
+		raw, _ := json.Marshal(j)
+		ack, err := c.js.Publish(ctx, rolloutSubject+j.Eval, raw, jetstream.WithMsgID(j.Eval+"/"+j.Key()))
+		if err != nil {
+			return n, fmt.Errorf("jetstream: queue %s: %w", j.Key(), err)
+		}
+		if !ack.Duplicate {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Scored reports whether job already has a result message.
+func (c *Conn) Scored(ctx context.Context, j eval.Job) (bool, error) {
+	_, err := c.results.GetLastMsgForSubject(ctx, resultSubjectOf(j))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Collect reads eval plan's results in stream order (from the first),
+// fetches each one's record into home/runs/<run-id> unless there, and adds
+// it to col, until col holds every rollout of the plan or ctx ends.
+func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector) error {
+	if col.Done() >= col.Total() {
+		return nil
+	}
+	cons, err := c.js.OrderedConsumer(ctx, ResultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject + plan.ID + ".>"}})
+	if err != nil {
+		return fmt.Errorf("jetstream: read results: %w", err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("jetstream: read results: %w", err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for col.Done() < col.Total() {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("jetstream: read results: %w", err)
+		}
+		var o Outcome
+		if err := json.Unmarshal(msg.Data(), &o); err != nil {
+			continue // not ours to judge; the key never gets a line from it
+		}
+		if o.Record != "" && validRunID(o.Record) {
+			if err := getDir(ctx, c.records, o.Record, filepath.Join(home, "runs", o.Record), nil); err != nil {
+				o.Result.Error = joinErr(o.Result.Error, fmt.Sprintf("record %s not fetched: %v", o.Record, err))
+			}
+		}
+		if _, err := col.Add(o.Result); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validRunID(id string) bool {
+	return id != "" && filepath.IsLocal(id) && filepath.Base(id) == id
+}
+
+func joinErr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// fetchWorld makes world id present in home's store, from the world
+// object store.
+func (c *Conn) fetchWorld(ctx context.Context, home, id string) error {
+	c.fetchMu.Lock() // one fetch at a time: a world is fetched once, not once per rollout
+	defer c.fetchMu.Unlock()
+	st := world.NewStore(home)
+	if _, err := st.Get(id); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(st.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := getDir(ctx, c.worlds, id, filepath.Join(st.Dir, id), sameWorld(id)); err != nil {
+		return fmt.Errorf("jetstream: fetch world %s: %w", id, err)
+	}
+	return nil
+}
+
+// sameWorld refuses a fetched world whose content does not hash to id.
+func sameWorld(id string) func(dir string) error {
+	return func(dir string) error {
+		m, err := world.Load(dir)
+		if err != nil {
+			return err
+		}
+		files, err := world.Files(dir)
+		if err != nil {
+			return err
+		}
+		if got := world.ID(m.Canonical, files); got != id {
+			return fmt.Errorf("world bundle %s hashes to %s; not cached", id, got)
+		}
+		return nil
+	}
+}
