@@ -90,7 +90,7 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 			}
 			h := a.History[:mr.From:mr.From]
 			for _, raw := range mr.Messages {
-				m, err := decodeMessage(dir, raw)
+				m, err := DecodeMessage(dir, raw)
 				if err != nil {
 					return nil, fmt.Errorf("checkpoint: %s request at seq %d: %w", e.Agent, e.Seq, err)
 				}
@@ -115,7 +115,7 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 				a.Usage = a.Usage.Add(mr.Usage)
 				continue
 			}
-			m, err := decodeMessage(dir, mr.Message)
+			m, err := DecodeMessage(dir, mr.Message)
 			if err != nil {
 				return nil, fmt.Errorf("checkpoint: %s reply at seq %d: %w", e.Agent, e.Seq, err)
 			}
@@ -204,7 +204,10 @@ func UserMessage(id, class, text string) string {
 	return fmt.Sprintf("[user message %s · %s]\n%s", id, class, text)
 }
 
-func decodeMessage(dir string, raw json.RawMessage) (llm.Message, error) {
+// DecodeMessage reads a message as the agent loop records it (in a
+// model_request or model_response), its body from a blob when the loop moved
+// it to one.
+func DecodeMessage(dir string, raw json.RawMessage) (llm.Message, error) {
 	var s stored
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return llm.Message{}, err

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -264,7 +264,7 @@ func (s *server) stdioSpec() (sandbox.Spec, sandbox.Runner, error) {
 			env = append(env, k+"="+v)
 		}
 	}
-	for _, k := range sortedKeys(c.Env) {
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		v, err := expand(c.Env[k])
 		if err != nil {
 			return sandbox.Spec{}, nil, fmt.Errorf("env %s: %w", k, err)
@@ -338,7 +338,7 @@ func (s *server) httpTransport() (sdk.Transport, error) {
 		}
 	}
 	h := http.Header{}
-	for _, k := range sortedKeys(c.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(c.Headers)) {
 		v := c.Headers[k]
 		if c.Expand {
 			if v, err = config.ExpandEnv(v, s.env.getenv); err != nil {
@@ -347,7 +347,7 @@ func (s *server) httpTransport() (sdk.Transport, error) {
 		}
 		h.Set(k, v)
 	}
-	for _, k := range sortedKeys(c.EnvHeaders) {
+	for _, k := range slices.Sorted(maps.Keys(c.EnvHeaders)) {
 		v := s.env.getenv(c.EnvHeaders[k])
 		if v == "" {
 			return nil, fmt.Errorf("env_http_headers %s: the variable %s is not set", k, c.EnvHeaders[k])
@@ -551,7 +551,7 @@ func (s *server) noteState(state string, d time.Duration) {
 func (s *server) event(state string) record.MCPServer {
 	c := s.cfg
 	ev := record.MCPServer{Name: c.Name, State: state, Transport: c.Transport(), Command: c.Command, Args: c.Args, Cwd: c.Cwd,
-		URL: c.URL, EnvKeys: append(sortedKeys(c.Env), c.EnvVars...), HeaderNames: append(sortedKeys(c.Headers), sortedKeys(c.EnvHeaders)...),
+		URL: c.URL, EnvKeys: append(slices.Sorted(maps.Keys(c.Env)), c.EnvVars...), HeaderNames: append(slices.Sorted(maps.Keys(c.Headers)), slices.Sorted(maps.Keys(c.EnvHeaders))...),
 		BearerTokenEnvVar: c.BearerTokenEnvVar, Network: c.Network, Planes: c.Planes}
 	if c.Transport() == "stdio" {
 		ev.Sandbox = s.sandboxKind()
@@ -572,15 +572,6 @@ func (s *server) event(state string) record.MCPServer {
 		ev.Error = s.reason
 	}
 	return ev
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func cmpOr(a, b string) string {

@@ -1,8 +1,8 @@
 package trajectory
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/apodex/apodex/internal/checkpoint"
 	"slices"
 	"strings"
 	"time"
@@ -126,7 +126,7 @@ func conversations(dir string, evs []record.Event) ([]*conv, error) {
 			}
 			msgs := make([]llm.Message, 0, len(mr.Messages))
 			for _, raw := range mr.Messages {
-				m, err := decodeStored(dir, raw)
+				m, err := checkpoint.DecodeMessage(dir, raw)
 				if err != nil {
 					return nil, fmt.Errorf("trajectory: %s request at seq %d: %w", e.Agent, e.Seq, err)
 				}
@@ -178,7 +178,7 @@ func conversations(dir string, evs []record.Event) ([]*conv, error) {
 			if c == nil {
 				continue // a reply to no recorded request
 			}
-			reply, err := decodeStored(dir, mr.Message)
+			reply, err := checkpoint.DecodeMessage(dir, mr.Message)
 			if err != nil {
 				return nil, fmt.Errorf("trajectory: %s reply at seq %d: %w", e.Agent, e.Seq, err)
 			}
@@ -281,26 +281,6 @@ func hasCall(m llm.Message, id string) bool {
 		}
 	}
 	return false
-}
-
-// decodeStored reads a message as the agent loop records it, its body from
-// a blob when it was moved to one.
-func decodeStored(dir string, raw json.RawMessage) (llm.Message, error) {
-	var s struct {
-		llm.Message
-		ContentRef string `json:"content_ref,omitempty"`
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return llm.Message{}, err
-	}
-	if s.ContentRef != "" {
-		b, err := record.ReadBlob(dir, s.ContentRef)
-		if err != nil {
-			return llm.Message{}, fmt.Errorf("message body %s: %w", s.ContentRef, err)
-		}
-		s.Message.Content = string(b)
-	}
-	return s.Message, nil
 }
 
 // claimOf is the claim a verifier's prompt begins with ("Claim:\n…").
