@@ -31,11 +31,6 @@ type Env struct {
 	// Cite registers a result's text as evidence and returns its id and
 	// footer ("" when not registered); nil: none.
 	Cite func(ctx context.Context, source, text string) (id, footer string)
-	// Order, in a replay, waits (bounded) until every evidence id before
-	// id (E<n>) is registered again, so a replayed result gets the id it
-	// had: the calls of a turn run at once and register in the order they
-	// end. nil: no wait.
-	Order func(ctx context.Context, id string)
 	// Warn tells the user something about a server (recorded as a warning
 	// by the caller); nil: nothing.
 	Warn func(msg string)

@@ -110,9 +110,6 @@ func (t *mcpTool) replayed(ctx context.Context) tool.Result {
 		if i := strings.LastIndexByte(text, '\n'); i >= 0 {
 			text = text[:i]
 		}
-		if s.env.Order != nil {
-			s.env.Order(ctx, meta.Evidence)
-		}
 		meta.Evidence = ""
 		return t.finish(ctx, text, &meta)
 	}

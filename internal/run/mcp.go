@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"github.com/apodex/apodex/internal/version"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/evidence"
@@ -83,15 +81,6 @@ func (ss *session) startMCP(ctx context.Context) error {
 		},
 	}
 	if cfg.MCPFrom != "" {
-		env.Order = func(ctx context.Context, id string) {
-			n, err := strconv.Atoi(strings.TrimPrefix(id, "E"))
-			if err != nil {
-				return
-			}
-			for deadline := time.Now().Add(5 * time.Second); ss.ev.q.Len() < n-1 && time.Now().Before(deadline) && ctx.Err() == nil; {
-				time.Sleep(2 * time.Millisecond)
-			}
-		}
 		c, err := record.Read(cfg.MCPFrom)
 		if err != nil {
 			return fmt.Errorf("run: the recorded MCP servers: %w", err)

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/llm/llmtest"
+	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runtest"
+)
+
+// evidenceBySource maps each evidence event's source to its id.
+func evidenceBySource(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, e := range decodeAll[record.Evidence](t, runtest.Events(t, dir), record.TypeEvidence) {
+		out[e.Source] = e.ID
+	}
+	return out
+}
+
+// TestMCPReplayEvidenceOrder: one turn with a slow MCP call and read_file
+// calls; in the run the reads get their ids first, in the replay the MCP
+// result is served at once from the record; the replay still gives every
+// text the id it had.
+func TestMCPReplayEvidenceOrder(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home, inputs := t.TempDir(), t.TempDir()
+	var reads []llm.ToolCall
+	for i := range 4 {
+		name := fmt.Sprintf("f%d.txt", i)
+		os.WriteFile(filepath.Join(inputs, name), []byte(strings.Repeat(fmt.Sprintf("line of %s\n", name), 1+i*2000)), 0o644)
+		reads = append(reads, withID(call("read_file", map[string]any{"path": "/inputs/" + name}), fmt.Sprintf("r%d", i)))
+	}
+	writeConfig(t, home, mcpEntry("t", mcpServerBin(t), "tool_timeout = \"20s\""))
+	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		if teamTurn(req) == 0 {
+			return calls(append([]llm.ToolCall{withID(call("mcp__t__slow", map[string]any{"seconds": 0.5}), "s1"),
+				withID(call("mcp__t__echo", map[string]any{"text": "fast"}), "e1")}, reads...)...)
+		}
+		return calls(finish("read them"))
+	})
+	code, stdout, stderr := cli(t, append(openaiArgs(home, srv), "--inputs", inputs, "--json", "Read the inputs and ask server t")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := decodeSummary(t, stdout)
+	orig := evidenceBySource(t, s.RunDir)
+	if orig["mcp:t/slow"] != "E6" || len(orig) != 6 {
+		t.Fatalf("the original's evidence: %v (the slow MCP result should be last, E6)", orig)
+	}
+	code, out, errOut := cli(t, "replay", "--home", home, "--keep", "--json", s.RunID)
+	if code != 0 {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep struct {
+		Identical bool   `json:"identical"`
+		ReplayDir string `json:"replay_dir"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.ReplayDir == "" {
+		t.Fatalf("replay --json: %v\n%s", err, out)
+	}
+	defer os.RemoveAll(filepath.Dir(filepath.Dir(rep.ReplayDir))) // the replay's home
+	again := evidenceBySource(t, rep.ReplayDir)
+	for src, id := range orig {
+		if again[src] != id {
+			t.Errorf("%s: %s in the run, %s in the replay", src, id, again[src])
+		}
+	}
+	if !rep.Identical {
+		t.Errorf("replay not identical:\n%s", out)
+	}
+}
