@@ -76,3 +76,71 @@ func TestMCPReplayEvidenceOrder(t *testing.T) {
 		t.Errorf("replay not identical:\n%s", out)
 	}
 }
+
+// TestMCPWritable from outside: a server whose entry says writable =
+// ["workspace/reports"] writes there and nowhere else, its call's file
+// changes are in the record, and a replay with the server gone makes the
+// same files (identical); a server without writable cannot write the
+// workspace it sees.
+func TestMCPWritable(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home := t.TempDir()
+	bin := mcpServerBin(t)
+	writeConfig(t, home, mcpEntry("ro", bin, "planes = [\"workspace\"]")+mcpEntry("rw", bin, "planes = [\"workspace\"]\nwritable = [\"workspace/reports\"]"))
+	write := func(srv, id, path string) llm.ToolCall {
+		return withID(call("mcp__"+srv+"__write_host", map[string]any{"path": path, "text": "from " + srv + "\n"}), id)
+	}
+	var replies = map[string]string{}
+	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		switch teamTurn(req) {
+		case 0:
+			return calls(write("ro", "w1", "/workspace/ro.txt"), write("rw", "w2", "/workspace/rw.txt"))
+		case 1:
+			replies["w1"], replies["w2"] = replyTo(req, "w1"), replyTo(req, "w2")
+			return calls(write("rw", "w3", "/workspace/reports/summary.md"))
+		case 2:
+			replies["w3"] = replyTo(req, "w3")
+		}
+		return calls(finish("wrote the report"))
+	})
+	code, stdout, stderr := cli(t, append(openaiArgs(home, srv), "--json", "Write the report with server rw")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := decodeSummary(t, stdout)
+	for id, want := range map[string]string{"w1": "read-only file system", "w2": "read-only file system", "w3": "wrote /workspace/reports/summary.md"} {
+		if !strings.Contains(replies[id], want) {
+			t.Errorf("%s: %q, want %q", id, replies[id], want)
+		}
+	}
+	ws := filepath.Join(s.RunDir, "workspace")
+	if got := fileContent(t, filepath.Join(ws, "reports", "summary.md")); got != "from rw\n" {
+		t.Errorf("summary.md %q", got)
+	}
+	for _, name := range []string{"ro.txt", "rw.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, name)); err == nil {
+			t.Errorf("%s was written", name)
+		}
+	}
+	evs := runtest.Events(t, s.RunDir)
+	var deltas []string
+	for _, d := range decodeAll[record.FileDelta](t, evs, record.TypeFileDelta) {
+		deltas = append(deltas, d.CallID+" "+d.Path)
+	}
+	if strings.Join(deltas, ",") != "w3 /workspace/reports/summary.md" {
+		t.Errorf("file deltas %v", deltas)
+	}
+	for _, ms := range decodeAll[record.MCPServer](t, evs, record.TypeMCPServer) {
+		if want := map[string]string{"ro": "", "rw": "/workspace/reports"}[ms.Name]; strings.Join(ms.Writable, ",") != want {
+			t.Errorf("mcp_server %s writable %v", ms.Name, ms.Writable)
+		}
+	}
+	if err := os.Rename(filepath.Dir(bin), filepath.Dir(bin)+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(filepath.Dir(bin)+".gone", filepath.Dir(bin))
+	code, out, errOut := cli(t, "replay", "--home", home, s.RunID)
+	if code != 0 || !strings.Contains(out, "identical") {
+		t.Errorf("replay: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/workspace"
 )
 
 // Env is what the servers of a run start with and answer into.
@@ -23,6 +24,9 @@ type Env struct {
 	// Planes maps a plane path ("/inputs", "/workspace", "/outputs") to
 	// its host directory, for the servers whose entries name it.
 	Planes map[string]string
+	// Workspace is the run's planes, for the files a call of a server
+	// that may write (writable) changed; nil: none are recorded.
+	Workspace *workspace.FS
 	// Getenv reads the environment: secrets named by env_vars,
 	// bearer_token_env_var, env_http_headers and ${VAR} (nil: os.Getenv).
 	Getenv func(string) string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -47,6 +48,7 @@ type server struct {
 	// recorded, in a replay, holds the original's results by agent and
 	// call id.
 	recorded map[callKey]record.ToolResult
+	writes   map[callKey][]record.FileDelta // the files each call changed
 	blobs    func(ref string) ([]byte, error)
 }
 
@@ -309,13 +311,58 @@ func (s *server) stdioSpec() (sandbox.Spec, sandbox.Runner, error) {
 		spec.Dir = "/mcp/cwd"
 	}
 	for _, p := range c.Planes {
-		if host := s.env.Planes[p]; host != "" {
+		if host := s.env.Planes[p]; host != "" && !slices.Contains(c.Writable, p) {
 			spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: host, Target: p})
 		}
+	}
+	for _, w := range c.Writable { // after the planes: a directory below one is mounted over it
+		host, err := s.writableDir(w)
+		if err != nil {
+			return sandbox.Spec{}, nil, err
+		}
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: host, Target: w, Writable: true})
 	}
 	spec.Outbound = c.Network
 	spec.Command = "exec " + shellQuote(append([]string{command}, args...))
 	return spec, s.env.Runner, nil
+}
+
+// writableDir is the host directory of w (/workspace or a directory
+// below it), made if missing. No part of it may be a symbolic link: the
+// server would write where the link leads. (Servers start before any
+// agent runs, so nothing swaps a part for a link meanwhile.)
+func (s *server) writableDir(w string) (string, error) {
+	ws := s.env.Planes["/workspace"]
+	if ws == "" {
+		return "", fmt.Errorf("writable %s: the run has no workspace", w)
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(w, "/workspace"), "/")
+	if rel == "" {
+		return ws, nil
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return "", fmt.Errorf("writable %s: %w", w, err)
+	}
+	defer root.Close()
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		p := filepath.Join(parts[:i+1]...)
+		fi, err := root.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = root.Mkdir(p, 0o755)
+			if err == nil {
+				fi, err = root.Lstat(p)
+			}
+		}
+		if err != nil {
+			return "", fmt.Errorf("writable %s: %w", w, err)
+		}
+		if !fi.IsDir() {
+			return "", fmt.Errorf("writable %s: /workspace/%s is not a directory (a symbolic link?); it is not mounted writable", w, p)
+		}
+	}
+	return filepath.Join(ws, rel), nil
 }
 
 // sandboxKind is what the server runs in: "none" when its entry opted
@@ -552,7 +599,7 @@ func (s *server) event(state string) record.MCPServer {
 	c := s.cfg
 	ev := record.MCPServer{Name: c.Name, State: state, Transport: c.Transport(), Command: c.Command, Args: c.Args, Cwd: c.Cwd,
 		URL: c.URL, EnvKeys: append(slices.Sorted(maps.Keys(c.Env)), c.EnvVars...), HeaderNames: append(slices.Sorted(maps.Keys(c.Headers)), slices.Sorted(maps.Keys(c.EnvHeaders))...),
-		BearerTokenEnvVar: c.BearerTokenEnvVar, Network: c.Network, Planes: c.Planes}
+		BearerTokenEnvVar: c.BearerTokenEnvVar, Network: c.Network, Planes: c.Planes, Writable: c.Writable}
 	if c.Transport() == "stdio" {
 		ev.Sandbox = s.sandboxKind()
 		if ev.Sandbox == "" {

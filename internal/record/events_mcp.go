@@ -45,10 +45,12 @@ type MCPServer struct {
 	// Sandbox is how a stdio server ran: the sandbox kind ("bwrap",
 	// "native") or "none" when its entry opted out (sandbox = false);
 	// Network says it could reach the network; Planes are the planes it
-	// saw, read-only.
-	Sandbox string   `json:"sandbox,omitempty"`
-	Network bool     `json:"network,omitempty"`
-	Planes  []string `json:"planes,omitempty"`
+	// saw, read-only; Writable the directories it could write (/workspace
+	// or below), the only ones.
+	Sandbox  string   `json:"sandbox,omitempty"`
+	Network  bool     `json:"network,omitempty"`
+	Planes   []string `json:"planes,omitempty"`
+	Writable []string `json:"writable,omitempty"`
 	// ServerName, ServerVersion and Protocol are what the server reported.
 	ServerName    string `json:"server_name,omitempty"`
 	ServerVersion string `json:"server_version,omitempty"`

@@ -62,9 +62,10 @@ func (ss *session) startMCP(ctx context.Context) error {
 	}
 	env := mcp.Env{
 		Runner: ss.kit.runner, SandboxKind: kind,
-		Planes:  map[string]string{"/inputs": ss.fs.Inputs, "/workspace": ss.fs.Workspace, "/outputs": ss.fs.Outputs},
-		Log:     ss.log,
-		Version: version.Runtime,
+		Planes:    map[string]string{"/inputs": ss.fs.Inputs, "/workspace": ss.fs.Workspace, "/outputs": ss.fs.Outputs},
+		Workspace: ss.fs,
+		Log:       ss.log,
+		Version:   version.Runtime,
 		Cite: func(ctx context.Context, source, text string) (string, string) {
 			it, _, err := ss.ev.q.Add(llm.CallerFrom(ctx).Agent, evidence.Item{Kind: record.EvidenceMCP, Source: source,
 				Span: record.Span{From: 1, To: strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1}, CallID: tool.CallID(ctx)}, text)
