@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,6 +137,31 @@ func TestMCPWritable(t *testing.T) {
 			t.Errorf("mcp_server %s writable %v", ms.Name, ms.Writable)
 		}
 	}
+	// What the model could call is in run_started; show, log and config
+	// show list the servers.
+	var st record.RunStarted
+	evs[0].Decode(&st)
+	var offered []string
+	for _, m := range st.MCP {
+		for _, tl := range m.Tools {
+			offered = append(offered, m.Server+":"+tl.Tool+"="+tl.Name)
+		}
+	}
+	if !slices.Contains(st.Tools, "mcp__rw__write_host") || !slices.Contains(offered, "rw:write_host=mcp__rw__write_host") || len(st.MCP) != 2 || st.MCP[0].State != "ready" {
+		t.Errorf("run_started: tools %v, mcp %+v", st.Tools, st.MCP)
+	}
+	if code, out, _ := cli(t, "show", "--home", home, s.RunID); code != 0 || !regexp.MustCompile(`mcp server:  rw \(stdio, ready, mcptest \S+\): \d+ tools mcp__rw__add`).MatchString(out) {
+		t.Errorf("show: exit %d\n%s", code, out)
+	}
+	if code, out, _ := cli(t, "log", "--home", home, s.RunID); code != 0 || !strings.Contains(out, "MCP server") || !strings.Contains(out, "rw ready") {
+		t.Errorf("log: exit %d\n%s", code, out)
+	}
+	code, out, _ := cli(t, "config", "show", "--home", home)
+	if code != 0 || !regexp.MustCompile(`mcp_servers.rw +stdio \S+/mcp-server; env API_KEY, APODEX_MCPTEST_SERVE; sandboxed, network off, reads /workspace, writes /workspace/reports +file `).MatchString(out) ||
+		!strings.Contains(out, "reads /workspace, writes nothing") || strings.Contains(out, "sk-e2e-secret-0451") {
+		t.Errorf("config show: exit %d\n%s", code, out)
+	}
+
 	if err := os.Rename(filepath.Dir(bin), filepath.Dir(bin)+".gone"); err != nil {
 		t.Fatal(err)
 	}

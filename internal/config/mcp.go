@@ -386,3 +386,49 @@ func ExpandEnv(s string, getenv func(string) string) (string, error) {
 	}
 	return out, nil
 }
+
+// Describe is the entry in one line, as `apodex config show` prints it:
+// how it is reached and what it may do; of env and headers only the
+// names, values as written (before ${VAR} expansion).
+func (s MCPServer) Describe() string {
+	var b strings.Builder
+	if s.Transport() == "http" {
+		b.WriteString("http " + s.URL)
+		names := append(slices.Sorted(maps.Keys(s.Headers)), slices.Sorted(maps.Keys(s.EnvHeaders))...)
+		if len(names) > 0 {
+			b.WriteString("; headers " + strings.Join(names, ", "))
+		}
+		if s.BearerTokenEnvVar != "" {
+			b.WriteString("; token from $" + s.BearerTokenEnvVar)
+		}
+	} else {
+		b.WriteString("stdio " + strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")))
+		if envs := append(slices.Sorted(maps.Keys(s.Env)), s.EnvVars...); len(envs) > 0 {
+			b.WriteString("; env " + strings.Join(envs, ", "))
+		}
+		switch {
+		case s.NoSandbox:
+			b.WriteString("; sandbox = false (on the host, unisolated)")
+		default:
+			b.WriteString("; sandboxed, network " + map[bool]string{true: "outbound", false: "off"}[s.Network])
+			if len(s.Planes) > 0 {
+				b.WriteString(", reads " + strings.Join(s.Planes, " "))
+			}
+			if len(s.Writable) > 0 {
+				b.WriteString(", writes " + strings.Join(s.Writable, " "))
+			} else {
+				b.WriteString(", writes nothing")
+			}
+		}
+	}
+	if len(s.EnabledTools) > 0 {
+		b.WriteString("; only tools " + strings.Join(s.EnabledTools, ", "))
+	}
+	if len(s.DisabledTools) > 0 {
+		b.WriteString("; not tools " + strings.Join(s.DisabledTools, ", "))
+	}
+	if s.Disabled {
+		b.WriteString("; enabled = false (only a task naming it starts it)")
+	}
+	return b.String()
+}

@@ -28,6 +28,7 @@ type callKey struct{ agent, call string }
 // is an error observation (the replay then diverges). Each server is
 // recorded as state "replayed".
 func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
+	env.gate = newGate(env.Hold)
 	byName := map[string]*server{}
 	deltas := map[callKey][]record.FileDelta{}
 	var order []string
@@ -93,7 +94,7 @@ func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
 		}
 	}
 	sort.Strings(order)
-	h := &Hub{}
+	h := &Hub{gate: env.gate}
 	for _, n := range order {
 		s := byName[n]
 		h.servers = append(h.servers, s)

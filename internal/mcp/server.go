@@ -567,30 +567,32 @@ func (s *server) note(d time.Duration) {
 func (s *server) noteState(state string, d time.Duration) {
 	ev := s.event(state)
 	ev.DurationMS = d.Milliseconds()
-	if s.env.Log != nil {
-		if len(ev.Tools) > 0 {
-			var specs []record.MCPTool
-			s.mu.Lock()
-			for _, t := range s.tools {
-				mt := t.(*mcpTool)
-				specs = append(specs, record.MCPTool{Name: mt.name, Tool: mt.tool, Description: mt.desc, InputSchema: mt.schema})
-			}
-			s.mu.Unlock()
-			if raw, err := json.Marshal(specs); err == nil {
-				ev.ToolsRef, _ = s.env.Log.PutBlob(raw)
-			}
+	if s.env.Log != nil && len(ev.Tools) > 0 {
+		var specs []record.MCPTool
+		s.mu.Lock()
+		for _, t := range s.tools {
+			mt := t.(*mcpTool)
+			specs = append(specs, record.MCPTool{Name: mt.name, Tool: mt.tool, Description: mt.desc, InputSchema: mt.schema})
 		}
-		s.env.Log.Append(record.TypeMCPServer, "", ev)
-	}
-	for _, lo := range ev.LeftOut {
-		chosen := strings.HasSuffix(lo, ": not in enabled_tools") || strings.HasSuffix(lo, ": in disabled_tools")
-		if !chosen && (state == record.MCPReady || state == record.MCPToolsChanged) {
-			s.env.warn(fmt.Sprintf("MCP server %s: tool %s; it is not offered", s.cfg.Name, lo))
+		s.mu.Unlock()
+		if raw, err := json.Marshal(specs); err == nil {
+			ev.ToolsRef, _ = s.env.Log.PutBlob(raw)
 		}
 	}
-	if state == record.MCPFailed || state == record.MCPExited {
-		s.env.warn(fmt.Sprintf("MCP server %s %s: %s", s.cfg.Name, map[string]string{record.MCPFailed: "did not start", record.MCPExited: "stopped"}[state], ev.Error))
-	}
+	s.env.gate.do(func() {
+		if s.env.Log != nil {
+			s.env.Log.Append(record.TypeMCPServer, "", ev)
+		}
+		for _, lo := range ev.LeftOut {
+			chosen := strings.HasSuffix(lo, ": not in enabled_tools") || strings.HasSuffix(lo, ": in disabled_tools")
+			if !chosen && (state == record.MCPReady || state == record.MCPToolsChanged) {
+				s.env.warn(fmt.Sprintf("MCP server %s: tool %s; it is not offered", s.cfg.Name, lo))
+			}
+		}
+		if state == record.MCPFailed || state == record.MCPExited {
+			s.env.warn(fmt.Sprintf("MCP server %s %s: %s", s.cfg.Name, map[string]string{record.MCPFailed: "did not start", record.MCPExited: "stopped"}[state], ev.Error))
+		}
+	})
 }
 
 // event is the server's mcp_server event: its configuration as written

@@ -76,6 +76,25 @@ type MCPTool struct {
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 }
 
+// MCPOffered is one MCP server of a run as its run_started event names it
+// (RunStarted.MCP): the server, how it was reached, its state when the
+// run started and the tools it offered then.
+type MCPOffered struct {
+	Server        string        `json:"server"` // the configured name
+	Transport     string        `json:"transport"`
+	State         string        `json:"state"` // MCPReady, MCPFailed (no tools) or MCPReplayed
+	ServerName    string        `json:"server_name,omitempty"`
+	ServerVersion string        `json:"server_version,omitempty"`
+	Tools         []MCPToolName `json:"tools,omitempty"`
+}
+
+// MCPToolName is a tool as offered (mcp__NAME__TOOL) and its server's own
+// name for it.
+type MCPToolName struct {
+	Name string `json:"name"`
+	Tool string `json:"tool"`
+}
+
 // MCPCall is the MCP detail of a tool result (ToolMeta.MCP).
 type MCPCall struct {
 	Server        string `json:"server"` // the configured name

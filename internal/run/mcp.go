@@ -50,12 +50,15 @@ func resumedMCP(id string, recorded []string, cfg Config) ([]config.MCPServer, e
 
 // startMCP starts the run's MCP servers (a replay's come from the
 // original record) before any agent runs; their tools join every agent's
-// (toolkit.list) and the lead may hand them out.
-func (ss *session) startMCP(ctx context.Context) error {
+// (toolkit.list) and the lead may hand them out. With hold, what they
+// record waits for Hub.Release (a new run's run_started goes first). A
+// second call does nothing.
+func (ss *session) startMCP(ctx context.Context, hold bool) error {
 	cfg := ss.cfg
-	if len(cfg.MCP) == 0 && cfg.MCPFrom == "" {
+	if ss.mcpOn || len(cfg.MCP) == 0 && cfg.MCPFrom == "" {
 		return nil
 	}
+	ss.mcpOn = true
 	kind := ss.sbx.Kind
 	if kind == "unavailable" {
 		kind = ""
@@ -66,6 +69,7 @@ func (ss *session) startMCP(ctx context.Context) error {
 		Workspace: ss.fs,
 		Log:       ss.log,
 		Version:   version.Runtime,
+		Hold:      hold,
 		Cite: func(ctx context.Context, source, text string) (string, string) {
 			it, _, err := ss.ev.q.Add(llm.CallerFrom(ctx).Agent, evidence.Item{Kind: record.EvidenceMCP, Source: source,
 				Span: record.Span{From: 1, To: strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1}, CallID: tool.CallID(ctx)}, text)
