@@ -171,3 +171,28 @@ func TestMCPWritable(t *testing.T) {
 		t.Errorf("replay: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestMCPDoctorAndList: doctor checks each configured server (one that
+// exits at once fails, with the entry to fix; one with a tool left out
+// warns); mcp list starts a server
+// whose entry says writable without a run to write to.
+func TestMCPDoctorAndList(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home := t.TempDir()
+	bin := mcpServerBin(t)
+	writeConfig(t, home, mcpEntry("good", bin, "writable = [\"workspace/out\"]")+
+		fmt.Sprintf("[mcp_servers.dies]\ncommand = %q\nenv = { %s = \"1\", MCPTEST_EXIT = \"1\" }\n", bin, "APODEX_MCPTEST_SERVE"))
+	code, out, errOut := cli(t, "mcp", "list", "--home", home, "good")
+	if code != 0 || !strings.Contains(out, "good  ready") || !strings.Contains(out, "mcp__good__write_host") {
+		t.Errorf("mcp list: exit %d\n%s\n%s", code, out, errOut)
+	}
+	srv := llmtest.NewOpenAI(t, func(int, llmtest.Request) llmtest.Turn {
+		return calls(call("report", map[string]any{"status": "ok"}))
+	})
+	srv.SetModels("m")
+	code, out, _ = cli(t, "doctor", "--home", home, "--provider", "openai", "--base-url", srv.URL, "--model", "m")
+	if code != 1 || !regexpLine(out, `warn\s+mcp\s+good: mcptest \S+, \d+ tools \(stdio\)`) || !regexpLine(out, `FAIL\s+mcp\s+dies: it exited before answering`) ||
+		!strings.Contains(out, "fix its entry in "+filepath.Join(home, "config.toml")) {
+		t.Errorf("doctor: exit %d\n%s", code, out)
+	}
+}

@@ -316,6 +316,9 @@ func (s *server) stdioSpec() (sandbox.Spec, sandbox.Runner, error) {
 		}
 	}
 	for _, w := range c.Writable { // after the planes: a directory below one is mounted over it
+		if s.env.Planes["/workspace"] == "" {
+			break // no run (apodex mcp list, doctor): nothing to write
+		}
 		host, err := s.writableDir(w)
 		if err != nil {
 			return sandbox.Spec{}, nil, err
@@ -333,9 +336,6 @@ func (s *server) stdioSpec() (sandbox.Spec, sandbox.Runner, error) {
 // agent runs, so nothing swaps a part for a link meanwhile.)
 func (s *server) writableDir(w string) (string, error) {
 	ws := s.env.Planes["/workspace"]
-	if ws == "" {
-		return "", fmt.Errorf("writable %s: the run has no workspace", w)
-	}
 	rel := strings.TrimPrefix(strings.TrimPrefix(w, "/workspace"), "/")
 	if rel == "" {
 		return ws, nil
