@@ -16,7 +16,7 @@
 //   - a replay's Q that follows the original's (Follow) gives every text
 //     the original registered the id it had there, whatever order the
 //     calls of one turn end in (they run at once), unless the replay went
-//     another way (then an Add waits at most FollowWait).
+//     another way (then one Add waits FollowWait and the rest do not).
 package evidence
 
 import (
@@ -104,7 +104,10 @@ func (r *Registry) waitTurn(k string) {
 		}
 		select {
 		case <-grown:
-		case <-timeout:
+		case <-timeout: // the replay went another way: stop following
+			r.mu.Lock()
+			r.follow = nil
+			r.mu.Unlock()
 			return
 		}
 	}
