@@ -254,9 +254,6 @@ func (sv *mcpServer) runConfig(a startArgs, id string) (run.Config, error) {
 type detachedRun struct {
 	ID   string    `json:"id"`
 	Args startArgs `json:"args"`
-	// Log is the file its standard error goes to, removed once the run
-	// started (its record says the rest).
-	Log string `json:"log"`
 }
 
 // start checks the request, starts the run in a process of its own (so
@@ -272,7 +269,7 @@ func (sv *mcpServer) start(_ context.Context, a startArgs) tool.Result {
 		return tool.Errorf("the run did not start: %v", err)
 	}
 	defer logf.Close()
-	req, _ := json.Marshal(detachedRun{ID: id, Args: a, Log: logf.Name()})
+	req, _ := json.Marshal(detachedRun{ID: id, Args: a})
 	exe, err := os.Executable()
 	if err != nil {
 		return tool.Errorf("the run did not start: %v", err)
@@ -284,6 +281,8 @@ func (sv *mcpServer) start(_ context.Context, a startArgs) tool.Result {
 		os.Remove(logf.Name())
 		return tool.Errorf("the run did not start: %v", err)
 	}
+	// Its standard error says why it did not start, if it did not; once
+	// it started, the file is removed (the record says the rest).
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // reaped here while this server lives; by init after
 	for {
@@ -307,6 +306,7 @@ func (sv *mcpServer) start(_ context.Context, a startArgs) tool.Result {
 		}
 		break
 	}
+	os.Remove(logf.Name()) // the run started: its record says the rest
 	return jsonResult(map[string]string{"run_id": id, "run_dir": dir, "status": "running",
 		"next": "wait_run follows it to the end (with progress); run_status shows where it is; send_message steers it"})
 }
@@ -330,9 +330,6 @@ func cmdMCPRunDetached(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	cfg.Halt, cfg.HaltNote = haltOf(ctx), "SIGTERM"
 	_, err = run.Execute(ctx, cfg)
-	if _, ferr := record.First(filepath.Join(sv.home, "runs", req.ID)); ferr == nil && req.Log != "" {
-		os.Remove(req.Log) // it started: the record says the rest
-	}
 	if errors.Is(err, run.ErrHalted) {
 		return nil
 	}

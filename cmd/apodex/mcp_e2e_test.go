@@ -573,6 +573,12 @@ verify:
 		t.Error("run_outputs read outside the run's planes")
 	}
 
+	// A run that cannot start says why (its process's error).
+	missing := filepath.Join(dir, "no-such-dir")
+	if text, isErr, err := c.Call(ctx, "start_run", map[string]any{"objective": "x", "inputs": missing}, nil); err != nil || !isErr || !strings.Contains(text, "the run did not start") || !strings.Contains(text, missing) {
+		t.Errorf("start_run with missing inputs: %q %v %v", text, isErr, err)
+	}
+
 	// The server is killed while a run is going (a host ending its MCP
 	// servers does that): the run is a process of its own, still live,
 	// and goes on to its end.
