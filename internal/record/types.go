@@ -29,18 +29,19 @@ const (
 // RunStarted opens the record: everything needed to rebuild the initial state
 // and to know what ran.
 type RunStarted struct {
-	RunID     string          `json:"run_id"`
-	Objective string          `json:"objective"`
-	Model     ModelSettings   `json:"model"`
-	Sandbox   SandboxSettings `json:"sandbox"`
-	Budget    Budget          `json:"budget"`
-	Inputs    []FileEntry     `json:"inputs"`
-	Tools     []string        `json:"tools"`
+	RunID     string            `json:"run_id"`
+	Objective string            `json:"objective"`
+	Model     ModelSettings     `json:"model"`
+	Sandbox   SandboxSettings   `json:"sandbox"`
+	Budget    Budget            `json:"budget"`
+	Inputs    []FileEntry       `json:"inputs"`
+	Tools     []string          `json:"tools"`
+	Versions  map[string]string `json:"versions"`
+	Settings  *RunSettings      `json:"settings,omitempty"`
+
 	// MCP are the run's MCP servers and the tools each offered (their
 	// names are in Tools too): events_mcp.go.
-	MCP      []MCPOffered      `json:"mcp,omitempty"`
-	Versions map[string]string `json:"versions"`
-	Settings *RunSettings      `json:"settings,omitempty"`
+	MCP []MCPOffered `json:"mcp,omitempty"`
 }
 
 // ModelSettings names the model and how it was reached (never the key).

@@ -33,20 +33,18 @@ type Info struct {
 	Model       record.ModelSettings `json:"model"`
 	// Resumes are the segments after the first: where each resume picked
 	// up, why, and the model it called (nil in older records: as before).
-	Resumes []record.Resumed       `json:"resumes,omitempty"`
-	Sandbox record.SandboxSettings `json:"sandbox"`
-	// MCP are the run's MCP servers and their tools (run_started).
-	MCP        []record.MCPOffered `json:"mcp,omitempty"`
-	Started    time.Time           `json:"started"`
-	Finished   *time.Time          `json:"finished,omitempty"`
-	Usage      llm.Usage           `json:"usage"`
-	Turns      int                 `json:"turns"`
-	ToolCalls  int                 `json:"tool_calls"`
-	ToolErrors int                 `json:"tool_errors"`
-	Events     int                 `json:"events"`
-	TornTail   bool                `json:"torn_tail,omitempty"`
-	Warnings   []string            `json:"warnings,omitempty"`
-	Files      []record.FileEntry  `json:"files"`
+	Resumes    []record.Resumed       `json:"resumes,omitempty"`
+	Sandbox    record.SandboxSettings `json:"sandbox"`
+	Started    time.Time              `json:"started"`
+	Finished   *time.Time             `json:"finished,omitempty"`
+	Usage      llm.Usage              `json:"usage"`
+	Turns      int                    `json:"turns"`
+	ToolCalls  int                    `json:"tool_calls"`
+	ToolErrors int                    `json:"tool_errors"`
+	Events     int                    `json:"events"`
+	TornTail   bool                   `json:"torn_tail,omitempty"`
+	Warnings   []string               `json:"warnings,omitempty"`
+	Files      []record.FileEntry     `json:"files"`
 	// FilesOmitted counts the files run_finished did not list.
 	FilesOmitted int        `json:"files_omitted,omitempty"`
 	Steps        []StepInfo `json:"steps"`
@@ -62,6 +60,9 @@ type Info struct {
 	// on; NotTrainable says why not (see Trainability).
 	Trainable    bool     `json:"trainable"`
 	NotTrainable []string `json:"not_trainable,omitempty"`
+
+	// MCP are the run's MCP servers and their tools (run_started).
+	MCP []record.MCPOffered `json:"mcp,omitempty"`
 }
 
 // CheckInfo is one recorded verification result: a deliverable check
