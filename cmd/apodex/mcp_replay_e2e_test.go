@@ -196,3 +196,56 @@ func TestMCPDoctorAndList(t *testing.T) {
 		t.Errorf("doctor: exit %d\n%s", code, out)
 	}
 }
+
+// TestMCPWritableSubagentReplay: in a team run a subagent calls a server
+// that may write; the file lands in the run's workspace, and the replay,
+// with the server gone, writes it again (identical).
+func TestMCPWritableSubagentReplay(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home := t.TempDir()
+	bin := mcpServerBin(t)
+	writeConfig(t, home, mcpEntry("rw", bin, "writable = [\"workspace/reports\"]"))
+	roles := map[string]string{"writer": "A1"}
+	srv := llmtest.NewOpenAI(t, func(n int, req llmtest.Request) llmtest.Turn {
+		id, turn := teamAgentOf(req, roles), teamTurn(req)
+		if id == "A1" {
+			switch turn {
+			case 0: // its own copy first: the agent's view differs from the server's
+				return calls(call("write_file", map[string]any{"path": "/workspace/reports/a1.md", "content": "draft\n"}))
+			case 1:
+				return calls(withID(call("mcp__rw__write_host", map[string]any{"path": "/workspace/reports/a1.md", "text": "by A1\n"}), "s1"))
+			}
+			return calls(call("report", map[string]any{"summary": replyTo(req, "s1")}))
+		}
+		switch turn {
+		case 0:
+			return calls(call("board_add", map[string]any{"title": "Write", "objective": "Write the report through the server"}))
+		case 1:
+			return calls(call("dispatch", map[string]any{"item": "T1", "role": "writer", "instructions": "Write it with mcp__rw__write_host and report.", "tools": []string{"mcp__rw__write_host"}}))
+		}
+		if !teamSeen(req, "Assignment A1 (") {
+			return calls(call("wait", map[string]any{"timeout_s": 30}))
+		}
+		if teamCalled(req, "board_resolve") == 0 {
+			return calls(call("board_resolve", map[string]any{"id": "T1", "note": "written", "refs": []string{"report:A1"}}))
+		}
+		return calls(finish("done"))
+	})
+	args := append(openaiArgs(home, srv), "--mode", "team", "--effort", "off", "--synthesis", "off", "--json", "Write the report through the MCP server")
+	code, stdout, stderr := cli(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := decodeSummary(t, stdout)
+	if got := fileContent(t, filepath.Join(s.RunDir, "workspace", "reports", "a1.md")); got != "by A1\n" {
+		t.Errorf("a1.md %q", got)
+	}
+	if err := os.Rename(filepath.Dir(bin), filepath.Dir(bin)+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(filepath.Dir(bin)+".gone", filepath.Dir(bin))
+	code, out, errOut := cli(t, "replay", "--home", home, s.RunID)
+	if code != 0 || !strings.Contains(out, "identical") {
+		t.Errorf("replay: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
