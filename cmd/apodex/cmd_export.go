@@ -12,22 +12,22 @@ import (
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/termtext"
-	"github.com/apodex/apodex/internal/trajectory"
+	"github.com/apodex/apodex/internal/trajectory/export"
 )
 
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", "--format chat|atif|native [flags] RUN|EVAL...", stdout, stderr)
 	home := fs.homeFlag()
-	format := fs.String("format", "chat", "chat (JSONL, one line per context segment of each agent), atif (Harbor ATIF trajectory.json per run) or native (the run directory as a .tar.gz)")
+	format := fs.String("format", "chat", "chat (JSONL, one line per context segment of each agent), atif (Harbor ATIF export.json per run) or native (the run directory as a .tar.gz)")
 	fs.choices("format", "chat", "atif", "native")
-	out := fs.String("out", "", "where to write: a file for chat; a directory for atif (RUN/trajectory.json) and native (RUN.tar.gz); default stdout")
-	flavor := fs.String("flavor", trajectory.FlavorOpenAI, "chat: openai (OpenAI's fine-tuning file) or hf (Hugging Face chat templates, TRL: arguments as objects, tool messages named, reasoning_content)")
+	out := fs.String("out", "", "where to write: a file for chat; a directory for atif (RUN/export.json) and native (RUN.tar.gz); default stdout")
+	flavor := fs.String("flavor", export.FlavorOpenAI, "chat: openai (OpenAI's fine-tuning file) or hf (Hugging Face chat templates, TRL: arguments as objects, tool messages named, reasoning_content)")
 	argForm := fs.String("arguments", "", "chat: tool-call arguments as an object or a JSON string (default: object for hf, string for openai)")
 	mask := fs.String("mask", "", "chat: also give weight 0 to assistant turns that are: failed (a call returned an error), invalid-tool (comma-separated); copied context always is")
 	meta := fs.String("metadata", "", "chat: write each line's metadata (run, agent, role, parent, segment, eval scores) to this JSONL file, line for line; \"inline\" puts it in each line under \"metadata\"")
 	atifVersion := fs.String("atif-version", "1.8", "atif: the schema version written, 1.7 or 1.8")
-	layout := fs.String("layout", "", "atif with --out: harbor writes each run as a Harbor trial directory (config.json, result.json, agent/trajectory.json)")
-	drop := fs.String("drop", "", "drop rollouts with: "+strings.Join(trajectory.DropNames, ",")+" (comma-separated; docs/export.md defines each)")
+	layout := fs.String("layout", "", "atif with --out: harbor writes each run as a Harbor trial directory (config.json, result.json, agent/export.json)")
+	drop := fs.String("drop", "", "drop rollouts with: "+strings.Join(export.DropNames, ",")+" (comma-separated; docs/export.md defines each)")
 	reqVerified := fs.Bool("require-verified", false, "keep a rollout only if its verifier passed (reject sampling)")
 	gold := fs.String("gold", "", "JSON file {\"WORLD or RUN\": \"answer\"}: keep a rollout only if its answer contains the gold answer")
 	minGrade := fs.String("min-grade", "", "keep a rollout only if its HDS6 grade reaches N (total, 0–48) or CAPABILITY=N (0–8); needs `apodex grade` first")
@@ -37,7 +37,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	o := &trajectory.Exporter{Format: *format, Out: *out, Filter: trajectory.Filter{MinTotal: -1}, Layout: *layout}
+	o := &export.Exporter{Format: *format, Out: *out, Filter: export.Filter{MinTotal: -1}, Layout: *layout}
 	switch o.Format {
 	case "chat", "atif", "native":
 	default:
@@ -52,11 +52,11 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usagef("--atif-version %q: use 1.7 or 1.8", *atifVersion)
 	}
-	if o.Layout != "" && (o.Layout != trajectory.LayoutHarbor || o.Format != "atif" || o.Out == "") {
+	if o.Layout != "" && (o.Layout != export.LayoutHarbor || o.Format != "atif" || o.Out == "") {
 		return usagef("--layout %q: only --layout harbor, with --format atif and --out DIR", o.Layout)
 	}
 	if *drop != "" {
-		if o.Filter.Drop, err = trajectory.ParseDrop(*drop); err != nil {
+		if o.Filter.Drop, err = export.ParseDrop(*drop); err != nil {
 			return usagef("%v", err)
 		}
 	}
@@ -71,10 +71,10 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if *minGrade != "" {
-		if err := trajectory.ParseMinGrade(*minGrade, &o.Filter); err != nil {
+		if err := export.ParseMinGrade(*minGrade, &o.Filter); err != nil {
 			return usagef("%v", err)
 		}
-		if err := trajectory.UseGrades(&o.Filter); err != nil {
+		if err := export.UseGrades(&o.Filter); err != nil {
 			return usagef("%v", err)
 		}
 	}
@@ -118,9 +118,9 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // exportID exports a run, or every finished rollout of an eval.
-func exportID(o *trajectory.Exporter, home, id string) error {
+func exportID(o *export.Exporter, home, id string) error {
 	if ed := filepath.Join(home, "evals", id); strings.HasPrefix(id, "e-") && isDir(ed) {
-		results, _, err := trajectory.ReadRollouts(ed, 0)
+		results, _, err := export.ReadRollouts(ed, 0)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func exportID(o *trajectory.Exporter, home, id string) error {
 	if err := intactRecord(dir); err != nil {
 		return err
 	}
-	return o.Export(dir, trajectory.Context{})
+	return o.Export(dir, export.Context{})
 }
 
 // intactRecord refuses to export a run whose record fails its hash chain
@@ -152,7 +152,7 @@ func intactRecord(dir string) error {
 
 func isDir(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }
 
-func exportRollout(o *trajectory.Exporter, home string, r trajectory.Rollout) error {
+func exportRollout(o *export.Exporter, home string, r export.Rollout) error {
 	if r.RunID == "" {
 		o.NoRun(r)
 		return nil
@@ -169,7 +169,7 @@ func exportRollout(o *trajectory.Exporter, home string, r trajectory.Rollout) er
 
 // followEval exports rollouts as their lines reach results.jsonl, until
 // the plan's every rollout has one (or ctx ends).
-func followEval(ctx context.Context, o *trajectory.Exporter, home, id string) error {
+func followEval(ctx context.Context, o *export.Exporter, home, id string) error {
 	ed := filepath.Join(home, "evals", id)
 	if !isDir(ed) {
 		return usagef("no eval %s under %s (see `apodex eval list`)", id, filepath.Join(home, "evals"))
@@ -177,7 +177,7 @@ func followEval(ctx context.Context, o *trajectory.Exporter, home, id string) er
 	var off int64
 	seen := 0
 	for {
-		results, next, err := trajectory.ReadRollouts(ed, off)
+		results, next, err := export.ReadRollouts(ed, off)
 		if err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func followEval(ctx context.Context, o *trajectory.Exporter, home, id string) er
 			}
 			seen++
 		}
-		if total := trajectory.EvalTotal(ed); total > 0 && seen >= total {
+		if total := export.EvalTotal(ed); total > 0 && seen >= total {
 			return nil
 		}
 		select {
@@ -200,24 +200,24 @@ func followEval(ctx context.Context, o *trajectory.Exporter, home, id string) er
 }
 
 // chatOptions sets the chat flavour, argument form, masks and metadata.
-func chatOptions(o *trajectory.Exporter, flavor, args, mask string, inline bool) error {
+func chatOptions(o *export.Exporter, flavor, args, mask string, inline bool) error {
 	switch flavor {
-	case trajectory.FlavorOpenAI, trajectory.FlavorHF:
+	case export.FlavorOpenAI, export.FlavorHF:
 	default:
 		return usagef("--flavor %q: use openai or hf", flavor)
 	}
 	switch args {
-	case "", trajectory.ArgsObject, trajectory.ArgsString:
+	case "", export.ArgsObject, export.ArgsString:
 	default:
 		return usagef("--arguments %q: use object or string", args)
 	}
-	o.Chat = trajectory.ChatOptions{Flavor: flavor, Arguments: args, InlineMetadata: inline, Mask: map[string]bool{}}
+	o.Chat = export.ChatOptions{Flavor: flavor, Arguments: args, InlineMetadata: inline, Mask: map[string]bool{}}
 	if mask == "" {
 		return nil
 	}
 	for _, m := range strings.Split(mask, ",") {
 		switch m = strings.TrimSpace(m); m {
-		case trajectory.MaskFailed, trajectory.MaskInvalidTool, trajectory.MaskCopied:
+		case export.MaskFailed, export.MaskInvalidTool, export.MaskCopied:
 			o.Chat.Mask[m] = true
 		default:
 			return usagef("--mask %q: use failed, invalid-tool (comma-separated)", m)

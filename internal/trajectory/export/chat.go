@@ -1,4 +1,4 @@
-package trajectory
+package export
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/trajectory"
 )
 
 // Context is what a run's exports say beyond its record: the eval's world,
@@ -118,7 +119,7 @@ type ChatMeta struct {
 
 // Chat returns one line per context segment of every conversation, the
 // top agent's first, with each line's metadata (also inline when asked).
-func Chat(r *Run, cx Context, o ChatOptions) ([]ChatLine, []ChatMeta) {
+func Chat(r *trajectory.Run, cx Context, o ChatOptions) ([]ChatLine, []ChatMeta) {
 	var lines []ChatLine
 	var metas []ChatMeta
 	for _, c := range r.Conversations {
@@ -135,7 +136,7 @@ func Chat(r *Run, cx Context, o ChatOptions) ([]ChatLine, []ChatMeta) {
 		for i, seg := range c.Segments {
 			meta := ChatMeta{Sample: fmt.Sprintf("%s#%d", c.ID, i+1), Trajectory: c.ID, Segment: i + 1, Run: r.ID, Agent: c.Agent, Role: c.Role,
 				Parent: c.Parent, StartedBy: c.StartedBy, Children: children, Context: cx, Status: r.Status, Verified: r.Verified}
-			line := ChatLine{Messages: segmentMessages(seg, o, r.offered(c)), Tools: tools}
+			line := ChatLine{Messages: segmentMessages(seg, o, offered(c)), Tools: tools}
 			if o.InlineMetadata {
 				m := meta
 				line.Metadata = &m
@@ -148,7 +149,7 @@ func Chat(r *Run, cx Context, o ChatOptions) ([]ChatLine, []ChatMeta) {
 
 // segmentMessages is the segment's context: its last call's prompt and
 // reply, each assistant turn weighted.
-func segmentMessages(seg *Segment, o ChatOptions, offered map[string]bool) []ChatMessage {
+func segmentMessages(seg *trajectory.Segment, o ChatOptions, offered map[string]bool) []ChatMessage {
 	last := seg.Last()
 	msgs := append(append([]llm.Message(nil), last.Prompt...), last.Reply)
 	out := make([]ChatMessage, 0, len(msgs))
@@ -167,7 +168,7 @@ func segmentMessages(seg *Segment, o ChatOptions, offered map[string]bool) []Cha
 				cm.Content = nil // OpenAI: content may be absent beside tool_calls
 			}
 			w := 0
-			if call := seg.replyAt(i); call != nil && !masked(call, o.Mask, offered) {
+			if call := seg.ReplyAt(i); call != nil && !masked(call, o.Mask, offered) {
 				w = 1
 			}
 			cm.Weight = &w
@@ -182,7 +183,7 @@ func segmentMessages(seg *Segment, o ChatOptions, offered map[string]bool) []Cha
 }
 
 // masked reports whether a mask marks the turn call made.
-func masked(call *ModelCall, mask map[string]bool, offered map[string]bool) bool {
+func masked(call *trajectory.ModelCall, mask map[string]bool, offered map[string]bool) bool {
 	for _, tc := range call.Reply.ToolCalls {
 		if r := call.Results[tc.ID]; mask[MaskFailed] && r != nil && r.IsError {
 			return true
@@ -217,7 +218,7 @@ func chatArgs(args string, object bool) json.RawMessage {
 }
 
 // offered is the set of tools conversation c was offered (nil: unknown).
-func (r *Run) offered(c *Conversation) map[string]bool {
+func offered(c *trajectory.Conversation) map[string]bool {
 	if len(c.Tools) == 0 {
 		return nil
 	}

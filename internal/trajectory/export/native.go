@@ -1,4 +1,4 @@
-package trajectory
+package export
 
 import (
 	"archive/tar"

@@ -1,4 +1,4 @@
-package trajectory
+package export
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/trajectory"
 )
 
 // A 500-step run: load it from the record and write its chat line and
@@ -29,7 +30,7 @@ func BenchmarkExport500Steps(b *testing.B) {
 	l.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		r, err := Load(dir)
+		r, err := trajectory.Load(dir)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,10 +1,11 @@
-package trajectory
+package export
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/trajectory"
 )
 
 type ev struct {
@@ -12,7 +13,7 @@ type ev struct {
 	p          any
 }
 
-func runOf(t *testing.T, evs ...ev) *Run {
+func runOf(t *testing.T, evs ...ev) *trajectory.Run {
 	t.Helper()
 	dir := t.TempDir()
 	l, err := record.Create(dir, nil)
@@ -26,7 +27,7 @@ func runOf(t *testing.T, evs ...ev) *Run {
 		}
 	}
 	l.Close()
-	r, err := Load(dir)
+	r, err := trajectory.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

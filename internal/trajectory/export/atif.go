@@ -1,13 +1,15 @@
-package trajectory
+package export
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/trajectory"
 )
 
 // ATIF versions written; Harbor's models default to 1.8, which adds audio
@@ -121,12 +123,12 @@ func ContinuationFile(n int) string { return fmt.Sprintf("trajectory.cont-%d.jso
 // ToATIF builds the run's documents: the top agent's first segment (with
 // every agent it started embedded), then its continuations, each for its
 // own file.
-func ToATIF(r *Run, cx Context, version, schema string) []ATIFDoc {
+func ToATIF(r *trajectory.Run, cx Context, version, schema string) []ATIFDoc {
 	if schema == "" {
 		schema = ATIFVersion
 	}
 	b := atifBuilder{r: r, version: version, schema: schema}
-	var top *Conversation
+	var top *trajectory.Conversation
 	if len(r.Conversations) > 0 && r.Conversations[0].Parent == "" {
 		top = r.Conversations[0]
 	}
@@ -150,12 +152,12 @@ func ToATIF(r *Run, cx Context, version, schema string) []ATIFDoc {
 }
 
 type atifBuilder struct {
-	r               *Run
+	r               *trajectory.Run
 	version, schema string
 }
 
 // segmentID is the trajectory id of a conversation's segment i (0-based).
-func segmentID(c *Conversation, i int) string {
+func segmentID(c *trajectory.Conversation, i int) string {
 	if i == 0 {
 		return c.ID
 	}
@@ -164,14 +166,14 @@ func segmentID(c *Conversation, i int) string {
 
 // conversation is one document per segment of c, chained; a root chain
 // refers to its files, an embedded one to trajectory ids.
-func (b atifBuilder) conversation(c *Conversation, root bool) []ATIF {
-	var children []*Conversation
+func (b atifBuilder) conversation(c *trajectory.Conversation, root bool) []ATIF {
+	var children []*trajectory.Conversation
 	for _, d := range b.r.Conversations {
 		if d.Parent == c.ID {
 			children = append(children, d)
 		}
 	}
-	placed := map[*Conversation]bool{}
+	placed := map[*trajectory.Conversation]bool{}
 	docs := make([]ATIF, len(c.Segments))
 	for i, seg := range c.Segments {
 		docs[i] = b.segment(c, i, seg, children, placed)
@@ -191,7 +193,7 @@ func (b atifBuilder) conversation(c *Conversation, root bool) []ATIF {
 }
 
 // segment is the document of c's segment i.
-func (b atifBuilder) segment(c *Conversation, i int, seg *Segment, children []*Conversation, placed map[*Conversation]bool) ATIF {
+func (b atifBuilder) segment(c *trajectory.Conversation, i int, seg *trajectory.Segment, children []*trajectory.Conversation, placed map[*trajectory.Conversation]bool) ATIF {
 	r := b.r
 	t := ATIF{SchemaVersion: b.schema, SessionID: r.ID, TrajectoryID: segmentID(c, i),
 		Agent: ATIFAgent{Name: "apodex", Version: b.version, ModelName: r.Model.Name,
@@ -218,7 +220,7 @@ func (b atifBuilder) segment(c *Conversation, i int, seg *Segment, children []*C
 	for j := 0; j < len(ctx); j++ {
 		m := ctx[j]
 		st := ATIFStep{StepID: len(t.Steps) + 1, Message: m.Content, Timestamp: stamp(since[j])}
-		call := seg.replyAt(j)
+		call := seg.ReplyAt(j)
 		copied := seg.Continued && j < len(seg.Calls[0].Prompt)
 		switch m.Role {
 		case llm.RoleSystem:
@@ -248,7 +250,7 @@ func (b atifBuilder) segment(c *Conversation, i int, seg *Segment, children []*C
 			obs := &ATIFObservation{}
 			for _, id := range order {
 				res := ATIFResult{SourceCallID: id, Content: results[id]}
-				if !hasCall(m, id) {
+				if !slices.ContainsFunc(m.ToolCalls, func(tc llm.ToolCall) bool { return tc.ID == id }) {
 					res.SourceCallID = "" // a result the turn did not ask for: kept, unlinked
 				}
 				for _, d := range children {
@@ -291,7 +293,7 @@ func (b atifBuilder) segment(c *Conversation, i int, seg *Segment, children []*C
 }
 
 // callMetrics are a call's metrics; estimates are said to be.
-func callMetrics(c *ModelCall) *ATIFMetrics {
+func callMetrics(c *trajectory.ModelCall) *ATIFMetrics {
 	u := c.Usage
 	m := &ATIFMetrics{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Extra: map[string]any{"duration_ms": c.DurationMS}}
 	if u.CacheCreationTokens > 0 {

@@ -1,4 +1,4 @@
-package trajectory
+package export
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/trajectory"
 )
 
 // Drop reasons, as --drop names them (docs/export.md defines each).
@@ -48,7 +49,7 @@ type Decision struct {
 }
 
 // Judge applies f to r and says why it is dropped (nothing: kept).
-func (f *Filter) Judge(r *Run, cx Context) Decision {
+func (f *Filter) Judge(r *trajectory.Run, cx Context) Decision {
 	d := Decision{Run: r.ID, World: cx.World}
 	for _, c := range r.Conversations {
 		d.Trajectories = append(d.Trajectories, c.ID)
@@ -96,7 +97,7 @@ func (f *Filter) Judge(r *Run, cx Context) Decision {
 	return d
 }
 
-func (f *Filter) judgeGrade(r *Run, add func(code, why string)) {
+func (f *Filter) judgeGrade(r *trajectory.Run, add func(code, why string)) {
 	if f.GradeOf == nil {
 		add("min-grade", "no grader is configured")
 		return
@@ -123,7 +124,7 @@ func (f *Filter) judgeGrade(r *Run, add func(code, why string)) {
 
 // answerHolds: the final summary or a delivered output file contains want
 // (case and spacing ignored).
-func answerHolds(r *Run, want string) bool {
+func answerHolds(r *trajectory.Run, want string) bool {
 	norm := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
 	w := norm(want)
 	if strings.Contains(norm(r.Answer), w) {
@@ -143,7 +144,7 @@ func answerHolds(r *Run, want string) bool {
 
 // InvalidTools are the calls that named a tool the agent was not offered,
 // or whose arguments were not a JSON object.
-func InvalidTools(r *Run) []string {
+func InvalidTools(r *trajectory.Run) []string {
 	offered := map[string]map[string]bool{}
 	for _, a := range r.Agents {
 		if len(a.Tools) > 0 {
@@ -173,7 +174,7 @@ func InvalidTools(r *Run) []string {
 // Inconsistent finds where the record disagrees with itself: a result for
 // a call never made, a call answered twice, a finished run with a call
 // never answered.
-func Inconsistent(r *Run) []string {
+func Inconsistent(r *trajectory.Run) []string {
 	var out []string
 	made := map[string]bool{}
 	answered := map[string]bool{}
@@ -215,7 +216,7 @@ func Inconsistent(r *Run) []string {
 // IgnoredObservations are failing calls repeated unchanged after their
 // error: the same agent makes the same call (tool and arguments, spacing
 // aside) again with no file changed in between.
-func IgnoredObservations(r *Run) []string {
+func IgnoredObservations(r *trajectory.Run) []string {
 	var out []string
 	deltas := map[int64]bool{}
 	for _, e := range r.Events {
@@ -235,7 +236,7 @@ func IgnoredObservations(r *Run) []string {
 	type fail struct{ resultSeq int64 }
 	last := map[string]fail{}
 	for _, c := range calls {
-		k := c.Agent + "\x00" + c.Name + "\x00" + normArgs(c.Arguments)
+		k := c.Agent + "\x00" + c.Name + "\x00" + trajectory.NormArgs(c.Arguments)
 		if f, ok := last[k]; ok && c.Seq > f.resultSeq && !lastDelta(f.resultSeq, c.Seq) {
 			out = append(out, fmt.Sprintf("seq %d: %s repeated %s unchanged after its error at seq %d", c.Seq, c.Agent, c.Name, f.resultSeq))
 		}

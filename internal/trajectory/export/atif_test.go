@@ -1,4 +1,4 @@
-package trajectory
+package export
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/trajectory"
 	"github.com/apodex/apodex/internal/trajectory/atiftest"
 )
 
@@ -24,7 +25,7 @@ func TestReasoningAndCacheExported(t *testing.T) {
 		Usage: llm.Usage{PromptTokens: 100, CompletionTokens: 9, TotalTokens: 109, CachedTokens: 64, Reported: true}, ResponseID: "chatcmpl-1"})
 	l.Append(record.TypeToolResult, "main", record.ToolResult{Turn: 1, CallID: "c1", Name: "finish", Output: "finished"})
 	l.Close()
-	r, err := Load(dir)
+	r, err := trajectory.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,17 @@
-package trajectory
+// Package export writes finished runs as training data (SPEC R-DATA):
+// chat-format JSONL with tool calls, Harbor's ATIF trajectories (optionally
+// as Harbor trial directories) and the native record as one archive; and
+// the filters that drop unfit rollouts. It reads runs only through
+// trajectory.Load.
+//
+// Guarantees:
+//   - a chat line is one agent's whole model-visible history: every
+//     assistant tool call is answered by exactly one tool message with its
+//     tool_call_id, in order; a team run gives one line per agent, each
+//     naming the lead's run and its parent;
+//   - a filter never drops silently: the Exporter records a Decision for
+//     every run it judges, kept or dropped, with each reason.
+package export
 
 import (
 	"bufio"
@@ -12,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/grade"
+	"github.com/apodex/apodex/internal/trajectory"
 	"github.com/apodex/apodex/internal/version"
 )
 
@@ -36,7 +50,7 @@ type Exporter struct {
 
 // Export judges the run in dir and, if kept, writes it.
 func (o *Exporter) Export(dir string, cx Context) error {
-	r, err := Load(dir)
+	r, err := trajectory.Load(dir)
 	if err != nil {
 		return err
 	}

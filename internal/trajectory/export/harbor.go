@@ -1,4 +1,4 @@
-package trajectory
+package export
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/trajectory"
 	"github.com/apodex/apodex/internal/version"
 )
 
@@ -86,7 +87,7 @@ type harborException struct {
 // writeTrial writes the run as the trial directory dir: config.json,
 // result.json, agent/trajectory.json (continuations beside it) and, when
 // the run was verified, verifier/reward.txt.
-func writeTrial(dir string, r *Run, cx Context, docs []ATIFDoc) error {
+func writeTrial(dir string, r *trajectory.Run, cx Context, docs []ATIFDoc) error {
 	if err := os.MkdirAll(filepath.Join(dir, "agent"), 0o755); err != nil {
 		return err
 	}
