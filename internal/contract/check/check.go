@@ -1,4 +1,10 @@
-package contract
+// Package check judges a run's deliverables against their contract
+// (R-CONTRACT-2): each declared file under /outputs exists as a regular
+// file and meets every constraint it declares. It reads files only below
+// the outputs and inputs directories it is given (os.Root), never follows
+// a path out of them, and returns one Finding per constraint, in a fixed
+// order, pass or fail.
+package check
 
 import (
 	"bytes"
@@ -14,20 +20,21 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 )
 
 // Constraint names used in findings.
 const (
-	CheckExists        = "exists"
-	CheckNonEmpty      = "non_empty"
-	CheckExt           = "ext"
-	CheckJSONSchema    = "json_schema"
-	CheckCSVColumns    = "csv_columns"
-	CheckMinBytes      = "min_bytes"
-	CheckMaxBytes      = "max_bytes"
-	CheckNotEqualInput = "not_equal_input"
+	Exists        = "exists"
+	NonEmpty      = "non_empty"
+	Ext           = "ext"
+	JSONSchema    = "json_schema"
+	CSVColumns    = "csv_columns"
+	MinBytes      = "min_bytes"
+	MaxBytes      = "max_bytes"
+	NotEqualInput = "not_equal_input"
 )
 
 // Finding is the verdict on one constraint of one deliverable.
@@ -41,7 +48,7 @@ type Finding struct {
 // maxCheckBytes bounds how much of a deliverable content checks read.
 const maxCheckBytes = 64 << 20
 
-// CheckDeliverables checks every deliverable against the files in
+// Deliverables checks every deliverable of c against the files in
 // outputsHost (the host directory of /outputs); inputsHost is the host
 // directory of /inputs, for not_equal_input.
 //
@@ -62,12 +69,12 @@ const maxCheckBytes = 64 << 20
 //   - not_equal_input: the bytes differ from the input file.
 //
 // Content checks of a file over 64 MiB fail as too large to check.
-func (c *Contract) CheckDeliverables(outputsHost, inputsHost string) []Finding {
+func Deliverables(c *contract.Contract, outputsHost, inputsHost string) []Finding {
 	var out []Finding
 	outs, err := os.OpenRoot(outputsHost)
 	if err != nil {
 		for _, d := range c.Deliverables {
-			out = append(out, Finding{d.Path, CheckExists, false, fmt.Sprintf("cannot open the outputs directory: %v", err)})
+			out = append(out, Finding{d.Path, Exists, false, fmt.Sprintf("cannot open the outputs directory: %v", err)})
 		}
 		return out
 	}
@@ -84,7 +91,7 @@ func (c *Contract) CheckDeliverables(outputsHost, inputsHost string) []Finding {
 	return out
 }
 
-func checkOne(outs, ins *os.Root, d Deliverable) []Finding {
+func checkOne(outs, ins *os.Root, d contract.Deliverable) []Finding {
 	var fs []Finding
 	add := func(constraint string, ok bool, format string, a ...any) {
 		fs = append(fs, Finding{d.Path, constraint, ok, fmt.Sprintf(format, a...)})
@@ -93,20 +100,20 @@ func checkOne(outs, ins *os.Root, d Deliverable) []Finding {
 	fi, err := outs.Lstat(rel)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		add(CheckExists, false, "missing: nothing was written at %s", d.Path)
+		add(Exists, false, "missing: nothing was written at %s", d.Path)
 		return fs
 	case err != nil:
-		add(CheckExists, false, "cannot inspect it: %v", err)
+		add(Exists, false, "cannot inspect it: %v", err)
 		return fs
 	case fi.Mode()&os.ModeSymlink != 0:
-		add(CheckExists, false, "is a symbolic link; a deliverable must be a regular file")
+		add(Exists, false, "is a symbolic link; a deliverable must be a regular file")
 		return fs
 	case !fi.Mode().IsRegular():
-		add(CheckExists, false, "is not a regular file (%s)", fi.Mode().Type())
+		add(Exists, false, "is not a regular file (%s)", fi.Mode().Type())
 		return fs
 	}
 	size := fi.Size()
-	add(CheckExists, true, "%d bytes", size)
+	add(Exists, true, "%d bytes", size)
 
 	var data []byte
 	var readErr error
@@ -122,49 +129,46 @@ func checkOne(outs, ins *os.Root, d Deliverable) []Finding {
 	if d.NonEmpty {
 		switch b, err := content(); {
 		case size == 0:
-			add(CheckNonEmpty, false, "is empty (0 bytes)")
+			add(NonEmpty, false, "is empty (0 bytes)")
 		case err != nil:
-			add(CheckNonEmpty, false, "%v", err)
+			add(NonEmpty, false, "%v", err)
 		case len(bytes.TrimSpace(b)) == 0:
-			add(CheckNonEmpty, false, "holds only whitespace (%d bytes)", size)
+			add(NonEmpty, false, "holds only whitespace (%d bytes)", size)
 		default:
-			add(CheckNonEmpty, true, "%d bytes", size)
+			add(NonEmpty, true, "%d bytes", size)
 		}
 	}
 	if len(d.Ext) > 0 {
-		ok, detail := sniff(matchExt(d.Path, d.Ext), content)
-		add(CheckExt, ok, "%s", detail)
+		ok, detail := sniff(d.MatchedExt(), content)
+		add(Ext, ok, "%s", detail)
 	}
 	if d.JSONSchema != "" {
-		sch, msg := d.schema, ""
-		if sch == nil { // built by hand, not parsed
-			_, sch, msg = loadSchema(d.JSONSchema, jsonschema.SchemeURLLoader{"file": jsonschema.FileLoader{}})
-		}
+		sch, msg := d.Schema()
 		if msg != "" {
-			add(CheckJSONSchema, false, "%s", msg)
+			add(JSONSchema, false, "%s", msg)
 		} else {
 			ok, detail := checkSchema(sch, content)
-			add(CheckJSONSchema, ok, "%s", detail)
+			add(JSONSchema, ok, "%s", detail)
 		}
 	}
 	if len(d.CSVColumns) > 0 {
 		b, err := content()
 		if err != nil {
-			add(CheckCSVColumns, false, "%v", err)
+			add(CSVColumns, false, "%v", err)
 		} else {
 			ok, detail := checkColumns(b, strings.HasSuffix(strings.ToLower(d.Path), ".tsv"), d.CSVColumns)
-			add(CheckCSVColumns, ok, "%s", detail)
+			add(CSVColumns, ok, "%s", detail)
 		}
 	}
 	if d.MinBytes > 0 {
-		add(CheckMinBytes, size >= d.MinBytes, "%d bytes, at least %d required", size, d.MinBytes)
+		add(MinBytes, size >= d.MinBytes, "%d bytes, at least %d required", size, d.MinBytes)
 	}
 	if d.MaxBytes > 0 {
-		add(CheckMaxBytes, size <= d.MaxBytes, "%d bytes, at most %d allowed", size, d.MaxBytes)
+		add(MaxBytes, size <= d.MaxBytes, "%d bytes, at most %d allowed", size, d.MaxBytes)
 	}
 	if d.NotEqualInput != "" {
 		ok, detail := differs(outs, rel, ins, strings.TrimPrefix(d.NotEqualInput, "/inputs/"))
-		add(CheckNotEqualInput, ok, "%s", strings.ReplaceAll(detail, "INPUT", d.NotEqualInput))
+		add(NotEqualInput, ok, "%s", strings.ReplaceAll(detail, "INPUT", d.NotEqualInput))
 	}
 	return fs
 }
@@ -335,4 +339,16 @@ func digest(root *os.Root, rel string) (string, error) {
 		return "", err
 	}
 	return string(h.Sum(nil)), nil
+}
+
+// oneLine folds a multi-line library message into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
 }
