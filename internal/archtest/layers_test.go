@@ -42,7 +42,7 @@ var layers = []layer{
 		[]string{"base", "core", "model"}},
 	{"adapters", "one package per outside system, knowing nothing of agents or runs: the sandbox, the model clients, the search index, the web fetcher, OpenTelemetry",
 		[]string{"internal/sandbox", "internal/corpus", "internal/fetch", "internal/otel",
-			"internal/llm/openai", "internal/llm/anthropic", "internal/llm/scripted", "internal/llm/llmtest", "internal/llm/provider"},
+			"internal/llm/openai", "internal/llm/anthropic", "internal/llm/scripted", "internal/llm/llmtest", "internal/llm/llmtest/strict", "internal/llm/provider"},
 		[]string{"base", "core", "adapters"}},
 	{"services", "what works on a run directory or a world without running an agent: the task kept in the run, verification, worlds, the read models, grading",
 		[]string{"internal/taskstore", "internal/verify", "internal/world", "internal/runinfo", "internal/trajectory", "internal/grade", "internal/replay/divergence", "internal/repo"},
@@ -72,7 +72,7 @@ var outside = []struct {
 }{
 	{"github.com/BurntSushi/toml", []string{"internal/config"}},
 	{"github.com/blevesearch/bleve/v2", []string{"internal/corpus"}},
-	{"github.com/santhosh-tekuri/jsonschema/v6", []string{"internal/contract", "internal/contract/check", "internal/llm/llmtest", "internal/mcp"}},
+	{"github.com/santhosh-tekuri/jsonschema/v6", []string{"internal/contract", "internal/contract/check", "internal/llm/llmtest/strict", "internal/mcp"}},
 	{"github.com/modelcontextprotocol/go-sdk", []string{"internal/mcp", "internal/mcp/mcptest"}},
 	{"gonum.org/v1/plot", []string{"internal/eval/chart"}},
 	{"github.com/nats-io/nats.go", []string{"internal/jetstream"}},

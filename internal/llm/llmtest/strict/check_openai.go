@@ -1,4 +1,4 @@
-package llmtest
+package strict
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package llmtest
+package strict
 
 import (
 	"fmt"
@@ -181,10 +181,6 @@ func FuzzCheckOpenAI(f *testing.F) {
 			if v.Rule == "" || v.Status != 400 || len(v.Body) == 0 {
 				t.Fatalf("incomplete violation %+v", v)
 			}
-			return
-		}
-		if _, err := decodeOpenAI(body); err != nil {
-			t.Fatalf("accepted body does not decode: %v\n%s", err, body)
 		}
 	})
 }

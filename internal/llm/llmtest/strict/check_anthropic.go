@@ -1,4 +1,4 @@
-package llmtest
+package strict
 
 import (
 	"encoding/json"
@@ -377,7 +377,7 @@ func anSystem(raw json.RawMessage) *Violation {
 		if v := anText(-1, "system", path, b.Text); v != nil {
 			v.Rule = RuleSystem
 			v.Text = strings.Replace(v.Text, "messages:", "system:", 1)
-			v.Body = anthropicErrorBody("invalid_request_error", v.Text)
+			v.Body = AnthropicErrorBody("invalid_request_error", v.Text)
 			return v
 		}
 	}

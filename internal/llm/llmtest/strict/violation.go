@@ -1,4 +1,4 @@
-package llmtest
+package strict
 
 import (
 	"bytes"
@@ -86,10 +86,11 @@ func openAIError(rule string, index int, where, param, code, text string) *Viola
 // anthropicError is the error the Messages API answers.
 func anthropicError(rule string, index int, where, text string) *Violation {
 	return &Violation{Rule: rule, Index: index, Where: where, Text: text, Status: http.StatusBadRequest,
-		Body: anthropicErrorBody("invalid_request_error", text)}
+		Body: AnthropicErrorBody("invalid_request_error", text)}
 }
 
-func anthropicErrorBody(typ, text string) []byte {
+// AnthropicErrorBody is the error object the Messages API answers with.
+func AnthropicErrorBody(typ, text string) []byte {
 	type body struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
