@@ -48,7 +48,7 @@ var layers = []layer{
 		[]string{"internal/taskstore", "internal/verify", "internal/world", "internal/runinfo", "internal/trajectory", "internal/grade", "internal/replay/divergence", "internal/repo"},
 		[]string{"base", "core", "model", "adapters", "services"}},
 	{"engine", "the machinery a run assembles: tools, the agent loop, the publication plane, the team, live control, and the harness that tests them",
-		[]string{"internal/tool", "internal/agent", "internal/publish", "internal/team", "internal/live", "internal/runtest", "internal/mcp", "internal/mcp/mcptest"},
+		[]string{"internal/tool", "internal/tool/builtin", "internal/agent", "internal/publish", "internal/team", "internal/live", "internal/runtest", "internal/mcp", "internal/mcp/mcptest"},
 		[]string{"base", "core", "model", "adapters", "services", "engine"}},
 	{"run", "assembling, executing and resuming one run",
 		[]string{"internal/run"},

@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/fetch"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
 )
 
 // evidenceEnv is testEnv with a 300-document corpus holding one needle at
@@ -44,13 +45,13 @@ func evidenceEnv(t *testing.T) (Env, *EvidenceEnv, *record.Log) {
 	return env, ev, log
 }
 
-func callAll(t *testing.T, env Env, ev *EvidenceEnv, name, args string) Result {
+func callAll(t *testing.T, env Env, ev *EvidenceEnv, name, args string) tool.Result {
 	t.Helper()
-	tl, ok := NewSet(append(Builtins(env), EvidenceTools(ev)...)...).Get(name)
+	tl, ok := tool.NewSet(append(Tools(env), EvidenceTools(ev)...)...).Get(name)
 	if !ok {
 		t.Fatalf("no tool %q", name)
 	}
-	return tl.Call(WithCallID(context.Background(), "call-1"), json.RawMessage(args))
+	return tl.Call(tool.WithCallID(context.Background(), "call-1"), json.RawMessage(args))
 }
 
 var hitLine = regexp.MustCompile(`\[(E[0-9]+)\] (\S+) lines ([0-9]+)-([0-9]+) · score`)

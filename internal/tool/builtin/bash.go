@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -19,7 +20,7 @@ type bashArgs struct {
 	TimeoutS int    `json:"timeout_s,omitempty" desc:"Seconds before the command is killed (default 120, at most 3600)."`
 }
 
-func bashTool(env Env) Tool {
+func bashTool(env Env) tool.Tool {
 	network := "There is no network."
 	if env.Network {
 		network = "The network is reachable."
@@ -37,19 +38,19 @@ func bashTool(env Env) Tool {
 	}
 	desc := fmt.Sprintf("Run a shell command (/bin/sh -c) %s. %s %s Returns the exit code, stdout and stderr. Default timeout %s, at most %s; at the timeout the whole process group is killed.",
 		where, planes, network, seconds(env.DefaultTimeout), seconds(env.MaxTimeout))
-	return Define("bash", desc, env.ObservationLimit,
-		func(ctx context.Context, a bashArgs) Result { return bash(ctx, env, a) })
+	return tool.Define("bash", desc, env.ObservationLimit,
+		func(ctx context.Context, a bashArgs) tool.Result { return bash(ctx, env, a) })
 }
 
-func bash(ctx context.Context, env Env, a bashArgs) Result {
+func bash(ctx context.Context, env Env, a bashArgs) tool.Result {
 	if env.Runner == nil {
-		return Errorf("%v", sandbox.ErrUnavailable)
+		return tool.Errorf("%v", sandbox.ErrUnavailable)
 	}
 	if strings.TrimSpace(a.Command) == "" {
-		return Errorf("command is empty; give a shell command to run")
+		return tool.Errorf("command is empty; give a shell command to run")
 	}
 	if a.TimeoutS < 0 {
-		return Errorf("timeout_s must be positive (seconds; default %d, at most %d)", int(env.DefaultTimeout.Seconds()), int(env.MaxTimeout.Seconds()))
+		return tool.Errorf("timeout_s must be positive (seconds; default %d, at most %d)", int(env.DefaultTimeout.Seconds()), int(env.MaxTimeout.Seconds()))
 	}
 	timeout, note := env.DefaultTimeout, ""
 	if a.TimeoutS > 0 {
@@ -65,7 +66,7 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 	if env.Outputs != nil {
 		v, err := env.Outputs(ctx)
 		if err != nil {
-			return Errorf("could not prepare /outputs for the command: %v", err)
+			return tool.Errorf("could not prepare /outputs for the command: %v", err)
 		}
 		view = v
 		mounts = slices.DeleteFunc(mounts, func(m sandbox.Mount) bool { return m.Target == "/outputs" })
@@ -94,7 +95,7 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		if published != "" {
 			published = "\n" + published
 		}
-		return Errorf("could not run the command: %v%s", err, published)
+		return tool.Errorf("could not run the command: %v%s", err, published)
 	}
 	meta := &record.ToolMeta{
 		ExitCode:    &res.ExitCode,
@@ -108,7 +109,7 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 		meta.UID = &uid
 	}
 	meta.Limit = res.Limit
-	var deltas []FileDelta
+	var deltas []tool.FileDelta
 	if beforeErr == nil {
 		var afterErr error
 		deltas, afterErr = env.FS.Since(mark)
@@ -141,7 +142,7 @@ func bash(ctx context.Context, env Env, a bashArgs) Result {
 			fmt.Fprintf(&b, "note: in the shared workspace you may write only under /workspace/%s/\n", env.FS.Own)
 		}
 	}
-	return Result{Output: strings.TrimSuffix(b.String(), "\n"), Deltas: deltas, Observed: true, Meta: meta}
+	return tool.Result{Output: strings.TrimSuffix(b.String(), "\n"), Deltas: deltas, Observed: true, Meta: meta}
 }
 
 // readOnlyFS is how EROFS reads in a shell's, coreutils' or Python's error.

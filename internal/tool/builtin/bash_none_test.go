@@ -1,10 +1,11 @@
-package tool
+package builtin
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/tool"
 )
 
 // Under --sandbox none the bash description says plainly that the plane
@@ -13,7 +14,7 @@ func TestBashDescriptionNone(t *testing.T) {
 	desc := func(r sandbox.Runner) string {
 		env := testEnv(t)
 		env.Runner = r
-		for _, s := range NewSet(Builtins(env)...).Specs() {
+		for _, s := range tool.NewSet(Tools(env)...).Specs() {
 			if s.Name == "bash" {
 				return s.Description
 			}

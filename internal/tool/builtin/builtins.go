@@ -1,4 +1,16 @@
-package tool
+// Package builtin is the built-in tools of SPEC §4 an agent works with:
+// read_file, write_file, edit_file, list_files and grep on the planes,
+// bash in the sandbox, and the evidence tools search and fetch.
+//
+// Guarantees:
+//   - every path is resolved through workspace.FS: a tool never reads or
+//     writes outside the planes, and /inputs is read-only;
+//   - every file a tool changes is reported as a FileDelta (hash before/after);
+//   - bash is offered only with a sandbox Runner; SandboxOffer names what
+//     bash finds on the host's system directories, probed once;
+//   - what read_file, grep, search and fetch show is registered as evidence
+//     (SPEC R-SEARCH-2) through the EvidenceHook or EvidenceEnv given.
+package builtin
 
 import (
 	"bufio"
@@ -9,8 +21,10 @@ import (
 	"io"
 	"io/fs"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -67,7 +81,7 @@ func (e Env) withDefaults() Env {
 		e.DefaultTimeout = e.MaxTimeout
 	}
 	if e.ObservationLimit <= 0 {
-		e.ObservationLimit = DefaultObservationLimit
+		e.ObservationLimit = tool.DefaultObservationLimit
 	}
 	return e
 }
@@ -76,15 +90,15 @@ func (e Env) withDefaults() Env {
 // (claim_outputs) rather than read-only.
 func (e Env) publishing() bool { return e.Outputs != nil || e.FS.OutputsWrite != nil }
 
-// Builtins returns read_file, write_file, edit_file, list_files, grep and
+// Tools returns read_file, write_file, edit_file, list_files, grep and
 // bash (SPEC §4) acting on env; bash only with a Runner (without one every
 // call would be refused). It panics if env.FS is nil.
-func Builtins(env Env) []Tool {
+func Tools(env Env) []tool.Tool {
 	if env.FS == nil {
 		panic("tool: Builtins needs Env.FS")
 	}
 	env = env.withDefaults()
-	out := []Tool{
+	out := []tool.Tool{
 		readFileTool(env),
 		writeFileTool(env),
 		editFileTool(env),
@@ -101,18 +115,18 @@ func Builtins(env Env) []Tool {
 const pathDesc = "under /inputs (read-only), /workspace or /outputs; a relative path is taken from /workspace."
 
 // fileError turns an error opening a resolved path into what the model reads.
-func fileError(p workspace.Path, err error) Result {
+func fileError(p workspace.Path, err error) tool.Result {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return Errorf("no such file or directory: %s; use list_files to see what exists", p.PlanePath)
+		return tool.Errorf("no such file or directory: %s; use list_files to see what exists", p.PlanePath)
 	case errors.Is(err, workspace.ErrRefused):
-		return Errorf("%v", err)
+		return tool.Errorf("%v", err)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err // the host name is not the model's business
 	}
-	return Errorf("cannot open %s: %v", p.PlanePath, err)
+	return tool.Errorf("cannot open %s: %v", p.PlanePath, err)
 }
 
 // isBinary reports whether the start of a file looks binary (has a NUL).
@@ -174,4 +188,15 @@ func relName(rel string) string {
 		return "."
 	}
 	return rel
+}
+
+// clip shortens s to about n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -40,7 +41,7 @@ func TestBashFake(t *testing.T) {
 	}
 	r := call(t, env, "bash", `{"command": "echo hello > /dev/stdout"}`)
 	expect(t, r, false, "exit code: 0\n--- stdout ---\nhello\n--- stderr: empty ---")
-	want := []FileDelta{
+	want := []tool.FileDelta{
 		{Path: "/workspace/notes.txt", Before: workspace.HashBytes([]byte("first\nsecond\nthird\n")), After: workspace.HashBytes([]byte("changed\n")), Bytes: 8},
 		{Path: "/workspace/out/made.txt", After: workspace.HashBytes([]byte("made\n")), Bytes: 5},
 	}
@@ -89,7 +90,7 @@ func TestBashFake(t *testing.T) {
 		return sandbox.Result{Stdout: []byte(big), StdoutBytes: int64(len(big))}, nil
 	}
 	r = call(t, env, "bash", `{"command": "yes z"}`)
-	if len(r.Output) > DefaultObservationLimit+200 || !strings.Contains(string(r.Full), big) || !strings.Contains(r.Output, "bytes cut of") {
+	if len(r.Output) > tool.DefaultObservationLimit+200 || !strings.Contains(string(r.Full), big) || !strings.Contains(r.Output, "bytes cut of") {
 		t.Fatalf("output %d bytes, full %d bytes", len(r.Output), len(r.Full))
 	}
 }
@@ -98,7 +99,7 @@ func TestBashFake(t *testing.T) {
 // a call that reaches it anyway is refused saying why.
 func TestBashNoRunner(t *testing.T) {
 	env := testEnv(t)
-	if _, ok := NewSet(Builtins(env)...).Get("bash"); ok {
+	if _, ok := tool.NewSet(Tools(env)...).Get("bash"); ok {
 		t.Error("bash is offered without a sandbox")
 	}
 	r := bash(context.Background(), env.withDefaults(), bashArgs{Command: "true"})
@@ -174,7 +175,7 @@ func TestBashOutputsHook(t *testing.T) {
 	if len(r.Deltas) != 1 || r.Deltas[0].Path != "/outputs/a" {
 		t.Fatalf("deltas %+v", r.Deltas)
 	}
-	if !strings.Contains(NewSet(Builtins(env)...).Specs()[0].Description, "claim_outputs") {
+	if !strings.Contains(tool.NewSet(Tools(env)...).Specs()[0].Description, "claim_outputs") {
 		t.Fatal("bash description does not mention the lease")
 	}
 

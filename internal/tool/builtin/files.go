@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -24,19 +25,19 @@ type readFileArgs struct {
 	Limit  int    `json:"limit,omitempty" desc:"How many lines to show (default 2000)."`
 }
 
-func readFileTool(env Env) Tool {
-	return Define("read_file",
+func readFileTool(env Env) tool.Tool {
+	return tool.Define("read_file",
 		"Read a text file as numbered lines (line number, tab, text). Shows up to 2000 lines from offset; the last line says how many lines the file has and which offset to read next. Very long lines are cut. Paths "+pathDesc,
 		env.ObservationLimit,
-		func(ctx context.Context, a readFileArgs) Result {
+		func(ctx context.Context, a readFileArgs) tool.Result {
 			var shown shownSpans
 			return shown.footer(ctx, env, readFile(env, a, &shown))
 		})
 }
 
-func readFile(env Env, a readFileArgs, ev *shownSpans) Result {
+func readFile(env Env, a readFileArgs, ev *shownSpans) tool.Result {
 	if a.Offset < 0 || a.Limit < 0 {
-		return Errorf("offset and limit must be positive (offset is the 1-based first line)")
+		return tool.Errorf("offset and limit must be positive (offset is the 1-based first line)")
 	}
 	offset, limit := max(a.Offset, 1), a.Limit
 	if limit == 0 {
@@ -44,7 +45,7 @@ func readFile(env Env, a readFileArgs, ev *shownSpans) Result {
 	}
 	p, err := env.FS.Resolve(a.Path)
 	if err != nil {
-		return Errorf("%v", err)
+		return tool.Errorf("%v", err)
 	}
 	f, err := env.FS.Open(p)
 	if err != nil {
@@ -56,13 +57,13 @@ func readFile(env Env, a readFileArgs, ev *shownSpans) Result {
 	case err != nil:
 		return fileError(p, err)
 	case fi.IsDir():
-		return Errorf("%s is a directory; use list_files to see its entries", p.PlanePath)
+		return tool.Errorf("%s is a directory; use list_files to see its entries", p.PlanePath)
 	case !fi.Mode().IsRegular():
-		return Errorf("%s is not a regular file (%s) and cannot be read", p.PlanePath, fi.Mode().Type())
+		return tool.Errorf("%s is not a regular file (%s) and cannot be read", p.PlanePath, fi.Mode().Type())
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	if head, _ := br.Peek(sniffLen); isBinary(head) {
-		return Errorf("%s is a binary file (%s); read_file shows text only: inspect it with bash (file, xxd | head, python)", p.PlanePath, humanSize(fi.Size()))
+		return tool.Errorf("%s is a binary file (%s); read_file shows text only: inspect it with bash (file, xxd | head, python)", p.PlanePath, humanSize(fi.Size()))
 	}
 	// Stop showing lines a little before the observation limit, so the
 	// footer is never cut away.
@@ -75,7 +76,7 @@ func readFile(env Env, a readFileArgs, ev *shownSpans) Result {
 			break
 		}
 		if err != nil {
-			return Errorf("reading %s: %v", p.PlanePath, err)
+			return tool.Errorf("reading %s: %v", p.PlanePath, err)
 		}
 		total++
 		if total < offset || total >= offset+limit || full {
@@ -100,9 +101,9 @@ func readFile(env Env, a readFileArgs, ev *shownSpans) Result {
 	}
 	switch {
 	case total == 0:
-		return Result{Output: fmt.Sprintf("[%s is empty]", p.PlanePath)}
+		return tool.Result{Output: fmt.Sprintf("[%s is empty]", p.PlanePath)}
 	case offset > total:
-		return Errorf("offset %d is past the end of %s, which has %s", offset, p.PlanePath, plural(total, "line", "lines"))
+		return tool.Errorf("offset %d is past the end of %s, which has %s", offset, p.PlanePath, plural(total, "line", "lines"))
 	}
 	fmt.Fprintf(&b, "[%s: lines %d-%d of %d", p.PlanePath, offset, last, total)
 	if full {
@@ -116,7 +117,7 @@ func readFile(env Env, a readFileArgs, ev *shownSpans) Result {
 	}
 	b.WriteString("]")
 	ev.add(p.PlanePath, offset, last, shown.String())
-	return Result{Output: b.String()}
+	return tool.Result{Output: b.String()}
 }
 
 type writeFileArgs struct {
@@ -124,28 +125,28 @@ type writeFileArgs struct {
 	Content string `json:"content" desc:"The complete new content of the file."`
 }
 
-func writeFileTool(env Env) Tool {
+func writeFileTool(env Env) tool.Tool {
 	planes := "/inputs and /outputs are read-only; write under /workspace."
 	if env.publishing() {
 		planes = "/inputs is read-only; under /outputs you may write only the paths you declared with claim_outputs, and anything under /outputs/scratch/ (shared intermediate space, never delivered)."
 	}
-	return Define("write_file",
+	return tool.Define("write_file",
 		"Create a file or replace its whole content; parent directories are created. "+planes+" To change part of an existing file, use edit_file.",
 		env.ObservationLimit,
-		func(ctx context.Context, a writeFileArgs) Result { return writeFile(env, a) })
+		func(ctx context.Context, a writeFileArgs) tool.Result { return writeFile(env, a) })
 }
 
-func writeFile(env Env, a writeFileArgs) Result {
+func writeFile(env Env, a writeFileArgs) tool.Result {
 	p, err := env.FS.ResolveWrite(a.Path)
 	if err != nil {
-		return Errorf("%v", err)
+		return tool.Errorf("%v", err)
 	}
 	before, _, err := env.FS.Hash(p) // through os.Root, never a swapped-in link (W6)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fileError(p, err)
 	}
 	if err := env.FS.WriteFile(p, []byte(a.Content)); err != nil {
-		return Errorf("%v", err)
+		return tool.Errorf("%v", err)
 	}
 	after := workspace.HashBytes([]byte(a.Content))
 	lines := lineCount(a.Content)
@@ -154,11 +155,11 @@ func writeFile(env Env, a writeFileArgs) Result {
 	case before == "":
 		verb = "created"
 	case before == after:
-		return Result{Output: fmt.Sprintf("wrote %s: content unchanged (%s)", p.PlanePath, humanSize(int64(len(a.Content))))}
+		return tool.Result{Output: fmt.Sprintf("wrote %s: content unchanged (%s)", p.PlanePath, humanSize(int64(len(a.Content))))}
 	}
-	return Result{
+	return tool.Result{
 		Output: fmt.Sprintf("%s %s (%s, %s)", verb, p.PlanePath, humanSize(int64(len(a.Content))), plural(lines, "line", "lines")),
-		Deltas: []FileDelta{{Path: p.PlanePath, Before: before, After: after, Bytes: int64(len(a.Content))}},
+		Deltas: []tool.FileDelta{{Path: p.PlanePath, Before: before, After: after, Bytes: int64(len(a.Content))}},
 	}
 }
 
@@ -168,28 +169,28 @@ type editFileArgs struct {
 	NewText string `json:"new_text" desc:"The text to put in its place (may be empty to delete)."`
 }
 
-func editFileTool(env Env) Tool {
-	return Define("edit_file",
+func editFileTool(env Env) tool.Tool {
+	return tool.Define("edit_file",
 		"Replace one exact occurrence of old_text with new_text in a file. old_text must match the file exactly once, whitespace and indentation included; if it occurs more than once, add surrounding lines to make it unique. To create a file or rewrite it whole, use write_file.",
 		env.ObservationLimit,
-		func(ctx context.Context, a editFileArgs) Result { return editFile(env, a) })
+		func(ctx context.Context, a editFileArgs) tool.Result { return editFile(env, a) })
 }
 
-func editFile(env Env, a editFileArgs) Result {
+func editFile(env Env, a editFileArgs) tool.Result {
 	if a.OldText == "" {
-		return Errorf("old_text is empty; give the exact text to replace (to create or overwrite a file, use write_file)")
+		return tool.Errorf("old_text is empty; give the exact text to replace (to create or overwrite a file, use write_file)")
 	}
 	if a.OldText == a.NewText {
-		return Errorf("old_text and new_text are the same; nothing to change")
+		return tool.Errorf("old_text and new_text are the same; nothing to change")
 	}
 	p, err := env.FS.ResolveWrite(a.Path)
 	if err != nil {
-		return Errorf("%v", err)
+		return tool.Errorf("%v", err)
 	}
 	f, err := env.FS.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return Errorf("no such file: %s; use write_file to create it", p.PlanePath)
+			return tool.Errorf("no such file: %s; use write_file to create it", p.PlanePath)
 		}
 		return fileError(p, err)
 	}
@@ -199,28 +200,28 @@ func editFile(env Env, a editFileArgs) Result {
 	case err != nil:
 		return fileError(p, err)
 	case len(data) > maxEditSize:
-		return Errorf("%s is larger than %s; edit it with bash (sed, python) instead", p.PlanePath, humanSize(maxEditSize))
+		return tool.Errorf("%s is larger than %s; edit it with bash (sed, python) instead", p.PlanePath, humanSize(maxEditSize))
 	case isBinary(data[:min(len(data), sniffLen)]):
-		return Errorf("%s is a binary file; edit_file changes text only", p.PlanePath)
+		return tool.Errorf("%s is a binary file; edit_file changes text only", p.PlanePath)
 	}
 	content := string(data)
 	switch n := strings.Count(content, a.OldText); n {
 	case 0:
-		return Errorf("old_text was not found in %s; nothing was changed. %sCopy the exact text from read_file (without the line-number prefix).", p.PlanePath, nearMiss(content, a.OldText))
+		return tool.Errorf("old_text was not found in %s; nothing was changed. %sCopy the exact text from read_file (without the line-number prefix).", p.PlanePath, nearMiss(content, a.OldText))
 	case 1:
 	default:
-		return Errorf("old_text occurs %d times in %s (lines %s); nothing was changed. Include more surrounding lines so it matches exactly once.", n, p.PlanePath, occurrenceLines(content, a.OldText, 10))
+		return tool.Errorf("old_text occurs %d times in %s (lines %s); nothing was changed. Include more surrounding lines so it matches exactly once.", n, p.PlanePath, occurrenceLines(content, a.OldText, 10))
 	}
 	i := strings.Index(content, a.OldText)
 	line := 1 + strings.Count(content[:i], "\n")
 	updated := content[:i] + a.NewText + content[i+len(a.OldText):]
 	if err := env.FS.WriteFile(p, []byte(updated)); err != nil {
-		return Errorf("%v", err)
+		return tool.Errorf("%v", err)
 	}
-	return Result{
+	return tool.Result{
 		Output: fmt.Sprintf("edited %s at line %d: replaced %s with %s", p.PlanePath, line,
 			plural(lineCount(a.OldText), "line", "lines"), plural(lineCount(a.NewText), "line", "lines")),
-		Deltas: []FileDelta{{Path: p.PlanePath, Before: workspace.HashBytes(data), After: workspace.HashBytes([]byte(updated)), Bytes: int64(len(updated))}},
+		Deltas: []tool.FileDelta{{Path: p.PlanePath, Before: workspace.HashBytes(data), After: workspace.HashBytes([]byte(updated)), Bytes: int64(len(updated))}},
 	}
 }
 

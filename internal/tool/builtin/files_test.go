@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -80,7 +81,7 @@ func TestWriteFile(t *testing.T) {
 	if got, _ := os.ReadFile(host); string(got) != "hello\nworld\n" {
 		t.Fatalf("file holds %q", got)
 	}
-	wantDelta := FileDelta{Path: "/workspace/a/b/new.txt", After: workspace.HashBytes([]byte("hello\nworld\n")), Bytes: 12}
+	wantDelta := tool.FileDelta{Path: "/workspace/a/b/new.txt", After: workspace.HashBytes([]byte("hello\nworld\n")), Bytes: 12}
 	if len(r.Deltas) != 1 || r.Deltas[0] != wantDelta {
 		t.Fatalf("deltas %+v", r.Deltas)
 	}
@@ -152,7 +153,7 @@ func TestEditFile(t *testing.T) {
 	expect(t, r2, false, "replaced 1 line with 2 lines")
 	r2 = call(t, env, "edit_file", `{"path": "code.py", "old_text": "    y = 3\n", "new_text": ""}`)
 	expect(t, r2, false, "replaced 1 line with 0 lines")
-	wantDelta := FileDelta{Path: "/workspace/code.py", Before: workspace.HashBytes([]byte(orig)), After: workspace.HashBytes([]byte(want)), Bytes: int64(len(want))}
+	wantDelta := tool.FileDelta{Path: "/workspace/code.py", Before: workspace.HashBytes([]byte(orig)), After: workspace.HashBytes([]byte(want)), Bytes: int64(len(want))}
 	if len(r.Deltas) != 1 || r.Deltas[0] != wantDelta {
 		t.Fatalf("deltas %+v", r.Deltas)
 	}
@@ -162,12 +163,12 @@ func TestEditFile(t *testing.T) {
 // would not have; with one, the file tools and bash explain it.
 func TestClaimOutputsNamedOnlyWhenWired(t *testing.T) {
 	env := testEnv(t)
-	for _, spec := range NewSet(Builtins(env)...).Specs() {
+	for _, spec := range tool.NewSet(Tools(env)...).Specs() {
 		if strings.Contains(string(spec.Parameters)+spec.Description, "claim_outputs") {
 			t.Errorf("%s names claim_outputs without a publishing plane", spec.Name)
 		}
 	}
-	for _, r := range []Result{
+	for _, r := range []tool.Result{
 		call(t, env, "write_file", `{"path": "/outputs/a", "content": "x"}`),
 		call(t, env, "list_files", `{"path": "/"}`),
 	} {
@@ -176,7 +177,7 @@ func TestClaimOutputsNamedOnlyWhenWired(t *testing.T) {
 		}
 	}
 	env.FS.OutputsWrite = func(string, int64) error { return nil }
-	set := NewSet(Builtins(env)...)
+	set := tool.NewSet(Tools(env)...)
 	for _, name := range []string{"write_file"} {
 		tl, _ := set.Get(name)
 		if !strings.Contains(tl.Spec().Description, "claim_outputs") {

@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/fetch"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
 )
 
 // EvidenceHook registers what read_file and grep showed as evidence (SPEC
@@ -58,7 +59,7 @@ func (e *EvidenceEnv) File(ctx context.Context, planePath string, from, to int, 
 	default:
 		return "", ""
 	}
-	it, _, err := e.Q.Add(e.Agent, evidence.Item{Kind: record.EvidenceFile, Source: planePath, Span: span(from, to), CallID: CallID(ctx)}, text)
+	it, _, err := e.Q.Add(e.Agent, evidence.Item{Kind: record.EvidenceFile, Source: planePath, Span: span(from, to), CallID: tool.CallID(ctx)}, text)
 	if err != nil {
 		return "", "[evidence not registered: " + err.Error() + "]"
 	}
@@ -68,14 +69,14 @@ func (e *EvidenceEnv) File(ctx context.Context, planePath string, from, to int, 
 // EvidenceTools returns search (when there is a corpus) and fetch (when
 // there is a corpus or the network: without either it could only page
 // what read_file already reads).
-func EvidenceTools(e *EvidenceEnv) []Tool {
+func EvidenceTools(e *EvidenceEnv) []tool.Tool {
 	if e.ObservationLimit <= 0 {
-		e.ObservationLimit = DefaultObservationLimit
+		e.ObservationLimit = tool.DefaultObservationLimit
 	}
 	if e.pages == nil {
 		e.pages = &pageCache{m: map[string]string{}}
 	}
-	var out []Tool
+	var out []tool.Tool
 	if e.Corpus != nil {
 		out = append(out, searchTool(e))
 	}
@@ -146,7 +147,7 @@ func registerRuns(ctx context.Context, env Env, runs []matchRun, hits []string) 
 }
 
 // footer registers the spans with env.Evidence and appends their footers.
-func (s *shownSpans) footer(ctx context.Context, env Env, r Result) Result {
+func (s *shownSpans) footer(ctx context.Context, env Env, r tool.Result) tool.Result {
 	if env.Evidence == nil || r.IsError || len(s.spans) == 0 {
 		return r
 	}

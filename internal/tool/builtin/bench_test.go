@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/apodex/apodex/internal/procmem"
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -56,9 +57,9 @@ func benchEnv(b *testing.B, n int, kind string) Env {
 	return env
 }
 
-func benchCall(b *testing.B, env Env, name, args string) Result {
+func benchCall(b *testing.B, env Env, name, args string) tool.Result {
 	b.Helper()
-	tl, ok := NewSet(Builtins(env)...).Get(name)
+	tl, ok := tool.NewSet(Tools(env)...).Get(name)
 	if !ok {
 		b.Fatalf("no tool %q", name)
 	}

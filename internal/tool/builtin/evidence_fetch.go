@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/corpus"
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/tool"
 )
 
 const defaultFetchLimit = 400 // lines
@@ -24,29 +25,29 @@ type fetchArgs struct {
 	Limit  int    `json:"limit,omitempty" desc:"How many lines to show (default 400)."`
 }
 
-func fetchTool(e *EvidenceEnv) Tool {
+func fetchTool(e *EvidenceEnv) tool.Tool {
 	where := "a corpus document (by evidence id or path)"
 	if e.Network {
 		where = "a corpus document (by evidence id or path) or a web page (http/https URL; HTML becomes its readable text)"
 	}
-	return Define("fetch",
+	return tool.Define("fetch",
 		"Read "+where+" as numbered lines, paged like read_file. The lines shown get their own evidence id (in the footer); cite it as [E<n>] and quote its text exactly.",
 		e.ObservationLimit,
-		func(ctx context.Context, a fetchArgs) Result { return fetchRef(ctx, e, a) })
+		func(ctx context.Context, a fetchArgs) tool.Result { return fetchRef(ctx, e, a) })
 }
 
-func fetchRef(ctx context.Context, e *EvidenceEnv, a fetchArgs) Result {
+func fetchRef(ctx context.Context, e *EvidenceEnv, a fetchArgs) tool.Result {
 	if a.Offset < 0 || a.Limit < 0 {
-		return Errorf("offset and limit must be positive (offset is the 1-based first line)")
+		return tool.Errorf("offset and limit must be positive (offset is the 1-based first line)")
 	}
 	ref := strings.TrimSpace(a.Ref)
 	if ref == "" {
-		return Errorf("ref is empty; give an evidence id (E3), a corpus path (/inputs/corpus/a.md) or an http(s) URL")
+		return tool.Errorf("ref is empty; give an evidence id (E3), a corpus path (/inputs/corpus/a.md) or an http(s) URL")
 	}
 	if evidence.IsID(ref) {
 		it, ok := e.Q.Get(ref)
 		if !ok {
-			return Errorf("unknown evidence id %s: Q holds E1 to E%d; use an id a search, fetch or read_file returned", ref, e.Q.Len())
+			return tool.Errorf("unknown evidence id %s: Q holds E1 to E%d; use an id a search, fetch or read_file returned", ref, e.Q.Len())
 		}
 		ref = it.Source
 	}
@@ -55,45 +56,45 @@ func fetchRef(ctx context.Context, e *EvidenceEnv, a fetchArgs) Result {
 		return fetchURL(ctx, e, ref, a)
 	}
 	if strings.Contains(ref, "://") {
-		return Errorf("%s: only http and https URLs can be fetched", ref)
+		return tool.Errorf("%s: only http and https URLs can be fetched", ref)
 	}
 	return fetchDoc(ctx, e, ref, a)
 }
 
 // fetchDoc reads a corpus document; HTML is shown as its readable text,
 // with the lines the index used.
-func fetchDoc(ctx context.Context, e *EvidenceEnv, ref string, a fetchArgs) Result {
+func fetchDoc(ctx context.Context, e *EvidenceEnv, ref string, a fetchArgs) tool.Result {
 	if e.CorpusDir == "" {
-		return Errorf("this run has no corpus; fetch reads corpus documents (and URLs with --network); read other files with read_file")
+		return tool.Errorf("this run has no corpus; fetch reads corpus documents (and URLs with --network); read other files with read_file")
 	}
 	rel := strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(ref, CorpusPlane)), "/")
 	if strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, CorpusPlane+"/") {
-		return Errorf("%s is not in the corpus (%s); read other files with read_file", ref, CorpusPlane)
+		return tool.Errorf("%s is not in the corpus (%s); read other files with read_file", ref, CorpusPlane)
 	}
 	root, err := os.OpenRoot(e.CorpusDir)
 	if err != nil {
-		return Errorf("cannot open the corpus: %v", err)
+		return tool.Errorf("cannot open the corpus: %v", err)
 	}
 	defer root.Close()
 	fi, err := root.Lstat(relName(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return Errorf("no such corpus document: %s/%s; search the corpus or list_files %s", CorpusPlane, rel, CorpusPlane)
+		return tool.Errorf("no such corpus document: %s/%s; search the corpus or list_files %s", CorpusPlane, rel, CorpusPlane)
 	case err != nil:
-		return Errorf("cannot read %s/%s: %v", CorpusPlane, rel, errors.Unwrap(err))
+		return tool.Errorf("cannot read %s/%s: %v", CorpusPlane, rel, errors.Unwrap(err))
 	case fi.IsDir():
-		return Errorf("%s/%s is a directory; list_files shows its documents", CorpusPlane, rel)
+		return tool.Errorf("%s/%s is a directory; list_files shows its documents", CorpusPlane, rel)
 	case !fi.Mode().IsRegular():
-		return Errorf("%s/%s is not a regular file (links are not followed)", CorpusPlane, rel)
+		return tool.Errorf("%s/%s is not a regular file (links are not followed)", CorpusPlane, rel)
 	case fi.Size() > corpus.MaxFileBytes:
-		return Errorf("%s/%s is %s, more than fetch reads; page through it with read_file", CorpusPlane, rel, humanSize(fi.Size()))
+		return tool.Errorf("%s/%s is %s, more than fetch reads; page through it with read_file", CorpusPlane, rel, humanSize(fi.Size()))
 	}
 	data, err := root.ReadFile(rel)
 	if err != nil {
-		return Errorf("cannot read %s/%s: %v", CorpusPlane, rel, errors.Unwrap(err))
+		return tool.Errorf("cannot read %s/%s: %v", CorpusPlane, rel, errors.Unwrap(err))
 	}
 	if isBinary(data[:min(len(data), sniffLen)]) {
-		return Errorf("%s/%s is a binary file; fetch reads text", CorpusPlane, rel)
+		return tool.Errorf("%s/%s is a binary file; fetch reads text", CorpusPlane, rel)
 	}
 	d := corpus.Parse(rel, data)
 	note := ""
@@ -103,19 +104,19 @@ func fetchDoc(ctx context.Context, e *EvidenceEnv, ref string, a fetchArgs) Resu
 	return page(ctx, e, CorpusPlane+"/"+filepath.ToSlash(rel), note, d.Lines, a)
 }
 
-func fetchURL(ctx context.Context, e *EvidenceEnv, u string, a fetchArgs) Result {
+func fetchURL(ctx context.Context, e *EvidenceEnv, u string, a fetchArgs) tool.Result {
 	if e.Recorded != nil {
 		return replayURL(ctx, e, u, a)
 	}
 	if !e.Network {
-		return Errorf("fetching URLs needs the network, and this run has none: start the run with --network (private and loopback addresses also need --fetch-private); search and fetch the corpus instead")
+		return tool.Errorf("fetching URLs needs the network, and this run has none: start the run with --network (private and loopback addresses also need --fetch-private); search and fetch the corpus instead")
 	}
 	text, ok := e.pages.get(u)
 	note := ""
 	if !ok {
 		p, err := e.Guard.Get(ctx, u)
 		if err != nil {
-			return Errorf("%s", strings.TrimPrefix(err.Error(), "fetch: "))
+			return tool.Errorf("%s", strings.TrimPrefix(err.Error(), "fetch: "))
 		}
 		text = p.Text
 		if p.Truncated {
@@ -131,41 +132,41 @@ func fetchURL(ctx context.Context, e *EvidenceEnv, u string, a fetchArgs) Result
 
 // replayURL serves a URL from the recorded evidence: a replay never
 // reaches the network.
-func replayURL(ctx context.Context, e *EvidenceEnv, u string, a fetchArgs) Result {
+func replayURL(ctx context.Context, e *EvidenceEnv, u string, a fetchArgs) tool.Result {
 	offset := max(a.Offset, 1)
 	for _, rec := range e.Recorded.Find(u) {
 		if rec.Span.From == offset {
 			text, err := e.Recorded.Text(rec.ID)
 			if err != nil {
-				return Errorf("%v", err)
+				return tool.Errorf("%v", err)
 			}
-			it, _, err := e.Q.Add(e.Agent, evidence.Item{Kind: record.EvidenceFetch, Source: u, Span: rec.Span, CallID: CallID(ctx)}, text)
+			it, _, err := e.Q.Add(e.Agent, evidence.Item{Kind: record.EvidenceFetch, Source: u, Span: rec.Span, CallID: tool.CallID(ctx)}, text)
 			if err != nil {
-				return Errorf("%v", err)
+				return tool.Errorf("%v", err)
 			}
 			var b strings.Builder
 			for i, line := range strings.Split(text, "\n") {
 				fmt.Fprintf(&b, "%6d\t%s\n", offset+i, line)
 			}
 			fmt.Fprintf(&b, "[%s: lines %d-%d, served from the record]\n%s", u, it.Span.From, it.Span.To, evidence.Footer(it))
-			return Result{Output: b.String()}
+			return tool.Result{Output: b.String()}
 		}
 	}
-	return Errorf("%s at line %d is not in the recorded evidence; a replay serves URLs only from the record", u, offset)
+	return tool.Errorf("%s at line %d is not in the recorded evidence; a replay serves URLs only from the record", u, offset)
 }
 
 // page shows lines from the offset as read_file does and registers them.
-func page(ctx context.Context, e *EvidenceEnv, source, note string, lines []string, a fetchArgs) Result {
+func page(ctx context.Context, e *EvidenceEnv, source, note string, lines []string, a fetchArgs) tool.Result {
 	offset, limit := max(a.Offset, 1), a.Limit
 	if limit == 0 {
 		limit = defaultFetchLimit
 	}
 	total := len(lines)
 	if total == 1 && lines[0] == "" {
-		return Result{Output: fmt.Sprintf("[%s%s has no text]", source, note)}
+		return tool.Result{Output: fmt.Sprintf("[%s%s has no text]", source, note)}
 	}
 	if offset > total {
-		return Errorf("offset %d is past the end of %s, which has %s", offset, source, plural(total, "line", "lines"))
+		return tool.Errorf("offset %d is past the end of %s, which has %s", offset, source, plural(total, "line", "lines"))
 	}
 	budget := e.ObservationLimit - 512
 	var b, text strings.Builder
@@ -188,16 +189,16 @@ func page(ctx context.Context, e *EvidenceEnv, source, note string, lines []stri
 		text.WriteString(line)
 		last = n
 	}
-	it, _, err := e.Q.Add(e.Agent, evidence.Item{Kind: record.EvidenceFetch, Source: source, Span: span(offset, last), CallID: CallID(ctx)}, text.String())
+	it, _, err := e.Q.Add(e.Agent, evidence.Item{Kind: record.EvidenceFetch, Source: source, Span: span(offset, last), CallID: tool.CallID(ctx)}, text.String())
 	if err != nil {
-		return Errorf("%v", err)
+		return tool.Errorf("%v", err)
 	}
 	fmt.Fprintf(&b, "[%s%s: lines %d-%d of %d", source, note, offset, last, total)
 	if last < total {
 		fmt.Fprintf(&b, "; to read more, call fetch with offset=%d", last+1)
 	}
 	b.WriteString("]\n" + evidence.Footer(it))
-	return Result{Output: b.String()}
+	return tool.Result{Output: b.String()}
 }
 
 type pageCache struct {

@@ -1,4 +1,4 @@
-package tool
+package builtin
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -30,17 +31,17 @@ type listFilesArgs struct {
 	Pattern string `json:"pattern,omitempty" desc:"Glob such as *.csv, src/*.go or **/test_*.py, matched against each entry's name and against its path relative to the directory."`
 }
 
-func listFilesTool(env Env) Tool {
-	return Define("list_files",
+func listFilesTool(env Env) tool.Tool {
+	return tool.Define("list_files",
 		"List the entries under a directory, recursively: directories end with \"/\", files show their size, links show their target. .git, node_modules, __pycache__ and .venv are not entered unless you list them by path. Stops at 1000 entries. Paths "+pathDesc,
 		env.ObservationLimit,
-		func(ctx context.Context, a listFilesArgs) Result { return listFiles(ctx, env, a) })
+		func(ctx context.Context, a listFilesArgs) tool.Result { return listFiles(ctx, env, a) })
 }
 
-func listFiles(ctx context.Context, env Env, a listFilesArgs) Result {
+func listFiles(ctx context.Context, env Env, a listFilesArgs) tool.Result {
 	if a.Pattern != "" {
 		if _, err := path.Match(a.Pattern, ""); err != nil {
-			return Errorf("bad glob pattern %q: use *, ?, [abc] and ** (any number of directories)", a.Pattern)
+			return tool.Errorf("bad glob pattern %q: use *, ?, [abc] and ** (any number of directories)", a.Pattern)
 		}
 	}
 	if t := strings.TrimSpace(a.Path); strings.HasPrefix(t, "/") && path.Clean(t) == "/" {
@@ -48,11 +49,11 @@ func listFiles(ctx context.Context, env Env, a listFilesArgs) Result {
 		if env.publishing() {
 			outputs = "deliverables (declare paths with claim_outputs before writing; /outputs/scratch/ is shared intermediate space)"
 		}
-		return Result{Output: "/inputs/     the task's input files (read-only)\n/workspace/  your working area (writable; relative paths start here)\n/outputs/    " + outputs}
+		return tool.Result{Output: "/inputs/     the task's input files (read-only)\n/workspace/  your working area (writable; relative paths start here)\n/outputs/    " + outputs}
 	}
 	p, err := env.FS.Resolve(a.Path)
 	if err != nil {
-		return Errorf("%v", err)
+		return tool.Errorf("%v", err)
 	}
 	root, err := env.FS.OpenRoot(p.Plane)
 	if err != nil {
@@ -65,7 +66,7 @@ func listFiles(ctx context.Context, env Env, a listFilesArgs) Result {
 	case err != nil:
 		return fileError(p, err)
 	case !fi.IsDir():
-		return Result{Output: fmt.Sprintf("%s is a file (%s); use read_file to read it", p.PlanePath, humanSize(fi.Size()))}
+		return tool.Result{Output: fmt.Sprintf("%s is a file (%s); use read_file to read it", p.PlanePath, humanSize(fi.Size()))}
 	}
 	var lines []string
 	more := false
@@ -121,7 +122,7 @@ func listFiles(ctx context.Context, env Env, a listFilesArgs) Result {
 	default:
 		fmt.Fprintf(&b, "[%s]", plural(len(lines), "entry", "entries"))
 	}
-	return Result{Output: b.String()}
+	return tool.Result{Output: b.String()}
 }
 
 func entryLine(readlink func(string) (string, error), name, rel string, d fs.DirEntry) string {
@@ -176,33 +177,33 @@ type grepArgs struct {
 	Path    string `json:"path,omitempty" desc:"File or directory to search (default: all of /inputs, /workspace and /outputs)."`
 }
 
-func grepTool(env Env) Tool {
-	return Define("grep",
+func grepTool(env Env) tool.Tool {
+	return tool.Define("grep",
 		"Search file contents for a regular expression (Go RE2 syntax) and print each matching line as path:line: text. Searches one file or a directory tree (by default /inputs, /workspace and /outputs); binary files, .git and node_modules are skipped. Stops at 500 matches.",
 		env.ObservationLimit,
-		func(ctx context.Context, a grepArgs) Result {
+		func(ctx context.Context, a grepArgs) tool.Result {
 			return grep(ctx, env, a)
 		})
 }
 
-func grep(ctx context.Context, env Env, a grepArgs) Result {
+func grep(ctx context.Context, env Env, a grepArgs) tool.Result {
 	re, err := regexp.Compile(a.Pattern)
 	if err != nil {
-		return Errorf("bad regular expression %q: %v (Go RE2 syntax; escape ( [ . * with a backslash to match them literally)", a.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		return tool.Errorf("bad regular expression %q: %v (Go RE2 syntax; escape ( [ . * with a backslash to match them literally)", a.Pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	var targets []workspace.Path
 	where := "/inputs, /workspace and /outputs"
 	if a.Path != "" {
 		p, err := env.FS.Resolve(a.Path)
 		if err != nil {
-			return Errorf("%v", err)
+			return tool.Errorf("%v", err)
 		}
 		targets, where = []workspace.Path{p}, p.PlanePath
 	} else {
 		for _, r := range workspace.Roots() {
 			p, err := env.FS.Resolve(r)
 			if err != nil {
-				return Errorf("%v", err)
+				return tool.Errorf("%v", err)
 			}
 			targets = append(targets, p)
 		}
@@ -245,7 +246,7 @@ func grep(ctx context.Context, env Env, a grepArgs) Result {
 	if note != "" {
 		b.WriteString("\n" + note)
 	}
-	return Result{Output: b.String()}
+	return tool.Result{Output: b.String()}
 }
 
 type grepper struct {
