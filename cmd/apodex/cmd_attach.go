@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
@@ -23,11 +24,11 @@ const attachHelp = "type a message and Enter to send it to the run; /pause, /res
 // cmdAttach follows a live run's progress and sends each line typed as a
 // message to it (or, with a leading slash, a control).
 func cmdAttach(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("attach", "[flags] RUN   (live progress, and a prompt: "+attachHelp+")", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("attach", "[flags] RUN   (live progress, and a prompt: "+attachHelp+")", stdout, stderr)
+	home := fs.HomeFlag()
 	verbose := fs.Bool("verbose", false, "more progress: commands' whole output (up to 200 lines), observations, board changes, leases, delivery rows")
 	history := fs.Int("history", 20, "also print the progress of the last N events before attaching")
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func cmdAttach(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return nil
 			}
 			if info, err := run.Load(dir); err == nil && info.Status != run.StatusCompleted {
-				return exitError(exitFailed)
+				return cmdline.ExitError(cmdline.ExitFailed)
 			}
 			return nil
 		}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -18,13 +19,13 @@ import (
 // world ids are the ones under the home of the moment, and commands,
 // subcommands, flags and flag values are the command table's own.
 func cmdCompletion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("completion", "bash|zsh|fish   (e.g. source <(apodex completion bash))", stdout, stderr)
-	pos, err := fs.parse(args)
+	fs := cmdline.NewFlagSet("completion", "bash|zsh|fish   (e.g. source <(apodex completion bash))", stdout, stderr)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("give the shell: bash, zsh or fish")
+		return cmdline.Usagef("give the shell: bash, zsh or fish")
 	}
 	switch pos[0] {
 	case "bash":
@@ -34,7 +35,7 @@ func cmdCompletion(_ context.Context, args []string, stdout, stderr io.Writer) e
 	case "fish":
 		fmt.Fprint(stdout, fishCompletion)
 	default:
-		return usagef("unknown shell %q: use bash, zsh or fish", pos[0])
+		return cmdline.Usagef("unknown shell %q: use bash, zsh or fish", pos[0])
 	}
 	return nil
 }
@@ -260,7 +261,7 @@ func globalForm(flag string) string {
 	case "home":
 		return argDir
 	case "log-level":
-		return namePlaceholders["log-level"]
+		return cmdline.NamePlaceholders["log-level"]
 	}
 	return ""
 }
@@ -270,7 +271,7 @@ func globalForm(flag string) string {
 func values(form, cur, home string) []string {
 	switch form {
 	case argRun, argEval, argWorld:
-		return prefixed(cur, ids(form, homeDir(home))...)
+		return prefixed(cur, ids(form, cmdline.HomeDir(home))...)
 	case argFile, "PATH":
 		return []string{":files"}
 	case argDir:

@@ -7,44 +7,46 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/run"
 )
 
 // cmdContinue starts a new segment of a finished run with a follow-up.
 func cmdContinue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("continue", `[flags] RUN "follow-up"`, stdout, stderr)
-	home := fs.homeFlag()
-	var mf modelFlags
-	mf.register(fs)
-	var out outputFlags
-	out.register(fs)
-	sbx := sandboxOverride(fs, "continue")
-	mcpConfig := fs.mcpConfigFlag()
+	fs := cmdline.NewFlagSet("continue", `[flags] RUN "follow-up"`, stdout, stderr)
+	home := fs.HomeFlag()
+	var mf runflags.Model
+	mf.Register(fs)
+	var out runflags.Output
+	out.Register(fs)
+	sbx := runflags.SandboxOverride(fs, "continue")
+	mcpConfig := runflags.MCPConfigFlag(fs)
 	budget := fs.String("budget", "", "change budgets for the new segment, one or more KEY=VALUE as with say --budget: turns=+10 tool_calls=+50 tokens=400000 deadline=+10m")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) < 2 {
-		return usagef(`give a run id and the follow-up: apodex continue RUN "now also write the tests"`)
+		return cmdline.Usagef(`give a run id and the follow-up: apodex continue RUN "now also write the tests"`)
 	}
-	dir, err := findRun(*home, pos[0])
+	dir, err := cmdline.FindRun(*home, pos[0])
 	if err != nil {
 		return err
 	}
 	followUp := strings.TrimSpace(strings.Join(pos[1:], " "))
-	if err := out.check(); err != nil {
+	if err := out.Check(); err != nil {
 		return err
 	}
-	if err := checkSandboxOverride(*sbx); err != nil {
+	if err := runflags.CheckSandboxOverride(*sbx); err != nil {
 		return err
 	}
 	var change map[string]string
 	if *budget != "" {
 		_, b, _, err := inbox.BudgetArgs(append(strings.Fields(*budget), filepath.Base(dir)))
 		if err != nil {
-			return usagef("--budget: %v", err)
+			return cmdline.Usagef("--budget: %v", err)
 		}
 		change = b
 	}

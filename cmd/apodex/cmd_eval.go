@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/eval/chart"
 	"github.com/apodex/apodex/internal/llm"
@@ -34,30 +36,30 @@ func evalRun(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	if sub != "" {
 		name, synopsis = "eval resume", "ID [--parallel P]"
 	}
-	fs := newFlagSet(name, synopsis, stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet(name, synopsis, stdout, stderr)
+	home := fs.HomeFlag()
 	parallel := fs.Int("parallel", runtime.NumCPU(), "rollouts at once")
 	sbx := fs.String("sandbox", sandbox.KindAuto, "auto (bwrap if usable, else native), bwrap, native, or none (no isolation: only with models you trust with this machine)")
-	fs.choices("sandbox", "auto", "bwrap", "native", "none")
+	fs.Choices("sandbox", "auto", "bwrap", "native", "none")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	natsFlag := fs.String("nats", "", "queue the rollouts on NATS JetStream for `apodex worker`s: a URL, or embedded (a server in this process on port 4222, or embedded:PORT); default $APODEX_NATS_URL, else the config key nats")
 	wait := fs.Bool("wait", false, "with --nats: wait for every result (always so with embedded)")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("give one %s", map[string]string{"": "suite file (see examples/suite/suite.yaml)", "resume": "eval id"}[sub])
+		return cmdline.Usagef("give one %s", map[string]string{"": "suite file (see examples/suite/suite.yaml)", "resume": "eval id"}[sub])
 	}
 	if *parallel < 1 {
-		return usagef("need --parallel ≥ 1")
+		return cmdline.Usagef("need --parallel ≥ 1")
 	}
 	if *sbx != "none" {
 		if _, err := sandbox.New(*sbx); err != nil {
-			return usagef("--sandbox %s: %v; pass --sandbox auto, or none to run without isolation", *sbx, err)
+			return cmdline.Usagef("--sandbox %s: %v; pass --sandbox auto, or none to run without isolation", *sbx, err)
 		}
 	}
-	opts := eval.Options{Home: homeDir(*home), Parallel: *parallel, Sandbox: *sbx, NewModel: evalModel}
+	opts := eval.Options{Home: cmdline.HomeDir(*home), Parallel: *parallel, Sandbox: *sbx, NewModel: evalModel}
 	if !*quiet {
 		opts.Progress = stderr
 	}
@@ -73,7 +75,7 @@ func evalRun(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	} else {
 		s, lerr := eval.LoadSuite(pos[0])
 		if lerr != nil {
-			return usagef("%v", lerr)
+			return cmdline.Usagef("%v", lerr)
 		}
 		id, err = eval.Start(ctx, s, opts)
 	}
@@ -95,24 +97,24 @@ func evalModel(c eval.Config, w *world.World) (llm.Model, record.ModelSettings, 
 	if c.Provider == "oracle" {
 		return eval.Oracle(w)
 	}
-	m := modelFlags{provider: c.Provider, model: c.Model, baseURL: c.BaseURL, script: c.Script}
-	return m.build()
+	m := runflags.Model{Provider: c.Provider, Name: c.Model, BaseURL: c.BaseURL, Script: c.Script}
+	return m.Build()
 }
 
 func evalShow(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("eval show", "ID [--json] [--plot FILE.png]", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("eval show", "ID [--json] [--plot FILE.png]", stdout, stderr)
+	home := fs.HomeFlag()
 	jsonOut := fs.Bool("json", false, "print JSON")
 	plot := fs.String("plot", "", "write a PNG of pass rate against tokens per configuration, with 95% intervals")
 	natsFlag := fs.String("nats", "", "also list the workers and rollouts in flight of an eval queued there (default $APODEX_NATS_URL, else the config key nats)")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("give one eval id")
+		return cmdline.Usagef("give one eval id")
 	}
-	h := homeDir(*home)
+	h := cmdline.HomeDir(*home)
 	plan, err := eval.ReadPlan(h, pos[0])
 	if err != nil {
 		return fmt.Errorf("%v", err)
@@ -135,7 +137,7 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *jsonOut {
-		writeJSON(stdout, rep)
+		cmdline.WriteJSON(stdout, rep)
 		return nil
 	}
 	eval.Render(stdout, rep)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/jetstream"
 )
@@ -28,7 +29,7 @@ func evalQueued(ctx context.Context, sub, arg, url string, wait bool, opts eval.
 	} else {
 		s, lerr := eval.LoadSuite(arg)
 		if lerr != nil {
-			return usagef("%v", lerr)
+			return cmdline.Usagef("%v", lerr)
 		}
 		plan, err = eval.Prepare(s, opts)
 	}
@@ -80,7 +81,7 @@ func workerURL(asked, actual string) string {
 func showQueued(ctx context.Context, url, id string, w io.Writer) error {
 	conn, err := jetstream.Connect(ctx, url, "apodex eval show", 0)
 	if err != nil {
-		return usagef("%v", err)
+		return cmdline.Usagef("%v", err)
 	}
 	defer conn.Close()
 	st, err := conn.Status(ctx, id)

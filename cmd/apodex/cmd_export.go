@@ -10,16 +10,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/trajectory/export"
 )
 
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("export", "--format chat|atif|native [flags] RUN|EVAL...", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("export", "--format chat|atif|native [flags] RUN|EVAL...", stdout, stderr)
+	home := fs.HomeFlag()
 	format := fs.String("format", "chat", "chat (JSONL, one line per context segment of each agent), atif (Harbor ATIF export.json per run) or native (the run directory as a .tar.gz)")
-	fs.choices("format", "chat", "atif", "native")
+	fs.Choices("format", "chat", "atif", "native")
 	out := fs.String("out", "", "where to write: a file for chat; a directory for atif (RUN/export.json) and native (RUN.tar.gz); default stdout")
 	flavor := fs.String("flavor", export.FlavorOpenAI, "chat: openai (OpenAI's fine-tuning file) or hf (Hugging Face chat templates, TRL: arguments as objects, tool messages named, reasoning_content)")
 	argForm := fs.String("arguments", "", "chat: tool-call arguments as an object or a JSON string (default: object for hf, string for openai)")
@@ -33,7 +34,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	minGrade := fs.String("min-grade", "", "keep a rollout only if its HDS6 grade reaches N (total, 0–48) or CAPABILITY=N (0–8); needs `apodex grade` first")
 	report := fs.String("report", "", "write every rollout kept or dropped, with the reasons, to this JSON file")
 	follow := fs.String("follow", "", "EVAL_ID: export each rollout of a running eval as it finishes; end when the eval does")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	switch o.Format {
 	case "chat", "atif", "native":
 	default:
-		return usagef("--format %q: use chat, atif or native", o.Format)
+		return cmdline.Usagef("--format %q: use chat, atif or native", o.Format)
 	}
 	if err := chatOptions(o, *flavor, *argForm, *mask, *meta == "inline"); err != nil {
 		return err
@@ -50,14 +51,14 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "1.7", "1.8":
 		o.ATIF = "ATIF-v" + *atifVersion
 	default:
-		return usagef("--atif-version %q: use 1.7 or 1.8", *atifVersion)
+		return cmdline.Usagef("--atif-version %q: use 1.7 or 1.8", *atifVersion)
 	}
 	if o.Layout != "" && (o.Layout != export.LayoutHarbor || o.Format != "atif" || o.Out == "") {
-		return usagef("--layout %q: only --layout harbor, with --format atif and --out DIR", o.Layout)
+		return cmdline.Usagef("--layout %q: only --layout harbor, with --format atif and --out DIR", o.Layout)
 	}
 	if *drop != "" {
 		if o.Filter.Drop, err = export.ParseDrop(*drop); err != nil {
-			return usagef("%v", err)
+			return cmdline.Usagef("%v", err)
 		}
 	}
 	o.Filter.RequireVerified = *reqVerified
@@ -67,19 +68,19 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			err = json.Unmarshal(raw, &o.Filter.Gold)
 		}
 		if err != nil {
-			return usagef("--gold %s: %v; give a JSON object mapping each world (or run id) to its answer", *gold, err)
+			return cmdline.Usagef("--gold %s: %v; give a JSON object mapping each world (or run id) to its answer", *gold, err)
 		}
 	}
 	if *minGrade != "" {
 		if err := export.ParseMinGrade(*minGrade, &o.Filter); err != nil {
-			return usagef("%v", err)
+			return cmdline.Usagef("%v", err)
 		}
 		if err := export.UseGrades(&o.Filter); err != nil {
-			return usagef("%v", err)
+			return cmdline.Usagef("%v", err)
 		}
 	}
 	if (len(pos) == 0) == (*follow == "") {
-		return usagef("give run or eval ids (see `apodex runs`), or --follow EVAL_ID")
+		return cmdline.Usagef("give run or eval ids (see `apodex runs`), or --follow EVAL_ID")
 	}
 	o.W = termtext.Raw(stdout) // training data, exactly
 	if o.Out != "" && o.Format == "chat" {
@@ -98,7 +99,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer f.Close()
 		o.Meta = f
 	}
-	h := homeDir(*home)
+	h := cmdline.HomeDir(*home)
 	if *follow != "" {
 		err = followEval(ctx, o, h, *follow)
 	} else {
@@ -131,7 +132,7 @@ func exportID(o *export.Exporter, home, id string) error {
 		}
 		return nil
 	}
-	dir, err := findRun(home, id)
+	dir, err := cmdline.FindRun(home, id)
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func exportRollout(o *export.Exporter, home string, r export.Rollout) error {
 		o.NoRun(r)
 		return nil
 	}
-	dir, err := findRun(home, r.RunID)
+	dir, err := cmdline.FindRun(home, r.RunID)
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func exportRollout(o *export.Exporter, home string, r export.Rollout) error {
 func followEval(ctx context.Context, o *export.Exporter, home, id string) error {
 	ed := filepath.Join(home, "evals", id)
 	if !isDir(ed) {
-		return usagef("no eval %s under %s (see `apodex eval list`)", id, filepath.Join(home, "evals"))
+		return cmdline.Usagef("no eval %s under %s (see `apodex eval list`)", id, filepath.Join(home, "evals"))
 	}
 	var off int64
 	seen := 0
@@ -204,12 +205,12 @@ func chatOptions(o *export.Exporter, flavor, args, mask string, inline bool) err
 	switch flavor {
 	case export.FlavorOpenAI, export.FlavorHF:
 	default:
-		return usagef("--flavor %q: use openai or hf", flavor)
+		return cmdline.Usagef("--flavor %q: use openai or hf", flavor)
 	}
 	switch args {
 	case "", export.ArgsObject, export.ArgsString:
 	default:
-		return usagef("--arguments %q: use object or string", args)
+		return cmdline.Usagef("--arguments %q: use object or string", args)
 	}
 	o.Chat = export.ChatOptions{Flavor: flavor, Arguments: args, InlineMetadata: inline, Mask: map[string]bool{}}
 	if mask == "" {
@@ -220,7 +221,7 @@ func chatOptions(o *export.Exporter, flavor, args, mask string, inline bool) err
 		case export.MaskFailed, export.MaskInvalidTool, export.MaskCopied:
 			o.Chat.Mask[m] = true
 		default:
-			return usagef("--mask %q: use failed, invalid-tool (comma-separated)", m)
+			return cmdline.Usagef("--mask %q: use failed, invalid-tool (comma-separated)", m)
 		}
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/doctor"
 	"github.com/apodex/apodex/internal/mcp"
@@ -23,7 +25,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stdout, "Usage: apodex mcp list [flags] [NAME...]   the configured MCP servers: each started to show its state, what it reported and its tools")
 		fmt.Fprintln(stdout, "       apodex mcp serve [flags]            serve Apodex's runs as MCP tools (stdio, or streamable HTTP with --http)")
 		if len(args) == 0 {
-			return exitError(exitUsage)
+			return cmdline.ExitError(cmdline.ExitUsage)
 		}
 		return nil
 	}
@@ -33,20 +35,20 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case "serve":
 		return cmdMCPServe(ctx, args[1:], stdout, stderr)
 	}
-	return usagef("apodex mcp %q: use list or serve", args[0])
+	return cmdline.Usagef("apodex mcp %q: use list or serve", args[0])
 }
 
 func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mcp list", "[flags] [NAME...]", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("mcp list", "[flags] [NAME...]", stdout, stderr)
+	home := fs.HomeFlag()
 	profile := fs.String("profile", "", "the config profile whose [profiles.NAME.mcp_servers] apply (default: $APODEX_PROFILE, else the file's)")
-	mcpConfig := fs.mcpConfigFlag()
-	jsonOut := fs.jsonFlag("each server as JSON")
-	names, err := fs.parse(args)
+	mcpConfig := runflags.MCPConfigFlag(fs)
+	jsonOut := fs.JSONFlag("each server as JSON")
+	names, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
-	all, err := mcpServers(*home, *profile, *mcpConfig)
+	all, err := runflags.MCPServers(*home, *profile, *mcpConfig)
 	if err != nil {
 		return err
 	}
@@ -56,7 +58,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var servers []config.MCPServer
 	if len(names) > 0 {
-		if servers, err = chooseMCP(all, names, "apodex mcp list"); err != nil {
+		if servers, err = runflags.ChooseMCP(all, names, "apodex mcp list"); err != nil {
 			return err
 		}
 	} else {
@@ -66,7 +68,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	st := probeMCP(ctx, servers)
 	if *jsonOut {
-		writeJSON(stdout, st)
+		cmdline.WriteJSON(stdout, st)
 		return nil
 	}
 	for i, s := range st {

@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
@@ -39,40 +41,40 @@ import (
 // a run goes on when the client disconnects (a stdio server keeps running
 // until its runs end), and a signal halts them resumable (apodex resume).
 func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mcp serve", "[run flags] [--http 127.0.0.1:PORT [--token T]]   (stdio unless --http)", stdout, stderr)
-	var f runFlags
-	f.register(fs) // the settings of every run it starts: model, budgets, sandbox, --mcp-config, …
+	fs := cmdline.NewFlagSet("mcp serve", "[run flags] [--http 127.0.0.1:PORT [--token T]]   (stdio unless --http)", stdout, stderr)
+	var f runflags.Flags
+	f.Register(fs) // the settings of every run it starts: model, budgets, sandbox, --mcp-config, …
 	addr := fs.String("http", "", "serve streamable HTTP on this loopback address (e.g. 127.0.0.1:7778; port 0 picks one) instead of stdio")
 	token := fs.String("token", "", "with --http: the bearer token clients send (default: one is generated and printed)")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("unexpected argument %q: apodex mcp serve takes flags only", pos[0])
+		return cmdline.Usagef("unexpected argument %q: apodex mcp serve takes flags only", pos[0])
 	}
-	given := fs.given()
-	resolved, err := applyConfig(fs, f.home, f.model.profile)
+	given := fs.Given()
+	resolved, err := runflags.ApplyConfig(fs, f.Home, f.Model.Profile)
 	if err != nil {
 		return err
 	}
-	if err := f.check(); err != nil {
-		return usagef("%v", err)
+	if err := f.Check(); err != nil {
+		return cmdline.Usagef("%v", err)
 	}
-	if _, _, err := f.model.build(); err != nil { // no provider: refused now, not at the first run
+	if _, _, err := f.Model.Build(); err != nil { // no provider: refused now, not at the first run
 		return err
 	}
-	sv := &mcpServer{base: f, given: given, profile: resolved.Profile, home: homeDir(f.home), halt: make(chan struct{})}
+	sv := &mcpServer{base: f, given: given, profile: resolved.Profile, home: cmdline.HomeDir(f.Home), halt: make(chan struct{})}
 	defer sv.wait(ctx)
 	if *addr == "" {
 		if *token != "" {
-			return usagef("--token goes with --http")
+			return cmdline.Usagef("--token goes with --http")
 		}
 		return mcp.ServeStdio(ctx, "apodex", version.Runtime, sv.tools(), os.Stdin, nopWriteCloser{termtext.Raw(stdout)})
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
-		return usagef("--http %q: give a loopback address like 127.0.0.1:7778 (Apodex's runs are not served beyond this machine)", *addr)
+		return cmdline.Usagef("--http %q: give a loopback address like 127.0.0.1:7778 (Apodex's runs are not served beyond this machine)", *addr)
 	}
 	if *token == "" {
 		*token = newToken()
@@ -107,7 +109,7 @@ func (nopWriteCloser) Close() error { return nil }
 
 // mcpServer starts and reads runs for MCP clients.
 type mcpServer struct {
-	base    runFlags
+	base    runflags.Flags
 	given   map[string]bool
 	profile string
 	home    string
@@ -174,19 +176,19 @@ func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
 	given := maps.Clone(sv.given)
 	set := func(flag string) { given[flag] = true }
 	if a.Mode != "" {
-		f.set.Mode = a.Mode
+		f.Settings.Mode = a.Mode
 		set("mode")
 	}
 	if a.MaxTurns > 0 {
-		f.set.Budget.MaxTurns = a.MaxTurns
+		f.Settings.Budget.MaxTurns = a.MaxTurns
 		set("max-turns")
 	}
 	if a.MaxToolCalls > 0 {
-		f.set.Budget.MaxToolCalls = a.MaxToolCalls
+		f.Settings.Budget.MaxToolCalls = a.MaxToolCalls
 		set("max-tool-calls")
 	}
 	if a.MaxTokens > 0 {
-		f.set.Budget.MaxTokens = a.MaxTokens
+		f.Settings.Budget.MaxTokens = a.MaxTokens
 		set("max-tokens")
 	}
 	if a.Timeout != "" {
@@ -194,7 +196,7 @@ func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
 		if err != nil || d < 0 {
 			return tool.Errorf("timeout %q: use a duration like 15m or 90s", a.Timeout)
 		}
-		f.set.Timeout = record.Duration(d)
+		f.Settings.Timeout = record.Duration(d)
 		set("timeout")
 	}
 	var c *contract.Contract
@@ -207,31 +209,31 @@ func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
 		if a.Objective != "" {
 			return tool.Errorf("the task %s has its own objective: give task or objective, not both", a.Task)
 		}
-		f.applyContract(given, c)
+		f.ApplyContract(given, c)
 	case strings.TrimSpace(a.Objective) == "":
 		return tool.Errorf("give objective (what the agent should do) or task (a task.yaml path)")
 	}
 	if a.Inputs != "" {
-		f.inputs = a.Inputs
+		f.Inputs = a.Inputs
 	}
-	if err := f.check(); err != nil {
+	if err := f.Check(); err != nil {
 		return tool.Errorf("%v", err)
 	}
 	var named []string
 	if c != nil {
 		named = c.MCP
 	}
-	servers, err := runMCP(f, sv.profile, named)
+	servers, err := runflags.RunMCP(f, sv.profile, named)
 	if err != nil {
 		return tool.Errorf("%v", err)
 	}
-	model, info, err := f.model.build()
+	model, info, err := f.Model.Build()
 	if err != nil {
 		return tool.Errorf("%v", err)
 	}
 	id := run.NewID(time.Now())
 	dir := filepath.Join(sv.home, "runs", id)
-	cfg := run.Config{Settings: f.set, Home: sv.home, Objective: strings.TrimSpace(a.Objective), Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
+	cfg := run.Config{Settings: f.Settings, Home: sv.home, Objective: strings.TrimSpace(a.Objective), Contract: c, InputsDir: f.Inputs, CorpusDir: f.Corpus,
 		Model: model, ModelInfo: info, NewID: func() string { return id }, MCP: servers, Halt: sv.halt}
 	failed := make(chan error, 1)
 	sv.runs.Add(1)
@@ -263,7 +265,7 @@ func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
 }
 
 func (sv *mcpServer) dir(id string) (string, tool.Result, bool) {
-	dir, err := findRun(sv.home, id)
+	dir, err := cmdline.FindRun(sv.home, id)
 	if err != nil {
 		return "", tool.Errorf("%v", err), false
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/replay"
 )
 
@@ -16,25 +18,25 @@ import (
 // environment or policy (or the run could not be found or replayed); 2:
 // usage.
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("replay", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("the replay report as JSON")
+	fs := cmdline.NewFlagSet("replay", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("the replay report as JSON")
 	keep := fs.Bool("keep", false, "keep the replay's run directory and print where it is")
 	progress := fs.Bool("progress", false, "print the replay's steps on stderr")
-	sbx := sandboxOverride(fs, "replay")
+	sbx := runflags.SandboxOverride(fs, "replay")
 	var wait time.Duration
-	durationFlag(fs, &wait, "order-wait", 10*time.Second, "how long a turn waits for the recorded order of the agents' effects")
-	pos, err := fs.parse(args)
+	cmdline.DurationFlag(fs, &wait, "order-wait", 10*time.Second, "how long a turn waits for the recorded order of the agents' effects")
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
-	if err := checkSandboxOverride(*sbx); err != nil {
+	if err := runflags.CheckSandboxOverride(*sbx); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("give one run id (see `apodex runs`; `latest` is the newest)")
+		return cmdline.Usagef("give one run id (see `apodex runs`; `latest` is the newest)")
 	}
-	dir, err := findRun(*home, pos[0])
+	dir, err := cmdline.FindRun(*home, pos[0])
 	if err != nil {
 		return err
 	}
@@ -47,12 +49,12 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *jsonOut {
-		writeJSON(stdout, rep)
+		cmdline.WriteJSON(stdout, rep)
 	} else {
 		printReplay(stdout, stderr, rep)
 	}
 	if !rep.Identical {
-		return exitError(exitFailed)
+		return cmdline.ExitError(cmdline.ExitFailed)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
@@ -17,16 +19,16 @@ import (
 // message); a run whose process stopped without finishing (kill -9, crash,
 // power loss) is continued from its record in this process.
 func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("resume", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	var mf modelFlags
-	mf.register(fs)
-	var out outputFlags
-	out.register(fs)
-	sbx := sandboxOverride(fs, "resume")
-	mcpConfig := fs.mcpConfigFlag()
+	fs := cmdline.NewFlagSet("resume", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	var mf runflags.Model
+	mf.Register(fs)
+	var out runflags.Output
+	out.Register(fs)
+	sbx := runflags.SandboxOverride(fs, "resume")
+	mcpConfig := runflags.MCPConfigFlag(fs)
 	budget := fs.String("budget", "", "change budgets before going on, one or more KEY=VALUE as with say --budget: turns=+10 tool_calls=+50 tokens=400000 deadline=+10m")
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -34,14 +36,14 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *budget != "" {
 		_, b, _, err := inbox.BudgetArgs(append(strings.Fields(*budget), filepath.Base(dir)))
 		if err != nil {
-			return usagef("--budget: %v", err)
+			return cmdline.Usagef("--budget: %v", err)
 		}
 		change = b
 	}
-	if err := out.check(); err != nil {
+	if err := out.Check(); err != nil {
 		return err
 	}
-	if err := checkSandboxOverride(*sbx); err != nil {
+	if err := runflags.CheckSandboxOverride(*sbx); err != nil {
 		return err
 	}
 	switch run.Liveness(dir) {
@@ -66,7 +68,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // goOn resumes the run in dir in this process — or, with a follow-up,
 // continues it (run.Continue) — after queueing a budget change.
-func goOn(ctx context.Context, dir, home, mcpConfig string, mf *modelFlags, out *outputFlags, sbx string, change map[string]string, followUp string, stdout, stderr io.Writer) error {
+func goOn(ctx context.Context, dir, home, mcpConfig string, mf *runflags.Model, out *runflags.Output, sbx string, change map[string]string, followUp string, stdout, stderr io.Writer) error {
 	if change != nil { // queued: the run applies it before its next model call
 		if err := inbox.Control(dir, inbox.ControlBudget, change); err != nil {
 			return err
@@ -76,14 +78,14 @@ func goOn(ctx context.Context, dir, home, mcpConfig string, mf *modelFlags, out 
 	if err != nil {
 		return err
 	}
-	model, info, err := mf.fromRecord(dir, segmentModel(dir, rec.Started.Model))
+	model, info, err := mf.FromRecord(dir, segmentModel(dir, rec.Started.Model))
 	if err != nil {
 		return err
 	}
-	logger, closeLog := out.logger(dir)
+	logger, closeLog := out.Logger(dir)
 	defer closeLog()
 	if logger != nil {
-		model = loggedModel(model, logger)
+		model = runflags.LoggedModel(model, logger)
 	}
 	var after int64
 	if last, err := record.Last(dir); err == nil {
@@ -91,7 +93,7 @@ func goOn(ctx context.Context, dir, home, mcpConfig string, mf *modelFlags, out 
 	}
 	var servers []config.MCPServer
 	if rec.Settings.MCP != nil { // the run's servers start again, from the configuration here
-		all, err := mcpServers(home, mf.profile, mcpConfig)
+		all, err := runflags.MCPServers(home, mf.Profile, mcpConfig)
 		if err != nil {
 			return err
 		}
@@ -99,9 +101,9 @@ func goOn(ctx context.Context, dir, home, mcpConfig string, mf *modelFlags, out 
 			servers = append(servers, s)
 		}
 	}
-	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers, Halt: haltOf(ctx), HaltNote: "Ctrl-C or SIGTERM"}, Sandbox: sbx}
-	ctx, stop := out.startProgress(ctx, dir, after, stderr)
-	stopTelemetry := startTelemetry(ctx, dir, after, stderr)
+	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers, Halt: cmdline.HaltOf(ctx), HaltNote: "Ctrl-C or SIGTERM"}, Sandbox: sbx}
+	ctx, stop := out.StartProgress(ctx, dir, after, stderr)
+	stopTelemetry := runflags.StartTelemetry(ctx, dir, after, stderr)
 	var s run.Summary
 	if followUp != "" {
 		s, err = run.Continue(ctx, dir, followUp, rc)
@@ -110,7 +112,7 @@ func goOn(ctx context.Context, dir, home, mcpConfig string, mf *modelFlags, out 
 	}
 	stop(s.RunID != "")
 	stopTelemetry(s.RunID != "")
-	return out.finish(s, err, stdout, stderr)
+	return out.Finish(s, err, stdout, stderr)
 }
 
 // segmentModel is the model the run's latest segment called: the last

@@ -7,22 +7,23 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 )
 
 func cmdReview(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("review", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("review", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
 	approve := fs.Bool("approve", false, "approve the run: it completes")
 	reject := fs.Bool("reject", false, "reject the run: it fails")
 	note := fs.String("note", "", "why (recorded with the decision)")
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
 	if *approve == *reject {
-		return usagef("give exactly one of --approve or --reject (with --note TEXT)")
+		return cmdline.Usagef("give exactly one of --approve or --reject (with --note TEXT)")
 	}
 	info, err := run.Load(dir)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
@@ -17,7 +18,7 @@ import (
 // liveRun finds a run that can still take messages: it exists and has not
 // finished. A stopped (crashed) run keeps messages for its resume.
 func liveRun(home, id string, stderr io.Writer) (dir string, live bool, err error) {
-	dir, err = findRun(home, id)
+	dir, err = cmdline.FindRun(home, id)
 	if err != nil {
 		return "", false, err
 	}
@@ -33,12 +34,12 @@ func liveRun(home, id string, stderr io.Writer) (dir string, live bool, err erro
 }
 
 func cmdSay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("say", `[flags] RUN "message"   |   --update ID RUN "new text"   |   --withdraw ID RUN   |   --budget KEY=VALUE [KEY=VALUE…] RUN`, stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("say", `[flags] RUN "message"   |   --update ID RUN "new text"   |   --withdraw ID RUN   |   --budget KEY=VALUE [KEY=VALUE…] RUN`, stdout, stderr)
+	home := fs.HomeFlag()
 	update := fs.String("update", "", "replace the text of message ID, if it was not delivered yet")
 	withdraw := fs.String("withdraw", "", "withdraw message ID, if it was not delivered yet")
 	budget := fs.String("budget", "", "change budgets or deadlines, one or more KEY=VALUE: turns=60 tool_calls=+50 tokens=400000 deadline=+10m timeout=30m (+/- relative);\ne.g. apodex say --budget turns=+10 deadline=+5m RUN")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
@@ -49,20 +50,20 @@ func cmdSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if modes > 1 {
-		return usagef("use one of --update, --withdraw and --budget at a time")
+		return cmdline.Usagef("use one of --update, --withdraw and --budget at a time")
 	}
 	if *budget != "" {
 		return sayBudget(ctx, *home, append([]string{*budget}, pos...), stdout, stderr)
 	}
 	if len(pos) == 0 {
-		return usagef("give the run id (see `apodex runs`)")
+		return cmdline.Usagef("give the run id (see `apodex runs`)")
 	}
 	text := strings.TrimSpace(strings.Join(pos[1:], " "))
 	switch {
 	case *withdraw != "" && text != "":
-		return usagef("--withdraw takes no text")
+		return cmdline.Usagef("--withdraw takes no text")
 	case *withdraw == "" && text == "":
-		return usagef(`no message: apodex say RUN "text"`)
+		return cmdline.Usagef(`no message: apodex say RUN "text"`)
 	}
 	dir, _, err := liveRun(*home, pos[0], stderr)
 	if err != nil {
@@ -97,7 +98,7 @@ const budgetWait = 10 * time.Second
 func sayBudget(ctx context.Context, home string, words []string, stdout, stderr io.Writer) error {
 	id, b, pairs, err := inbox.BudgetArgs(words)
 	if err != nil {
-		return usagef("%v", err)
+		return cmdline.Usagef("%v", err)
 	}
 	dir, live, err := liveRun(home, id, stderr)
 	if err != nil {
@@ -141,14 +142,14 @@ func sender() string {
 // whatever the model does.
 func cmdControl(kind string) func(context.Context, []string, io.Writer, io.Writer) error {
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
-		fs := newFlagSet(kind, "[flags] RUN", stdout, stderr)
-		home := fs.homeFlag()
-		pos, err := fs.parse(args)
+		fs := cmdline.NewFlagSet(kind, "[flags] RUN", stdout, stderr)
+		home := fs.HomeFlag()
+		pos, err := fs.Parse(args)
 		if err != nil {
 			return err
 		}
 		if len(pos) != 1 {
-			return usagef("give one run id (see `apodex runs`)")
+			return cmdline.Usagef("give one run id (see `apodex runs`)")
 		}
 		dir, _, err := liveRun(*home, pos[0], stderr)
 		if err != nil {
@@ -163,10 +164,10 @@ func cmdControl(kind string) func(context.Context, []string, io.Writer, io.Write
 }
 
 func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("messages", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("a JSON array")
-	dir, err := fs.oneRun(args, home)
+	fs := cmdline.NewFlagSet("messages", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("a JSON array")
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -178,7 +179,7 @@ func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) err
 		if msgs == nil {
 			msgs = []inbox.Message{}
 		}
-		writeJSON(stdout, msgs)
+		cmdline.WriteJSON(stdout, msgs)
 		return nil
 	}
 	if len(msgs) == 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/world"
 	"github.com/apodex/apodex/internal/world/gen"
@@ -21,28 +22,28 @@ func cmdWorlds(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 			return nil
 		}
-		return usagef("unknown subcommand %q", args[0])
+		return cmdline.Usagef("unknown subcommand %q", args[0])
 	}
 	return subs[args[0]](ctx, args[1:], stdout, stderr)
 }
 
 func worldsBuild(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("worlds build", "DIR...", stdout, stderr)
-	home := fs.homeFlag()
-	pos, err := fs.parse(args)
+	fs := cmdline.NewFlagSet("worlds build", "DIR...", stdout, stderr)
+	home := fs.HomeFlag()
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("give one or more world directories (each with a world.yaml; make some with `apodex worlds gen`)")
+		return cmdline.Usagef("give one or more world directories (each with a world.yaml; make some with `apodex worlds gen`)")
 	}
-	st := world.NewStore(homeDir(*home))
+	st := world.NewStore(cmdline.HomeDir(*home))
 	var failed error
 	for _, dir := range pos {
 		w, fresh, err := st.Build(dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "apodex worlds build: %s: %v\n", dir, err)
-			failed = exitError(exitFailed)
+			failed = cmdline.ExitError(cmdline.ExitFailed)
 			continue
 		}
 		note := "stored"
@@ -55,13 +56,13 @@ func worldsBuild(_ context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func worldsList(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("worlds list", "[--json]", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("worlds list", "[--json]", stdout, stderr)
+	home := fs.HomeFlag()
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if _, err := fs.parse(args); err != nil {
+	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
-	ws, err := world.NewStore(homeDir(*home)).List()
+	ws, err := world.NewStore(cmdline.HomeDir(*home)).List()
 	if err != nil {
 		return fmt.Errorf("%v", err)
 	}
@@ -69,7 +70,7 @@ func worldsList(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		if ws == nil {
 			ws = []*world.World{}
 		}
-		writeJSON(stdout, ws)
+		cmdline.WriteJSON(stdout, ws)
 		return nil
 	}
 	if len(ws) == 0 {
@@ -82,17 +83,17 @@ func worldsList(_ context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func oneWorld(name string, args []string, stdout, stderr io.Writer) (*world.World, bool, error) {
-	fs := newFlagSet("worlds "+name, "ID [--json]", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("worlds "+name, "ID [--json]", stdout, stderr)
+	home := fs.HomeFlag()
 	jsonOut := fs.Bool("json", false, "print JSON")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return nil, false, err
 	}
 	if len(pos) != 1 {
-		return nil, false, usagef("give one world id (see `apodex worlds list`)")
+		return nil, false, cmdline.Usagef("give one world id (see `apodex worlds list`)")
 	}
-	w, err := world.NewStore(homeDir(*home)).Get(pos[0])
+	w, err := world.NewStore(cmdline.HomeDir(*home)).Get(pos[0])
 	if err != nil {
 		return nil, false, err
 	}
@@ -105,7 +106,7 @@ func worldsShow(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if jsonOut {
-		writeJSON(stdout, w)
+		cmdline.WriteJSON(stdout, w)
 		return nil
 	}
 	world.Render(stdout, w)
@@ -124,42 +125,42 @@ func worldsCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	rep := world.Check(ctx, w, runner)
 	if jsonOut {
-		writeJSON(stdout, rep)
+		cmdline.WriteJSON(stdout, rep)
 	} else {
 		world.RenderCheck(stdout, w, rep)
 	}
 	if !rep.OK {
-		return exitError(exitFailed)
+		return cmdline.ExitError(cmdline.ExitFailed)
 	}
 	return nil
 }
 
 func worldsGen(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("worlds gen", "file|search|code --seed N [--count K] [--level 1-5] --out DIR [--build]", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("worlds gen", "file|search|code --seed N [--count K] [--level 1-5] --out DIR [--build]", stdout, stderr)
+	home := fs.HomeFlag()
 	seed := fs.Int64("seed", 1, "first seed")
 	count := fs.Int("count", 1, "worlds to generate, seeds N, N+1, …")
 	level := fs.Int("level", 1, "difficulty level, 1 (easy) to 5 (hard)")
 	out := fs.String("out", "", "directory to write the worlds into, one sub-directory each (<family>-l<level>-s<seed>)")
 	doBuild := fs.Bool("build", false, "also store each world (as `apodex worlds build`)")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	switch {
 	case len(pos) != 1:
-		return usagef("name one family: file, search or code")
+		return cmdline.Usagef("name one family: file, search or code")
 	case *out == "":
-		return usagef("pass --out DIR, where the world directories go")
+		return cmdline.Usagef("pass --out DIR, where the world directories go")
 	case *count < 1 || *level < 1 || *level > 5:
-		return usagef("need --count ≥ 1 and --level 1 to 5")
+		return cmdline.Usagef("need --count ≥ 1 and --level 1 to 5")
 	}
-	st := world.NewStore(homeDir(*home))
+	st := world.NewStore(cmdline.HomeDir(*home))
 	for i := 0; i < *count; i++ {
 		s := gen.Spec{Family: pos[0], Seed: *seed + int64(i), Level: *level}
 		dir := filepath.Join(*out, s.Name())
 		if _, err := gen.Generate(s, dir); err != nil {
-			return usagef("%v", err)
+			return cmdline.Usagef("%v", err)
 		}
 		if !*doBuild {
 			fmt.Fprintln(stdout, dir)

@@ -4,36 +4,34 @@
 // Exit codes: 0 the run completed; 1 it ended without completing (or a
 // lookup failed); 2 usage or configuration error (a bad flag, an unknown
 // run id, a provider without its key). Every error is one line on stderr
-// that says what to do; codeOf is the only place errors become codes.
+// that says what to do; cmdline.CodeOf is the only place errors become codes.
 //
 // Each command is one file (cmd_NAME.go) and one line in commands(); flags
 // shared by commands are groups (home, model, output) registered in one call.
 //
 // Run hands every command stdout and stderr wrapped in termtext.Writer, so
 // text from a model, a command or a file never reaches a terminal raw. The
-// few outputs that must stay exact (JSON: writeJSON, log --json, board
+// few outputs that must stay exact (JSON: cmdline.WriteJSON, log --json, board
 // --json, export) or that colour their own cleaned parts (log, progress,
 // doctor) write to termtext.Raw of them.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
 
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/version"
 )
 
 func main() {
-	ctx, stop := signalContext(context.Background(), os.Stderr)
+	ctx, stop := cmdline.SignalContext(context.Background(), os.Stderr)
 	code := Run(WithStdin(ctx, os.Stdin), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	atExit()
@@ -60,14 +58,7 @@ func stdin(ctx context.Context) io.Reader {
 	return strings.NewReader("")
 }
 
-// Exit codes.
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitUsage  = 2
-)
-
-// command is one subcommand. run returns nil for success; see codeOf for
+// command is one subcommand. run returns nil for success; see cmdline.CodeOf for
 // what the other errors mean.
 type command struct {
 	name    string
@@ -118,8 +109,8 @@ func commands() []command {
 // legacy adapts a command that returns its exit code itself.
 func legacy(f func(context.Context, []string, io.Writer, io.Writer) int) func(context.Context, []string, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if code := f(ctx, args, stdout, stderr); code != exitOK {
-			return exitError(code)
+		if code := f(ctx, args, stdout, stderr); code != cmdline.ExitOK {
+			return cmdline.ExitError(code)
 		}
 		return nil
 	}
@@ -130,39 +121,39 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	globals, args, err := leadingGlobals(args)
 	if err != nil {
 		fmt.Fprintf(termtext.NewWriter(stderr), "apodex: %v\n", err)
-		return exitUsage
+		return cmdline.ExitUsage
 	}
 	if len(args) == 0 {
 		usage(stdout)
-		return exitUsage
+		return cmdline.ExitUsage
 	}
 	name := args[0]
 	switch name {
 	case "-h", "--help":
 		usage(stdout)
-		return exitOK
+		return cmdline.ExitOK
 	case "--version":
 		name = "version"
 	}
 	stdout, stderr = termtext.NewWriter(stdout), termtext.NewWriter(stderr)
 	if name == "__complete" { // the completion scripts' helper; not a command people type
 		cmdComplete(args[1:], stdout)
-		return exitOK
+		return cmdline.ExitOK
 	}
 	c, ok := lookup(name)
 	switch {
 	case !ok && strings.HasPrefix(name, "-"):
 		fmt.Fprintf(stderr, "apodex: %s before the command: only --home, --profile and --log-level may come before it; put the others after the command\n", name)
-		return exitUsage
+		return cmdline.ExitUsage
 	case !ok:
 		fmt.Fprintf(stderr, "apodex: unknown command %q; run `apodex --help` for the list\n", name)
-		return exitUsage
+		return cmdline.ExitUsage
 	}
 	rest := args[1:]
 	if len(globals) > 0 {
 		if err := takesGlobals(c, rest, globals); err != nil {
 			fmt.Fprintf(stderr, "apodex %s: %v\n", c.name, err)
-			return exitUsage
+			return cmdline.ExitUsage
 		}
 		// After the subcommand and the arguments (flags may follow them),
 		// before a "--" that ends the flags.
@@ -173,8 +164,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rest = slices.Concat(rest[:at], globals, rest[at:])
 	}
 	err = c.run(ctx, rest, stdout, stderr)
-	code := codeOf(err)
-	if msg := errorLine(err); msg != "" {
+	code := cmdline.CodeOf(err)
+	if msg := cmdline.ErrorLine(err); msg != "" {
 		fmt.Fprintf(stderr, "apodex %s: %s\n", c.name, msg)
 	}
 	return code
@@ -193,12 +184,12 @@ func leadingGlobals(args []string) (globals, rest []string, err error) {
 			if len(globals) == 0 && slices.Contains([]string{"-h", "--help", "--version"}, args[0]) { // Run's own
 				return nil, args, nil
 			}
-			return nil, nil, usagef("%s before the command: only --home, --profile and --log-level may come before it; put the others after the command", args[0])
+			return nil, nil, cmdline.Usagef("%s before the command: only --home, --profile and --log-level may come before it; put the others after the command", args[0])
 		}
 		args = args[1:]
 		if !hasValue {
 			if len(args) == 0 {
-				return nil, nil, usagef("--%s needs a value", name)
+				return nil, nil, cmdline.Usagef("--%s needs a value", name)
 			}
 			value, args = args[0], args[1:]
 		}
@@ -226,7 +217,7 @@ func takesGlobals(c command, args, globals []string) error {
 				which = append(which, o.name)
 			}
 		}
-		return usagef("%s does not apply to `apodex %s` (it does to: %s)", name, strings.TrimSpace(c.name+" "+sub), strings.Join(which, ", "))
+		return cmdline.Usagef("%s does not apply to `apodex %s` (it does to: %s)", name, strings.TrimSpace(c.name+" "+sub), strings.Join(which, ", "))
 	}
 	return nil
 }
@@ -238,48 +229,6 @@ func lookup(name string) (command, bool) {
 		}
 	}
 	return command{}, false
-}
-
-// Errors that carry an exit code.
-type (
-	// usageError: the command line is wrong (exit 2).
-	usageError struct{ msg string }
-	// exitError: the outcome was already printed; only the code is left.
-	exitError int
-)
-
-func (e *usageError) Error() string { return e.msg }
-func (e exitError) Error() string   { return fmt.Sprintf("exit %d", int(e)) }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
-
-// codeOf is the one place errors become exit codes.
-func codeOf(err error) int {
-	var (
-		ue   *usageError
-		ce   *run.ConfigError
-		code exitError
-	)
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case errors.As(err, &code):
-		return int(code)
-	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, run.ErrNotFound):
-		return exitUsage
-	default:
-		return exitFailed
-	}
-}
-
-// errorLine is what the user sees of err: one line, or nothing when the
-// command printed the outcome itself.
-func errorLine(err error) string {
-	var code exitError
-	if err == nil || errors.Is(err, flag.ErrHelp) || errors.As(err, &code) {
-		return ""
-	}
-	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "\n  ")
 }
 
 func usage(w io.Writer) {
@@ -305,7 +254,7 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	c, ok := lookup(name)
 	if !ok {
-		return usagef("unknown command %q; run `apodex --help` for the list", args[0])
+		return cmdline.Usagef("unknown command %q; run `apodex --help` for the list", args[0])
 	}
 	if c.name == "help" {
 		fmt.Fprintln(stdout, "Usage: apodex help COMMAND\n\nPrints the command's flags, exactly as `apodex COMMAND --help` does.")
@@ -315,8 +264,8 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", "", stdout, stderr)
-	if _, err := fs.parse(args); err != nil {
+	fs := cmdline.NewFlagSet("version", "", stdout, stderr)
+	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "apodex", version.Runtime)

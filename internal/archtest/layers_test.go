@@ -59,9 +59,12 @@ var layers = []layer{
 	{"drivers", "what executes runs through package run alone: replay, evaluation suites",
 		[]string{"internal/replay", "internal/eval", "internal/eval/chart", "internal/jetstream"},
 		[]string{"base", "core", "model", "adapters", "services", "run", "drivers"}},
+	{"cli", "the command line's parts: the frame every command stands in (flags, usage errors, exit codes), the run flags bound into run.Settings",
+		[]string{"internal/cmdline", "internal/cmdline/runflags"},
+		[]string{"base", "core", "model", "adapters", "services", "engine", "run", "readers", "drivers", "cli"}},
 	{"cmd", "the binary, and the packages that test the whole module",
 		[]string{"cmd/apodex", "internal/crashtest", "internal/archtest"},
-		[]string{"base", "core", "model", "adapters", "services", "engine", "run", "readers", "drivers"}},
+		[]string{"base", "core", "model", "adapters", "services", "engine", "run", "readers", "drivers", "cli"}},
 }
 
 // outside names, per outside module, the only packages that may import it

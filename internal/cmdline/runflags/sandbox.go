@@ -1,18 +1,19 @@
-package main
+package runflags
 
 import (
 	"fmt"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/record"
 )
 
 // registerLimits registers the per-command sandbox limits, bound into l.
-func registerLimits(fs *flagSet, l *record.LimitSettings, d record.LimitSettings) {
-	sizeFlag(fs, &l.MemLimit, "mem-limit", d.MemLimit, "memory of one sandboxed command, e.g. 256MiB")
+func registerLimits(fs *cmdline.FlagSet, l *record.LimitSettings, d record.LimitSettings) {
+	cmdline.SizeFlag(fs, &l.MemLimit, "mem-limit", d.MemLimit, "memory of one sandboxed command, e.g. 256MiB")
 	fs.Int64Var(&l.PidsLimit, "pids-limit", d.PidsLimit, "processes and threads of one sandboxed command")
-	sizeFlag(fs, &l.TmpSize, "tmp-size", d.TmpSize, "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
-	sizeFlag(fs, &l.WorkspaceQuota, "workspace-quota", d.WorkspaceQuota, "allocated bytes /workspace may hold, e.g. 2GiB")
+	cmdline.SizeFlag(fs, &l.TmpSize, "tmp-size", d.TmpSize, "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
+	cmdline.SizeFlag(fs, &l.WorkspaceQuota, "workspace-quota", d.WorkspaceQuota, "allocated bytes /workspace may hold, e.g. 2GiB")
 	fs.Int64Var(&l.WorkspaceFiles, "workspace-files", d.WorkspaceFiles, "files and directories /workspace may hold")
 }
 
@@ -38,7 +39,7 @@ type networkFlag struct{ on, host *bool }
 
 func (n *networkFlag) IsBoolFlag() bool { return true }
 
-func (n *networkFlag) placeholder() string { return "[host]" }
+func (n *networkFlag) Placeholder() string { return "[host]" }
 
 func (n *networkFlag) String() string {
 	switch {
@@ -64,9 +65,9 @@ func (n *networkFlag) Set(v string) error {
 	return nil
 }
 
-// joinNetwork turns "--network host" into "--network=host": --network
+// JoinNetwork turns "--network host" into "--network=host": --network
 // alone is a boolean flag.
-func joinNetwork(args []string) []string {
+func JoinNetwork(args []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -83,17 +84,17 @@ func joinNetwork(args []string) []string {
 	return out
 }
 
-// sandboxOverride registers --sandbox of resume and replay: they run a
+// SandboxOverride registers --sandbox of resume and replay: they run a
 // record's commands in the sandbox the record names, and only none, the
 // user's explicit consent, changes that.
-func sandboxOverride(fs *flagSet, verb string) *string {
-	defer fs.choices("sandbox", "none")
+func SandboxOverride(fs *cmdline.FlagSet, verb string) *string {
+	defer fs.Choices("sandbox", "none")
 	return fs.String("sandbox", "", "none: "+verb+" without isolation, running the record's commands on this machine as they are (needed for a run recorded with --sandbox none; default: the sandbox the run recorded, and a run recorded without one is refused)")
 }
 
-func checkSandboxOverride(v string) error {
+func CheckSandboxOverride(v string) error {
 	if v != "" && v != "none" {
-		return usagef("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", v)
+		return cmdline.Usagef("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", v)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package cmdline
 
 import (
 	"errors"
@@ -18,9 +18,9 @@ import (
 
 type flagDef = flag.Flag
 
-// flagSet is a command's flags: --help goes to stdout; a bad flag is one
+// FlagSet is a command's flags: --help goes to stdout; a bad flag is one
 // usage error (one line on stderr, exit 2).
-type flagSet struct {
+type FlagSet struct {
 	*flag.FlagSet
 	stdout, stderr io.Writer
 	help           func() // prints the help on stdout
@@ -29,8 +29,8 @@ type flagSet struct {
 	metas map[string]string
 }
 
-func newFlagSet(name, synopsis string, stdout, stderr io.Writer) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet("apodex "+name, flag.ContinueOnError), stdout: stdout, stderr: stderr, metas: map[string]string{}}
+func NewFlagSet(name, synopsis string, stdout, stderr io.Writer) *FlagSet {
+	fs := &FlagSet{FlagSet: flag.NewFlagSet("apodex "+name, flag.ContinueOnError), stdout: stdout, stderr: stderr, metas: map[string]string{}}
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // the flag package calls it on every error too; help is printed by parse
 	fs.help = func() {
@@ -45,17 +45,17 @@ func newFlagSet(name, synopsis string, stdout, stderr io.Writer) *flagSet {
 
 // choices names the values flag name takes (its help shows a|b|c, and
 // completion offers them).
-func (fs *flagSet) choices(name string, values ...string) {
+func (fs *FlagSet) Choices(name string, values ...string) {
 	fs.metas[name] = strings.Join(values, "|")
 }
 
 // meta sets the placeholder of flag name's value (DIR, FILE, RUN, …).
-func (fs *flagSet) meta(name, placeholder string) { fs.metas[name] = placeholder }
+func (fs *FlagSet) Meta(name, placeholder string) { fs.metas[name] = placeholder }
 
-// namePlaceholders are the placeholders of flags by name, where the type
+// NamePlaceholders are the placeholders of flags by name, where the type
 // alone says too little (a string): completion reads them too (DIR and
 // FILE complete paths, RUN run ids, WORLD world ids, EVAL eval ids).
-var namePlaceholders = map[string]string{
+var NamePlaceholders = map[string]string{
 	"home": "DIR", "inputs": "DIR", "corpus": "DIR", "out": "PATH",
 	"task": "FILE", "script": "FILE", "gold": "FILE", "report": "FILE", "plot": "FILE",
 	"base-url": "URL", "addr": "HOST:PORT", "token": "TOKEN",
@@ -67,17 +67,17 @@ var namePlaceholders = map[string]string{
 
 // placeholder is what the help shows after --name: nothing for a switch,
 // else the value's form.
-func (fs *flagSet) placeholder(f *flag.Flag) string {
+func (fs *FlagSet) Placeholder(f *flag.Flag) string {
 	if p, ok := fs.metas[f.Name]; ok {
 		return p
 	}
-	if p, ok := f.Value.(interface{ placeholder() string }); ok {
-		return p.placeholder()
+	if p, ok := f.Value.(interface{ Placeholder() string }); ok {
+		return p.Placeholder()
 	}
 	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 		return ""
 	}
-	if p, ok := namePlaceholders[f.Name]; ok {
+	if p, ok := NamePlaceholders[f.Name]; ok {
 		return p
 	}
 	switch fmt.Sprintf("%T", f.Value) {
@@ -93,10 +93,10 @@ func (fs *flagSet) placeholder(f *flag.Flag) string {
 // it and a default that is not the zero value. The usage is printed as
 // written (the flag package's would take a `quoted` phrase as the
 // placeholder: "-world apodex worlds list").
-func (fs *flagSet) printFlags(w io.Writer) {
+func (fs *FlagSet) printFlags(w io.Writer) {
 	fs.VisitAll(func(f *flag.Flag) {
 		head := "  --" + f.Name
-		if p := fs.placeholder(f); p != "" {
+		if p := fs.Placeholder(f); p != "" {
 			head += " " + p
 		}
 		fmt.Fprintln(w, head)
@@ -121,15 +121,15 @@ func countFlags(fs *flag.FlagSet) int {
 // parse parses flags that may come before or after positional arguments
 // ("apodex run OBJECTIVE --json"). A lone "--" ends flags. --help returns
 // flag.ErrHelp (exit 0); a bad flag a usage error.
-func (fs *flagSet) parse(args []string) ([]string, error) {
+func (fs *FlagSet) Parse(args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.FlagSet.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fs.help()
 				return nil, err
 			}
-			return nil, usagef("%v; see `%s --help`", err, fs.Name())
+			return nil, Usagef("%v; see `%s --help`", err, fs.Name())
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -144,38 +144,38 @@ func (fs *flagSet) parse(args []string) ([]string, error) {
 }
 
 // given reports the flags set on the command line.
-func (fs *flagSet) given() map[string]bool {
+func (fs *FlagSet) Given() map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flagDef) { set[fl.Name] = true })
 	return set
 }
 
 // homeFlag registers --home (the home flag group).
-func (fs *flagSet) homeFlag() *string {
+func (fs *FlagSet) HomeFlag() *string {
 	return fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 }
 
 // jsonFlag registers --json (the output group for reading commands).
-func (fs *flagSet) jsonFlag(what string) *bool {
+func (fs *FlagSet) JSONFlag(what string) *bool {
 	return fs.Bool("json", false, "print "+what)
 }
 
 // oneRun parses args for a command that takes one run id and finds the run.
-func (fs *flagSet) oneRun(args []string, home *string) (string, error) {
-	pos, err := fs.parse(args)
+func (fs *FlagSet) OneRun(args []string, home *string) (string, error) {
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return "", err
 	}
 	if len(pos) != 1 {
-		return "", usagef("give one run id (see `apodex runs`; `latest` is the newest)")
+		return "", Usagef("give one run id (see `apodex runs`; `latest` is the newest)")
 	}
-	return findRun(*home, pos[0])
+	return FindRun(*home, pos[0])
 }
 
-// findRun is the directory of run id under home: a full id, a unique
+// FindRun is the directory of run id under home: a full id, a unique
 // prefix, or "latest" (the newest run). An unknown id is a usage error.
-func findRun(home, id string) (string, error) {
-	h := homeDir(home)
+func FindRun(home, id string) (string, error) {
+	h := HomeDir(home)
 	if id == "latest" {
 		infos, err := os.ReadDir(filepath.Join(h, "runs"))
 		if err == nil {
@@ -190,9 +190,9 @@ func findRun(home, id string) (string, error) {
 	return run.Dir(h, id)
 }
 
-// homeDir is --home, else $APODEX_HOME, else ~/.apodex, made absolute (the
+// HomeDir is --home, else $APODEX_HOME, else ~/.apodex, made absolute (the
 // sandbox binds run directories by absolute path).
-func homeDir(flagValue string) string {
+func HomeDir(flagValue string) string {
 	h := flagValue
 	if h == "" {
 		h = os.Getenv("APODEX_HOME")
@@ -214,13 +214,13 @@ func homeDir(flagValue string) string {
 // setting's record.Duration) whose bad value names the expected form.
 type durationValue[D ~int64] struct{ p *D }
 
-func durationFlag[D ~int64](fs *flagSet, p *D, name string, value D, usage string) {
+func DurationFlag[D ~int64](fs *FlagSet, p *D, name string, value D, usage string) {
 	*p = value
 	fs.Var(durationValue[D]{p}, name, usage)
 }
 
 func (d durationValue[D]) Set(s string) error {
-	v, err := parseDuration(s)
+	v, err := ParseDuration(s)
 	if err != nil {
 		return err
 	}
@@ -232,13 +232,13 @@ func (d durationValue[D]) String() string {
 	if d.p == nil {
 		return "0s"
 	}
-	return formatDuration(time.Duration(*d.p))
+	return FormatDuration(time.Duration(*d.p))
 }
 
-func (durationValue[D]) placeholder() string { return "DURATION" }
+func (durationValue[D]) Placeholder() string { return "DURATION" }
 
-// formatDuration is d as people write it: 2m, 1h30m, 90s (not 2m0s).
-func formatDuration(d time.Duration) string {
+// FormatDuration is d as people write it: 2m, 1h30m, 90s (not 2m0s).
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -249,8 +249,8 @@ func formatDuration(d time.Duration) string {
 	return s
 }
 
-// parseDuration reads "5m", "90s", "1h30m"; a bare 0 is zero.
-func parseDuration(s string) (time.Duration, error) {
+// ParseDuration reads "5m", "90s", "1h30m"; a bare 0 is zero.
+func ParseDuration(s string) (time.Duration, error) {
 	if strings.TrimSpace(s) == "0" {
 		return 0, nil
 	}
@@ -264,13 +264,13 @@ func parseDuration(s string) (time.Duration, error) {
 // sizeValue is a byte-size flag: 256MiB, 1GiB, 512k, 1048576.
 type sizeValue int64
 
-func sizeFlag(fs *flagSet, p *int64, name string, value int64, usage string) {
+func SizeFlag(fs *FlagSet, p *int64, name string, value int64, usage string) {
 	*p = value
 	fs.Var((*sizeValue)(p), name, usage)
 }
 
 func (v *sizeValue) Set(s string) error {
-	n, err := parseSize(s)
+	n, err := ParseSize(s)
 	if err != nil {
 		return err
 	}
@@ -278,9 +278,9 @@ func (v *sizeValue) Set(s string) error {
 	return nil
 }
 
-func (v *sizeValue) String() string { return formatSize(int64(*v)) }
+func (v *sizeValue) String() string { return FormatSize(int64(*v)) }
 
-func (*sizeValue) placeholder() string { return "SIZE" }
+func (*sizeValue) Placeholder() string { return "SIZE" }
 
 var sizeUnits = []struct {
 	suffix string
@@ -298,11 +298,11 @@ var sizeNumber = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 // errSize names the form a size takes.
 var errSize = errors.New("use a size with a unit, like 256MiB, 1GiB or 512k (a number of bytes says so: 4096B or \"4096 bytes\")")
 
-// parseSize reads a byte count with its unit (binary: KiB, MiB, GiB, and
+// ParseSize reads a byte count with its unit (binary: KiB, MiB, GiB, and
 // k, m, g as their short forms; decimal: kB, MB, GB; B or bytes). A bare
 // number is refused (--scratch-quota 5 meant 5 bytes without a word), but
 // for 0, which is the same in every unit.
-func parseSize(s string) (int64, error) {
+func ParseSize(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	if t == "0" {
 		return 0, nil
@@ -325,8 +325,8 @@ func parseSize(s string) (int64, error) {
 	return 0, errSize
 }
 
-// formatSize prints n in the largest binary unit that divides it.
-func formatSize(n int64) string {
+// FormatSize prints n in the largest binary unit that divides it.
+func FormatSize(n int64) string {
 	for _, u := range []struct {
 		s string
 		m int64

@@ -1,4 +1,4 @@
-package main
+package runflags
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/apodex/apodex/internal/version"
 )
 
-// startTelemetry exports the run in dir as OpenTelemetry spans when
+// StartTelemetry exports the run in dir as OpenTelemetry spans when
 // OTEL_EXPORTER_OTLP_ENDPOINT is set (otel.Start).
-func startTelemetry(ctx context.Context, dir string, after int64, stderr io.Writer) (stop func(started bool)) {
+func StartTelemetry(ctx context.Context, dir string, after int64, stderr io.Writer) (stop func(started bool)) {
 	return otel.Start(ctx, dir, after, version.Runtime, stderr)
 }

@@ -1,4 +1,4 @@
-package main
+package runflags
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-// projectInstructions reads the instructions a run quotes in its system
+// ProjectInstructions reads the instructions a run quotes in its system
 // prompt: the user's own (~/.config/apodex/AGENTS.md, or under
 // $XDG_CONFIG_HOME), then the project's — AGENTS.md at the root of dir (the
 // --repo tree, else the task file's directory), or CLAUDE.md when there is
 // no AGENTS.md. A file that is absent is skipped; one that cannot be read
 // is an error naming it.
-func projectInstructions(dir string) ([]run.Instruction, error) {
+func ProjectInstructions(dir string) ([]run.Instruction, error) {
 	var out []run.Instruction
 	if p := userInstructions(); p != "" {
 		in, ok, err := readInstruction(p)

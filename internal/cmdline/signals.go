@@ -1,4 +1,4 @@
-package main
+package cmdline
 
 import (
 	"context"
@@ -29,8 +29,8 @@ type halt struct {
 	claimed atomic.Bool // a run listens: a signal stops it instead of ending the context
 }
 
-// haltOf is the channel a run passes as Config.Halt (nil outside main).
-func haltOf(ctx context.Context) <-chan struct{} {
+// HaltOf is the channel a run passes as Config.Halt (nil outside main).
+func HaltOf(ctx context.Context) <-chan struct{} {
 	h, _ := ctx.Value(haltKey{}).(*halt)
 	if h == nil {
 		return nil
@@ -39,13 +39,13 @@ func haltOf(ctx context.Context) <-chan struct{} {
 	return h.ch
 }
 
-// signalContext is main's signal handling. The first Ctrl-C says what
+// SignalContext is main's signal handling. The first Ctrl-C says what
 // happens and, unless a second one comes within cancelWindow, stops the
 // run resumably (closes the halt channel); a second one cancels the
 // context, which ends the run for good (cancelled). SIGTERM stops the run
-// resumably at once. A command that runs no agent (it never asked haltOf)
+// resumably at once. A command that runs no agent (it never asked HaltOf)
 // sees its context end at the first signal.
-func signalContext(parent context.Context, stderr io.Writer) (context.Context, func()) {
+func SignalContext(parent context.Context, stderr io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	h := &halt{ch: make(chan struct{})}
 	ctx = context.WithValue(ctx, haltKey{}, h)

@@ -1,4 +1,4 @@
-package main
+package runflags
 
 import (
 	"maps"
@@ -6,43 +6,44 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/config"
 )
 
-// mcpConfigFlag registers --mcp-config (a project's .mcp.json).
-func (fs *flagSet) mcpConfigFlag() *string {
+// MCPConfigFlag registers --mcp-config (a project's .mcp.json).
+func MCPConfigFlag(fs *cmdline.FlagSet) *string {
 	return fs.String("mcp-config", "", "MCP servers from a project's .mcp.json (Claude Code's {\"mcpServers\": {…}}), added to the config files' [mcp_servers.NAME]")
 }
 
-// mcpServers are the MCP servers configured here: the config files'
+// MCPServers are the MCP servers configured here: the config files'
 // [mcp_servers.NAME] (top level, then the selected profile's), then the
 // servers of --mcp-config; a later one replaces a server of the same name.
-func mcpServers(home, profile, mcpConfig string) (map[string]config.MCPServer, error) {
+func MCPServers(home, profile, mcpConfig string) (map[string]config.MCPServer, error) {
 	var files []config.File
-	for _, p := range config.Paths(homeDir(home), os.Getenv) {
+	for _, p := range config.Paths(cmdline.HomeDir(home), os.Getenv) {
 		f, err := config.Load(p)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, cmdline.Usagef("%v", err)
 		}
 		files = append(files, f)
 	}
 	r, err := config.Resolve(config.Input{Files: files, Profile: profile, Getenv: os.Getenv})
 	if err != nil {
-		return nil, usagef("%v", err)
+		return nil, cmdline.Usagef("%v", err)
 	}
 	var extra map[string]config.MCPServer
 	if mcpConfig != "" {
 		if extra, err = config.MCPConfig(mcpConfig); err != nil {
-			return nil, usagef("%v", err)
+			return nil, cmdline.Usagef("%v", err)
 		}
 	}
 	return config.ResolveMCP(files, r.Profile, extra), nil
 }
 
-// chooseMCP picks the servers a run gets: those the task names (each must
+// ChooseMCP picks the servers a run gets: those the task names (each must
 // be configured: exit 2 naming it, and named it starts even when its entry
 // says enabled = false), else every enabled one.
-func chooseMCP(all map[string]config.MCPServer, named []string, where string) ([]config.MCPServer, error) {
+func ChooseMCP(all map[string]config.MCPServer, named []string, where string) ([]config.MCPServer, error) {
 	if len(named) == 0 {
 		var out []config.MCPServer
 		for _, n := range slices.Sorted(maps.Keys(all)) {
@@ -60,7 +61,7 @@ func chooseMCP(all map[string]config.MCPServer, named []string, where string) ([
 			if len(all) > 0 {
 				known = "configured: " + strings.Join(slices.Sorted(maps.Keys(all)), ", ")
 			}
-			return nil, usagef("%s names the MCP server %q, which is not configured (%s): add [mcp_servers.%s] to config.toml or pass --mcp-config with it", where, n, known, n)
+			return nil, cmdline.Usagef("%s names the MCP server %q, which is not configured (%s): add [mcp_servers.%s] to config.toml or pass --mcp-config with it", where, n, known, n)
 		}
 		s.Disabled = false
 		out = append(out, s)
@@ -68,12 +69,12 @@ func chooseMCP(all map[string]config.MCPServer, named []string, where string) ([
 	return out, nil
 }
 
-// runMCP is the servers `apodex run` starts: the task's choice (named)
+// RunMCP is the servers `apodex run` starts: the task's choice (named)
 // among the configured ones, else all of them.
-func runMCP(f runFlags, profile string, named []string) ([]config.MCPServer, error) {
-	all, err := mcpServers(f.home, profile, *f.mcpConfig)
+func RunMCP(f Flags, profile string, named []string) ([]config.MCPServer, error) {
+	all, err := MCPServers(f.Home, profile, *f.MCPConfig)
 	if err != nil {
 		return nil, err
 	}
-	return chooseMCP(all, named, "the task file")
+	return ChooseMCP(all, named, "the task file")
 }
