@@ -1,3 +1,14 @@
+// Package runflags binds the flags of the commands that start or go on
+// with a run (apodex run, resume, continue, mcp serve) into run.Settings
+// and the parts a run is given: the model group (provider, model,
+// endpoint), the output group (--json, --quiet, progress, the run's log),
+// budgets, sandbox limits and network, MCP servers, project instructions,
+// and the configuration files' values for flags not given.
+//
+// Guarantees: every flag's default is run.Defaults()' value; a flag given
+// on the command line beats the task file's budget, which beats the
+// configuration (ApplyConfig, ApplyContract); a bad value is a usage error
+// (exit 2) that names the flag and the form it takes.
 package runflags
 
 import (
