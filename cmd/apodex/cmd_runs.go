@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/complete"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runinfo"
@@ -181,7 +182,7 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 // prefix).
 func findEval(home, id string) (string, error) {
 	var match []string
-	for _, e := range ids(argEval, home) {
+	for _, e := range complete.IDs(complete.Eval, home) {
 		if e == id {
 			return e, nil
 		}

@@ -1,9 +1,12 @@
-package main
+// Package complete completes apodex command lines for bash, zsh and fish:
+// the scripts (Script) ask the binary itself (apodex __complete WORDS…),
+// and Table.Words answers from the command table, so commands,
+// subcommands, flags and flag values are the table's own and run, eval
+// and world ids are the ones under the home of the moment. It never
+// writes anything.
+package complete
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,32 +16,6 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/world"
 )
-
-// cmdCompletion prints a completion script. The script asks the binary
-// itself what fits (apodex __complete WORDS…), so run ids, eval ids and
-// world ids are the ones under the home of the moment, and commands,
-// subcommands, flags and flag values are the command table's own.
-func cmdCompletion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := cmdline.NewFlagSet("completion", "bash|zsh|fish   (e.g. source <(apodex completion bash))", stdout, stderr)
-	pos, err := fs.Parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return cmdline.Usagef("give the shell: bash, zsh or fish")
-	}
-	switch pos[0] {
-	case "bash":
-		fmt.Fprint(stdout, bashCompletion)
-	case "zsh":
-		fmt.Fprint(stdout, zshCompletion)
-	case "fish":
-		fmt.Fprint(stdout, fishCompletion)
-	default:
-		return cmdline.Usagef("unknown shell %q: use bash, zsh or fish", pos[0])
-	}
-	return nil
-}
 
 // The scripts call the binary that is being completed with the words so
 // far; a line ":files" or ":dirs" asks the shell for its own path
@@ -93,46 +70,41 @@ complete -c apodex -f -a '(__apodex_complete)'
 `
 )
 
-// subcommands are the words that may follow a command (its subcommands,
-// or the fixed values of its first argument).
-var subcommands = map[string][]string{
-	"worlds":     {"build", "list", "show", "check", "gen"},
-	"eval":       {"show", "resume"},
-	"config":     {"show"},
-	"completion": {"bash", "zsh", "fish"},
+// Script is the completion script of shell (bash, zsh or fish).
+func Script(shell string) (string, bool) {
+	s, ok := map[string]string{"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}[shell]
+	return s, ok
 }
 
 // Kinds of positional arguments, for completion.
 const (
-	argRun   = "RUN"
-	argEval  = "EVAL"
-	argWorld = "WORLD"
-	argFile  = "FILE"
-	argDir   = "DIR"
+	Run   = "RUN"
+	Eval  = "EVAL"
+	World = "WORLD"
+	File  = "FILE"
+	Dir   = "DIR"
 )
 
-// positional is what the positional arguments of a command (or
-// "command subcommand") are.
-var positional = map[string][]string{
-	"show": {argRun}, "log": {argRun}, "board": {argRun}, "verify": {argRun}, "evidence": {argRun},
-	"claims": {argRun}, "review": {argRun}, "replay": {argRun}, "grade": {argRun}, "pivot": {argRun},
-	"say": {argRun}, "messages": {argRun}, "status": {argRun}, "pause": {argRun}, "resume": {argRun},
-	"cancel": {argRun}, "attach": {argRun}, "rm": {argRun},
-	"export": {argRun, argEval}, "eval show": {argEval}, "eval resume": {argEval}, "eval": {argFile},
-	"worlds show": {argWorld}, "worlds check": {argWorld}, "worlds build": {argDir},
+// Table is what completion knows of the commands, from the command
+// table itself.
+type Table struct {
+	// Commands are the command names, in the order --help lists them.
+	Commands []string
+	// Subcommands are the words that may follow a command (its
+	// subcommands, or the fixed values of its first argument).
+	Subcommands map[string][]string
+	// Positional is what the positional arguments of a command (or
+	// "command subcommand") are: Run, Eval, World, File or Dir.
+	Positional map[string][]string
+	// Flags are the flags (--name) of a command, or of its subcommand sub,
+	// each with the form of its value ("" for a switch).
+	Flags func(command, sub string) map[string]string
 }
 
-// cmdComplete is `apodex __complete WORDS…`: the candidates for the last
-// word (which may be empty) after the words before it, one per line.
-func cmdComplete(args []string, stdout io.Writer) {
-	for _, c := range complete(args) {
-		fmt.Fprintln(stdout, c)
-	}
-}
-
-// complete is the candidates for the last of words (the words after
-// "apodex"), filtered by what it already holds.
-func complete(words []string) []string {
+// Words is the candidates for the last of words (the words after
+// "apodex"), filtered by what it already holds: one per line for the
+// scripts; ":files" and ":dirs" ask the shell for its own path completion.
+func (t Table) Words(words []string) []string {
 	words = joinEquals(words)
 	if len(words) == 0 {
 		words = []string{""}
@@ -161,28 +133,24 @@ func complete(words []string) []string {
 		if strings.HasPrefix(cur, "-") {
 			return prefixed(cur, "--home", "--profile", "--log-level", "--help", "--version")
 		}
-		var names []string
-		for _, c := range commands() {
-			names = append(names, c.name)
-		}
-		return prefixed(cur, names...)
+		return prefixed(cur, t.Commands...)
 	}
-	c, ok := lookup(before[i])
-	if !ok {
+	name := before[i]
+	if !slices.Contains(t.Commands, name) {
 		return nil
 	}
 	rest := before[i+1:]
-	if c.name == "help" {
+	if name == "help" {
 		if len(rest) > 0 {
 			return nil
 		}
-		return complete([]string{cur})
+		return t.Words([]string{cur})
 	}
 	sub := ""
-	if len(rest) > 0 && slices.Contains(subcommands[c.name], rest[0]) {
+	if len(rest) > 0 && slices.Contains(t.Subcommands[name], rest[0]) {
 		sub = rest[0]
 	}
-	forms := flagForms(c, sub)
+	forms := t.Flags(name, sub)
 	// The value of a flag: "--flag VALUE" or "--flag=VALUE".
 	if n := len(rest); n > 0 && strings.HasPrefix(rest[n-1], "--") && !strings.Contains(rest[n-1], "=") {
 		if form, ok := forms[rest[n-1]]; ok && form != "" && form != "[host]" {
@@ -218,19 +186,19 @@ func complete(words []string) []string {
 		}
 		args++
 	}
-	if subs := subcommands[c.name]; len(subs) > 0 && args == 0 {
+	if subs := t.Subcommands[name]; len(subs) > 0 && args == 0 {
 		out := prefixed(cur, subs...)
-		for _, k := range positional[c.name] { // eval SUITE.yaml
+		for _, k := range t.Positional[name] { // eval SUITE.yaml
 			out = append(out, values(k, cur, home)...)
 		}
 		return out
 	}
-	key := c.name
+	key := name
 	if sub != "" {
 		key += " " + sub
 	}
 	var out []string
-	for _, k := range positional[key] {
+	for _, k := range t.Positional[key] {
 		out = append(out, values(k, cur, home)...)
 	}
 	return out
@@ -259,7 +227,7 @@ func joinEquals(words []string) []string {
 func globalForm(flag string) string {
 	switch strings.TrimLeft(flag, "-") {
 	case "home":
-		return argDir
+		return Dir
 	case "log-level":
 		return cmdline.NamePlaceholders["log-level"]
 	}
@@ -270,11 +238,11 @@ func globalForm(flag string) string {
 // RUN, EVAL, WORLD, FILE, DIR, …) starting with cur.
 func values(form, cur, home string) []string {
 	switch form {
-	case argRun, argEval, argWorld:
-		return prefixed(cur, ids(form, cmdline.HomeDir(home))...)
-	case argFile, "PATH":
+	case Run, Eval, World:
+		return prefixed(cur, IDs(form, cmdline.HomeDir(home))...)
+	case File, "PATH":
 		return []string{":files"}
-	case argDir:
+	case Dir:
 		return []string{":dirs"}
 	}
 	if strings.Contains(form, "|") || (form != "" && strings.ToLower(form) == form) {
@@ -283,23 +251,23 @@ func values(form, cur, home string) []string {
 	return nil
 }
 
-// ids are the run ids (newest first, and latest), eval ids or world ids
+// IDs are the run ids (newest first, and latest), eval ids or world ids
 // under home.
-func ids(kind, home string) []string {
+func IDs(kind, home string) []string {
 	var out []string
 	switch kind {
-	case argRun, argEval:
-		sub := map[string]string{argRun: "runs", argEval: "evals"}[kind]
+	case Run, Eval:
+		sub := map[string]string{Run: "runs", Eval: "evals"}[kind]
 		ents, _ := os.ReadDir(filepath.Join(home, sub))
 		for i := len(ents) - 1; i >= 0; i-- {
 			if ents[i].IsDir() {
 				out = append(out, ents[i].Name())
 			}
 		}
-		if kind == argRun && len(out) > 0 {
+		if kind == Run && len(out) > 0 {
 			out = append(out, "latest")
 		}
-	case argWorld:
+	case World:
 		ws, _ := world.NewStore(home).List()
 		for _, w := range ws {
 			out = append(out, w.ID)
@@ -314,41 +282,6 @@ func prefixed(cur string, words ...string) []string {
 	for _, w := range words {
 		if strings.HasPrefix(w, cur) {
 			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// commandFlags is the flag names (--name) of a command.
-func commandFlags(c command) []string { return flagsOf(c, "") }
-
-// flagsOf is the flag names of a command or of its subcommand sub.
-func flagsOf(c command, sub string) []string {
-	forms := flagForms(c, sub)
-	out := make([]string, 0, len(forms))
-	for n := range forms {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// flagForms asks a command (or its subcommand sub) for its help and reads
-// each flag's name (--name) and the form of its value ("" for a switch).
-func flagForms(c command, sub string) map[string]string {
-	out := map[string]string{}
-	if c.name == "help" || c.name == "completion" {
-		return out
-	}
-	var args []string
-	if sub != "" {
-		args = append(args, sub)
-	}
-	var b strings.Builder
-	c.run(context.Background(), append(args, "--help"), &b, io.Discard)
-	for _, line := range strings.Split(b.String(), "\n") {
-		if f := strings.Fields(line); strings.HasPrefix(line, "  --") {
-			out[f[0]] = strings.Join(f[1:], " ")
 		}
 	}
 	return out
