@@ -14,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/doctor"
 	"github.com/apodex/apodex/internal/mcp"
+	"github.com/apodex/apodex/internal/mcp/serve"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
 )
@@ -144,4 +145,38 @@ func mcpChecks(ctx context.Context, all map[string]config.MCPServer) []doctor.Ch
 		out = append(out, c)
 	}
 	return out
+}
+
+// cmdMCPServe is `apodex mcp serve`: Apodex as an MCP server another agent
+// (Codex CLI, Claude Code, …) delegates long, verifiable jobs to. Over
+// stdio by default; with --http over streamable HTTP on a loopback address,
+// every request carrying the bearer token. Runs it starts run in this
+// process, with the settings of apodex run's flags and the configuration;
+// a run goes on when the client disconnects (a stdio server keeps running
+// until its runs end), and a signal halts them resumable (apodex resume).
+func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cmdline.NewFlagSet("mcp serve", "[run flags] [--http 127.0.0.1:PORT [--token T]]   (stdio unless --http)", stdout, stderr)
+	var f runflags.Flags
+	f.Register(fs) // the settings of every run it starts: model, budgets, sandbox, --mcp-config, …
+	addr := fs.String("http", "", "serve streamable HTTP on this loopback address (e.g. 127.0.0.1:7778; port 0 picks one) instead of stdio")
+	token := fs.String("token", "", "with --http: the bearer token clients send (default: one is generated and printed)")
+	pos, err := fs.Parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return cmdline.Usagef("unexpected argument %q: apodex mcp serve takes flags only", pos[0])
+	}
+	given := fs.Given()
+	resolved, err := runflags.ApplyConfig(fs, f.Home, f.Model.Profile)
+	if err != nil {
+		return err
+	}
+	if err := f.Check(); err != nil {
+		return cmdline.Usagef("%v", err)
+	}
+	if _, _, err := f.Model.Build(); err != nil { // no provider: refused now, not at the first run
+		return err
+	}
+	return serve.New(f, given, resolved.Profile, cmdline.HomeDir(f.Home)).Serve(ctx, *addr, *token, stdout, stderr)
 }

@@ -1,4 +1,12 @@
-package main
+// Package serve is `apodex mcp serve`: Apodex as an MCP server another
+// agent (Codex CLI, Claude Code, …) delegates long, verifiable jobs to,
+// with the tools start_run, run_status, send_message, wait_run and
+// run_outputs. Runs it starts run in this process with the settings of
+// apodex run's flags and the configuration; a run goes on when the client
+// disconnects (a stdio server keeps running until its runs end), and a
+// signal halts them resumable (apodex resume). Over HTTP it serves only a
+// loopback address, and every request must carry the bearer token.
+package serve
 
 import (
 	"context"
@@ -33,58 +41,38 @@ import (
 	"github.com/apodex/apodex/internal/tool"
 )
 
-// cmdMCPServe is `apodex mcp serve`: Apodex as an MCP server another agent
-// (Codex CLI, Claude Code, …) delegates long, verifiable jobs to. Over
-// stdio by default; with --http over streamable HTTP on a loopback address,
-// every request carrying the bearer token. Runs it starts run in this
-// process, with the settings of apodex run's flags and the configuration;
-// a run goes on when the client disconnects (a stdio server keeps running
-// until its runs end), and a signal halts them resumable (apodex resume).
-func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := cmdline.NewFlagSet("mcp serve", "[run flags] [--http 127.0.0.1:PORT [--token T]]   (stdio unless --http)", stdout, stderr)
-	var f runflags.Flags
-	f.Register(fs) // the settings of every run it starts: model, budgets, sandbox, --mcp-config, …
-	addr := fs.String("http", "", "serve streamable HTTP on this loopback address (e.g. 127.0.0.1:7778; port 0 picks one) instead of stdio")
-	token := fs.String("token", "", "with --http: the bearer token clients send (default: one is generated and printed)")
-	pos, err := fs.Parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return cmdline.Usagef("unexpected argument %q: apodex mcp serve takes flags only", pos[0])
-	}
-	given := fs.Given()
-	resolved, err := runflags.ApplyConfig(fs, f.Home, f.Model.Profile)
-	if err != nil {
-		return err
-	}
-	if err := f.Check(); err != nil {
-		return cmdline.Usagef("%v", err)
-	}
-	if _, _, err := f.Model.Build(); err != nil { // no provider: refused now, not at the first run
-		return err
-	}
-	sv := &mcpServer{base: f, given: given, profile: resolved.Profile, home: cmdline.HomeDir(f.Home), halt: make(chan struct{})}
-	defer sv.wait(ctx)
-	if *addr == "" {
-		if *token != "" {
+// New is a server whose runs get the settings of base (apodex run's
+// flags as given, the configuration applied) and profile's MCP servers,
+// and are kept under home.
+func New(base runflags.Flags, given map[string]bool, profile, home string) *Server {
+	return &Server{base: base, given: given, profile: profile, home: home, halt: make(chan struct{})}
+}
+
+// Serve serves the tools over stdio when addr is "", else over
+// streamable HTTP on the loopback address addr, every request carrying
+// the bearer token (generated and printed on stderr when ""), until ctx
+// ends; then it lets the runs it started end (Wait).
+func (sv *Server) Serve(ctx context.Context, addr, token string, stdout, stderr io.Writer) error {
+	defer sv.Wait(ctx)
+	if addr == "" {
+		if token != "" {
 			return cmdline.Usagef("--token goes with --http")
 		}
 		return mcp.ServeStdio(ctx, "apodex", version.Runtime, sv.tools(), os.Stdin, nopWriteCloser{termtext.Raw(stdout)})
 	}
-	host, _, err := net.SplitHostPort(*addr)
+	host, _, err := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
-		return cmdline.Usagef("--http %q: give a loopback address like 127.0.0.1:7778 (Apodex's runs are not served beyond this machine)", *addr)
+		return cmdline.Usagef("--http %q: give a loopback address like 127.0.0.1:7778 (Apodex's runs are not served beyond this machine)", addr)
 	}
-	if *token == "" {
-		*token = newToken()
+	if token == "" {
+		token = newToken()
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("apodex mcp serve: %w", err)
 	}
-	srv := &http.Server{Handler: mcp.Handler("apodex", version.Runtime, sv.tools(), *token), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "apodex: MCP server on http://%s/ (streamable HTTP); send Authorization: Bearer %s\n", ln.Addr(), *token)
+	srv := &http.Server{Handler: mcp.Handler("apodex", version.Runtime, sv.tools(), token), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "apodex: MCP server on http://%s/ (streamable HTTP); send Authorization: Bearer %s\n", ln.Addr(), token)
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -107,8 +95,8 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// mcpServer starts and reads runs for MCP clients.
-type mcpServer struct {
+// Server starts and reads runs for MCP clients.
+type Server struct {
 	base    runflags.Flags
 	given   map[string]bool
 	profile string
@@ -117,9 +105,9 @@ type mcpServer struct {
 	runs    sync.WaitGroup
 }
 
-// wait lets the runs started here end: they go on after the client left;
+// Wait lets the runs started here end: they go on after the client left;
 // a signal (ctx done) halts them where they are.
-func (sv *mcpServer) wait(ctx context.Context) {
+func (sv *Server) Wait(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { sv.runs.Wait(); close(done) }()
 	select {
@@ -160,7 +148,7 @@ type outputsArgs struct {
 	Path  string `json:"path,omitempty" desc:"A file to read, under /outputs or /workspace (e.g. /outputs/report.md); without it, the delivery and verification."`
 }
 
-func (sv *mcpServer) tools() []tool.Tool {
+func (sv *Server) tools() []tool.Tool {
 	const big = 1 << 20
 	return []tool.Tool{
 		tool.Define("start_run", "Start an Apodex run: an agent (or an Agent Team) works on an objective or a task file in a sandbox, delivers files under /outputs and has them verified. Returns its run id at once; the run goes on by itself (wait_run follows it).", 0, sv.start),
@@ -171,7 +159,7 @@ func (sv *mcpServer) tools() []tool.Tool {
 	}
 }
 
-func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
+func (sv *Server) start(ctx context.Context, a startArgs) tool.Result {
 	f := sv.base
 	given := maps.Clone(sv.given)
 	set := func(flag string) { given[flag] = true }
@@ -264,7 +252,7 @@ func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
 		"next": "wait_run follows it to the end (with progress); run_status shows where it is; send_message steers it"})
 }
 
-func (sv *mcpServer) dir(id string) (string, tool.Result, bool) {
+func (sv *Server) dir(id string) (string, tool.Result, bool) {
 	dir, err := cmdline.FindRun(sv.home, id)
 	if err != nil {
 		return "", tool.Errorf("%v", err), false
@@ -272,7 +260,7 @@ func (sv *mcpServer) dir(id string) (string, tool.Result, bool) {
 	return dir, tool.Result{}, true
 }
 
-func (sv *mcpServer) status(_ context.Context, a runArgs) tool.Result {
+func (sv *Server) status(_ context.Context, a runArgs) tool.Result {
 	dir, bad, ok := sv.dir(a.RunID)
 	if !ok {
 		return bad
@@ -287,7 +275,7 @@ func (sv *mcpServer) status(_ context.Context, a runArgs) tool.Result {
 	return tool.Result{Output: text}
 }
 
-func (sv *mcpServer) message(_ context.Context, a messageArgs) tool.Result {
+func (sv *Server) message(_ context.Context, a messageArgs) tool.Result {
 	dir, bad, ok := sv.dir(a.RunID)
 	if !ok {
 		return bad
@@ -299,7 +287,7 @@ func (sv *mcpServer) message(_ context.Context, a messageArgs) tool.Result {
 	return tool.Result{Output: fmt.Sprintf("queued as %s: it reaches the run's coordinator before its next model call", id)}
 }
 
-func (sv *mcpServer) waitRun(ctx context.Context, a waitArgs) tool.Result {
+func (sv *Server) waitRun(ctx context.Context, a waitArgs) tool.Result {
 	dir, bad, ok := sv.dir(a.RunID)
 	if !ok {
 		return bad
@@ -355,7 +343,7 @@ func (p *progressLines) Write(b []byte) (int, error) {
 }
 
 // outcome is a finished run's result for the client.
-func (sv *mcpServer) outcome(dir string) tool.Result {
+func (sv *Server) outcome(dir string) tool.Result {
 	info, err := runinfo.Load(dir)
 	if err != nil {
 		return tool.Errorf("run %s cannot be read: %v", filepath.Base(dir), err)
@@ -382,7 +370,7 @@ func clipFiles(fs []record.FileEntry) []record.FileEntry {
 	return fs
 }
 
-func (sv *mcpServer) outputs(_ context.Context, a outputsArgs) tool.Result {
+func (sv *Server) outputs(_ context.Context, a outputsArgs) tool.Result {
 	dir, bad, ok := sv.dir(a.RunID)
 	if !ok {
 		return bad
