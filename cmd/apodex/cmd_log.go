@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
@@ -97,7 +98,7 @@ func unanswered(dir string, all []transcript.Entry) []transcript.Entry {
 // followLog calls each for every event of the run in dir as it lands, until
 // the run finishes, its process dies, or ctx ends.
 func followLog(ctx context.Context, dir string, each func(record.Event), stderr io.Writer) error {
-	ctx, stopped, cancel := untilStopped(ctx, dir)
+	ctx, stopped, cancel := livecmd.UntilStopped(ctx, dir)
 	defer cancel()
 	for e, err := range record.Follow(ctx, dir, 0) {
 		if err != nil {

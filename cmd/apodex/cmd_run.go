@@ -47,7 +47,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	objective := strings.TrimSpace(strings.Join(pos, " "))
 	if len(pos) == 1 && pos[0] == "-" {
-		if objective, err = readObjective(stdin(ctx)); err != nil {
+		if objective, err = readObjective(cmdline.Stdin(ctx)); err != nil {
 			return err
 		}
 	}

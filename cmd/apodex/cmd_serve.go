@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/web"
 )
 
@@ -44,7 +45,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		key = web.NewToken()
 	}
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Home: cmdline.HomeDir(*home), Token: *token, ControlKey: key, Sender: sender(), Log: slog.New(slog.NewTextHandler(stderr, nil))}),
+		Handler:           web.New(web.Config{Home: cmdline.HomeDir(*home), Token: *token, ControlKey: key, Sender: livecmd.Sender(), Log: slog.New(slog.NewTextHandler(stderr, nil))}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx }, // streams end with the command

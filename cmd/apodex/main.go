@@ -25,6 +25,8 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/evalcmd"
+	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/version"
@@ -32,7 +34,7 @@ import (
 
 func main() {
 	ctx, stop := cmdline.SignalContext(context.Background(), os.Stderr)
-	code := Run(WithStdin(ctx, os.Stdin), os.Args[1:], os.Stdout, os.Stderr)
+	code := Run(cmdline.WithStdin(ctx, os.Stdin), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	atExit()
 	os.Exit(code)
@@ -40,23 +42,6 @@ func main() {
 
 // atExit runs just before the process exits (a profiling build sets it).
 var atExit = func() {}
-
-type stdinKey struct{}
-
-// WithStdin gives the commands that read standard input (run -, attach)
-// r as it: main passes the process's, a test its own. Without it they
-// read nothing.
-func WithStdin(ctx context.Context, r io.Reader) context.Context {
-	return context.WithValue(ctx, stdinKey{}, r)
-}
-
-// stdin is the standard input WithStdin gave ctx, else an empty one.
-func stdin(ctx context.Context) io.Reader {
-	if r, ok := ctx.Value(stdinKey{}).(io.Reader); ok && r != nil {
-		return r
-	}
-	return strings.NewReader("")
-}
 
 // command is one subcommand. run returns nil for success; see cmdline.CodeOf for
 // what the other errors mean.
@@ -78,25 +63,25 @@ func commands() []command {
 		{"verify", "rerun a run's task verifier on its final state", cmdVerify},
 		{"evidence", "list a run's evidence ids (Q): kind, source, span, and where each was cited", cmdEvidence},
 		{"grade", "grade a run's process by the HDS6 rubric (mapper, judge, reviewer, arbiter); writes RUN/grade.json", cmdGrade},
-		{"export", "export runs or evals as training data: chat JSONL, ATIF v1.7 or the native archive, with filters", cmdExport},
+		{"export", "export runs or evals as training data: chat JSONL, ATIF v1.7 or the native archive, with filters", evalcmd.Export},
 		{"pivot", "find where a failed run parted from its successful siblings (JSON for an RL trainer)", cmdPivot},
 		{"claims", "print a team run's claim ledger: claims, evidence, artifacts, verdicts, statuses, load-bearing flags", cmdClaims},
-		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", cmdReview},
+		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", livecmd.Review},
 		{"diff", "print what a run on a tree (run --repo) changed, as a unified diff in git's format", cmdDiff},
 		{"apply", "apply a run's change to its tree (or --to DIR): all or nothing, refusing files changed there since", cmdApply},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
-		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
-		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", cmdAttach},
-		{"messages", "list a run's messages and their state", cmdMessages},
+		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", livecmd.Say},
+		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", livecmd.Attach},
+		{"messages", "list a run's messages and their state", livecmd.Messages},
 		{"serve", "serve the HTTP API and a live page of the runs: board, timeline, files, evidence, interventions", cmdServe},
 		{"status", "a run's progress, from its board and record", cmdStatus},
-		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
+		{"pause", "stop a live run's model calls until resume", livecmd.Control("pause")},
 		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
 		{"continue", "start a new segment of a finished run with a follow-up: same workspace, history and settings", cmdContinue},
-		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
-		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
-		{"worker", "run the rollouts of evals queued on NATS JetStream (worker --nats URL)", cmdWorker},
-		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},
+		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", livecmd.Control("cancel")},
+		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", evalcmd.Eval},
+		{"worker", "run the rollouts of evals queued on NATS JetStream (worker --nats URL)", evalcmd.Worker},
+		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", evalcmd.Worlds},
 		{"config", "print the effective settings and where each came from (config show)", cmdConfig},
 		{"mcp", "MCP servers: list the configured ones with their state and tools (mcp list); serve Apodex's runs as MCP tools (mcp serve)", cmdMCP},
 		{"doctor", "check the sandbox, the tools agents use, the home directory and a model endpoint", cmdDoctor},

@@ -579,7 +579,7 @@ verify:
 	}
 	json.Unmarshal([]byte(raw), &second)
 	go func() { time.Sleep(200 * time.Millisecond); close(released) }()
-	c.Close() // closes the server's stdin; it stays until its run ended
+	c.Close() // closes the server's cmdline.Stdin; it stays until its run ended
 	evs := runtest.Events(t, second.RunDir)
 	if last := evs[len(evs)-1]; last.Type != record.TypeRunFinished {
 		t.Fatalf("the second run's record ends with %s", last.Type)

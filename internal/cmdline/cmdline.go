@@ -10,6 +10,7 @@
 package cmdline
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -75,4 +76,21 @@ func WriteJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(termtext.Raw(w))
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
+}
+
+type stdinKey struct{}
+
+// WithStdin gives the commands that read standard input (run -, attach)
+// r as it: main passes the process's, a test its own. Without it they
+// read nothing.
+func WithStdin(ctx context.Context, r io.Reader) context.Context {
+	return context.WithValue(ctx, stdinKey{}, r)
+}
+
+// Stdin is the standard input WithStdin gave ctx, else an empty one.
+func Stdin(ctx context.Context) io.Reader {
+	if r, ok := ctx.Value(stdinKey{}).(io.Reader); ok && r != nil {
+		return r
+	}
+	return strings.NewReader("")
 }

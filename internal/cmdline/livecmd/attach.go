@@ -1,4 +1,4 @@
-package main
+package livecmd
 
 import (
 	"bufio"
@@ -21,9 +21,9 @@ import (
 // attachHelp is what attach says it takes, at the start and on /help.
 const attachHelp = "type a message and Enter to send it to the run; /pause, /resume, /cancel, /budget KEY=VALUE… (turns=+10 deadline=+5m); Ctrl-D or Ctrl-C detaches (the run goes on)"
 
-// cmdAttach follows a live run's progress and sends each line typed as a
+// Attach follows a live run's progress and sends each line typed as a
 // message to it (or, with a leading slash, a control).
-func cmdAttach(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Attach(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("attach", "[flags] RUN   (live progress, and a prompt: "+attachHelp+")", stdout, stderr)
 	home := fs.HomeFlag()
 	verbose := fs.Bool("verbose", false, "more progress: commands' whole output (up to 200 lines), observations, board changes, leases, delivery rows")
@@ -48,7 +48,7 @@ func cmdAttach(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	p := progress.New(termtext.Raw(stdout), progress.Options{Verbose: *verbose, Style: transcript.Style{Color: progress.Colour(stdout)}})
 	p.Note(fmt.Sprintf("attached to run %s: %s", id, attachHelp))
 
-	ctx, stopped, cancel := untilStopped(ctx, dir)
+	ctx, stopped, cancel := UntilStopped(ctx, dir)
 	defer cancel()
 	followed := make(chan error, 1)
 	go func() { followed <- p.Follow(ctx, dir, after) }()
@@ -57,7 +57,7 @@ func cmdAttach(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(stdin(ctx))
+		sc := bufio.NewScanner(cmdline.Stdin(ctx))
 		for sc.Scan() {
 			select {
 			case lines <- sc.Text():
@@ -104,7 +104,7 @@ func attachSend(dir, line string) string {
 	case line == "":
 		return ""
 	case !strings.HasPrefix(line, "/"):
-		id, err := inbox.Send(dir, sender(), line)
+		id, err := inbox.Send(dir, Sender(), line)
 		if err != nil {
 			return "not sent: " + err.Error()
 		}
@@ -133,10 +133,10 @@ func attachSend(dir, line string) string {
 	return fmt.Sprintf("unknown command %s; %s", words[0], attachHelp)
 }
 
-// untilStopped is ctx, also ended when the run in dir stops without
+// UntilStopped is ctx, also ended when the run in dir stops without
 // finishing (its process died: it will never write run_finished); stopped
 // reports whether that is why it ended.
-func untilStopped(ctx context.Context, dir string) (_ context.Context, stopped func() bool, cancel context.CancelFunc) {
+func UntilStopped(ctx context.Context, dir string) (_ context.Context, stopped func() bool, cancel context.CancelFunc) {
 	ctx, cancel = context.WithCancel(ctx)
 	died := make(chan struct{})
 	go func() {

@@ -1,4 +1,10 @@
-package main
+// Package evalcmd is the commands of datasets and evaluation: apodex
+// worlds (build, list, show, check, gen), eval (a suite of world rollouts,
+// locally or queued on NATS JetStream), worker (the rollouts of queued
+// evals) and export (runs and evals as training data). Each command is a
+// function with the signature of the command table in cmd/apodex; errors
+// map to exit codes through cmdline.CodeOf.
+package evalcmd
 
 import (
 	"context"
@@ -18,8 +24,8 @@ import (
 	"github.com/apodex/apodex/internal/world"
 )
 
-// cmdEval is `apodex eval SUITE.yaml`, `eval show ID`, `eval resume ID`.
-func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Eval is `apodex eval SUITE.yaml`, `eval show ID`, `eval resume ID`.
+func Eval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "show":

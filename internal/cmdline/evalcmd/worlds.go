@@ -1,4 +1,4 @@
-package main
+package evalcmd
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/apodex/apodex/internal/world/gen"
 )
 
-// cmdWorlds is `apodex worlds build|list|show|check|gen`.
-func cmdWorlds(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Worlds is `apodex worlds build|list|show|check|gen`.
+func Worlds(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	subs := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"build": worldsBuild, "list": worldsList, "show": worldsShow, "check": worldsCheck, "gen": worldsGen,
 	}

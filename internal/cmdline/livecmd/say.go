@@ -1,4 +1,10 @@
-package main
+// Package livecmd is the commands that talk to a live run from another
+// process: apodex say (messages and budget changes), attach (follow and
+// type), messages, pause and cancel, and review (decide a run awaiting a
+// human). say, attach, pause and cancel write only to a live run's inbox
+// and control files (the run records what it receives); review appends
+// its decision to the record of a run awaiting review.
+package livecmd
 
 import (
 	"context"
@@ -13,6 +19,7 @@ import (
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runinfo"
 )
 
 // liveRun finds a run that can still take messages: it exists and has not
@@ -33,7 +40,7 @@ func liveRun(home, id string, stderr io.Writer) (dir string, live bool, err erro
 	return dir, true, nil
 }
 
-func cmdSay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Say(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("say", `[flags] RUN "message"   |   --update ID RUN "new text"   |   --withdraw ID RUN   |   --budget KEY=VALUE [KEY=VALUE…] RUN`, stdout, stderr)
 	home := fs.HomeFlag()
 	update := fs.String("update", "", "replace the text of message ID, if it was not delivered yet")
@@ -82,7 +89,7 @@ func cmdSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	default:
 		var id string
-		id, err = inbox.Send(dir, sender(), text)
+		id, err = inbox.Send(dir, Sender(), text)
 		if err == nil {
 			fmt.Fprintln(stdout, id)
 		}
@@ -123,7 +130,7 @@ func sayBudget(ctx context.Context, home string, words []string, stdout, stderr 
 		}
 		var c struct{ Kind, Result string }
 		if e.Type == record.TypeControl && e.Decode(&c) == nil && c.Kind == inbox.ControlBudget {
-			fmt.Fprintf(stdout, "budget of %s: %s\n", filepath.Base(dir), oneLine(c.Result))
+			fmt.Fprintf(stdout, "budget of %s: %s\n", filepath.Base(dir), runinfo.OneLine(c.Result))
 			return nil
 		}
 	}
@@ -131,16 +138,16 @@ func sayBudget(ctx context.Context, home string, words []string, stdout, stderr 
 	return nil
 }
 
-func sender() string {
+func Sender() string {
 	if u := os.Getenv("USER"); u != "" {
 		return u
 	}
 	return "user"
 }
 
-// cmdControl is pause, resume and cancel: they act on the runtime directly,
+// Control is pause, resume and cancel: they act on the runtime directly,
 // whatever the model does.
-func cmdControl(kind string) func(context.Context, []string, io.Writer, io.Writer) error {
+func Control(kind string) func(context.Context, []string, io.Writer, io.Writer) error {
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fs := cmdline.NewFlagSet(kind, "[flags] RUN", stdout, stderr)
 		home := fs.HomeFlag()
@@ -163,7 +170,7 @@ func cmdControl(kind string) func(context.Context, []string, io.Writer, io.Write
 	}
 }
 
-func cmdMessages(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func Messages(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("messages", "[flags] RUN", stdout, stderr)
 	home := fs.HomeFlag()
 	jsonOut := fs.JSONFlag("a JSON array")

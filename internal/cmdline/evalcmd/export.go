@@ -1,4 +1,4 @@
-package main
+package evalcmd
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/trajectory/export"
 )
 
-func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Export(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("export", "--format chat|atif|native [flags] RUN|EVAL...", stdout, stderr)
 	home := fs.HomeFlag()
 	format := fs.String("format", "chat", "chat (JSONL, one line per context segment of each agent), atif (Harbor ATIF export.json per run) or native (the run directory as a .tar.gz)")

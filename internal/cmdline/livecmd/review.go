@@ -1,4 +1,4 @@
-package main
+package livecmd
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-func cmdReview(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Review(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("review", "[flags] RUN", stdout, stderr)
 	home := fs.HomeFlag()
 	approve := fs.Bool("approve", false, "approve the run: it completes")

@@ -1,4 +1,4 @@
-package main
+package evalcmd
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 	"github.com/apodex/apodex/internal/sandbox"
 )
 
-// cmdWorker is `apodex worker --nats URL`: it pulls rollouts of queued
+// Worker is `apodex worker --nats URL`: it pulls rollouts of queued
 // evals and runs them on this machine until stopped (SIGTERM, Ctrl-C).
-func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Worker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("worker", "--nats URL [--parallel P] [--name N]", stdout, stderr)
 	home := fs.HomeFlag()
 	natsFlag := fs.String("nats", "", "NATS URL of the queue (default: $APODEX_NATS_URL, else the config key nats)")
