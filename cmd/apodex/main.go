@@ -27,6 +27,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/cmdline/evalcmd"
 	"github.com/apodex/apodex/internal/cmdline/livecmd"
+	"github.com/apodex/apodex/internal/cmdline/runcmd"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/version"
@@ -53,7 +54,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"run", "run an agent on an objective", cmdRun},
+		{"run", "run an agent on an objective", runcmd.Run},
 		{"runs", "list runs (eval rollouts with --all); filter by --status, --kind, --since, --eval", cmdRuns},
 		{"rm", "remove runs: each run's directory (a live run is refused)", cmdRm},
 		{"prune", "remove the runs older than an age: prune --older-than 30d [--keep-failed] (live runs are kept)", cmdPrune},
@@ -69,15 +70,15 @@ func commands() []command {
 		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", livecmd.Review},
 		{"diff", "print what a run on a tree (run --repo) changed, as a unified diff in git's format", cmdDiff},
 		{"apply", "apply a run's change to its tree (or --to DIR): all or nothing, refusing files changed there since", cmdApply},
-		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
+		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", runcmd.Replay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", livecmd.Say},
 		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", livecmd.Attach},
 		{"messages", "list a run's messages and their state", livecmd.Messages},
 		{"serve", "serve the HTTP API and a live page of the runs: board, timeline, files, evidence, interventions", cmdServe},
 		{"status", "a run's progress, from its board and record", cmdStatus},
 		{"pause", "stop a live run's model calls until resume", livecmd.Control("pause")},
-		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
-		{"continue", "start a new segment of a finished run with a follow-up: same workspace, history and settings", cmdContinue},
+		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", runcmd.Resume},
+		{"continue", "start a new segment of a finished run with a follow-up: same workspace, history and settings", runcmd.Continue},
 		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", livecmd.Control("cancel")},
 		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", evalcmd.Eval},
 		{"worker", "run the rollouts of evals queued on NATS JetStream (worker --nats URL)", evalcmd.Worker},

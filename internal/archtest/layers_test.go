@@ -60,7 +60,7 @@ var layers = []layer{
 		[]string{"internal/replay", "internal/eval", "internal/eval/chart", "internal/jetstream"},
 		[]string{"base", "core", "model", "adapters", "services", "run", "drivers"}},
 	{"cli", "the command line's parts: the frame every command stands in (flags, usage errors, exit codes), the run flags bound into run.Settings, shell completion, the MCP server of apodex mcp serve, and the commands grouped by what they work on (evaluation, live runs, starting runs)",
-		[]string{"internal/cmdline", "internal/cmdline/runflags", "internal/cmdline/complete", "internal/cmdline/evalcmd", "internal/cmdline/livecmd", "internal/mcp/serve"},
+		[]string{"internal/cmdline", "internal/cmdline/runflags", "internal/cmdline/complete", "internal/cmdline/evalcmd", "internal/cmdline/livecmd", "internal/cmdline/runcmd", "internal/mcp/serve"},
 		[]string{"base", "core", "model", "adapters", "services", "engine", "run", "readers", "drivers", "cli"}},
 	{"cmd", "the binary, and the packages that test the whole module",
 		[]string{"cmd/apodex", "internal/crashtest", "internal/archtest"},

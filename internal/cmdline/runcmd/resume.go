@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-// cmdResume resumes a run: a live, paused run is let go on (a control
+// Resume resumes a run: a live, paused run is let go on (a control
 // message); a run whose process stopped without finishing (kill -9, crash,
 // power loss) is continued from its record in this process.
-func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Resume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("resume", "[flags] RUN", stdout, stderr)
 	home := fs.HomeFlag()
 	var mf runflags.Model

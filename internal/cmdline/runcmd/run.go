@@ -1,4 +1,10 @@
-package main
+// Package runcmd is the commands that execute a run in this process:
+// apodex run (a new run on an objective, a task file or a world), resume
+// (a paused or crashed run, from its record), continue (a new segment of
+// a finished run) and replay (re-execute with the recorded model outputs
+// and report the first divergence). Flags bind into run.Settings through
+// runflags; the outcome's exit code is 0 only for a completed run.
+package runcmd
 
 import (
 	"context"
@@ -32,7 +38,7 @@ func loadWorld(id, home, task, inputs string) (*world.World, *contract.Contract,
 	return w, c, nil
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("run", "[flags] OBJECTIVE   (or - to read it from standard input; or --task task.yaml)", stdout, stderr)
 	var f runflags.Flags
 	f.Register(fs)

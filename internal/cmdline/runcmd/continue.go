@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-// cmdContinue starts a new segment of a finished run with a follow-up.
-func cmdContinue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Continue starts a new segment of a finished run with a follow-up.
+func Continue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("continue", `[flags] RUN "follow-up"`, stdout, stderr)
 	home := fs.HomeFlag()
 	var mf runflags.Model

@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/replay"
+	"github.com/apodex/apodex/internal/runinfo"
 )
 
-// cmdReplay re-executes a finished run with its recorded model outputs and
+// Replay re-executes a finished run with its recorded model outputs and
 // reports whether it did the same (R-REC-2). Exit 0: identical (differences
 // in nondeterministic output only, if any); 1: divergences of class
 // environment or policy (or the run could not be found or replayed); 2:
 // usage.
-func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Replay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("replay", "[flags] RUN", stdout, stderr)
 	home := fs.HomeFlag()
 	jsonOut := fs.JSONFlag("the replay report as JSON")
@@ -82,9 +83,9 @@ func printReplay(stdout, stderr io.Writer, rep replay.Report) {
 		if d.Agent != "" {
 			where += ", agent " + d.Agent
 		}
-		fmt.Fprintf(stdout, "divergence at %s: %s %s (%s)\n", where, d.Class, d.Kind, oneLine(d.What))
-		fmt.Fprintf(stdout, "  expected: %s\n", oneLine(d.Expected))
-		fmt.Fprintf(stdout, "  got:      %s\n", oneLine(d.Got))
+		fmt.Fprintf(stdout, "divergence at %s: %s %s (%s)\n", where, d.Class, d.Kind, runinfo.OneLine(d.What))
+		fmt.Fprintf(stdout, "  expected: %s\n", runinfo.OneLine(d.Expected))
+		fmt.Fprintf(stdout, "  got:      %s\n", runinfo.OneLine(d.Got))
 	}
 	if rep.Identical {
 		fmt.Fprintln(stdout, "identical")
@@ -106,12 +107,12 @@ func printReplay(stdout, stderr io.Writer, rep replay.Report) {
 	}
 	c := rep.Compared
 	fmt.Fprintf(stderr, "replayed run %s (%d events) in %s: compared %d tool calls, %d observations, %d file changes, %d final files\n",
-		rep.RunID, rep.Events, short(time.Duration(rep.DurationMS)*time.Millisecond), c.ToolCalls, c.Observations, c.FileChanges, c.FinalFiles)
+		rep.RunID, rep.Events, runinfo.Short(time.Duration(rep.DurationMS)*time.Millisecond), c.ToolCalls, c.Observations, c.FileChanges, c.FinalFiles)
 	if noise > 0 {
 		fmt.Fprintf(stderr, "%d observations differed only in %s (file times, inode numbers, clock times, line order): normalized, not divergences\n", noise, replay.ClassNoise)
 		for _, d := range rep.Divergences {
 			if d.Class == replay.ClassNoise {
-				fmt.Fprintf(stderr, "  seq %d, agent %s: %s\n", d.Seq, d.Agent, oneLine(d.What))
+				fmt.Fprintf(stderr, "  seq %d, agent %s: %s\n", d.Seq, d.Agent, runinfo.OneLine(d.What))
 			}
 		}
 	}
