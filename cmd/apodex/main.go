@@ -6,8 +6,10 @@
 // run id, a provider without its key). Every error is one line on stderr
 // that says what to do; cmdline.CodeOf is the only place errors become codes.
 //
-// Each command is one file (cmd_NAME.go) and one line in commands(); flags
-// shared by commands are groups (home, model, output) registered in one call.
+// Each command is one function and one line in commands(): the reading
+// commands in cmd_NAME.go here, the others in the packages of
+// internal/cmdline (runcmd, livecmd, evalcmd); flags shared by commands
+// are groups (home, model, output) registered in one call.
 //
 // Run hands every command stdout and stderr wrapped in termtext.Writer, so
 // text from a model, a command or a file never reaches a terminal raw. The
