@@ -43,13 +43,13 @@ func NewFlagSet(name, synopsis string, stdout, stderr io.Writer) *FlagSet {
 	return fs
 }
 
-// choices names the values flag name takes (its help shows a|b|c, and
+// Choices names the values flag name takes (its help shows a|b|c, and
 // completion offers them).
 func (fs *FlagSet) Choices(name string, values ...string) {
 	fs.metas[name] = strings.Join(values, "|")
 }
 
-// meta sets the placeholder of flag name's value (DIR, FILE, RUN, …).
+// Meta sets the placeholder of flag name's value (DIR, FILE, RUN, …).
 func (fs *FlagSet) Meta(name, placeholder string) { fs.metas[name] = placeholder }
 
 // NamePlaceholders are the placeholders of flags by name, where the type
@@ -65,7 +65,7 @@ var NamePlaceholders = map[string]string{
 	"log-level": "debug|info|warn|error", "provider": "openai|anthropic|scripted",
 }
 
-// placeholder is what the help shows after --name: nothing for a switch,
+// Placeholder is what the help shows after --name: nothing for a switch,
 // else the value's form.
 func (fs *FlagSet) Placeholder(f *flag.Flag) string {
 	if p, ok := fs.metas[f.Name]; ok {
@@ -118,9 +118,10 @@ func countFlags(fs *flag.FlagSet) int {
 	return n
 }
 
-// parse parses flags that may come before or after positional arguments
+// Parse parses flags that may come before or after positional arguments
 // ("apodex run OBJECTIVE --json"). A lone "--" ends flags. --help returns
-// flag.ErrHelp (exit 0); a bad flag a usage error.
+// flag.ErrHelp (exit 0); a bad flag a usage error. It stands in for the
+// embedded flag.FlagSet.Parse, which stops at the first argument.
 func (fs *FlagSet) Parse(args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -143,24 +144,24 @@ func (fs *FlagSet) Parse(args []string) ([]string, error) {
 	}
 }
 
-// given reports the flags set on the command line.
+// Given reports the flags set on the command line.
 func (fs *FlagSet) Given() map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flagDef) { set[fl.Name] = true })
 	return set
 }
 
-// homeFlag registers --home (the home flag group).
+// HomeFlag registers --home (the home flag group).
 func (fs *FlagSet) HomeFlag() *string {
 	return fs.String("home", "", "where runs are kept (default: $APODEX_HOME, else ~/.apodex)")
 }
 
-// jsonFlag registers --json (the output group for reading commands).
+// JSONFlag registers --json (the output group for reading commands).
 func (fs *FlagSet) JSONFlag(what string) *bool {
 	return fs.Bool("json", false, "print "+what)
 }
 
-// oneRun parses args for a command that takes one run id and finds the run.
+// OneRun parses args for a command that takes one run id and finds the run.
 func (fs *FlagSet) OneRun(args []string, home *string) (string, error) {
 	pos, err := fs.Parse(args)
 	if err != nil {

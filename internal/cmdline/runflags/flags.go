@@ -23,7 +23,7 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-// Flags are apodex run's flags. The flags of settings bind into set,
+// Flags are apodex run's flags. The flags of settings bind into Settings,
 // whose defaults (run.Defaults) are the flags' defaults.
 type Flags struct {
 	Model          Model
@@ -95,7 +95,7 @@ func (f *Flags) Register(fs *cmdline.FlagSet) {
 	fs.BoolVar(&s.RequireFinish, "require-finish", d.RequireFinish, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
 }
 
-// check validates the flags' values; the message says what to do.
+// Check validates the flags' values; the message says what to do.
 func (f *Flags) Check() error {
 	s := f.Settings
 	switch {
@@ -125,7 +125,7 @@ func (f *Flags) Check() error {
 	return f.Out.Check()
 }
 
-// applyContract takes the contract's budget for every setting whose flag
+// ApplyContract takes the contract's budget for every setting whose flag
 // was not given: flags on the command line win.
 func (f *Flags) ApplyContract(set map[string]bool, c *contract.Contract) {
 	b, s := c.Budget, &f.Settings
@@ -150,7 +150,7 @@ func (f *Flags) ApplyContract(set map[string]bool, c *contract.Contract) {
 	}
 }
 
-// instructionsDir is where the project's AGENTS.md is looked for: the
+// InstructionsDir is where the project's AGENTS.md is looked for: the
 // --repo tree, else the task file's directory ("" for none).
 func (f *Flags) InstructionsDir() string {
 	switch {

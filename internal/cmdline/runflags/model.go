@@ -10,7 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/run"
 )
 
-// Model are the model group: the flags that choose and reach a model
+// Model is the model group: the flags that choose and reach a model
 // (R-UI-3), and the config profile that may set them.
 type Model struct {
 	Provider string
@@ -34,13 +34,13 @@ func (m *Model) Spec() provider.Spec {
 	return provider.Spec{Provider: m.Provider, Model: m.Name, BaseURL: m.BaseURL, Script: m.Script, NoStream: m.NoStream}
 }
 
-// build returns the model and what to record about it (provider.Build);
+// Build returns the model and what to record about it (provider.Build);
 // what cannot work is a *run.ConfigError, a usage error.
 func (m *Model) Build() (llm.Model, record.ModelSettings, error) {
 	return asConfigError(provider.Build(m.Spec()))
 }
 
-// fromRecord rebuilds the model a run was started with, from its record;
+// FromRecord rebuilds the model a run was started with, from its record;
 // flags given on the command line override the recorded values.
 func (m *Model) FromRecord(dir string, rec record.ModelSettings) (llm.Model, record.ModelSettings, error) {
 	return asConfigError(provider.FromRecord(m.Spec(), dir, rec))

@@ -47,7 +47,7 @@ func parseLevel(s string) (slog.Level, error) {
 // LogFile is the log --log-level writes in a run directory.
 const LogFile = runlog.File
 
-// logger is the run's logger: nil without --log-level; else runlog.New.
+// Logger is the run's logger: nil without --log-level; else runlog.New.
 func (o *Output) Logger(dir string) (*slog.Logger, func()) {
 	if o.LogLevel == "" {
 		return nil, func() {}
@@ -56,7 +56,7 @@ func (o *Output) Logger(dir string) (*slog.Logger, func()) {
 	return runlog.New(dir, lvl)
 }
 
-// startProgress prints the run's progress on w in the background
+// StartProgress prints the run's progress on w in the background
 // (progress.Printer.Start), unless --quiet. On a terminal it draws a status
 // line (the model calls in flight) and shows the text the model streams:
 // the returned context carries the printer as the clients' llm.TextSink.

@@ -10,7 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/runinfo"
 )
 
-// finish prints a run's outcome (the summary, or JSON) and turns it into
+// Finish prints a run's outcome (the summary, or JSON) and turns it into
 // the command's error: nil only when the run completed.
 func (o *Output) Finish(s run.Summary, err error, stdout, stderr io.Writer) error {
 	switch {
