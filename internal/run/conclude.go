@@ -7,6 +7,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/verify"
@@ -43,7 +44,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 				failures = append(failures, fmt.Sprintf("deliverable %s was not delivered (declare it with claim_outputs, then write it)", dl.Path))
 			}
 		}
-		s.Checks = c.CheckDeliverables(env.Outputs, env.Inputs)
+		s.Checks = check.Deliverables(c, env.Outputs, env.Inputs)
 		for _, f := range s.Checks {
 			log.Append(record.TypeVerification, "", record.Verification{Check: f.Constraint, Path: f.Path, Passed: f.OK, Detail: f.Detail})
 			if !f.OK {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apodex/apodex/internal/claims"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
@@ -61,7 +62,7 @@ func (p *precheck) run(ctx context.Context) (int, []string) {
 		}
 	}
 	if len(c.Deliverables) > 0 {
-		for _, f := range c.CheckDeliverables(p.env.Outputs, p.env.Inputs) {
+		for _, f := range check.Deliverables(c, p.env.Outputs, p.env.Inputs) {
 			n++
 			if !f.OK {
 				failures = append(failures, fmt.Sprintf("check %s %s: %s", f.Constraint, f.Path, f.Detail))

@@ -36,6 +36,7 @@ import (
 	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
@@ -138,12 +139,12 @@ type Summary struct {
 	ToolCalls   int                `json:"tool_calls"`
 	Files       []record.FileEntry `json:"files"`
 	// FilesOmitted counts the files Files leaves out (record.MaxFilesListed).
-	FilesOmitted int                `json:"files_omitted,omitempty"`
-	Delivery     *publish.Delivery  `json:"delivery,omitempty"`
-	Checks       []contract.Finding `json:"checks,omitempty"`
-	Verify       []verify.Result    `json:"verification,omitempty"`
-	Sandbox      string             `json:"sandbox"`
-	Warnings     []string           `json:"warnings,omitempty"`
+	FilesOmitted int               `json:"files_omitted,omitempty"`
+	Delivery     *publish.Delivery `json:"delivery,omitempty"`
+	Checks       []check.Finding   `json:"checks,omitempty"`
+	Verify       []verify.Result   `json:"verification,omitempty"`
+	Sandbox      string            `json:"sandbox"`
+	Warnings     []string          `json:"warnings,omitempty"`
 	// Trainable and NotTrainable: see Trainability; computed once the
 	// record is closed.
 	Trainable    bool     `json:"trainable"`

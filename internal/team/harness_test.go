@@ -22,6 +22,7 @@ import (
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -98,8 +99,8 @@ func (h *harness) host(planePath string) string {
 // builds them: file tools and bash, claim_outputs and finish.
 func (h *harness) tools(id string, fs *workspace.FS) []tool.Tool {
 	view := fs.View(func(pp string, size int64) error { return h.plane.CheckWrite(id, pp, size) })
-	env := tool.Env{FS: view, Runner: h.runner, DefaultTimeout: 60 * time.Second, Outputs: h.plane.BashMounts(id)}
-	return append(tool.Builtins(env), tool.Serial(publish.ClaimTool(h.plane, id)), tool.FinishTool{})
+	env := builtin.Env{FS: view, Runner: h.runner, DefaultTimeout: 60 * time.Second, Outputs: h.plane.BashMounts(id)}
+	return append(builtin.Tools(env), tool.Serial(publish.ClaimTool(h.plane, id)), tool.FinishTool{})
 }
 
 // config is the team's configuration before the test's edits.
