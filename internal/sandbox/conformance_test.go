@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/sandbox/netns"
 
 	"github.com/apodex/apodex/internal/watch"
 )
@@ -86,8 +89,6 @@ func TestNeverHostRoot(t *testing.T) {
 		})
 	}
 }
-
-func hostUIDOf() int { uid, _, _ := ids(); return uid }
 
 // E3: a setuid copy made in a writable mount keeps no setuid/setgid bit.
 func TestNoSetuidSurvives(t *testing.T) {
@@ -242,7 +243,7 @@ func BenchmarkSandboxTrue(b *testing.B) {
 // Outbound: a non-loopback interface is up, but the host's 127.0.0.1
 // services are out of reach.
 func TestOutboundNetwork(t *testing.T) {
-	if pastaPath() == "" {
+	if netns.PastaPath() == "" {
 		t.Skip("pasta not installed (apt-get install -y passt)")
 	}
 	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {

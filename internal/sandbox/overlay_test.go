@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	. "github.com/apodex/apodex/internal/sandbox"
 )
 
 // A refusing quota (the scratch quota) is a hard bound: a command that

@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	. "github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/sandbox/limits"
 )
 
 // A sparse file whose apparent size is past its mount's quota is removed
@@ -80,7 +83,7 @@ perl -e 'open(my $f, "+<", "p") or die; for my $m (1, 16, 3) { my $r = syscall(%
 			if !strings.Contains(res.LimitNote(), "fallocate") {
 				t.Errorf("the limit note does not say why: %q", res.LimitNote())
 			}
-			if b, _ := usage(ws, false); b > 1<<20 {
+			if b, _ := limits.Usage(ws, false); b > 1<<20 {
 				t.Errorf("the workspace holds %d bytes after the refused fallocate calls", b)
 			}
 
@@ -93,7 +96,7 @@ python3 -c 'import os; fd = os.open("/scratch/d", os.O_WRONLY | os.O_CREAT); os.
 			if strings.Contains(string(res.Stdout), "d=") && (!strings.Contains(string(res.Stdout), "d=1\n") || res.Limit != "scratch_quota") {
 				t.Errorf("posix_fallocate past the scratch quota: limit %q\n%s%s", res.Limit, res.Stdout, res.Stderr)
 			}
-			if b, _ := usage(scratch, true); b > 16<<20 {
+			if b, _ := limits.Usage(scratch, true); b > 16<<20 {
 				t.Errorf("scratch holds %d bytes, past its 16 MiB quota", b)
 			}
 		})
