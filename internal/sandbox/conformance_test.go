@@ -302,7 +302,7 @@ func TestWorkspaceQuota(t *testing.T) {
 			ws := t.TempDir()
 			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)}}
 			res := run(t, r, Spec{Command: "echo keep > /workspace/keep; for i in $(seq 100); do head -c 1048576 /dev/urandom > /workspace/f$i; sleep 0.02; done",
-				Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 4 << 20}}, Timeout: 30 * time.Second})
+				Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 4 << 20, RefuseNear: -1}}, Timeout: 30 * time.Second})
 			if res.Limit != "workspace_quota" || !strings.Contains(res.LimitNote(), "--workspace-quota") {
 				t.Errorf("limit %q note %q", res.Limit, res.LimitNote())
 			}

@@ -123,6 +123,9 @@ const (
 	DefaultTmpSize        = spec.DefaultTmpSize
 	DefaultWorkspaceBytes = spec.DefaultWorkspaceBytes
 	DefaultWorkspaceFiles = spec.DefaultWorkspaceFiles
+	// DefaultWorkspaceRefuseNear is how close to its bound the workspace
+	// quota turns hard (Quota.RefuseNear).
+	DefaultWorkspaceRefuseNear = spec.DefaultWorkspaceRefuseNear
 )
 
 // Limit names, as in Result.Limit.

@@ -91,7 +91,7 @@ func (c *Command) Ready() error {
 	}
 	c.quotas = limits.NewQuotaWatch(c.Mounts, start)
 	for i, m := range c.Mounts {
-		if q := m.Quota; m.Writable && q != nil && q.Refuse && q.Bytes > 0 {
+		if q := m.Quota; m.Writable && q != nil && q.Bytes > 0 && (q.Refuse || q.RefuseNear > 0 && q.Bytes-start[i][0] <= q.RefuseNear) {
 			if c.Sized == nil {
 				c.Sized = make([]int64, len(c.Mounts))
 			}
