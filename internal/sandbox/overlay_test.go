@@ -156,6 +156,14 @@ func TestWorkspaceQuotaHard(t *testing.T) {
 			if fi, err := os.Stat(filepath.Join(ws, "after")); err != nil || fi.Size() != 1<<20 {
 				t.Errorf("after = %v, %v", fi, err)
 			}
+			// A sparse file past the quota is not kept, and named as such.
+			res = run(t, r, Spec{Mounts: mounts, Limits: lim, Command: "truncate -s 1G /workspace/giant"})
+			if res.Limit != "workspace_quota" || !strings.Contains(res.QuotaNote, "sparse") || !strings.Contains(res.QuotaNote, "/workspace/giant") || strings.Contains(res.QuotaNote, "is full") {
+				t.Errorf("sparse: limit %q note %q", res.Limit, res.QuotaNote)
+			}
+			if _, err := os.Lstat(filepath.Join(ws, "giant")); err == nil {
+				t.Error("a 1 GiB sparse file was merged into the workspace")
+			}
 		})
 	}
 }

@@ -14,7 +14,8 @@ import (
 
 // A sparse file whose apparent size is past its mount's quota is removed
 // after the command and named; one under the quota, and real data beside
-// it, stay.
+// it, stay. (Here the workspace is measured, RefuseNear -1; near a hard
+// bound the sized overlay keeps no such file either: TestRefusingQuota.)
 func TestSparseGiantsRemoved(t *testing.T) {
 	for name, r := range trackedOrNot(sandboxes(t)) {
 		tracked := strings.HasSuffix(name, "/tracked")
@@ -24,7 +25,7 @@ func TestSparseGiantsRemoved(t *testing.T) {
 				{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)},
 				{Source: out, Target: "/staged", Writable: true}, // no quota: the workspace's applies
 			}
-			res := run(t, r, Spec{Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 64 << 20}},
+			res := run(t, r, Spec{Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 64 << 20, RefuseNear: -1}},
 				Command: "truncate -s 20G /workspace/giant && truncate -s 1M /workspace/small && truncate -s 1T /staged/deliverable && echo data > /workspace/ok"})
 			if res.ExitCode != 0 {
 				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)

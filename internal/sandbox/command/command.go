@@ -135,7 +135,8 @@ func (c *Command) Finish(res spec.Result, err error, limit func() string) (spec.
 	c.hit.Lock()
 	m, why := c.hit.m, c.hit.why
 	c.hit.Unlock()
-	full := -1          // the sized mount whose upper layer filled up
+	full := -1          // the sized mount whose upper layer filled up (or held a sparse giant)
+	filled := false     // its upper layer was full, not only too small for a sparse file
 	var sparse []string // files too large for their layer, not kept
 	if c.Ups != nil {
 		for i, up := range c.Ups.Take() {
@@ -146,8 +147,8 @@ func (c *Command) Finish(res spec.Result, err error, limit func() string) (spec.
 			for _, rel := range skipped {
 				sparse = append(sparse, filepath.Join(c.Mounts[i].Target, rel))
 			}
-			if (upperFull(up) || len(skipped) > 0) && full < 0 {
-				full = i
+			if isFull := upperFull(up); (isFull || len(skipped) > 0) && (full < 0 || isFull && !filled) {
+				full, filled = i, isFull
 			}
 			up.Close()
 		}
@@ -162,7 +163,11 @@ func (c *Command) Finish(res spec.Result, err error, limit func() string) (spec.
 	if full >= 0 {
 		m = c.Mounts[full]
 		res.Limit = m.Quota.Name
-		res.QuotaNote = fmt.Sprintf("%s is full: writes past its quota (%s) were refused (No space left on device) and what fit is kept; delete files there to make room for the next command, or raise it with %s", m.Target, spec.Human(m.Quota.Bytes), m.Quota.Hint)
+		if filled {
+			res.QuotaNote = fmt.Sprintf("%s is full: writes past its quota (%s) were refused (No space left on device) and what fit is kept; delete files there to make room for the next command, or raise it with %s", m.Target, spec.Human(m.Quota.Bytes), m.Quota.Hint)
+		} else {
+			res.QuotaNote = fmt.Sprintf("sparse files larger than the quota of %s (%s) allows were not kept (a file with holes costs its whole size to hash and copy); write only the data you need, or raise it with %s", m.Target, spec.Human(m.Quota.Bytes), m.Quota.Hint)
+		}
 		if len(sparse) > 0 {
 			res.QuotaNote += fmt.Sprintf("; not kept, being larger than the quota allows (sparse): %s", strings.Join(sparse, ", "))
 		}

@@ -46,7 +46,7 @@ func NewUppers() (*Uppers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
-	return &Uppers{mine: os.NewFile(uintptr(fds[0]), "Uppers"), theirs: os.NewFile(uintptr(fds[1]), "Uppers-helper")}, nil
+	return &Uppers{mine: os.NewFile(uintptr(fds[0]), "uppers"), theirs: os.NewFile(uintptr(fds[1]), "uppers-helper")}, nil
 }
 
 // Theirs is the helper's end, which it gets as fd 4.

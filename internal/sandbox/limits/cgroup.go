@@ -41,12 +41,12 @@ type Cgroup struct {
 var cgSeq atomic.Int64
 
 // cgroupRoot is where cgroup hierarchies are mounted.
-var cgroupRoot = "/sys/fs/Cgroup"
+var cgroupRoot = "/sys/fs/cgroup"
 
 // ownCgroup returns this process's path in the hierarchy whose
-// /proc/self/Cgroup line has the given controller ("" for v2).
+// /proc/self/cgroup line has the given controller ("" for v2).
 func ownCgroup(controller string) string {
-	b, _ := os.ReadFile("/proc/self/Cgroup")
+	b, _ := os.ReadFile("/proc/self/cgroup")
 	for _, line := range strings.Split(string(b), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
@@ -239,7 +239,7 @@ func (cg *Cgroup) V2FD() (fd int, ok bool) { return cg.v2fd, cg.v2 != "" }
 func (cg *Cgroup) Join(pid int) error {
 	for c, dir := range cg.v1 {
 		if err := write(dir, "cgroup.procs", int64(pid)); err != nil {
-			return fmt.Errorf("sandbox: join the %s Cgroup: %w", c, err)
+			return fmt.Errorf("sandbox: join the %s cgroup: %w", c, err)
 		}
 	}
 	return nil

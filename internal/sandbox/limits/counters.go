@@ -9,10 +9,10 @@ import (
 	"github.com/apodex/apodex/internal/sandbox/spec"
 )
 
-// Events are the counters of a Cgroup that grow when a limit is hit.
+// Events are the counters of a cgroup that grow when a limit is hit.
 type Events struct{ memory, pids int64 }
 
-// Counters reads a live sandbox's Cgroup counters through descriptors
+// Counters reads a live sandbox's cgroup counters through descriptors
 // opened once; Last is what the latest reading said.
 type Counters struct {
 	files []cgFile

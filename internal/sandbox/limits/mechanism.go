@@ -60,7 +60,7 @@ var NprocPerUserns = sync.OnceValue(func() bool {
 type Tally map[int][2]int64
 
 // Rlimit is one resource limit the sandbox's first process sets
-// (setrlimit) for what a Cgroup cannot bound here.
+// (setrlimit) for what a cgroup cannot bound here.
 type Rlimit struct {
 	Resource int    `json:"resource"`
 	Value    uint64 `json:"value"`
