@@ -135,6 +135,12 @@ const (
 	LimitSparse = spec.LimitSparse
 )
 
+// ConfinePath is where every sandbox holds the confine tool: a process
+// there runs "ConfinePath -hide /tests -- PROG ARGS..." to start PROG
+// unable to read the hidden paths or to reach into its starter (ptrace,
+// /proc/PID/mem, signals); see package native.
+const ConfinePath = spec.ConfinePath
+
 // SandboxUID and SandboxGID are the host ids sandboxed commands run as when
 // the runtime runs as root (nobody/nogroup): never host uid 0.
 const (

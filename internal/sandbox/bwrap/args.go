@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,4 +115,16 @@ func WithTmpSize(args []string, size int64) []string {
 		}
 	}
 	return args
+}
+
+// BeforeRootReadOnly inserts more arguments into args (as Args made them)
+// before the root is remounted read-only, so a bind they make gets its
+// mount point.
+func BeforeRootReadOnly(args []string, more ...string) []string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--remount-ro" && args[i+1] == "/" {
+			return slices.Concat(args[:i:i], more, args[i:])
+		}
+	}
+	return append(args, more...)
 }

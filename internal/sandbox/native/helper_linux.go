@@ -19,9 +19,10 @@ import (
 // re-executes the current binary (apodex, or a test binary) with helperEnv
 // set, and this package's init takes over before main or TestMain run. It
 // reads its plan from fd 3 (the runner writes the plan only once the helper
-// sits in its cgroups, so nothing it starts escapes them), applies the
-// rlimits, then either becomes bubblewrap as the sandbox uid or builds the
-// native sandbox itself (native.go). It never returns to the host program.
+// sits in its cgroups, so nothing it starts escapes them), then either
+// applies the rlimits and becomes bubblewrap as the sandbox uid, or builds
+// the native sandbox itself (native_linux.go) and applies them right before
+// it starts the command. It never returns to the host program.
 
 // helperEnv marks a process as the sandbox helper.
 const helperEnv = "APODEX_SANDBOX_HELPER"
@@ -90,19 +91,26 @@ func helperMain() {
 			spec.Fail("network rules: %v", err)
 		}
 	}
+	switch p.Backend {
+	case "bwrap":
+		setRlimits(p)
+		helperBwrap(p, &Overlays{})
+	case "native":
+		helperNative(p, &Overlays{})
+	}
+	spec.Fail("unknown backend %q", p.Backend)
+}
+
+// setRlimits applies the plan's rlimits to this process and what it
+// starts. The native helper applies them only right before it starts the
+// command: its own Go runtime builds the sandbox unbounded by RLIMIT_AS.
+func setRlimits(p plan) {
 	for _, r := range p.Rlimits {
 		lim := &syscall.Rlimit{Cur: r.Value, Max: r.Value}
 		if err := syscall.Setrlimit(r.Resource, lim); err != nil {
 			spec.Fail("setrlimit %d: %v", r.Resource, err)
 		}
 	}
-	switch p.Backend {
-	case "bwrap":
-		helperBwrap(p, &Overlays{})
-	case "native":
-		helperNative(p, &Overlays{})
-	}
-	spec.Fail("unknown backend %q", p.Backend)
 }
 
 // sysCloseRange is close_range(2), which package syscall does not name.
@@ -139,10 +147,18 @@ func helperBwrap(p plan, ov *Overlays) {
 	for _, n := range p.Spec.Sized {
 		sized = sized || n > 0
 	}
+	exe, err := os.Executable() // bound at spec.ConfinePath
+	if err != nil {
+		spec.Fail("find the binary: %v", err)
+	}
 	if p.Drop || sized {
 		// Every source is opened before the staging tmpfs covers the host's
 		// /tmp (where a source may live), and bound into it.
 		stage := os.TempDir()
+		exeFD, err := syscall.Open("/proc/self/exe", OPath|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			spec.Fail("open the binary: %v", err)
+		}
 		var fds []int
 		for _, src := range append([]string{etc}, sources(sp.Mounts)...) {
 			fd, err := syscall.Open(src, OPath|syscall.O_CLOEXEC, 0)
@@ -165,6 +181,12 @@ func helperBwrap(p plan, ov *Overlays) {
 		}
 		etc = bindFD(fds[0], "etc")
 		syscall.Close(fds[0])
+		exe = filepath.Join(stage, "exe")
+		f, err := os.Create(exe)
+		Must(err, "stage file")
+		f.Close()
+		Must(syscall.Mount("/proc/self/fd/"+strconv.Itoa(exeFD), exe, "", syscall.MS_BIND, ""), "stage bind")
+		syscall.Close(exeFD)
 		for i := range sp.Mounts {
 			fd := fds[i+1]
 			if dst := stageDir("overlay-" + strconv.Itoa(i)); ov.mount(p, i, "/proc/self/fd/"+strconv.Itoa(fd), dst) {
@@ -182,6 +204,7 @@ func helperBwrap(p plan, ov *Overlays) {
 	if err != nil {
 		spec.Fail("%v", err)
 	}
+	args = bwrap.BeforeRootReadOnly(args, "--ro-bind", exe, spec.ConfinePath)
 	if p.Spec.TmpSize > 0 {
 		args = bwrap.WithTmpSize(args, p.Spec.TmpSize)
 	}

@@ -53,6 +53,7 @@ func helperNative(p plan, ov *Overlays) {
 	for i, m := range sp.Mounts {
 		srcs = append(srcs, src{open(m.Source), m.Target, m.Writable, i})
 	}
+	exe := open("/proc/self/exe")
 	devs := OpenDevs()
 	root := NewRoot()
 	at := func(p string) string { return filepath.Join(root, p) }
@@ -67,6 +68,7 @@ func helperNative(p plan, ov *Overlays) {
 		}
 		Bind(s.fd, dst, s.rw)
 	}
+	BindFile(exe, at(spec.ConfinePath))
 	// /proc for the new pid namespace; kernel knobs read-only.
 	Must(os.MkdirAll(at("/proc"), 0o555), "mkdir /proc")
 	Must(syscall.Mount("proc", at("/proc"), "proc", ProcFlags(sp.NoTrace), ""), "mount /proc")
@@ -119,6 +121,7 @@ func helperNative(p plan, ov *Overlays) {
 	if p.Drop {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(p.UID), Gid: uint32(p.GID), Groups: []uint32{}}
 	}
+	setRlimits(p)
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
 			spec.Fail("chdir %s: %v", sp.Dir, err)
@@ -212,6 +215,16 @@ func Bind(fd int, dst string, rw bool) {
 	for _, mp := range mountsUnder(dst) {
 		remount(mp, !rw)
 	}
+}
+
+// BindFile binds the opened file fd read-only (nosuid, nodev) at dst, a
+// file it creates with its parents.
+func BindFile(fd int, dst string) {
+	Must(os.MkdirAll(filepath.Dir(dst), 0o755), "mkdir "+filepath.Dir(dst))
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
+	Must(err, "mount point "+dst)
+	f.Close()
+	Bind(fd, dst, false)
 }
 
 // mountsUnder lists the mount points at or below dir, parents first.

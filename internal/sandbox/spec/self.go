@@ -28,3 +28,8 @@ func SelfExe() (string, error) {
 	}
 	return p, nil
 }
+
+// ConfinePath is where every sandbox holds the confine tool (package
+// native): a process there starts a program through it to keep that
+// program out of paths it names and out of its own process.
+const ConfinePath = "/opt/apodex/confine"

@@ -176,6 +176,7 @@ func serverRoot(p Plan) {
 	for i, h := range p.Hidden {
 		srcs = append(srcs, src{open(h.Source), HiddenPath(i), h.Writable})
 	}
+	exe := open("/proc/self/exe")
 	devs := native.OpenDevs()
 	root := native.NewRoot()
 	at := func(p string) string { return filepath.Join(root, p) }
@@ -194,6 +195,7 @@ func serverRoot(p Plan) {
 	native.Must(syscall.Mount("proc", at("/proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""), "mount /proc")
 	dev := at("/dev")
 	native.MinimalDev(dev, devs)
+	native.BindFile(exe, at(spec.ConfinePath))
 	for _, d := range []string{"/dev/pts", "/dev/shm", "/tmp"} {
 		native.Must(os.MkdirAll(at(d), 0o755), "mkdir "+d)
 	}
@@ -277,7 +279,7 @@ func serverBwrap(p Plan) {
 		args = append(args, "--symlink", to, "/dev/"+name)
 	}
 	args = append(args, "--dir", "/dev/pts", "--dir", "/dev/shm", "--dir", "/tmp",
-		"--perms", "0700", "--tmpfs", hiddenDir, "--ro-bind", exe, hiddenDir+"/exe")
+		"--perms", "0700", "--tmpfs", hiddenDir, "--ro-bind", exe, hiddenDir+"/exe", "--ro-bind", exe, spec.ConfinePath)
 	for i, h := range p.Hidden {
 		op := "--ro-bind"
 		if h.Writable {
