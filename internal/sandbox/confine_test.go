@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	. "github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/sandbox/limits"
 )
 
 // F4 (issue 25): code under test that its verifier's runner started in a
@@ -48,7 +48,7 @@ cat /tests/secret; echo "again=$?"`, ConfinePath)
 					t.Errorf("the secret was read %d times, want twice (by the runner only):\n%s\n%s", strings.Count(out, "expected-42"), out, res.Stderr)
 				}
 				want := map[string]bool{"runner": true, "cat": false, "ls": false, "public": true, "tmp": true, "environ": false, "maps": false, "confined": true, "again": true}
-				if kernelAtLeast(6, 12) {
+				if limits.KernelAtLeast(6, 12) {
 					want["kill"] = false
 				}
 				for key, ok := range want {
@@ -94,23 +94,4 @@ func lineOf(s, prefix string) string {
 		}
 	}
 	return ""
-}
-
-func kernelAtLeast(major, minor int) bool {
-	var u syscall.Utsname
-	if syscall.Uname(&u) != nil {
-		return false
-	}
-	var rel []byte
-	for _, c := range u.Release {
-		if c == 0 {
-			break
-		}
-		rel = append(rel, byte(c))
-	}
-	var ma, mi int
-	if _, err := fmt.Sscanf(string(rel), "%d.%d", &ma, &mi); err != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
 }

@@ -35,7 +35,11 @@ func Mechanism(cg *Cgroup, lim spec.Limits) string {
 // then bound a sandbox's processes with it, its own user namespace being
 // the sandbox's, without counting the user's processes outside it. Before,
 // it counted every process of the uid on the host.
-var NprocPerUserns = sync.OnceValue(func() bool {
+var NprocPerUserns = sync.OnceValue(func() bool { return KernelAtLeast(5, 14) })
+
+// KernelAtLeast reports whether the running kernel is release major.minor
+// or later (false when it cannot tell).
+func KernelAtLeast(major, minor int) bool {
 	var u syscall.Utsname
 	if syscall.Uname(&u) != nil {
 		return false
@@ -47,12 +51,12 @@ var NprocPerUserns = sync.OnceValue(func() bool {
 		}
 		rel = append(rel, byte(c))
 	}
-	var major, minor int
-	if _, err := fmt.Sscanf(string(rel), "%d.%d", &major, &minor); err != nil {
+	var ma, mi int
+	if _, err := fmt.Sscanf(string(rel), "%d.%d", &ma, &mi); err != nil {
 		return false
 	}
-	return major > 5 || major == 5 && minor >= 14
-})
+	return ma > major || ma == major && mi >= minor
+}
 
 // Tally is what a walk of the mounts measured of those with a quota, by
 // index in the command's mounts: bytes (as the quota counts them) and
