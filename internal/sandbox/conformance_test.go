@@ -15,7 +15,7 @@ import (
 	"time"
 
 	. "github.com/apodex/apodex/internal/sandbox"
-	"github.com/apodex/apodex/internal/sandbox/netns"
+	"github.com/apodex/apodex/internal/sandbox/sandboxtest"
 
 	"github.com/apodex/apodex/internal/watch"
 )
@@ -243,17 +243,7 @@ func BenchmarkSandboxTrue(b *testing.B) {
 // Outbound: a non-loopback interface is up, but the host's 127.0.0.1
 // services are out of reach.
 func TestOutboundNetwork(t *testing.T) {
-	if netns.PastaPath() == "" {
-		t.Skip("pasta not installed (apt-get install -y passt)")
-	}
-	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {
-		t.Skipf("pasta cannot open /dev/net/tun here: %v", err)
-	} else {
-		f.Close()
-	}
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("needs bash for /dev/tcp")
-	}
+	sandboxtest.NeedOutbound(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

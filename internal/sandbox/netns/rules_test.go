@@ -18,22 +18,6 @@ import (
 	"github.com/apodex/apodex/internal/sandbox/sandboxtest"
 )
 
-// needOutbound skips a test that needs pasta and /dev/net/tun.
-func needOutbound(t *testing.T) {
-	t.Helper()
-	if netns.PastaPath() == "" {
-		t.Skip("pasta not installed (apt-get install -y passt)")
-	}
-	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {
-		t.Skipf("pasta cannot open /dev/net/tun here: %v", err)
-	} else {
-		f.Close()
-	}
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("needs bash for /dev/tcp")
-	}
-}
-
 // ruleLine is a rule as `ip rule show` prints it.
 var ruleLine = regexp.MustCompile(`^(\d+):\s+from all (?:to (\S+) )?(?:iif lo )?(?:ipproto (\S+) )?(?:dport (\d+) )?(prohibit|goto \d+|lookup local)`)
 
@@ -47,7 +31,7 @@ var ruleLine = regexp.MustCompile(`^(\d+):\s+from all (?:to (\S+) )?(?:iif lo )?
 // reached (nothing listens: "Connection refused"). No packet leaves the
 // loopback. It is F9 too: pasta runs as the sandbox uid, never root.
 func TestOutboundRules(t *testing.T) {
-	needOutbound(t)
+	sandboxtest.NeedOutbound(t)
 	netns.BlockAlso(t, netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("127.0.0.4/30"))
 	allow := []netip.Prefix{netip.MustParsePrefix("127.0.0.5/32")}
 	cmd := `if command -v ip >/dev/null; then ip rule show; ip -6 rule show; else echo "no ip"; fi

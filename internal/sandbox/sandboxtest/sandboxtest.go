@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/sandbox/netns"
 )
 
 // Runners returns every runner the conformance tests apply to here: None
@@ -112,4 +113,21 @@ func AssertGone(t *testing.T, token string) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	t.Errorf("processes with %s survived: %v", token, pids)
+}
+
+// NeedOutbound skips a test that needs an outbound network: pasta,
+// /dev/net/tun, and bash for /dev/tcp.
+func NeedOutbound(t testing.TB) {
+	t.Helper()
+	if netns.PastaPath() == "" {
+		t.Skip("pasta not installed (apt-get install -y passt)")
+	}
+	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {
+		t.Skipf("pasta cannot open /dev/net/tun here: %v", err)
+	} else {
+		f.Close()
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs bash for /dev/tcp")
+	}
 }
