@@ -54,7 +54,7 @@ func tend(give bool, uid, gid int) func(root *os.Root, rel string, fi fs.FileInf
 // stripSetid clears setuid and setgid bits on everything in the writable
 // mounts after a command (chmod works on a nosuid mount; the bits must not
 // outlive the sandbox in the run directory), removes sparse giants
-// (sparse.go, returned) and measures the mounts that have a quota. Links are skipped; the chmod resolves inside the mount only.
+// (limits.SparseSweep, returned) and measures the mounts that have a quota. Links are skipped; the chmod resolves inside the mount only.
 func stripSetid(ms []spec.Mount, lim spec.Limits) (limits.Tally, []string, error) {
 	uid, gid, give := spec.IDs()
 	var sparse []string

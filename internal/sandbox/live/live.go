@@ -39,7 +39,7 @@ type live struct {
 	stderr *command.Capture // the server's own complaints
 	seq    atomic.Uint64
 	// warmStarts counts the commands started on a warm pid 1
-	// (livewarm_linux.go).
+	// (package live/server).
 	warmStarts atomic.Uint64
 
 	wmu    sync.Mutex // one message at a time on conn

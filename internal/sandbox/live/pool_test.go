@@ -263,7 +263,7 @@ func TestLiveCommandHoldsNothing(t *testing.T) {
 }
 
 // warmStarts is how many commands of p started on a warm pid 1.
-// Commands after the first start on a warm pid 1 (livewarm_linux.go) and
+// Commands after the first start on a warm pid 1 (package live/server) and
 // are still each their own: their command line, environment, directory and
 // exit status, an empty /tmp, none of the previous one's processes, their
 // own stdout and stderr; a command with other mounts discards the warm one

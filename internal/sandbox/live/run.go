@@ -61,7 +61,7 @@ func (lv *live) run(ctx context.Context, c *command.Command) (res spec.Result, e
 	}
 	defer errR.Close()
 	// pid 1 writes the exit status here once nothing of the command runs
-	// (livecmd_linux.go); without it (killed, or never started) the
+	// (package live/server); without it (killed, or never started) the
 	// server's exit message says how the command ended.
 	statusR, statusW, err := os.Pipe()
 	if err != nil {

@@ -49,7 +49,7 @@ type plan struct {
 	// Landlock applies a Landlock domain (native) when the kernel has it.
 	Landlock bool `json:"landlock"`
 	// Net are the rules the helper installs in the outbound network
-	// namespace it made (a runtime that is not root; netrules_linux.go).
+	// namespace it made (a runtime that is not root; package netns).
 	Net *netns.Rules `json:"net,omitempty"`
 }
 

@@ -53,7 +53,7 @@ const (
 	LimitMemory = "memory"
 	LimitPids   = "pids"
 	// LimitSparse: sparse files larger than their quota were removed
-	// (sparse.go).
+	// (package limits).
 	LimitSparse = "sparse_file"
 )
 

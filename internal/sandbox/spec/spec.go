@@ -53,8 +53,8 @@ type Spec struct {
 	Network bool
 	// Outbound gives the command its own network namespace with outbound
 	// access through pasta but no way to the host's loopback, nor to
-	// private, link-local, shared or multicast addresses (network.go,
-	// netrules_linux.go); Network wins if both are set. None treats it as
+	// private, link-local, shared or multicast addresses (package netns);
+	// Network wins if both are set. None treats it as
 	// Network.
 	Outbound bool
 	// AllowNets are prefixes an Outbound command may reach although the

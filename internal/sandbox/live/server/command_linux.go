@@ -46,7 +46,7 @@ type CommandPlan struct {
 	Landlock bool            `json:"landlock"`
 	// Prewarm says the next command is likely the same but for its
 	// command line, environment and directory (no Fresh mounts): the
-	// server makes one ready while this one runs (livewarm_linux.go).
+	// server makes one ready while this one runs (warm_linux.go).
 	Prewarm bool `json:"prewarm,omitempty"`
 }
 
@@ -81,7 +81,7 @@ type rawCmd struct {
 	// stack holds the stacks of pid 1 and of the shell until its exec,
 	// where they share the server's memory (forkInit).
 	stack []byte
-	// warm, for a pid 1 made ready ahead (livewarm_linux.go), is where it
+	// warm, for a pid 1 made ready ahead (warm_linux.go), is where it
 	// receives its stdout and stderr, at warmCtlFD, once its command
 	// (argv, envv, dir) is filled in; ctl is that socket in the server.
 	warm *warmMsg

@@ -54,5 +54,5 @@ func forkShell(r *rawCmd) (uintptr, syscall.Errno) {
 const sysSetns = 308
 
 // Warmable says a warm command is possible here: pid 1 shares the server's memory, so a warm one sees the
-// command the server fills in after the fork (livewarm_linux.go).
+// command the server fills in after the fork (warm_linux.go).
 const Warmable = true

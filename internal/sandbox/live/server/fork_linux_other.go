@@ -34,5 +34,5 @@ func forkShell(r *rawCmd) (uintptr, syscall.Errno) {
 const sysSetns = syscall.SYS_SETNS
 
 // Warmable says a warm command is possible here: pid 1 is a copy of the server, which could not fill in a warm
-// one's command after the fork (livewarm_linux.go).
+// one's command after the fork (warm_linux.go).
 const Warmable = false

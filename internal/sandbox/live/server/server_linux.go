@@ -65,7 +65,7 @@ type Plan struct {
 	// Inside says the server runs inside bubblewrap already.
 	Inside bool `json:"inside,omitempty"`
 	// Net are the rules the server installs in the outbound network
-	// namespace it made (a runtime that is not root; netrules_linux.go),
+	// namespace it made (a runtime that is not root; package netns),
 	// before bubblewrap, which holds no capability over it.
 	Net *netns.Rules `json:"net,omitempty"`
 }
@@ -310,7 +310,7 @@ type server struct {
 	mu      sync.Mutex
 	cmds    map[uint64]*serverCmd
 	wmu     sync.Mutex
-	// warm is the command made ready for the next one (livewarm_linux.go);
+	// warm is the command made ready for the next one (warm_linux.go);
 	// warming is closed when the one being made is done.
 	warmMu  sync.Mutex
 	warm    *warm

@@ -21,7 +21,7 @@ import (
 // no_new_privs, Landlock and the seccomp filter — and parks pid 1 on a
 // socket. The next command whose plan is the same but for its command
 // line, environment and directory takes it: the server fills those in
-// (pid 1 shares its memory, livefork_linux_amd64.go), passes the upper
+// (pid 1 shares its memory, fork_linux_amd64.go), passes the upper
 // layers to the runner and sends pid 1 the command's stdout and stderr;
 // pid 1 forks the shell. A command that differs (another mount, a new
 // quota, a Fresh mount) discards it and is built as before. Nothing of a
