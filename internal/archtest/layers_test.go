@@ -41,7 +41,9 @@ var layers = []layer{
 			"internal/evidence", "internal/inbox", "internal/state", "internal/runstate", "internal/transcript"},
 		[]string{"base", "core", "model"}},
 	{"adapters", "one package per outside system, knowing nothing of agents or runs: the sandbox, the model clients, the search index, the web fetcher, OpenTelemetry",
-		[]string{"internal/sandbox", "internal/corpus", "internal/fetch", "internal/otel",
+		[]string{"internal/sandbox", "internal/sandbox/spec", "internal/sandbox/command", "internal/sandbox/limits", "internal/sandbox/netns",
+			"internal/sandbox/bwrap", "internal/sandbox/native", "internal/sandbox/live", "internal/sandbox/live/server", "internal/sandbox/sandboxtest",
+			"internal/corpus", "internal/fetch", "internal/otel",
 			"internal/llm/openai", "internal/llm/anthropic", "internal/llm/scripted", "internal/llm/llmtest", "internal/llm/llmtest/strict", "internal/llm/provider"},
 		[]string{"base", "core", "adapters"}},
 	{"services", "what works on a run directory or a world without running an agent: the task kept in the run, verification, worlds, the read models, grading",
@@ -84,7 +86,7 @@ var outside = []struct {
 	{"go.opentelemetry.io/otel", []string{"internal/otel"}},
 	{"codeberg.org/readeck/go-readability/v2", []string{"internal/readable"}},
 	{"golang.org/x/net", []string{"internal/readable"}},
-	{"golang.org/x/sys", []string{"internal/hostfs", "internal/sandbox", "internal/watch"}},
+	{"golang.org/x/sys", []string{"internal/hostfs", "internal/sandbox/limits", "internal/sandbox/netns", "internal/sandbox/native", "internal/sandbox/live/server", "internal/watch"}},
 }
 
 // importGraph is every package of the module with its imports (not its
