@@ -160,7 +160,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
 		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl, section)
-		spec.ID, spec.Role, spec.Gate = "lead", llm.CallerLead, tm.Gate
+		spec.ID, spec.Role, spec.Gate = "lead", llm.CallerLead, tm.Gate(ctx)
 		spec.BeforeCall = both(ctl.BeforeCall("lead"), tm.BeforeCall)
 		spec.Tools, spec.Guard, spec.Prompt = append(ss.kit.list("lead", ss.fs), tm.LeadTools()...), tm.Guard, tm.LeadSystem
 	} else {
@@ -191,7 +191,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if rs != nil {
 		cp := rs.agents[ac.ID]
 		if tm != nil {
-			if err := tm.Restore(ss.dir, rs.st, rs.events, rs.agents); err != nil {
+			if err := tm.Restore(ctx, ss.dir, rs.st, rs.events, rs.agents); err != nil {
 				return s, fmt.Errorf("run: restore the team: %w", err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/verify/claim"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -49,7 +50,8 @@ type Assignment struct {
 var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall", "search", "fetch"}
 
 // dispatch validates and queues an assignment; it returns the assignment id.
-func (t *Team) dispatch(callID, item, role, instructions string, tools []string) (string, error) {
+func (t *Team) dispatch(ctx context.Context, item, role, instructions string, tools []string) (string, error) {
+	callID := tool.CallID(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.planning {
@@ -91,11 +93,10 @@ func (t *Team) dispatch(callID, item, role, instructions string, tools []string)
 	t.record(record.TypeAssignment, "lead", record.Assignment{Assignment: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created, CallID: callID})
 	t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) })
 	t.setState(a, Queued, "")
-	ctx, cancel := context.WithCancelCause(t.ctx)
-	a.cancel = cancel
+	actx := t.assignmentContext(ctx, a)
 	task := t.firstMessage(a, it)
 	t.wg.Add(1)
-	go t.executeFrom(ctx, a, t.slots.ticket(), task, nil, nil, nil)
+	go t.executeFrom(actx, a, t.slots.ticket(), task, nil, nil, nil)
 	return id, nil
 }
 
@@ -139,9 +140,9 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	t.setState(a, Running, "")
 	t.mu.Unlock()
 
-	rep := &reportBox{}
+	rep := &claim.ReportBox{}
 	if finished != nil {
-		rep.rep = finished
+		rep.Set(finished)
 		if t.cfg.Release != nil {
 			t.cfg.Release(a.ID, string(agent.Completed))
 		}
@@ -159,7 +160,7 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 			tools = append(tools, tl)
 		}
 	}
-	tools = append(tools, newReportTool(rep, fs, t.claimRefs(fs)))
+	tools = append(tools, claim.NewReportTool(rep, fs, t.checker.ClaimRefs(fs)))
 	if t.cfg.SubTimeout > 0 { // on the team's clock
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
@@ -182,13 +183,13 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	if wt != nil {
 		merge = t.mergeAndClose(a, wt)
 	}
-	if out.Termination == agent.Completed && rep.get() == nil && out.Summary != "" {
+	if out.Termination == agent.Completed && rep.Get() == nil && out.Summary != "" {
 		// A tool-free answer taken as finish: its text is the report.
-		rep.rep = &Report{Summary: out.Summary}
+		rep.Set(&Report{Summary: out.Summary})
 	}
 	switch cause := context.Cause(ctx); {
-	case out.Termination == agent.Completed && rep.get() != nil:
-		t.end(a, rep.get(), Reported, "", merge)
+	case out.Termination == agent.Completed && rep.Get() != nil:
+		t.end(a, rep.Get(), Reported, "", merge)
 	case errors.Is(cause, errTimeout):
 		t.end(a, nil, Timeout, fmt.Sprintf("ran past its time budget of %s", t.cfg.SubTimeout), merge)
 	case errors.Is(cause, errCancelled) || errors.Is(cause, ErrLeadDone) || out.Termination == agent.Cancelled:
@@ -219,7 +220,7 @@ func (t *Team) end(a *Assignment, rep *Report, state, reason, merge string) {
 	if it, err := t.board.Get(a.Item); err == nil && slices.Contains(it.Owners, a.ID) {
 		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Unassign(a.Item, a.ID) })
 	}
-	if errors.Is(t.ctx.Err(), context.Canceled) && state == Cancelled {
+	if t.leadGone && state == Cancelled {
 		return // the lead is gone: nobody to tell
 	}
 	t.notify(a, rep, state, reason, merge)
