@@ -172,8 +172,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.Prompt = func(set *tool.Set) string { return base(set) + section }
 	}
 	// The cheap checks before the final gate: a tool, and one repair turn.
-	pc := &precheck{ctl: ctl, plane: ss.plane, log: log,
-		env: verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q}}
+	pc := &precheck{ctl: ctl, plane: ss.plane, log: log, sandboxKind: ss.sbx.Kind,
+		env:   verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q},
+		final: &verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q, Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())}}
 	if rs != nil {
 		pc.repaired = repairGiven(rs.events)
 	}
@@ -233,7 +234,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}
 	conclude(context.WithoutCancel(ctx), &s, ctl.Current(), ss.plane, log,
 		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q,
-			Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())})
+			Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())}, pc.kept())
 	if tm != nil {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
