@@ -219,6 +219,7 @@ func (w *Writer) write(ctx context.Context, id string, l *claims.Ledger, artifac
 			}
 		}
 	}
+	tools = guardRevisions(tools, w.cfg.FS, keptLines(l, existing))
 	tools = append(tools, tool.Define("request_evidence", "Ask the lead for evidence a load-bearing part of the report needs and the graph lacks; it becomes a board item and your work ends. Never fill the gap with plausible prose.", 0,
 		func(_ context.Context, a requestArgs) tool.Result {
 			if strings.TrimSpace(a.Claim) == "" || strings.TrimSpace(a.Reason) == "" {
@@ -254,6 +255,7 @@ func (w *Writer) writerTask(l *claims.Ledger, artifacts []string, existing map[s
 	var b strings.Builder
 	fmt.Fprintf(&b, "Contract:\n%s\n\nWrite: %s\n", w.cfg.Contract, strings.Join(w.cfg.Reports, ", "))
 	var cited []string // evidence ids the graph and the reports cite
+	kept := keptLines(l, existing)
 	for _, rp := range w.cfg.Reports {
 		text, ok := existing[rp]
 		if !ok {
@@ -263,6 +265,13 @@ func (w *Writer) writerTask(l *claims.Ledger, artifacts []string, existing map[s
 		fmt.Fprintf(&b, "\n%s exists (%d bytes, written earlier in this run); revise it, keeping what the graph supports. Its current content:\n<<<\n%s\n>>>\n", rp, len(text), claim.ClipLine(text, maxReportQuote))
 		if len(text) > maxReportQuote {
 			fmt.Fprintf(&b, "(cut at %d bytes: read the rest with read_file)\n", maxReportQuote)
+		}
+		if ks := kept[rp]; len(ks) > 0 {
+			lines := make([]string, len(ks))
+			for i, k := range ks {
+				lines[i] = fmt.Sprint(k.line)
+			}
+			fmt.Fprintf(&b, "Lines %s cite only verified claims: keep each verbatim with its citations (a write that drops or rewrites one is refused); redo only what is refuted, disputed, unresolved or uncited.\n", strings.Join(lines, ", "))
 		}
 		for _, m := range citeRef.FindAllStringSubmatch(text, -1) {
 			for _, ref := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
