@@ -150,4 +150,3 @@ func TestFinalGateTestsClauseRepairTurn(t *testing.T) {
 		t.Errorf("verification %+v; want the tests clause passed on the repaired report", s.Verify)
 	}
 }
-

@@ -40,8 +40,8 @@ type precheck struct {
 	sandboxKind string
 
 	mu       sync.Mutex
-	repaired bool        // the one repair turn was given
-	last     *finalCheck // the costly clauses' results at the last finish
+	repaired bool         // the one repair turn was given
+	last     *verify.Kept // the costly clauses' results at the last finish
 }
 
 // run checks the deliverables; it returns how many checks ran and the

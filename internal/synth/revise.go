@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -15,45 +16,64 @@ import (
 
 // Revise, never start over (issue 26 item 5). What the lead wrote and a
 // verifier settled is the work synthesis must keep: a line of an existing
-// report that cites only verified claims ([K3] where K3 is corroborated
-// and settled: supported by a verifier on its own evidence) is kept, with
-// its evidence citations, verbatim (spacing aside). The writer may add to
-// it, move it, and redo every other line — those citing refuted, disputed
-// or unresolved claims, or none — but a write_file or edit_file that would
-// leave a report without one of its kept lines is refused before it
-// changes anything, naming the lines to keep.
+// report's statement that cites only verified claims ([K3] where K3 is
+// corroborated and settled: supported by a verifier on its own evidence)
+// is kept, with its citations, verbatim (spacing aside). The writer may
+// add to it, move it, and redo everything else — statements citing
+// refuted, disputed or unresolved claims, or none — but a write_file or
+// edit_file that would leave a report without one of its kept statements
+// is refused before it changes anything, naming them.
 
-// keptLine is one line of an existing report a revision must keep.
+// keptLine is one statement of an existing report a revision must keep.
 type keptLine struct {
 	line   int    // in the report as it was
-	text   string // as written
+	text   string // as written: from its sentence's start to its citation
 	claims []string
 }
 
-// keptLines are, per report, the lines that cite only verified claims.
+// sentenceEnd matches the end of a sentence: ., ! or ? and a blank.
+var sentenceEnd = regexp.MustCompile(`[.!?]\s`)
+
+// keptLines are, per report, its statements that cite only verified
+// claims: each [K…] citation with the text of its sentence before it
+// ("The total is 42 [K1]" of "The total is 42 [K1]. Draft."), when every
+// claim the statement cites is verified; a statement inside a longer kept
+// one of the same line is left to it.
 func keptLines(l *claims.Ledger, existing map[string]string) map[string][]keptLine {
 	out := map[string][]keptLine{}
 	for path, text := range existing {
 		for i, line := range strings.Split(text, "\n") {
-			var ids []string
-			for _, m := range citeRef.FindAllStringSubmatch(line, -1) {
-				for _, id := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
-					if id[0] == 'K' && !slices.Contains(ids, id) {
-						ids = append(ids, id)
+			var kept []keptLine
+			for _, m := range citeRef.FindAllStringSubmatchIndex(line, -1) {
+				start := 0
+				for _, e := range sentenceEnd.FindAllStringIndex(line[:m[0]], -1) {
+					start = e[1]
+				}
+				stmt := line[start:m[1]]
+				var ids []string
+				for _, sm := range citeRef.FindAllStringSubmatch(stmt, -1) {
+					for _, id := range strings.FieldsFunc(sm[1], func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+						if id[0] == 'K' && !slices.Contains(ids, id) {
+							ids = append(ids, id)
+						}
 					}
 				}
+				verified := len(ids) > 0
+				for _, id := range ids {
+					c, ok := l.Get(id)
+					verified = verified && ok && c.Withdrawn == "" && c.Settled && c.Status == claims.Corroborated
+				}
+				if !verified {
+					continue
+				}
+				k := keptLine{line: i + 1, text: strings.TrimSpace(stmt), claims: ids}
+				kept = slices.DeleteFunc(kept, func(o keptLine) bool { return strings.HasPrefix(k.text, o.text) })
+				kept = append(kept, k)
 			}
-			if len(ids) == 0 {
-				continue
-			}
-			verified := true
-			for _, id := range ids {
-				c, ok := l.Get(id)
-				verified = verified && ok && c.Withdrawn == "" && c.Settled && c.Status == claims.Corroborated
-			}
-			if verified {
-				out[path] = append(out[path], keptLine{line: i + 1, text: strings.TrimSpace(line), claims: ids})
-			}
+			out[path] = append(out[path], kept...)
+		}
+		if len(out[path]) == 0 {
+			delete(out, path)
 		}
 	}
 	return out
@@ -137,7 +157,7 @@ func (g keepGuard) Call(ctx context.Context, args json.RawMessage) tool.Result {
 		return g.Tool.Call(ctx, args)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "refused, nothing was changed: this revision of %s would drop or rewrite %d verified statement(s) of the report as it was. A line citing only verified claims keeps its words and its evidence citations; revise around it, and redo only what is refuted, disputed, unresolved or uncited. Keep verbatim:", p.PlanePath, len(lost))
+	fmt.Fprintf(&b, "refused, nothing was changed: this revision of %s would drop or rewrite %d verified statement(s) of the report as it was. A statement citing only verified claims keeps its words and its citations; revise around it, and redo only what is refuted, disputed, unresolved or uncited. Keep verbatim:", p.PlanePath, len(lost))
 	for _, k := range lost {
 		fmt.Fprintf(&b, "\n- line %d (%s): %s", k.line, strings.Join(k.claims, ", "), claim.ClipBytes(k.text, 400))
 	}

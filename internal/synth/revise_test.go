@@ -15,9 +15,10 @@ import (
 
 func ledgerOf(cs ...claims.Claim) *claims.Ledger { return &claims.Ledger{Claims: cs} }
 
-// Only lines that cite verified claims alone are kept: not a line citing
-// a refuted, disputed, unresolved or withdrawn claim beside a verified one,
-// not a line citing evidence only.
+// Only statements that cite verified claims alone are kept: not one
+// citing a refuted, disputed, unresolved or withdrawn claim beside a
+// verified one, not one citing evidence only; the text after a kept
+// statement's citation is free.
 func TestKeptLines(t *testing.T) {
 	l := ledgerOf(
 		claims.Claim{ID: "K1", Status: claims.Corroborated, Settled: true},
@@ -26,19 +27,19 @@ func TestKeptLines(t *testing.T) {
 		claims.Claim{ID: "K4", Status: claims.Corroborated, Settled: true, Withdrawn: "by the lead"},
 		claims.Claim{ID: "K5", Status: claims.Corroborated, Settled: true},
 	)
-	report := "# R\nA [K1].\nB [K1, K2].\nC [K3].\nD [K4].\nE [E7].\nF [K1][K5] and [E2].\n"
+	report := "# R\nA [K1]. Draft 1.\nB [K1, K2].\nC [K3].\nD [K4].\nE [E7].\nF [K1][K5] and [E2].\n"
 	got := keptLines(l, map[string]string{"/outputs/r.md": report})["/outputs/r.md"]
 	var lines []int
 	for _, k := range got {
 		lines = append(lines, k.line)
 	}
-	if len(lines) != 2 || lines[0] != 2 || lines[1] != 7 {
-		t.Fatalf("kept lines %v; want 2 and 7", lines)
+	if len(lines) != 2 || lines[0] != 2 || lines[1] != 7 || got[0].text != "A [K1]" || got[1].text != "F [K1][K5] and [E2]" {
+		t.Fatalf("kept %+v; want \"A [K1]\" of line 2 and \"F [K1][K5] and [E2]\" of line 7", got)
 	}
 	if d := dropped(got, "# R\n  A   [K1].\n\nF [K1][K5]\nand [E2]. more\n"); len(d) != 0 {
 		t.Errorf("a reflowed revision that keeps the words dropped %v", d)
 	}
-	if d := dropped(got, "# R\nA [K1].\nF [K1] and [E2].\n"); len(d) != 1 || d[0].line != 7 {
+	if d := dropped(got, "# R\nA [K1]. Draft 2.\nF [K1] and [E2].\n"); len(d) != 1 || d[0].line != 7 {
 		t.Errorf("dropping K5's citation: dropped %v; want line 7", d)
 	}
 }
@@ -74,7 +75,7 @@ func TestKeepGuard(t *testing.T) {
 		{1, map[string]string{"path": "/workspace/r.md", "old_text": "A [K1].", "new_text": "A, roughly [K1]."}},
 		{1, map[string]string{"path": "/workspace/r.md", "old_text": "[K1]", "new_text": "[E1]"}},
 	} {
-		if r := call(c.i, c.args); !r.IsError || !strings.Contains(r.Output, "line 2 (K1): A [K1].") {
+		if r := call(c.i, c.args); !r.IsError || !strings.Contains(r.Output, "line 2 (K1): A [K1]") {
 			t.Errorf("%v was not refused: %s", c.args, r.Output)
 		}
 		if got, _ := os.ReadFile(filepath.Join(fs.Workspace, "r.md")); string(got) != text {

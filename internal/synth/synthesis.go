@@ -267,11 +267,10 @@ func (w *Writer) writerTask(l *claims.Ledger, artifacts []string, existing map[s
 			fmt.Fprintf(&b, "(cut at %d bytes: read the rest with read_file)\n", maxReportQuote)
 		}
 		if ks := kept[rp]; len(ks) > 0 {
-			lines := make([]string, len(ks))
-			for i, k := range ks {
-				lines[i] = fmt.Sprint(k.line)
+			b.WriteString("These statements cite only verified claims: keep each verbatim with its citations (a write that drops or rewrites one is refused); redo only what is refuted, disputed, unresolved or uncited.\n")
+			for _, k := range ks {
+				fmt.Fprintf(&b, "- line %d: %s\n", k.line, claim.ClipBytes(k.text, 400))
 			}
-			fmt.Fprintf(&b, "Lines %s cite only verified claims: keep each verbatim with its citations (a write that drops or rewrites one is refused); redo only what is refuted, disputed, unresolved or uncited.\n", strings.Join(lines, ", "))
 		}
 		for _, m := range citeRef.FindAllStringSubmatch(text, -1) {
 			for _, ref := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/claims"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
@@ -44,6 +45,10 @@ type Assignment struct {
 
 	cancel   context.CancelCauseFunc
 	worktree string // its worktree's name (the id, or a fresh name after a resume)
+	// keep are the verified claims a revision of a reopened item must
+	// restate (claim.Kept), and revision what its task says of them.
+	keep     []claims.Claim
+	revision string
 }
 
 // subagentTools are the tools a lead may give a subagent.
@@ -94,6 +99,7 @@ func (t *Team) dispatch(ctx context.Context, item, role, instructions string, to
 	t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) })
 	t.setState(a, Queued, "")
 	actx := t.assignmentContext(ctx, a)
+	t.revise(a)
 	task := t.firstMessage(a, it)
 	t.wg.Add(1)
 	go t.executeFrom(actx, a, t.slots.ticket(), task, nil, nil, nil)
@@ -160,7 +166,17 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 			tools = append(tools, tl)
 		}
 	}
-	tools = append(tools, claim.NewReportTool(rep, fs, t.checker.ClaimRefs(fs)))
+	check := t.checker.ClaimRefs(fs)
+	if keep := a.keep; len(keep) > 0 {
+		refs := check
+		check = func(r *Report) error {
+			if err := refs(r); err != nil {
+				return err
+			}
+			return claim.CheckRevision(keep, r)
+		}
+	}
+	tools = append(tools, claim.NewReportTool(rep, fs, check))
 	if t.cfg.SubTimeout > 0 { // on the team's clock
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
@@ -214,6 +230,9 @@ func (t *Team) end(a *Assignment, rep *Report, state, reason, merge string) {
 	if rep != nil {
 		t.record(record.TypeReport, a.ID, record.Report{Assignment: a.ID, Item: a.Item, ReportBody: *rep})
 		a.ClaimIDs = t.recordClaims(a.ID, a.ID, a.Item, rep)
+		for _, v := range claim.Carried(a.keep, rep, a.ClaimIDs, a.Item) {
+			t.record(record.TypeVerdict, "runtime", v) // a verified claim restated unchanged
+		}
 		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Attach(a.Item, []string{"report:" + a.ID}) })
 	}
 	t.setState(a, state, reason)
@@ -242,6 +261,18 @@ func (t *Team) cancelAssignment(id string) error {
 	return nil
 }
 
+// revise makes a a revision when its item has claims from before (it
+// was reopened): the verified ones it keeps, and its task's note of what
+// it keeps and redoes. The caller holds t.mu.
+func (t *Team) revise(a *Assignment) {
+	if !slices.ContainsFunc(t.claims, func(k record.Claim) bool { return k.Item == a.Item }) {
+		return
+	}
+	l := t.ledger()
+	a.keep = claim.Kept(l, a.Item)
+	a.revision = claim.RevisionNote(a.Item, a.keep, claim.Redo(l, a.Item, a.keep))
+}
+
 // firstMessage is a subagent's task: its item, the reports of the items it
 // depends on, and the constraints it works under.
 func (t *Team) firstMessage(a *Assignment, it board.Item) string {
@@ -256,6 +287,7 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 			}
 		}
 	}
+	b.WriteString(a.revision)
 	if t.cfg.Isolation == Shared {
 		fmt.Fprintf(&b, "\nThe workspace is shared: write only under /workspace/%s/; the other agents' directories are readable.\n", a.ID)
 	}

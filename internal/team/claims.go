@@ -47,21 +47,13 @@ func (t *Team) findClaim(ref string) (record.Claim, bool, error) {
 		}
 		return record.Claim{}, false, fmt.Errorf("no claim %s: the ledger holds K1 to K%d", id, len(t.claims))
 	}
-	want := normClaim(ref)
+	want := claim.Norm(ref)
 	for i := len(t.claims) - 1; i >= 0; i-- {
-		if normClaim(t.claims[i].Text) == want {
+		if claim.Norm(t.claims[i].Text) == want {
 			return t.claims[i], true, nil
 		}
 	}
 	return record.Claim{}, false, nil
-}
-
-// normClaim is a claim's words for matching: case, spacing, surrounding
-// quotes and a final period do not count.
-func normClaim(s string) string {
-	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
-	s = strings.Trim(s, "\"'`“”‘’ ")
-	return strings.TrimSpace(strings.TrimSuffix(s, "."))
 }
 
 // itemOf is a ledger claim's item; the caller holds t.mu.

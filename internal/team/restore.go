@@ -118,6 +118,7 @@ func (t *Team) restart(ctx context.Context, dir string, events []record.Event, a
 	t.mu.Lock()
 	actx := t.assignmentContext(ctx, a)
 	it, _ := t.board.Get(a.Item)
+	t.revise(a)
 	task := t.firstMessage(a, it)
 	t.mu.Unlock()
 	var restore *agent.Restore
