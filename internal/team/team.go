@@ -1,6 +1,11 @@
 // Package team is the Agent Team (SPEC §6–8): a lead that plans on the Task
 // Board, dispatches subagents it designs on demand, waits for their reports
-// and judges what is resolved.
+// and judges what is resolved. It holds the lead's tools, dispatch, wait
+// and restore; the claims the reports state are checked by package
+// verify/claim (refs, the verifier, effort, revisions) and the report
+// deliverables written by package synth. The team keeps no context: each
+// assignment's comes from the call that starts it, and the run's context
+// ending stops them as Shutdown does.
 //
 // Guarantees:
 //   - every board mutation and assignment state change is recorded as a
@@ -20,7 +25,11 @@
 //     reported to the lead, never overwritten; shared isolation confines each
 //     subagent's writes to /workspace/<agent-id>/;
 //   - when the lead stops, every assignment still queued or running is
-//     cancelled (its sandbox processes killed) and waited for.
+//     cancelled (its sandbox processes killed) and waited for;
+//   - a dispatch on an item that already has claims (a reopened one) is a
+//     revision: its report is refused while it drops or rewrites one of the
+//     item's verified claims, and a verified claim restated unchanged with
+//     immutable evidence keeps its verdict.
 package team
 
 import (
