@@ -18,7 +18,9 @@ import (
 // run's kind (verifierSandbox). It sets
 // the summary's status: completed only when the agent finished and every
 // check held; an agent that finished but failed a check ends gate_failed.
-func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publish.Plane, log *record.Log, env verify.Env) {
+// prior, when set, holds clause results of the agent's finish that still
+// hold if the planes did not change since (finalcheck.go).
+func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publish.Plane, log *record.Log, env verify.Env, prior *verify.Kept) {
 	d := plane.Reconcile()
 	claimed := len(d.Entries) > 0
 	if claimed || len(c.Deliverables) > 0 {
@@ -58,7 +60,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 			failures = append(failures, "verification: cannot run the verifier without a sandbox: "+err.Error())
 		} else {
 			env.Runner = runner
-			s.Verify = verify.RunAll(ctx, env, c.Verify)
+			s.Verify = verify.RunKept(ctx, env, c.Verify, prior)
 			for _, r := range s.Verify {
 				log.Append(record.TypeVerification, "", verificationOf(r))
 				if r.Pending {

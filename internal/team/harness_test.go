@@ -129,7 +129,7 @@ func (h *harness) run(model llm.Model, edit func(*team.Config)) agent.Outcome {
 	lead := agent.Runtime{Model: model, Log: h.log, FS: h.fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}.Assemble(agent.Spec{
 		ID: "lead", Prompt: func(*tool.Set) string { return team.LeadPrompt },
 		Tools: append(h.tools("lead", h.fs), h.team.LeadTools()...), Guard: h.team.Guard,
-		Gate: h.team.Gate, BeforeCall: h.team.BeforeCall, Budget: agent.Budget{MaxTurns: h.leadTurns},
+		Gate: h.team.Gate(ctx), BeforeCall: h.team.BeforeCall, Budget: agent.Budget{MaxTurns: h.leadTurns},
 	})
 	h.out = agent.Run(ctx, lead, "Do the objective with your team.")
 	h.team.Shutdown(string(h.out.Termination))

@@ -1,4 +1,4 @@
-package team
+package claim
 
 import (
 	"context"
@@ -70,61 +70,57 @@ func effortTargets(l *claims.Ledger) []target {
 	return out
 }
 
-// ledger folds the run's record into the claim ledger.
-func (t *Team) ledger() *claims.Ledger {
-	if t.cfg.Log == nil {
+// Ledger folds the run's record into the claim ledger (an empty one
+// without a log or when the record cannot be read).
+func Ledger(log *record.Log) *claims.Ledger {
+	if log == nil {
 		return &claims.Ledger{}
 	}
-	c, err := record.Read(t.cfg.Log.Dir())
+	c, err := record.Read(log.Dir())
 	if err != nil {
 		return &claims.Ledger{}
 	}
 	return claims.Fold(c.Events)
 }
 
-// maybeEffort runs the next effort wave when the lead's finish finds
+// Effort runs the next effort wave when the lead's finish finds
 // unsettled load-bearing claims, waves are left and effort's budget is
-// not spent; it returns the reason finish is deferred, or nil. The
-// outcome reaches the lead as a runtime observation before its next call.
-func (t *Team) maybeEffort() error {
-	if t.cfg.Effort != EffortAdaptive {
-		return nil
+// not spent. It returns the wave's outcome for the lead and the reason
+// finish is deferred; both are empty when no wave ran.
+func (c *Checker) Effort(ctx context.Context) (string, error) {
+	if c.cfg.Effort != EffortAdaptive {
+		return "", nil
 	}
-	t.mu.Lock()
-	wave := t.waves + 1
-	t.mu.Unlock()
-	if wave > max(t.cfg.EffortWaves, 0) {
-		return nil
+	c.mu.Lock()
+	wave := c.waves + 1
+	c.mu.Unlock()
+	if wave > max(c.cfg.EffortWaves, 0) {
+		return "", nil
 	}
-	evs := t.events()
+	evs := c.events()
 	targets := effortTargets(claims.Fold(evs))
 	if len(targets) == 0 {
-		return nil
+		return "", nil
 	}
 	ids, reasons := targetIDs(targets)
 	sp := spendOf(evs)
-	budget := t.effortBudget(sp)
+	budget := c.effortBudget(sp)
 	if budget > 0 && sp.effort >= budget {
-		t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortBudget, Wave: wave, Claims: ids, Reasons: reasons,
+		c.cfg.Log.Append(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortBudget, Wave: wave, Claims: ids, Reasons: reasons,
 			RunTokens: sp.run, BudgetTokens: budget, SpentTokens: sp.effort})
-		return nil
+		return "", nil
 	}
-	t.mu.Lock()
-	t.waves = wave
-	t.mu.Unlock()
-	outcome := t.effortWave(t.ctx, wave, targets, evs, sp, budget)
-	t.mu.Lock()
-	t.notices = append(t.notices, notice{Assignment: "effort", Text: outcome})
-	close(t.changed)
-	t.changed = make(chan struct{})
-	t.mu.Unlock()
-	return fmt.Errorf("finish deferred: load-bearing claims %s were not settled, so the runtime ran effort wave %d on them; its outcome follows as a runtime observation. Decide again: reopen what was refuted, or finish", strings.Join(ids, ", "), wave)
+	c.mu.Lock()
+	c.waves = wave
+	c.mu.Unlock()
+	outcome := c.effortWave(ctx, wave, targets, evs, sp, budget)
+	return outcome, fmt.Errorf("finish deferred: load-bearing claims %s were not settled, so the runtime ran effort wave %d on them; its outcome follows as a runtime observation. Decide again: reopen what was refuted, or finish", strings.Join(ids, ", "), wave)
 }
 
 // effortBudget is effort's token budget: its share of the run's tokens so
 // far, effort's own excluded; 0 when unbounded.
-func (t *Team) effortBudget(sp spend) int {
-	pct := t.cfg.EffortBudget
+func (c *Checker) effortBudget(sp spend) int {
+	pct := c.cfg.EffortBudget
 	if pct == 0 {
 		pct = DefaultEffortBudget
 	}
@@ -159,27 +155,25 @@ type investigation struct {
 // to the run's concurrency, and so do the verifiers after them. Every
 // agent's tokens are bounded by what is left of the budget. It records
 // every step as an effort event and returns the outcome for the lead.
-func (t *Team) effortWave(ctx context.Context, wave int, targets []target, evs []record.Event, sp spend, budget int) string {
+func (c *Checker) effortWave(ctx context.Context, wave int, targets []target, evs []record.Event, sp spend, budget int) string {
 	ids, reasons := targetIDs(targets)
 	used := usedFramings(evs)
 	var jobs []*investigation
-	t.mu.Lock()
 	for _, k := range targets {
 		n := 0
 		for _, f := range framings {
-			if n == max(t.cfg.EffortWidth, 1) || slices.Contains(used[k.ID], f) {
+			if n == max(c.cfg.EffortWidth, 1) || slices.Contains(used[k.ID], f) {
 				continue
 			}
-			jobs = append(jobs, &investigation{id: t.takeID(investigatorPrefix), framing: f, k: k})
+			jobs = append(jobs, &investigation{id: c.host.TakeID(InvestigatorPrefix), framing: f, k: k})
 			n++
 		}
 	}
 	verifiers := make([]string, len(targets))
 	for i := range targets {
-		verifiers[i] = t.takeID(verifierPrefix)
+		verifiers[i] = c.host.TakeID(VerifierPrefix)
 	}
-	t.mu.Unlock()
-	t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortWave, Wave: wave, Claims: ids, Reasons: reasons,
+	c.cfg.Log.Append(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortWave, Wave: wave, Claims: ids, Reasons: reasons,
 		RunTokens: sp.run, BudgetTokens: budget, SpentTokens: sp.effort})
 
 	// Each agent of the wave may spend an equal part of what is left.
@@ -187,13 +181,13 @@ func (t *Team) effortWave(ctx context.Context, wave int, targets []target, evs [
 	if budget > 0 {
 		share = max((budget-sp.effort)/max(len(jobs)+len(targets), 1), 1)
 	}
-	t.fanOut(len(jobs), func(i int) {
+	c.fanOut(len(jobs), func(i int) {
 		j := jobs[i]
-		j.rep, j.ev = t.investigate(ctx, wave, j.id, j.k, j.framing, share)
-		t.record(record.TypeEffort, j.id, j.ev)
+		j.rep, j.ev = c.investigate(ctx, wave, j.id, j.k, j.framing, share)
+		c.cfg.Log.Append(record.TypeEffort, j.id, j.ev)
 	})
 	verdicts := make([]Verdict, len(targets))
-	t.fanOut(len(targets), func(i int) {
+	c.fanOut(len(targets), func(i int) {
 		k := targets[i]
 		var found []string
 		refs := slices.Clone(k.Evidence)
@@ -202,12 +196,12 @@ func (t *Team) effortWave(ctx context.Context, wave int, targets []target, evs [
 				continue
 			}
 			found = append(found, fmt.Sprintf("%s (%s): %s", j.id, framingName(j.framing), j.rep.Summary))
-			for _, c := range j.rep.Claims {
-				refs = union(refs, c.Evidence)
+			for _, st := range j.rep.Claims {
+				refs = Union(refs, st.Evidence)
 			}
 		}
-		focus := fmt.Sprintf("This claim is load-bearing and %s (%s). Independent investigators found:\n- %s", k.why, k.Why, strings.Join(orNone(found, "(nothing)"), "\n- "))
-		verdicts[i] = t.runVerifier(ctx, verifiers[i], verifyArgs{Claim: k.Text, Evidence: refs}, focus, k.ID,
+		focus := fmt.Sprintf("This claim is load-bearing and %s (%s). Independent investigators found:\n- %s", k.why, k.Why, strings.Join(OrNone(found, "(nothing)"), "\n- "))
+		verdicts[i] = c.Run(ctx, verifiers[i], Args{Claim: k.Text, Evidence: refs}, focus, k.ID,
 			record.AgentStarted{Wave: wave}, share)
 	})
 
@@ -221,37 +215,37 @@ func (t *Team) effortWave(ctx context.Context, wave int, targets []target, evs [
 			}
 		}
 		v := verdicts[i]
-		fmt.Fprintf(&b, "- %s %q (%s): investigators: %s; focused verdict: %s", k.ID, k.Text, k.why, strings.Join(orNone(found, "none reported"), " | "), v.Verdict)
+		fmt.Fprintf(&b, "- %s %q (%s): investigators: %s; focused verdict: %s", k.ID, k.Text, k.why, strings.Join(OrNone(found, "none reported"), " | "), v.Verdict)
 		if v.Repair != "" {
 			fmt.Fprintf(&b, " (repair: %s)", v.Repair)
 		}
 		b.WriteString("\n")
 	}
-	after := t.events()
+	after := c.events()
 	l := claims.Fold(after)
 	statuses := map[string]string{}
 	for _, id := range ids {
-		c, _ := l.Get(id)
-		statuses[id] = c.Status
-		fmt.Fprintf(&b, "%s is now %s: %s", id, c.Status, c.Why)
-		if c.Status == claims.Refuted {
-			if c.Item != "" {
-				fmt.Fprintf(&b, " — finish is refused while it is load-bearing: reopen %s (board_reopen) to repair it, or withdraw it (mark_claim)", c.Item)
+		k, _ := l.Get(id)
+		statuses[id] = k.Status
+		fmt.Fprintf(&b, "%s is now %s: %s", id, k.Status, k.Why)
+		if k.Status == claims.Refuted {
+			if k.Item != "" {
+				fmt.Fprintf(&b, " — finish is refused while it is load-bearing: reopen %s (board_reopen) to repair it, or withdraw it (mark_claim)", k.Item)
 			} else {
 				b.WriteString(" — finish is refused while it is load-bearing: withdraw it (mark_claim)")
 			}
 		}
 		b.WriteString("\n")
 	}
-	t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortOutcome, Wave: wave, Claims: ids, Statuses: statuses,
+	c.cfg.Log.Append(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortOutcome, Wave: wave, Claims: ids, Statuses: statuses,
 		BudgetTokens: budget, SpentTokens: spendOf(after).effort})
 	return strings.TrimSpace(b.String())
 }
 
 // fanOut runs f(0) … f(n-1) at once, at most the run's concurrency at a
 // time, and waits for all.
-func (t *Team) fanOut(n int, f func(i int)) {
-	sem := make(chan struct{}, max(t.cfg.Concurrency, 1))
+func (c *Checker) fanOut(n int, f func(i int)) {
+	sem := make(chan struct{}, max(c.cfg.Concurrency, 1))
 	var wg sync.WaitGroup
 	for i := range n {
 		sem <- struct{}{}
@@ -263,7 +257,8 @@ func (t *Team) fanOut(n int, f func(i int)) {
 	wg.Wait()
 }
 
-func orNone(s []string, none string) []string {
+// OrNone is s, or none alone when s is empty.
+func OrNone(s []string, none string) []string {
 	if len(s) == 0 {
 		return []string{none}
 	}
@@ -287,57 +282,52 @@ func usedFramings(evs []record.Event) map[string][]string {
 // investigate runs investigator id on claim k with one framing and at most
 // maxTokens tokens (0: unbounded); its report's claims enter the ledger
 // (stated by the investigator, no item).
-func (t *Team) investigate(ctx context.Context, wave int, id string, k target, framing string, maxTokens int) (*Report, record.Effort) {
-	t.mu.Lock()
-	t.started(id, record.AgentStarted{Role: CallerInvestigator, Claim: k.ID, Wave: wave})
-	t.mu.Unlock()
+func (c *Checker) investigate(ctx context.Context, wave int, id string, k target, framing string, maxTokens int) (*Report, record.Effort) {
+	c.host.Started(id, record.AgentStarted{Role: CallerInvestigator, Claim: k.ID, Wave: wave})
 	ev := record.Effort{Phase: record.EffortInvestigator, Wave: wave, Claim: k.ID, Investigator: id, Framing: framing}
-	fs := t.cfg.FS.View(nil)
+	fs := c.cfg.FS.View(nil)
 	fs.ReadOnly = true
-	box := &reportBox{}
+	box := &ReportBox{}
 	var tools []tool.Tool
-	if t.cfg.VerifierTools != nil {
-		tools = t.cfg.VerifierTools(id)
+	if c.cfg.VerifierTools != nil {
+		tools = c.cfg.VerifierTools(id)
 	}
-	tools = append(tools, newReportTool(box, fs, t.claimRefs(fs)))
+	tools = append(tools, NewReportTool(box, fs, c.ClaimRefs(fs)))
 	set := tool.NewSet(tools...)
 	task := fmt.Sprintf("Claim %s under investigation:\n%s\n\nIts cited evidence: %s\nIts status: %s (%s).\n\nYour framing: %s.\n\nInvestigate independently; do not trust the claim. End with report: state what you found as a claim (with its exact numbers) and the evidence refs you used.",
 		k.ID, k.Text, strings.Join(k.Evidence, ", "), k.Status, k.Why, framing)
-	budget := t.cfg.SubBudget
+	budget := c.cfg.SubBudget
 	if maxTokens > 0 && (budget.MaxTokens == 0 || maxTokens < budget.MaxTokens) {
 		budget.MaxTokens = maxTokens
 	}
 	out := agent.Run(ctx, agent.Config{
-		ID: id, Role: CallerInvestigator, FinishTool: "report", Model: t.cfg.Model, Tools: set, Log: t.cfg.Log, FS: fs,
+		ID: id, Role: CallerInvestigator, FinishTool: "report", Model: c.cfg.Model, Tools: set, Log: c.cfg.Log, FS: fs,
 		System: "You are an independent investigator. You receive one claim another agent made and a framing; you check it by that framing only. Every plane is read-only to you.\n\n" + agent.ToolNotes(set),
-		Budget: budget, Retry: t.cfg.Retry, Clock: t.cfg.Clock, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+		Budget: budget, Retry: c.cfg.Retry, Clock: c.cfg.Clock, BeforeCall: c.cfg.BeforeCall, OnStep: c.cfg.OnStep,
 	}, task)
 	ev.State, ev.Turns = string(out.Termination), out.Turns
 	ev.PromptTokens, ev.CompletionTokens = out.Usage.PromptTokens, out.Usage.CompletionTokens
-	rep := box.get()
+	rep := box.Get()
 	if rep == nil && out.Termination == agent.Completed && out.Summary != "" {
 		rep = &Report{Summary: out.Summary}
 	}
 	if rep != nil {
-		ev.State = Reported
-		t.mu.Lock()
-		t.record(record.TypeReport, id, record.Report{Assignment: id, ReportBody: *rep})
-		t.recordClaims(id, "", "", rep)
-		t.mu.Unlock()
+		ev.State = record.AssignmentReported
+		c.host.Reported(id, rep)
 	}
 	return rep, ev
 }
 
 // events is the run's record so far (none without a log).
-func (t *Team) events() []record.Event {
-	if t.cfg.Log == nil {
+func (c *Checker) events() []record.Event {
+	if c.cfg.Log == nil {
 		return nil
 	}
-	c, err := record.Read(t.cfg.Log.Dir())
+	rc, err := record.Read(c.cfg.Log.Dir())
 	if err != nil {
 		return nil
 	}
-	return c.Events
+	return rc.Events
 }
 
 // spend is what the run's model calls cost so far, in tokens: effort's

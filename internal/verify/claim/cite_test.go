@@ -1,4 +1,4 @@
-package team
+package claim
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/workspace"
 )
 
-func citeTeam(t *testing.T) *Team {
+func citeChecker(t *testing.T) *Checker {
 	t.Helper()
 	base := t.TempDir()
 	fs := &workspace.FS{Inputs: filepath.Join(base, "in"), Workspace: filepath.Join(base, "ws"), Outputs: filepath.Join(base, "out")}
@@ -32,11 +32,11 @@ func citeTeam(t *testing.T) *Team {
 	log.Append(record.TypeToolResult, "A1", record.ToolResult{CallID: "call_7", Name: "bash", Output: "7\n"})
 	log.Append(record.TypeToolCall, "A1", record.ToolCall{CallID: "call_8", Name: "read_file"})
 	log.Sync()
-	return &Team{cfg: Config{FS: fs, Log: log, Evidence: q}}
+	return New(Config{FS: fs, Log: log, Evidence: q}, nil)
 }
 
 func TestClaimsMustCite(t *testing.T) {
-	tm := citeTeam(t)
+	tm := citeChecker(t)
 	for _, c := range []struct {
 		refs []string
 		want string // "" accepted
@@ -52,7 +52,7 @@ func TestClaimsMustCite(t *testing.T) {
 		{[]string{"/etc/passwd"}, "not an existing file"},
 		{[]string{"I ran the numbers"}, "not a ref"},
 	} {
-		err := tm.checkRefs(tm.cfg.FS, "claim 1", c.refs)
+		err := tm.CheckRefs(tm.cfg.FS, "claim 1", c.refs)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%v refused: %v", c.refs, err)
@@ -63,35 +63,34 @@ func TestClaimsMustCite(t *testing.T) {
 }
 
 func TestReportRefusesUnknownEvidence(t *testing.T) {
-	tm := citeTeam(t)
-	box := &reportBox{}
-	rt := newReportTool(box, nil, tm.claimRefs(tm.cfg.FS))
+	tm := citeChecker(t)
+	box := &ReportBox{}
+	rt := NewReportTool(box, nil, tm.ClaimRefs(tm.cfg.FS))
 	args, _ := json.Marshal(map[string]any{"summary": "done", "claims": []map[string]any{
 		{"text": "the pier opened in 1898", "evidence": []string{"E1"}},
 		{"text": "it cost a fortune", "evidence": []string{"E999"}}}})
 	r := rt.Call(context.Background(), args)
-	if !r.IsError || !strings.Contains(r.Output, "claim 2 cites E999") || box.get() != nil || r.Finish != nil {
+	if !r.IsError || !strings.Contains(r.Output, "claim 2 cites E999") || box.Get() != nil || r.Finish != nil {
 		t.Fatalf("a report citing E999 was accepted: %+v", r)
 	}
 	args, _ = json.Marshal(map[string]any{"summary": "done", "claims": []map[string]any{{"text": "the pier opened in 1898", "evidence": []string{"E1", "bash#call_7"}}}})
-	if r := rt.Call(context.Background(), args); r.IsError || box.get() == nil {
+	if r := rt.Call(context.Background(), args); r.IsError || box.Get() == nil {
 		t.Fatalf("a well-cited report was refused: %s", r.Output)
 	}
 }
 
 func TestVerifyExpandsRefs(t *testing.T) {
-	tm := citeTeam(t)
-	if got := tm.expandRef("E1"); !strings.Contains(got, "The pier was opened in 1898.") || !strings.Contains(got, "/inputs/corpus/a.md lines 3-4") {
+	tm := citeChecker(t)
+	if got := tm.ExpandRef("E1"); !strings.Contains(got, "The pier was opened in 1898.") || !strings.Contains(got, "/inputs/corpus/a.md lines 3-4") {
 		t.Errorf("E1 expanded to %q", got)
 	}
-	if got := tm.expandRef("bash#call_7"); !strings.Contains(got, `{"command":"echo 7"}`) || !strings.Contains(got, "output:\n7") {
+	if got := tm.ExpandRef("bash#call_7"); !strings.Contains(got, `{"command":"echo 7"}`) || !strings.Contains(got, "output:\n7") {
 		t.Errorf("bash#call_7 expanded to %q", got)
 	}
-	if got := tm.expandRef("/workspace/total.txt"); got != "7\n" {
+	if got := tm.ExpandRef("/workspace/total.txt"); got != "7\n" {
 		t.Errorf("file expanded to %q", got)
 	}
-	r := tm.verifyTool().Call(context.Background(), json.RawMessage(`{"claim": "x", "evidence": ["trust me"]}`))
-	if !r.IsError || !strings.Contains(r.Output, "not a ref") {
-		t.Errorf("verify took free text as evidence: %s", r.Output)
+	if err := tm.CheckRefs(tm.cfg.FS, "verify", []string{"trust me"}); err == nil || !strings.Contains(err.Error(), "not a ref") {
+		t.Errorf("verify took free text as evidence: %v", err)
 	}
 }

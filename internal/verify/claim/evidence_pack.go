@@ -1,4 +1,4 @@
-package team
+package claim
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // files are refs the verifier can read), a missing file is named, a file
 // or text over the budget is cut at a line with where the rest is; cuts
 // says each of these, for the verifier and for the caller.
-func (t *Team) packEvidence(refs []string, budget int) (string, []string) {
+func (c *Checker) packEvidence(refs []string, budget int) (string, []string) {
 	var b strings.Builder
 	var cuts []string
 	for _, raw := range refs {
@@ -24,14 +24,14 @@ func (t *Team) packEvidence(refs []string, budget int) (string, []string) {
 		var text string
 		switch {
 		case evidence.IsID(ref), strings.HasPrefix(ref, commandPrefix):
-			text = t.expandRef(ref)
+			text = c.ExpandRef(ref)
 			if len(text) > left {
 				cuts = append(cuts, fmt.Sprintf("%s: %d of %d bytes given (over the verifier's context budget of %d bytes)", ref, max(left, 0), len(text), budget))
-				text = clipLine(text, left)
+				text = ClipLine(text, left)
 			}
 		case strings.HasPrefix(ref, "/"):
 			var cut string
-			text, cut = t.fileEvidence(ref, left)
+			text, cut = c.fileEvidence(ref, left)
 			if cut != "" {
 				cuts = append(cuts, cut)
 			}
@@ -44,8 +44,8 @@ func (t *Team) packEvidence(refs []string, budget int) (string, []string) {
 }
 
 // fileEvidence is a file ref's text within left bytes, and what was cut.
-func (t *Team) fileEvidence(ref string, left int) (string, string) {
-	p, err := t.cfg.FS.Resolve(ref)
+func (c *Checker) fileEvidence(ref string, left int) (string, string) {
+	p, err := c.cfg.FS.Resolve(ref)
 	if err != nil {
 		return "(cannot read: " + err.Error() + ")", ref + ": cannot be read (" + err.Error() + ")"
 	}
@@ -69,7 +69,7 @@ func (t *Team) fileEvidence(ref string, left int) (string, string) {
 		return "(a directory; its entries, each readable with read_file or list_files)\n" + strings.Join(names, "\n"),
 			fmt.Sprintf("%s: a directory; its %d entries were listed, not their contents (read them with read_file)", ref, len(names))
 	}
-	f, err := t.cfg.FS.Open(p)
+	f, err := c.cfg.FS.Open(p)
 	if err != nil {
 		return "(cannot read: " + err.Error() + ")", ref + ": cannot be read"
 	}
@@ -78,13 +78,13 @@ func (t *Team) fileEvidence(ref string, left int) (string, string) {
 	if int64(len(data)) <= int64(left) && int64(len(data)) == st.Size() {
 		return string(data), ""
 	}
-	text := clipLine(string(data), left)
+	text := ClipLine(string(data), left)
 	lines := strings.Count(text, "\n")
 	return text, fmt.Sprintf("%s: the first %d of %d bytes (%d lines) given; read the rest with read_file %s from line %d", ref, len(text), st.Size(), lines, p.PlanePath, lines+1)
 }
 
-// clipLine cuts s to at most n bytes, at the end of a line when one fits.
-func clipLine(s string, n int) string {
+// ClipLine cuts s to at most n bytes, at the end of a line when one fits.
+func ClipLine(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -1,4 +1,4 @@
-package team
+package claim
 
 import (
 	"fmt"
@@ -16,24 +16,24 @@ const validRefs = "a ref is an evidence id a search, fetch, read_file or grep re
 // commandPrefix starts a command ref.
 const commandPrefix = "bash#"
 
-// checkRefs refuses every ref that is not an evidence id of Q, an existing
+// CheckRefs refuses every ref that is not an evidence id of Q, an existing
 // file of fs, or a bash call on the record; what names the refs in the
 // message ("claim 2").
-func (t *Team) checkRefs(fs *workspace.FS, what string, refs []string) error {
+func (c *Checker) CheckRefs(fs *workspace.FS, what string, refs []string) error {
 	var calls map[string]bool
 	for _, raw := range refs {
 		ref := strings.TrimSpace(raw)
 		switch {
 		case evidence.IsID(ref):
-			if t.cfg.Evidence == nil {
+			if c.cfg.Evidence == nil {
 				return fmt.Errorf("%s cites %s, but this run holds no evidence ids; %s", what, ref, validRefs)
 			}
-			if _, ok := t.cfg.Evidence.Get(ref); !ok {
-				return fmt.Errorf("%s cites %s, which is not an evidence id of this run (Q holds E1 to E%d); %s", what, ref, t.cfg.Evidence.Len(), validRefs)
+			if _, ok := c.cfg.Evidence.Get(ref); !ok {
+				return fmt.Errorf("%s cites %s, which is not an evidence id of this run (Q holds E1 to E%d); %s", what, ref, c.cfg.Evidence.Len(), validRefs)
 			}
 		case strings.HasPrefix(ref, commandPrefix):
 			if calls == nil {
-				calls = t.bashCalls()
+				calls = c.bashCalls()
 			}
 			if !calls[strings.TrimPrefix(ref, commandPrefix)] {
 				return fmt.Errorf("%s cites %s, which is no bash call on the record; %s", what, ref, validRefs)
@@ -46,7 +46,7 @@ func (t *Team) checkRefs(fs *workspace.FS, what string, refs []string) error {
 				return fmt.Errorf("%s cites %s, which is not an existing file; %s", what, ref, validRefs)
 			}
 		default:
-			return fmt.Errorf("%s cites %q, which is not a ref; %s", what, clipBytes(raw, 80), validRefs)
+			return fmt.Errorf("%s cites %q, which is not a ref; %s", what, ClipBytes(raw, 80), validRefs)
 		}
 	}
 	return nil
@@ -82,16 +82,16 @@ func fileExists(fs *workspace.FS, ref string) bool {
 }
 
 // bashCalls is the set of bash call ids on the record.
-func (t *Team) bashCalls() map[string]bool {
+func (c *Checker) bashCalls() map[string]bool {
 	out := map[string]bool{}
-	if t.cfg.Log == nil {
+	if c.cfg.Log == nil {
 		return out
 	}
-	c, err := record.Read(t.cfg.Log.Dir())
+	rc, err := record.Read(c.cfg.Log.Dir())
 	if err != nil {
 		return out
 	}
-	for _, e := range c.Events {
+	for _, e := range rc.Events {
 		var tc record.ToolCall
 		if e.Type == record.TypeToolCall && e.Decode(&tc) == nil && tc.Name == "bash" {
 			out[tc.CallID] = true
@@ -100,11 +100,11 @@ func (t *Team) bashCalls() map[string]bool {
 	return out
 }
 
-// claimRefs checks every claim's evidence of a report.
-func (t *Team) claimRefs(fs *workspace.FS) func(rep *Report) error {
+// ClaimRefs checks every claim's evidence of a report.
+func (c *Checker) ClaimRefs(fs *workspace.FS) func(rep *Report) error {
 	return func(rep *Report) error {
-		for i, c := range rep.Claims {
-			if err := t.checkRefs(fs, fmt.Sprintf("claim %d", i+1), c.Evidence); err != nil {
+		for i, k := range rep.Claims {
+			if err := c.CheckRefs(fs, fmt.Sprintf("claim %d", i+1), k.Evidence); err != nil {
 				return err
 			}
 		}
@@ -112,33 +112,33 @@ func (t *Team) claimRefs(fs *workspace.FS) func(rep *Report) error {
 	}
 }
 
-// expandRef is the text the verifier sees for a ref: an evidence id's
+// ExpandRef is the text the verifier sees for a ref: an evidence id's
 // exact text with its source, a command's arguments and output, a file's
 // content.
-func (t *Team) expandRef(ref string) string {
+func (c *Checker) ExpandRef(ref string) string {
 	switch {
-	case evidence.IsID(ref) && t.cfg.Evidence != nil:
-		it, ok := t.cfg.Evidence.Get(ref)
-		text, err := t.cfg.Evidence.Text(ref)
+	case evidence.IsID(ref) && c.cfg.Evidence != nil:
+		it, ok := c.cfg.Evidence.Get(ref)
+		text, err := c.cfg.Evidence.Text(ref)
 		if !ok || err != nil {
 			return "(unknown evidence id)"
 		}
 		return fmt.Sprintf("(evidence %s: %s lines %d-%d, %s)\n%s", it.ID, it.Source, it.Span.From, it.Span.To, it.Kind, text)
-	case strings.HasPrefix(ref, commandPrefix) && t.cfg.Log != nil:
-		return t.commandText(strings.TrimPrefix(ref, commandPrefix))
+	case strings.HasPrefix(ref, commandPrefix) && c.cfg.Log != nil:
+		return c.commandText(strings.TrimPrefix(ref, commandPrefix))
 	}
-	text, _ := t.fileEvidence(ref, maxEvidenceBytes)
+	text, _ := c.fileEvidence(ref, maxEvidenceBytes)
 	return text
 }
 
 // commandText is a recorded bash call's arguments and what it showed.
-func (t *Team) commandText(id string) string {
-	c, err := record.Read(t.cfg.Log.Dir())
+func (c *Checker) commandText(id string) string {
+	rc, err := record.Read(c.cfg.Log.Dir())
 	if err != nil {
 		return "(cannot read the record: " + err.Error() + ")"
 	}
 	var b strings.Builder
-	for _, e := range c.Events {
+	for _, e := range rc.Events {
 		var tc record.ToolCall
 		var tr record.ToolResult
 		switch {

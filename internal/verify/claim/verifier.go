@@ -1,4 +1,4 @@
-package team
+package claim
 
 import (
 	"context"
@@ -30,75 +30,29 @@ const (
 // Verdict is what the verifier says of one claim.
 type Verdict = record.Verdict
 
-type verifyArgs struct {
+// Args is one claim to verify: its words, its evidence refs and the
+// delivery constraint it must meet.
+type Args struct {
 	Claim      string   `json:"claim" desc:"A ledger id (K3), or one claim stated exactly."`
 	Evidence   []string `json:"evidence,omitempty" desc:"Refs: evidence ids (E3), file paths (/workspace/x, /inputs/z), bash#<call id>; a ledger claim's own are added."`
 	Constraint string   `json:"constraint,omitempty" desc:"The delivery constraint it must meet, if any."`
 }
 
-// verifyTool sends one claim, its evidence and the applicable constraint —
-// not the task — to a verifier agent whose only job is to attack it. A
-// claim of the ledger (by id, else by its words) gets the verdict: a
-// supported one settles it.
-func (t *Team) verifyTool() tool.Tool {
-	return tool.Define("verify", "Have an independent verifier attack ONE claim: give its ledger id (K3), whose evidence comes along and whose ledger entry the verdict updates (supported settles it), or its words with evidence refs. Returns supported, refuted, insufficient or format_violation, with where, the repair and what of the evidence was cut.", 0,
-		func(ctx context.Context, a verifyArgs) tool.Result {
-			a.Claim = strings.TrimSpace(a.Claim)
-			if a.Claim == "" {
-				return tool.Errorf("verify needs one claim: a ledger id (K3) or the claim's words, and evidence refs for a claim that is not in the ledger")
-			}
-			t.mu.Lock()
-			k, found, err := t.findClaim(a.Claim)
-			t.mu.Unlock()
-			if err != nil {
-				return tool.Errorf("%v", err)
-			}
-			if !found && len(a.Evidence) == 0 {
-				return tool.Errorf("%q is no claim of the ledger, so verify needs at least one evidence ref for it; to verify a reported claim, name it by its id (K1, K2, … shown with each report and in board_view)", clipBytes(a.Claim, 120))
-			}
-			if err := t.checkRefs(t.cfg.FS, "verify", a.Evidence); err != nil {
-				return tool.Errorf("%v", err)
-			}
-			claimID := ""
-			if found {
-				a.Claim, claimID = k.Text, k.ID
-				a.Evidence = union(k.Evidence, a.Evidence)
-			}
-			callID := tool.CallID(ctx)
-			t.mu.Lock()
-			id := t.verifierID(callID)
-			t.mu.Unlock()
-			v := t.runVerifier(ctx, id, a, "", claimID, record.AgentStarted{CallID: callID}, 0)
-			out := renderVerdict(v)
-			if claimID == "" {
-				out += "\nledger: these words match no reported claim, so this verdict settles nothing; verify a reported claim by its id (K1, K2, …) to settle it"
-			} else if c, ok := t.ledger().Get(claimID); ok {
-				out += "\nledger: " + claimLine(c)
-			}
-			return tool.Result{Output: out}
-		})
-}
-
-// runVerifier runs verifier id on a claim and records its start and its
+// Run runs verifier id on a claim and records its start and its
 // verdict; focus, when set, is added to its task (an effort wave's focused
 // verification); claimID, when set, is the ledger claim checked;
 // maxTokens, when set, bounds its tokens (an effort wave's share).
-func (t *Team) runVerifier(ctx context.Context, id string, a verifyArgs, focus, claimID string, start record.AgentStarted, maxTokens int) Verdict {
+func (c *Checker) Run(ctx context.Context, id string, a Args, focus, claimID string, start record.AgentStarted, maxTokens int) Verdict {
 	start.Role, start.Claim = llm.CallerVerifier, claimID
-	t.mu.Lock()
-	t.started(id, start)
-	t.mu.Unlock()
-	v := t.verify(ctx, id, a, focus, maxTokens)
-	t.mu.Lock()
-	v.ClaimID, v.Item = claimID, t.itemOf(claimID)
-	t.verified++
-	t.record(record.TypeVerdict, id, v)
-	t.mu.Unlock()
+	c.host.Started(id, start)
+	v := c.verify(ctx, id, a, focus, maxTokens)
+	v.ClaimID = claimID
+	c.host.Verdict(id, &v)
 	return v
 }
 
-// union is a's refs, then b's not in a.
-func union(a, b []string) []string {
+// Union is a's refs, then b's not in a.
+func Union(a, b []string) []string {
 	out := slices.Clone(a)
 	for _, r := range b {
 		if r = strings.TrimSpace(r); r != "" && !slices.Contains(out, r) {
@@ -108,8 +62,8 @@ func union(a, b []string) []string {
 	return out
 }
 
-// render is the verdict as the lead reads it.
-func renderVerdict(v Verdict) string {
+// Render is the verdict as the lead reads it.
+func Render(v Verdict) string {
 	out := fmt.Sprintf("verdict: %s", v.Verdict)
 	if v.ClaimID != "" {
 		out += " (claim " + v.ClaimID + ")"
@@ -133,9 +87,9 @@ func renderVerdict(v Verdict) string {
 
 // verify runs the verifier agent: its context is the claim, the evidence
 // expanded to its exact text, and the constraint, never the lead's history.
-func (t *Team) verify(ctx context.Context, id string, a verifyArgs, focus string, maxTokens int) Verdict {
+func (c *Checker) verify(ctx context.Context, id string, a Args, focus string, maxTokens int) Verdict {
 	v := Verdict{Claim: a.Claim, Verdict: Insufficient, Evidence: a.Evidence}
-	ev, cuts := t.packEvidence(a.Evidence, maxEvidenceBytes)
+	ev, cuts := c.packEvidence(a.Evidence, maxEvidenceBytes)
 	v.Cut = cuts
 	prompt := fmt.Sprintf("Claim:\n%s\n\nEvidence:\n%s", a.Claim, ev)
 	if len(cuts) > 0 {
@@ -150,24 +104,24 @@ func (t *Team) verify(ctx context.Context, id string, a verifyArgs, focus string
 	prompt += "\nEnd with the verdict tool."
 	box := &verdictBox{}
 	var tools []tool.Tool
-	if t.cfg.VerifierTools != nil {
-		tools = t.cfg.VerifierTools(id)
+	if c.cfg.VerifierTools != nil {
+		tools = c.cfg.VerifierTools(id)
 	}
 	tools = append(tools, verdictTool(box))
 	set := tool.NewSet(tools...)
-	turns := t.cfg.VerifyMaxTurns
+	turns := c.cfg.VerifyMaxTurns
 	if turns <= 0 {
 		turns = DefaultVerifyMaxTurns
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	fs := t.cfg.FS.View(nil)
+	fs := c.cfg.FS.View(nil)
 	fs.ReadOnly = true
 	out := agent.Run(cctx, agent.Config{
 		ID: id, Role: llm.CallerVerifier, FinishTool: "verdict",
-		Model: purposeModel{t.cfg.Model, llm.PurposeVerify}, Tools: set, Log: t.cfg.Log, FS: fs,
+		Model: purposeModel{c.cfg.Model, llm.PurposeVerify}, Tools: set, Log: c.cfg.Log, FS: fs,
 		System: verifierPrompt + "\n" + agent.ToolNotes(set), Budget: agent.Budget{MaxTurns: turns, MaxTokens: maxTokens},
-		Retry: t.cfg.Retry, Clock: t.cfg.Clock, BeforeCall: t.cfg.SubBeforeCall, OnStep: t.cfg.OnStep,
+		Retry: c.cfg.Retry, Clock: c.cfg.Clock, BeforeCall: c.cfg.BeforeCall, OnStep: c.cfg.OnStep,
 	}, prompt)
 	if got := box.get(); got != nil {
 		got.Claim, got.Evidence, got.Cut = a.Claim, a.Evidence, cuts
@@ -179,7 +133,7 @@ func (t *Team) verify(ctx context.Context, id string, a verifyArgs, focus string
 			got.Claim, got.Evidence, got.Cut = a.Claim, a.Evidence, cuts
 			return got
 		}
-		v.Reason = "the verifier's answer was not a verdict: " + clipBytes(out.Summary, 300)
+		v.Reason = "the verifier's answer was not a verdict: " + ClipBytes(out.Summary, 300)
 		return v
 	}
 	v.Reason = fmt.Sprintf("the verifier ended without a verdict (%s)", out.Termination)
@@ -241,7 +195,8 @@ func verdictTool(box *verdictBox) tool.Tool {
 		})
 }
 
-func clipBytes(s string, n int) string {
+// ClipBytes cuts s to n bytes, saying it was cut.
+func ClipBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
