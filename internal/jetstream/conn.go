@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ const (
 	LeaseBucket   = "apodex-leases"
 	WorldStore    = "apodex-worlds"
 	RecordStore   = "apodex-records"
+	EvalBucket    = "apodex-evals"
 
 	rolloutSubject = "apodex.rollout."
 	resultSubject  = "apodex.result."
@@ -40,6 +42,7 @@ type Conn struct {
 	leases   jetstream.KeyValue
 	worlds   jetstream.ObjectStore
 	records  jetstream.ObjectStore
+	evals    jetstream.KeyValue
 	fetchMu  sync.Mutex
 }
 
@@ -105,18 +108,60 @@ func (c *Conn) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.worlds, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: WorldStore, Storage: jetstream.FileStorage,
+	c.worlds, err = c.objectStore(ctx, jetstream.ObjectStoreConfig{Bucket: WorldStore, Storage: jetstream.FileStorage,
 		Replicas: c.Replicas, Description: "apodex world bundles by world id"})
 	if err != nil {
 		return err
 	}
-	c.records, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: RecordStore, Storage: jetstream.FileStorage,
+	c.records, err = c.objectStore(ctx, jetstream.ObjectStoreConfig{Bucket: RecordStore, Storage: jetstream.FileStorage,
 		Replicas: c.Replicas, Description: "apodex run records by run id"})
+	if err != nil {
+		return err
+	}
+	c.evals, err = c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: EvalBucket, History: 1,
+		Storage: jetstream.FileStorage, Replicas: c.Replicas, Description: "apodex eval plans by eval id"})
 	return err
 }
 
-// isWrongLastSeq: the server refused a publish for its expected sequence.
+// objectStore opens the object store cfg names, creating it if missing;
+// an existing one keeps its settings (an operator's size limit).
+func (c *Conn) objectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	if s, err := c.js.ObjectStore(ctx, cfg.Bucket); err == nil {
+		return s, nil
+	}
+	return c.js.CreateOrUpdateObjectStore(ctx, cfg)
+}
+
+// isWrongLastSeq: the server refused a publish for its expected sequence
+// (a replicated stream answers with the "constant" code).
 func isWrongLastSeq(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// Error codes of a store that cannot take more (nats-server's
+// jetstream_errors.json): the account's or the server's limits, or a
+// stream's own (store failed: maximum bytes or messages exceeded).
+const (
+	errAccountResources = 10002
+	errInsufficient     = 10023
+	errMemoryResources  = 10028
+	errStorageResources = 10047
+	errStoreFailed      = 10077
+)
+
+// IsFull reports whether err says a stream or object store is full.
+func IsFull(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case errAccountResources, errInsufficient, errMemoryResources, errStorageResources:
+		return true
+	case errStoreFailed:
+		return strings.Contains(apiErr.Description, "maximum bytes") || strings.Contains(apiErr.Description, "maximum messages")
+	}
+	return false
 }

@@ -31,7 +31,9 @@ func (c *Conn) PublishWorlds(ctx context.Context, home string, plan *eval.Plan) 
 		if err != nil {
 			return err
 		}
-		if err := putDir(ctx, c.worlds, pw.ID, w.Dir); err != nil {
+		if err := putDir(ctx, c.worlds, pw.ID, w.Dir); IsFull(err) {
+			return fmt.Errorf("jetstream: store world %s: object store %s is full (%w); nothing was queued; free space or raise the store's limit", pw.ID, WorldStore, err)
+		} else if err != nil {
 			return fmt.Errorf("jetstream: store world %s: %w", pw.ID, err)
 		}
 	}

@@ -209,14 +209,22 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 	out := Outcome{Result: res, Worker: w.Name}
 	if validRunID(res.RunID) {
 		dir := filepath.Join(w.Options.Home, "runs", res.RunID)
-		if err := putDir(ctx, w.Conn.records, res.RunID, dir, "world"); err != nil {
+		err := putDir(ctx, w.Conn.records, res.RunID, dir, "world")
+		switch {
+		case IsFull(err):
+			// Retrying cannot help: the result says so (and is acked
+			// once stored); the run stays here.
+			log.Error("record store full; the result says so", "run", res.RunID, "err", err)
+			out.Result = recordNotStored(res, w.Name, err)
+		case err != nil:
 			// Nothing is acked that was not stored: hand it back.
 			log.Error("record not stored; rollout handed back", "run", res.RunID, "err", err)
 			lease.Release(ctx)
 			msg.NakWithDelay(5 * time.Second)
 			return
+		default:
+			out.Record = res.RunID
 		}
-		out.Record = res.RunID
 	}
 	if err := lease.Commit(ctx); err != nil {
 		log.Warn("result not published", "run", res.RunID, "err", err)
@@ -243,6 +251,15 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 		}
 		fmt.Fprintf(w.Progress, "worker %s: %s %s %s #%d %s (run %s)\n", w.Name, j.Eval, j.World.Name, j.Config.Name, j.Rollout, mark, res.RunID)
 	}
+}
+
+// recordNotStored is res when its record could not be stored: a failed
+// rollout, not counted as passed (nothing on the eval's host shows it),
+// with the reason and where the run stays; its measures are kept.
+func recordNotStored(res eval.Result, worker string, err error) eval.Result {
+	res.Error = joinErr(res.Error, fmt.Sprintf("record of run %s not stored: object store %s is full (%v); the run stays on worker %s's home; free space or raise the store's limit", res.RunID, RecordStore, err, worker))
+	res.Status, res.Correct, res.RunID = "failed", 0, ""
+	return res
 }
 
 func (w *Worker) logger() *slog.Logger {
