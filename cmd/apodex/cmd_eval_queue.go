@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"github.com/apodex/apodex/internal/version"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/jetstream"
+	"github.com/apodex/apodex/internal/web"
 )
 
 // evalQueued is `eval SUITE --nats URL` and `eval resume ID --nats URL`:
@@ -96,4 +98,51 @@ func showQueued(ctx context.Context, url, id string, w io.Writer) error {
 		fmt.Fprintf(w, "  %s on %s (run %s, renewed %s)\n", x.Rollout, x.Worker, x.RunID, x.Since.Local().Format(time.TimeOnly))
 	}
 	return nil
+}
+
+// serveQueue is the queue apodex serve lists the workers of: --nats, else
+// $APODEX_NATS_URL, else the config key; nil for none.
+func serveQueue(flagValue, home string) (web.Queue, error) {
+	url, err := natsURL(flagValue, home)
+	if err != nil || url == "" {
+		return nil, err
+	}
+	if isEmbedded(url) {
+		return nil, usagef("--nats %s: serve lists a running server's workers; pass its URL (e.g. nats://127.0.0.1:4222)", url)
+	}
+	return &natsQueue{url: url}, nil
+}
+
+// natsQueue connects on first use (and again after a failure), so serve
+// starts, and the page answers, while the server is down.
+type natsQueue struct {
+	url  string
+	mu   sync.Mutex
+	conn *jetstream.Conn
+}
+
+func (q *natsQueue) Workers(ctx context.Context) (web.QueueStatus, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.conn == nil {
+		c, err := jetstream.Connect(ctx, q.url, "apodex serve", 0)
+		if err != nil {
+			return web.QueueStatus{}, err
+		}
+		q.conn = c
+	}
+	st, err := q.conn.Status(ctx, "")
+	if err != nil {
+		q.conn.Close()
+		q.conn = nil
+		return web.QueueStatus{}, err
+	}
+	out := web.QueueStatus{URL: q.url}
+	for _, w := range st.Workers {
+		out.Workers = append(out.Workers, web.QueueWorker{Name: w.Name, Host: w.Host, Running: w.Running, Done: w.Done, Heartbeat: w.Heartbeat})
+	}
+	for _, f := range st.InFlight {
+		out.InFlight = append(out.InFlight, web.QueueRollout{Eval: f.Eval, Rollout: f.Rollout, Worker: f.Worker, RunID: f.RunID, Renewed: f.Since})
+	}
+	return out, nil
 }

@@ -19,12 +19,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	home := fs.homeFlag()
 	addr := fs.String("addr", "127.0.0.1:7777", "where to listen; an address beyond loopback needs --token")
 	token := fs.String("token", "", "require this token on every API call (Authorization: Bearer, or the page's cookie); \"generate\" makes one and prints it with the URL")
+	natsFlag := fs.String("nats", "", "also list the workers of evals queued on this NATS URL (default $APODEX_NATS_URL, else the config key nats)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("serve takes no arguments; see `apodex serve --help`")
+	}
+	queue, err := serveQueue(*natsFlag, homeDir(*home))
+	if err != nil {
+		return err
 	}
 	if *token == "generate" {
 		*token = web.NewToken()
@@ -43,7 +48,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		key = web.NewToken()
 	}
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Home: homeDir(*home), Token: *token, ControlKey: key, Sender: sender(), Log: slog.New(slog.NewTextHandler(stderr, nil))}),
+		Handler:           web.New(web.Config{Home: homeDir(*home), Token: *token, ControlKey: key, Sender: sender(), Log: slog.New(slog.NewTextHandler(stderr, nil)), Queue: queue}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx }, // streams end with the command

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/jetstream"
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/web"
 )
 
 // TestEvalOnNATSWithTwoWorkers: the bundled oracle suite queued on an
@@ -74,6 +78,28 @@ func TestEvalOnNATSWithTwoWorkers(t *testing.T) {
 	code, stdout, stderr = cli(t, "eval", "show", id, "--home", home, "--nats", srv.URL())
 	if code != 0 || !strings.Contains(stdout, "workers on "+srv.URL()+": 2") || !strings.Contains(stdout, "  w1 on ") || !strings.Contains(stdout, "rollouts in flight: 0") {
 		t.Fatalf("eval show --nats: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	// The page's list: apodex serve --nats URL answers /api/workers.
+	q, err := serveQueue(srv.URL(), home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := httptest.NewServer(web.New(web.Config{Home: home, Queue: q}))
+	defer page.Close()
+	resp, err := http.Get(page.URL + "/api/workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs web.QueueStatus
+	json.NewDecoder(resp.Body).Decode(&qs)
+	resp.Body.Close()
+	names := map[string]int64{}
+	for _, w := range qs.Workers {
+		names[w.Name] = w.Done
+	}
+	if resp.StatusCode != 200 || len(names) != 2 || names["w1"]+names["w2"] > 24 || len(qs.InFlight) != 0 {
+		t.Fatalf("/api/workers: %d %+v", resp.StatusCode, qs)
 	}
 
 	bad := t.TempDir()

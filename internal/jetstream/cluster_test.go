@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -47,6 +48,10 @@ func cluster(t *testing.T) ([]*server.Server, string) {
 		s, err := server.NewServer(opts)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if os.Getenv("APODEX_TEST_NATS_LOG") != "" { // the servers' own log, for a failure to read
+			opts.NoLog = false
+			s.SetLoggerV2(testLogger{t, opts.ServerName}, false, false, false)
 		}
 		s.Start()
 		t.Cleanup(s.Shutdown)
@@ -111,6 +116,10 @@ func TestClusterNodeLossLosesNothing(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		wc := connect(t, url, ttl)
 		w := &Worker{Conn: wc, Name: name, Version: "v", Parallel: 2, Options: eval.Options{Home: t.TempDir(), Sandbox: sandboxKind(), NewModel: slow}}
+		if os.Getenv("APODEX_TEST_NATS_LOG") != "" {
+			w.Log = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("worker", name)
+			w.Progress = tWriter{t}
+		}
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- w.Run(wctx) }()
@@ -176,4 +185,28 @@ func (d delayed) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 		return nil, ctx.Err()
 	}
 	return d.Model.Generate(ctx, req)
+}
+
+// testLogger writes a server's log (notices, warnings, errors) to the
+// test's log, each line with the server's name and the time.
+type testLogger struct {
+	t    *testing.T
+	name string
+}
+
+func (l testLogger) logf(level, format string, v ...any) {
+	l.t.Logf("%s %s %s: %s", time.Now().Format("15:04:05.000"), l.name, level, fmt.Sprintf(format, v...))
+}
+func (l testLogger) Noticef(format string, v ...any) { l.logf("INF", format, v...) }
+func (l testLogger) Warnf(format string, v ...any)   { l.logf("WRN", format, v...) }
+func (l testLogger) Fatalf(format string, v ...any)  { l.logf("FTL", format, v...) }
+func (l testLogger) Errorf(format string, v ...any)  { l.logf("ERR", format, v...) }
+func (l testLogger) Debugf(format string, v ...any)  {}
+func (l testLogger) Tracef(format string, v ...any)  {}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s %s", time.Now().Format("15:04:05.000"), strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
