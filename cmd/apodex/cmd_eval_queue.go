@@ -37,7 +37,7 @@ func evalQueued(ctx context.Context, sub, arg, url string, wait bool, opts eval.
 	if err != nil {
 		return err
 	}
-	if err := conn.PublishWorlds(ctx, opts.Home, plan); err != nil {
+	if err := conn.PublishEval(ctx, opts.Home, plan); err != nil {
 		return err
 	}
 	done, err := eval.ReadResults(opts.Home, plan.ID)
@@ -57,13 +57,8 @@ func evalQueued(ctx context.Context, sub, arg, url string, wait bool, opts eval.
 		fmt.Fprintf(stdout, "eval %s: queued; `apodex eval resume %s --nats %s --wait` collects the results\n", plan.ID, plan.ID, url)
 		return nil
 	}
-	col, err := eval.OpenCollector(opts, plan)
-	if err != nil {
-		return err
-	}
-	defer col.Close()
-	err = conn.Collect(ctx, opts.Home, plan, col)
-	fmt.Fprintf(stdout, "eval %s: %d of %d results in %s/results.jsonl; see `apodex eval show %s`\n", plan.ID, col.Done(), col.Total(), eval.Dir(opts.Home, plan.ID), plan.ID)
+	collected, err := conn.CollectEval(ctx, opts, plan)
+	fmt.Fprintf(stdout, "eval %s: %d of %d results in %s/results.jsonl; see `apodex eval show %s`\n", plan.ID, collected, plan.Total(), eval.Dir(opts.Home, plan.ID), plan.ID)
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("stopped; the rollouts stay queued; `apodex eval resume %s --nats URL --wait` collects what is missing", plan.ID)
 	}
@@ -145,4 +140,42 @@ func (q *natsQueue) Workers(ctx context.Context) (web.QueueStatus, error) {
 		out.InFlight = append(out.InFlight, web.QueueRollout{Eval: f.Eval, Rollout: f.Rollout, Worker: f.Worker, RunID: f.RunID, Renewed: f.Since})
 	}
 	return out, nil
+}
+
+// followQueued is export --follow ID --nats URL: the eval's plan is
+// fetched into home unless there, and its results (with their records)
+// are collected into home's results.jsonl in the background, which the
+// export follows. The returned context ends when collecting fails; stop
+// ends the collecting and returns its error.
+func followQueued(ctx context.Context, url, home, id string) (context.Context, func() error, error) {
+	if isEmbedded(url) {
+		return nil, nil, usagef("--nats %s: follow an eval on a running server; pass its URL (e.g. nats://127.0.0.1:4222)", url)
+	}
+	conn, err := jetstream.Connect(ctx, url, "apodex export", 0)
+	if err != nil {
+		return nil, nil, usagef("%v", err)
+	}
+	plan, err := conn.FetchPlan(ctx, home, id)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := conn.CollectEval(cctx, eval.Options{Home: home}, plan); err != nil {
+			cancel(err)
+		}
+	}()
+	return cctx, func() error {
+		err := context.Cause(cctx)
+		cancel(nil)
+		<-done
+		conn.Close()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("results of %s not collected from %s: %w", id, url, err)
+		}
+		return nil
+	}, nil
 }

@@ -140,6 +140,21 @@ func isWrongLastSeq(err error) bool {
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
+// isUnavailable reports whether err says the servers could not answer
+// now (no leader yet, a node lost, a timeout) rather than that the request
+// was wrong: worth trying again later.
+func isUnavailable(err error) bool {
+	if err == nil || IsFull(err) {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
 // Error codes of a store that cannot take more (nats-server's
 // jetstream_errors.json): the account's or the server's limits, or a
 // stream's own (store failed: maximum bytes or messages exceeded).

@@ -121,7 +121,14 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		msg.NakWithDelay(time.Second)
 		return
 	}
-	if err := w.Conn.fetchWorld(ctx, w.Options.Home, j.World.ID); err != nil {
+	if err := w.Conn.fetchWorld(ctx, w.Options.Home, j.World.ID); isUnavailable(err) || err != nil && ctx.Err() != nil {
+		// The queue's servers (a node being lost or elected) or this
+		// worker's stop, not the rollout: no failure is published.
+		log.Warn("world not fetched; the queue is unavailable, rollout handed back", "err", err)
+		lease.Release(context.WithoutCancel(ctx))
+		msg.NakWithDelay(time.Second)
+		return
+	} else if err != nil {
 		w.finish(ctx, msg, j, lease, eval.Result{World: j.World.ID, WorldName: j.World.Name, Family: j.World.Family, Level: j.World.Level,
 			Config: j.Config.Name, Rollout: j.Rollout, Status: "failed", Error: err.Error(), FinishedAt: time.Now().UTC()})
 		return
