@@ -3,8 +3,8 @@ package jetstream
 import (
 	"context"
 	"fmt"
-	"net"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"testing"
