@@ -50,7 +50,10 @@ type Conn struct {
 // streams, consumer, bucket and object stores if missing. leaseTTL 0 keeps
 // the queue's TTL (DefaultLeaseTTL for a new queue). An unreachable URL fails at once, naming the URL.
 func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Conn, error) {
-	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+		// A frozen or cut-off server is left for another within ~20 s
+		// (the default waits two pings of two minutes).
+		nats.PingInterval(5*time.Second), nats.MaxPingsOutstanding(3))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect to %s: %w; is a nats-server with JetStream running there? (--nats embedded starts one in this process)", url, err)
 	}
