@@ -59,6 +59,9 @@ func evalQueued(ctx context.Context, sub, arg, url string, wait bool, opts eval.
 	}
 	collected, err := conn.CollectEval(ctx, opts, plan)
 	fmt.Fprintf(stdout, "eval %s: %d of %d results in %s/results.jsonl; see `apodex eval show %s`\n", plan.ID, collected, plan.Total(), eval.Dir(opts.Home, plan.ID), plan.ID)
+	if ab := jetstream.ReadAbandoned(opts.Home, plan.ID); len(ab) > 0 {
+		fmt.Fprintf(stdout, "eval %s: %d runs abandoned (not counted; kept for inspection, listed in %s)\n", plan.ID, len(ab), jetstream.AbandonedFile)
+	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("stopped; the rollouts stay queued; `apodex eval resume %s --nats URL --wait` collects what is missing", plan.ID)
 	}
@@ -83,6 +86,9 @@ func showQueued(ctx context.Context, url, id string, w io.Writer) error {
 	st, err := conn.Status(ctx, id)
 	if err != nil {
 		return err
+	}
+	if n, err := conn.Scores(ctx, id); err == nil {
+		fmt.Fprintf(w, "\nresults on %s: %d (collected here with `apodex eval resume %s --nats URL --wait`)", url, n, id)
 	}
 	fmt.Fprintf(w, "\nworkers on %s: %d\n", url, len(st.Workers))
 	for _, x := range st.Workers {

@@ -408,10 +408,9 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 		t.Fatalf("eval --wait: exit %d\n%s%s", e.code, e.stdout, e.stderr)
 	}
 	checkOneResultEach(t, home, id, 24, nil)
-	for nd := range alive {
-		if _, msgs, ok := nd.streamInfo(t, jetstream.ResultStream); ok && msgs != 24 {
-			t.Errorf("node %s: the result stream holds %d messages, want 24", nd.name, msgs)
-		}
+	code, stdout, stderr := cli(t, "eval", "show", id, "--home", home, "--nats", url)
+	if code != 0 || !strings.Contains(stdout, "results on "+url+": 24 ") {
+		t.Errorf("eval show --nats: want 24 result messages on the queue: exit %d\n%s%s", code, stdout, stderr)
 	}
 	t.Logf("froze %s, killed %s", frozen.name, killed.name)
 }
@@ -458,9 +457,28 @@ func TestStaleWorkerProcessCannotPublish(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(time.Second) // anything a would still publish, it has now
+	// a reports its three runs abandoned (3 results + 3 reports).
+	waitUntil(t, time.Minute, "the revived worker did not report its abandoned runs", func() bool {
+		_, msgs, _ := nodes[0].streamInfo(t, jetstream.ResultStream)
+		return msgs >= 6
+	})
 	checkOneResultEach(t, home, id, 3, staleRuns)
-	if _, msgs, ok := nodes[0].streamInfo(t, jetstream.ResultStream); !ok || msgs != 3 {
-		t.Fatalf("the result stream holds %d messages (found %v), want 3", msgs, ok)
+	// A collect of the finished eval keeps what was reported since: the
+	// revived worker's runs, abandoned, with their records.
+	code, stdout, stderr = cli(t, "eval", "resume", id, "--home", home, "--nats", url, "--wait", "--quiet")
+	if code != 0 || !strings.Contains(stdout, "3 runs abandoned") {
+		t.Fatalf("eval resume --wait after the revival: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, ab := range jetstream.ReadAbandoned(home, id) {
+		if !staleRuns[ab.RunID] || ab.Worker != "stale" || !ab.Shipped {
+			t.Errorf("abandoned %+v: want a shipped run of the stale worker", ab)
+		}
+		if _, err := os.Stat(filepath.Join(home, "runs", ab.RunID, "events.jsonl")); err != nil {
+			t.Errorf("abandoned run %s not on the eval's home: %v", ab.RunID, err)
+		}
+	}
+	checkOneResultEach(t, home, id, 3, staleRuns)
+	if _, msgs, ok := nodes[0].streamInfo(t, jetstream.ResultStream); !ok || msgs != 6 {
+		t.Fatalf("the result stream holds %d messages (found %v), want 3 results and 3 abandoned runs", msgs, ok)
 	}
 }

@@ -192,6 +192,27 @@ func TestWorkerKilledMidRollout(t *testing.T) {
 		t.Fatalf("%d results (%d of the hung world), want 6 (2)", len(rs), slowDone)
 	}
 
+	// The killed worker's two unfinished runs are kept as abandoned: the
+	// rescuer found them at its start, shipped them, and the eval's host
+	// lists them with their records, never counted.
+	ab := jetstream.ReadAbandoned(home, evalID)
+	if len(ab) != 2 {
+		t.Fatalf("%d abandoned runs on the eval's home, want the killed worker's 2: %+v", len(ab), ab)
+	}
+	for _, a := range ab {
+		if !killedRuns[a.RunID] || a.World != slow || !a.Shipped || !strings.Contains(a.Reason, "died") {
+			t.Errorf("abandoned %+v: want a shipped run of the hung world from the killed worker", a)
+		}
+		if _, err := os.Stat(filepath.Join(home, "runs", a.RunID, "events.jsonl")); err != nil {
+			t.Errorf("abandoned run %s not readable on the eval's home: %v", a.RunID, err)
+		}
+		for _, r := range rs {
+			if r.RunID == a.RunID {
+				t.Errorf("abandoned run %s was counted", a.RunID)
+			}
+		}
+	}
+
 	// The follower exported every rollout, from records it fetched.
 	var f exit
 	select {

@@ -100,9 +100,9 @@ func (c *Conn) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.results, err = c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: ResultStream, Subjects: []string{resultSubject + ">"},
+	c.results, err = c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: ResultStream, Subjects: []string{resultSubject + ">", abandonedSubject + ">"},
 		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: c.Replicas,
-		Description: "apodex rollout results, at most one per subject"})
+		Description: "apodex rollout results (at most one per subject) and abandoned runs"})
 	if err != nil {
 		return err
 	}

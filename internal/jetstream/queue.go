@@ -86,13 +86,18 @@ const apiTimeout = 10 * time.Second
 
 // Collect reads eval plan's results in stream order (from the first),
 // fetches each one's record into home/runs/<run-id> unless there, and adds
-// it to col, until col holds every rollout of the plan or ctx ends. A
-// reading that fails (a node lost, a leader being elected) starts again
-// from the first result; col drops those it has.
+// it to col, until col holds every rollout of the plan and every message
+// of the eval so far is read (an abandoned run reported after the last
+// result is kept too), or ctx ends. Abandoned runs go to the eval's
+// abandoned.jsonl, their records to home/runs. A reading that fails (a
+// node lost, a leader being elected) starts again from the first result;
+// col drops those it has.
 func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector) error {
-	for wait := 250 * time.Millisecond; col.Done() < col.Total(); wait = min(2*wait, 5*time.Second) {
+	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		err := c.collectOnce(ctx, home, plan, col)
 		switch {
+		case err == nil:
+			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, errWrite):
@@ -104,7 +109,6 @@ func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *e
 		case <-time.After(wait):
 		}
 	}
-	return nil
 }
 
 // errWrite: results.jsonl could not be written; not worth a retry.
@@ -112,7 +116,7 @@ var errWrite = errors.New("jetstream: write results")
 
 func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector) error {
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	cons, err := c.js.OrderedConsumer(cctx, ResultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject + plan.ID + ".>"}})
+	cons, err := c.js.OrderedConsumer(cctx, ResultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject + plan.ID + ".>", abandonedSubject + plan.ID + ".>"}})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("jetstream: read results: %w", err)
@@ -124,10 +128,24 @@ func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, co
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
-	for col.Done() < col.Total() {
+	abandoned := openAbandoned(eval.Dir(home, plan.ID))
+	pending := uint64(1)
+	if info := cons.CachedInfo(); info != nil {
+		pending = info.NumPending
+	}
+	for pending > 0 || col.Done() < col.Total() {
 		msg, err := it.Next()
 		if err != nil {
 			return fmt.Errorf("jetstream: read results: %w", err)
+		}
+		if md, err := msg.Metadata(); err == nil {
+			pending = md.NumPending
+		}
+		if isAbandonedSubject(msg.Subject()) {
+			if err := c.keepAbandoned(ctx, home, abandoned, msg.Data()); err != nil {
+				return fmt.Errorf("%w: %w", errWrite, err)
+			}
+			continue
 		}
 		var o Outcome
 		if err := json.Unmarshal(msg.Data(), &o); err != nil {
@@ -146,6 +164,23 @@ func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, co
 		}
 	}
 	return nil
+}
+
+// keepAbandoned adds an abandoned run to the eval's abandoned.jsonl and
+// fetches its record, when shipped, into home/runs (failing that, the
+// line says so).
+func (c *Conn) keepAbandoned(ctx context.Context, home string, l *abandonedLog, data []byte) error {
+	var a Abandoned
+	if json.Unmarshal(data, &a) != nil || !validRunID(a.RunID) || l.have[a.RunID] {
+		return nil
+	}
+	if a.Shipped {
+		if err := c.fetchRecord(ctx, home, a.RunID); err != nil {
+			a.Shipped = false
+			a.Reason += fmt.Sprintf("; its record was not fetched here (%v)", err)
+		}
+	}
+	return l.add(a)
 }
 
 // fetchRecord fetches run id's record into home/runs/<id> unless there,

@@ -128,3 +128,17 @@ func (c *Conn) Status(ctx context.Context, eval string) (Status, error) {
 	})
 	return st, nil
 }
+
+// Scores is how many of eval's rollouts have a result on the queue (each
+// has at most one), whether or not a host has collected them.
+func (c *Conn) Scores(ctx context.Context, eval string) (uint64, error) {
+	info, err := c.results.Info(ctx, jetstream.WithSubjectFilter(resultSubject+eval+".>"))
+	if err != nil {
+		return 0, fmt.Errorf("jetstream: count results: %w", err)
+	}
+	n := uint64(0)
+	for _, k := range info.State.Subjects {
+		n += k
+	}
+	return n, nil
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -44,7 +43,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: worker: %w", err)
 	}
-	crash, cleaned, err := openCrashLog(w.Options.Home, w.Name)
+	crash, cleaned, unended, err := openCrashLog(w.Options.Home, w.Name)
 	if err != nil {
 		return err
 	}
@@ -53,6 +52,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.logger().Warn("cleaned up the runs a crashed worker of this home left", "runs", cleaned)
 	}
 	w.crash = crash
+	for _, r := range unended { // their rollouts went back to the queue when the leases ran out
+		if r.Job != nil {
+			w.abandon(*r.Job, r.ID, "its worker died mid-rollout (found by worker "+w.Name+" at start)")
+		}
+	}
 	hctx, stopBeat := context.WithCancel(ctx)
 	beatDone := make(chan struct{})
 	go func() { defer close(beatDone); w.heartbeat(hctx, &w.running, &w.done) }()
@@ -144,7 +148,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	stopKeep := w.keepAlive(rctx, msg, lease, func() string { mu.Lock(); defer mu.Unlock(); return runID }, cancel)
 	res := eval.RunOne(rctx, j, w.Options, func(id string) {
 		if w.crash != nil {
-			w.crash.add(id)
+			w.crash.add(id, j)
 		}
 		mu.Lock()
 		runID = id
@@ -154,13 +158,13 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	switch cause := context.Cause(rctx); {
 	case errors.Is(cause, ErrFenced):
 		log.Warn("lease lost; this run is abandoned, not counted", "run", res.RunID)
-		w.markAbandoned(res.RunID)
+		w.abandon(j, res.RunID, "its worker lost the lease (stalled or cut off past the lease TTL); the rollout went to another worker")
 		return
 	case ctx.Err() != nil && res.Status != "completed":
 		log.Info("stopping; rollout handed back", "run", res.RunID)
-		w.markAbandoned(res.RunID)
 		lease.Release(context.Background())
 		msg.Nak()
+		w.abandon(j, res.RunID, "its worker was stopped and handed the rollout back")
 		return
 	}
 	// A stop asked for now does not cut the shipping of a finished run.
@@ -235,7 +239,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 	}
 	if err := lease.Commit(ctx); err != nil {
 		log.Warn("result not published", "run", res.RunID, "err", err)
-		w.markAbandoned(res.RunID)
+		w.abandon(j, res.RunID, fmt.Sprintf("its worker could not commit the lease (%v); the rollout stays queued", err))
 		return
 	}
 	out.Token = lease.Token
@@ -244,10 +248,15 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 	switch {
 	case isWrongLastSeq(err):
 		log.Info("rollout was already scored; this run is not counted", "run", res.RunID)
-		w.markAbandoned(res.RunID)
+		w.abandon(j, res.RunID, "another run of the rollout was scored first")
 	case err != nil:
 		log.Error("publish result; rollout stays queued", "err", err)
+		w.abandon(j, res.RunID, fmt.Sprintf("its result could not be published (%v); the rollout stays queued", err))
 		return
+	default:
+		if w.crash != nil && validRunID(res.RunID) {
+			w.crash.end(res.RunID)
+		}
 	}
 	msg.DoubleAck(ctx)
 	w.done.Add(1)
@@ -274,11 +283,4 @@ func (w *Worker) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return w.Log
-}
-
-// markAbandoned leaves a note in a run that was not counted.
-func (w *Worker) markAbandoned(runID string) {
-	if validRunID(runID) {
-		os.WriteFile(filepath.Join(w.Options.Home, "runs", runID, "ABANDONED"), []byte("this rollout run was not counted: its worker lost the lease, stopped, or another run scored it first\n"), 0o644)
-	}
 }
