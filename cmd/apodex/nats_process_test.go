@@ -250,7 +250,7 @@ type workerProc struct {
 	stderr *syncBuffer
 }
 
-func startWorker(t *testing.T, url, name string, parallel int, ttl string) *workerProc {
+func startWorker(t testing.TB, url, name string, parallel int, ttl string) *workerProc {
 	t.Helper()
 	home := t.TempDir()
 	args, _ := json.Marshal([]string{"worker", "--nats", url, "--home", home, "--name", name, "--parallel", fmt.Sprint(parallel), "--sandbox", testSandbox(), "--lease-ttl", ttl})
