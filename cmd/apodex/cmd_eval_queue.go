@@ -26,7 +26,7 @@ func evalQueued(ctx context.Context, sub, arg, url string, wait bool, opts eval.
 	defer stop()
 	var plan *eval.Plan
 	if sub == "resume" {
-		plan, err = eval.ReadPlan(opts.Home, arg)
+		plan, err = conn.FetchPlan(ctx, opts.Home, arg) // this home's, else the queue's
 	} else {
 		s, lerr := eval.LoadSuite(arg)
 		if lerr != nil {
@@ -184,4 +184,23 @@ func followQueued(ctx context.Context, url, home, id string) (context.Context, f
 		}
 		return nil
 	}, nil
+}
+
+// syncQueued is eval show ID --nats URL on a home that may lack the eval:
+// the plan is fetched and what the queue holds now is collected.
+func syncQueued(ctx context.Context, url, home, id string) error {
+	if isEmbedded(url) {
+		return nil
+	}
+	conn, err := jetstream.Connect(ctx, url, "apodex eval show", 0)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer conn.Close()
+	plan, err := conn.FetchPlan(ctx, home, id)
+	if err != nil {
+		return err
+	}
+	_, err = conn.CollectNow(ctx, eval.Options{Home: home}, plan)
+	return err
 }

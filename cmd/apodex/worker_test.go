@@ -80,6 +80,21 @@ func TestEvalOnNATSWithTwoWorkers(t *testing.T) {
 		t.Fatalf("eval show --nats: exit %d\n%s%s", code, stdout, stderr)
 	}
 
+	// From another host: eval show and eval resume --wait need only the
+	// URL (the plan, results and records come from the queue).
+	other := t.TempDir()
+	code, stdout, stderr = cli(t, "eval", "show", id, "--home", other, "--nats", srv.URL())
+	if code != 0 || !strings.Contains(stdout, "24/24 rollouts done") || !strings.Contains(stdout, "results on "+srv.URL()+": 24 ") {
+		t.Fatalf("eval show --nats from another home: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if rs, _ := eval.ReadResults(other, id); len(rs) != 24 {
+		t.Fatalf("eval show from another home collected %d results, want 24", len(rs))
+	}
+	code, stdout, stderr = cli(t, "eval", "resume", id, "--home", t.TempDir(), "--nats", srv.URL(), "--wait")
+	if code != 0 || !strings.Contains(stdout, "24 of 24") || !strings.Contains(stderr, "0 newly queued") {
+		t.Fatalf("eval resume --nats --wait from another home: exit %d\n%s%s", code, stdout, stderr)
+	}
+
 	// The page's list: apodex serve --nats URL answers /api/workers.
 	q, err := serveQueue(srv.URL(), home)
 	if err != nil {

@@ -65,7 +65,22 @@ func (c *Conn) FetchPlan(ctx context.Context, home, id string) (*eval.Plan, erro
 // waits, then starts from what the first wrote, so no line is written
 // twice. It returns how many of the plan's rollouts have a line.
 func (c *Conn) CollectEval(ctx context.Context, opts eval.Options, plan *eval.Plan) (int, error) {
-	unlock, err := lockCollect(ctx, eval.Dir(opts.Home, plan.ID))
+	return c.collectEval(ctx, opts, plan, false)
+}
+
+// CollectNow is CollectEval up to what the queue holds now: it does not
+// wait for the rollouts still running, nor for another collector of the
+// home (eval show from another host).
+func (c *Conn) CollectNow(ctx context.Context, opts eval.Options, plan *eval.Plan) (int, error) {
+	return c.collectEval(ctx, opts, plan, true)
+}
+
+func (c *Conn) collectEval(ctx context.Context, opts eval.Options, plan *eval.Plan, now bool) (int, error) {
+	unlock, err := lockCollect(ctx, eval.Dir(opts.Home, plan.ID), !now)
+	if errors.Is(err, errBusy) { // another process of this home is collecting
+		done, _ := eval.ReadResults(opts.Home, plan.ID)
+		return len(done), nil
+	}
 	if err != nil {
 		done, _ := eval.ReadResults(opts.Home, plan.ID)
 		return len(done), err
@@ -76,12 +91,16 @@ func (c *Conn) CollectEval(ctx context.Context, opts eval.Options, plan *eval.Pl
 		return 0, err
 	}
 	defer col.Close()
-	err = c.Collect(ctx, opts.Home, plan, col)
+	err = c.collect(ctx, opts.Home, plan, col, now)
 	return col.Done(), err
 }
 
-// lockCollect takes dir's collect lock, trying every 200ms until ctx ends.
-func lockCollect(ctx context.Context, dir string) (unlock func(), err error) {
+// errBusy: another process holds the collect lock.
+var errBusy = errors.New("jetstream: another process collects this eval")
+
+// lockCollect takes dir's collect lock, trying every 200ms until ctx ends
+// (with wait; else errBusy at once).
+func lockCollect(ctx context.Context, dir string, wait bool) (unlock func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -92,6 +111,10 @@ func lockCollect(ctx context.Context, dir string) (unlock func(), err error) {
 	for {
 		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			return func() { f.Close() }, nil
+		}
+		if !wait {
+			f.Close()
+			return nil, errBusy
 		}
 		select {
 		case <-ctx.Done():

@@ -28,6 +28,9 @@ type Outcome struct {
 func (c *Conn) PublishWorlds(ctx context.Context, home string, plan *eval.Plan) error {
 	st := world.NewStore(home)
 	for _, pw := range plan.Worlds {
+		if _, err := c.worlds.GetInfo(ctx, pw.ID); err == nil {
+			continue // stored already (an eval resumed from another host has no local copy)
+		}
 		w, err := st.Get(pw.ID)
 		if err != nil {
 			return err
@@ -93,8 +96,14 @@ const apiTimeout = 10 * time.Second
 // node lost, a leader being elected) starts again from the first result;
 // col drops those it has.
 func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector) error {
+	return c.collect(ctx, home, plan, col, false)
+}
+
+// collect is Collect; with now, it ends once it has read what the queue
+// holds, complete or not.
+func (c *Conn) collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector, now bool) error {
 	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		err := c.collectOnce(ctx, home, plan, col)
+		err := c.collectOnce(ctx, home, plan, col, now)
 		switch {
 		case err == nil:
 			return nil
@@ -114,7 +123,7 @@ func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *e
 // errWrite: results.jsonl could not be written; not worth a retry.
 var errWrite = errors.New("jetstream: write results")
 
-func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector) error {
+func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector, now bool) error {
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	cons, err := c.js.OrderedConsumer(cctx, ResultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject + plan.ID + ".>", abandonedSubject + plan.ID + ".>"}})
 	cancel()
@@ -133,7 +142,7 @@ func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, co
 	if info := cons.CachedInfo(); info != nil {
 		pending = info.NumPending
 	}
-	for pending > 0 || col.Done() < col.Total() {
+	for pending > 0 || !now && col.Done() < col.Total() {
 		msg, err := it.Next()
 		if err != nil {
 			return fmt.Errorf("jetstream: read results: %w", err)
