@@ -378,22 +378,26 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 	}
 	waitUntil(t, 2*time.Minute, "no result before the faults", func() bool { return lines() >= 1 })
 
+	hold.Store(true) // rollouts in flight wait mid-call: the faults land mid-eval
 	frozen := leader()
 	if frozen == nil {
 		t.Fatal("no node leads the rollout stream")
 	}
+	atFreeze := lines()
 	frozen.cmd.Process.Signal(syscall.SIGSTOP)
 	time.Sleep(12 * time.Second) // > lease TTL, ack wait and RAFT election timeouts
 	frozen.cmd.Process.Signal(syscall.SIGCONT)
+	hold.Store(false)
 	before := lines()
 	waitUntil(t, 2*time.Minute, "no result after the frozen node came back", func() bool { return lines() > before })
 
-	hold.Store(true) // rollouts in flight wait mid-call: the kill lands mid-eval
+	hold.Store(true)
 	var killed *natsNode
 	waitUntil(t, time.Minute, "no leader after the freeze", func() bool { killed = leader(); return killed != nil })
 	if n := lines(); n >= 24 {
 		t.Fatalf("the eval ended (%d results) before the kill; slow its rollouts", n)
 	}
+	atKill := lines()
 	killed.kill()
 	delete(alive, killed)
 	hold.Store(false)
@@ -412,7 +416,7 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "results on "+url+": 24 ") {
 		t.Errorf("eval show --nats: want 24 result messages on the queue: exit %d\n%s%s", code, stdout, stderr)
 	}
-	t.Logf("froze %s, killed %s", frozen.name, killed.name)
+	t.Logf("froze %s at %d of 24 results, killed %s at %d", frozen.name, atFreeze, killed.name, atKill)
 }
 
 // TestStaleWorkerProcessCannotPublish is the stale worker with
