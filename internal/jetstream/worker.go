@@ -206,16 +206,17 @@ func (w *Worker) keepAlive(ctx context.Context, msg jetstream.Msg, lease *Lease,
 // the message is acked only once the result is stored.
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, lease *Lease, res eval.Result) {
 	log := w.logger().With("eval", j.Eval, "rollout", j.Key())
-	md, _ := msg.Metadata()
 	attempts := max(j.MaxAttempts, 1)
 	if j.MaxAttempts == 0 {
 		attempts = 2
 	}
-	if res.Error != "" && res.RunID == "" && md != nil && int(md.NumDelivered) < attempts {
-		log.Warn("rollout failed to run; retrying", "err", res.Error, "attempt", md.NumDelivered)
-		lease.Release(ctx)
-		msg.NakWithDelay(time.Duration(md.NumDelivered) * time.Second)
-		return
+	if res.Error != "" && res.RunID == "" {
+		if n := w.Conn.failedAttempt(ctx, j); n < attempts {
+			log.Warn("rollout failed to run; retrying", "err", res.Error, "attempt", n)
+			lease.Release(ctx)
+			msg.NakWithDelay(time.Duration(n) * time.Second)
+			return
+		}
 	}
 	out := Outcome{Result: res, Worker: w.Name}
 	if validRunID(res.RunID) {
