@@ -42,6 +42,8 @@ type Config struct {
 	// Sender names who sends messages from the page (recorded in the inbox).
 	Sender string
 	Log    *slog.Logger
+	// Queue lists the workers of queued evals (GET /api/workers); nil: none.
+	Queue Queue
 }
 
 // Server serves the API and the page. Make it with New.
@@ -104,6 +106,7 @@ func (s *Server) routes() {
 		}
 		writeJSON(w, http.StatusOK, runs)
 	})
+	s.mux.HandleFunc("GET /api/workers", s.getWorkers)
 	api("GET /api/runs/{id}", s.getRun)
 	api("GET /api/runs/{id}/events", s.getEvents)
 	api("GET /api/runs/{id}/stream", s.stream)
@@ -135,7 +138,7 @@ func (s *Server) routes() {
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
-		if r.URL.Path != "/" && r.URL.Path != "/app.js" && r.URL.Path != "/style.css" {
+		if r.URL.Path != "/" && r.URL.Path != "/app.js" && r.URL.Path != "/style.css" && r.URL.Path != "/workers.js" {
 			r.URL.Path = "/" // the page routes itself (#/runs/ID)
 		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
