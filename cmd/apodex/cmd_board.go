@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 )
 
@@ -18,7 +18,7 @@ func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	w := runinfo.BoardWatcher{Dir: dir, JSON: *jsonOut}
+	w := runview.BoardWatcher{Dir: dir, JSON: *jsonOut}
 	if !*watch {
 		v, err := w.Read()
 		if err != nil {

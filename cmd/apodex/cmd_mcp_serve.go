@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/apodex/apodex/internal/version"
 	"io"
 	"maps"
 	"net"
@@ -19,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apodex/apodex/internal/version"
+
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
@@ -26,7 +27,7 @@ import (
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/tool"
 )
@@ -275,8 +276,8 @@ func (sv *mcpServer) status(_ context.Context, a runArgs) tool.Result {
 	if !ok {
 		return bad
 	}
-	text := runinfo.StatusText(dir)
-	w := runinfo.BoardWatcher{Dir: dir}
+	text := runview.StatusText(dir)
+	w := runview.BoardWatcher{Dir: dir}
 	if v, err := w.Read(); err == nil {
 		if head, body := v.Text(); strings.TrimSpace(body) != "" {
 			text += "\n" + head + body
@@ -326,10 +327,10 @@ func (sv *mcpServer) waitRun(ctx context.Context, a waitArgs) tool.Result {
 			return sv.outcome(dir)
 		}
 	}
-	if run.Liveness(dir) == run.Finished {
+	if runview.Liveness(dir) == runview.Finished {
 		return sv.outcome(dir)
 	}
-	return tool.Result{Output: fmt.Sprintf("run %s is still going after %s: %s\ncall wait_run again to keep waiting", filepath.Base(dir), wait, runinfo.StatusText(dir))}
+	return tool.Result{Output: fmt.Sprintf("run %s is still going after %s: %s\ncall wait_run again to keep waiting", filepath.Base(dir), wait, runview.StatusText(dir))}
 }
 
 // progressLines turns the progress printer's lines into notifications.
@@ -354,7 +355,7 @@ func (p *progressLines) Write(b []byte) (int, error) {
 
 // outcome is a finished run's result for the client.
 func (sv *mcpServer) outcome(dir string) tool.Result {
-	info, err := runinfo.Load(dir)
+	info, err := runview.Load(dir)
 	if err != nil {
 		return tool.Errorf("run %s cannot be read: %v", filepath.Base(dir), err)
 	}
@@ -367,7 +368,7 @@ func (sv *mcpServer) outcome(dir string) tool.Result {
 		Error        string              `json:"error,omitempty"`
 		Failures     []string            `json:"failures,omitempty"`
 		Delivery     *record.Delivery    `json:"delivery,omitempty"`
-		Verification []runinfo.CheckInfo `json:"verification,omitempty"`
+		Verification []runview.CheckInfo `json:"verification,omitempty"`
 		Usage        any                 `json:"usage"`
 		Files        []record.FileEntry  `json:"files,omitempty"`
 	}{info.RunID, dir, info.Status, info.Termination, info.Summary, info.Error, info.Failures, info.Delivery, info.Verification, info.Usage, clipFiles(info.Files)})
@@ -386,7 +387,7 @@ func (sv *mcpServer) outputs(_ context.Context, a outputsArgs) tool.Result {
 		return bad
 	}
 	if a.Path == "" {
-		if run.Liveness(dir) != run.Finished {
+		if runview.Liveness(dir) != runview.Finished {
 			return tool.Errorf("run %s has not finished: wait_run first (run_outputs with a path reads a file now)", filepath.Base(dir))
 		}
 		return sv.outcome(dir)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 func cmdReview(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -24,7 +25,7 @@ func cmdReview(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *approve == *reject {
 		return usagef("give exactly one of --approve or --reject (with --note TEXT)")
 	}
-	info, err := run.Load(dir)
+	info, err := runview.Load(dir)
 	if err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func cmdReview(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := log.Close(); err != nil {
 		return err
 	}
-	after, err := run.Load(dir)
+	after, err := runview.Load(dir)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/grade"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/state"
 )
 
@@ -35,7 +35,7 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		writeJSON(stdout, info)
 		return nil
 	}
-	runinfo.Render(stdout, info)
+	runview.Render(stdout, info)
 	return nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -16,7 +16,7 @@ func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	p, err := run.Status(dir)
+	p, err := runview.Status(dir)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/version"
 )
@@ -265,7 +265,7 @@ func codeOf(err error) int {
 		return exitOK
 	case errors.As(err, &code):
 		return int(code)
-	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, run.ErrNotFound):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, runview.ErrNotFound):
 		return exitUsage
 	default:
 		return exitFailed
@@ -325,8 +325,8 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 
 // Text helpers shared by the commands' tables.
 var (
-	oneLine = runinfo.OneLine
-	dash    = runinfo.Dash
-	clip    = runinfo.Clip
-	short   = runinfo.Short
+	oneLine = runview.OneLine
+	dash    = runview.Dash
+	clip    = runview.Clip
+	short   = runview.Short
 )

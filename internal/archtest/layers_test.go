@@ -45,7 +45,7 @@ var layers = []layer{
 			"internal/llm/openai", "internal/llm/anthropic", "internal/llm/scripted", "internal/llm/llmtest", "internal/llm/provider"},
 		[]string{"base", "core", "adapters"}},
 	{"services", "what works on a run directory or a world without running an agent: the task kept in the run, verification, worlds, the read models, grading",
-		[]string{"internal/taskstore", "internal/verify", "internal/world", "internal/runinfo", "internal/grade", "internal/replay/divergence", "internal/repo"},
+		[]string{"internal/taskstore", "internal/verify", "internal/world", "internal/runview", "internal/grade", "internal/replay/divergence", "internal/repo"},
 		[]string{"base", "core", "model", "adapters", "services"}},
 	{"engine", "the machinery a run assembles: tools, the agent loop, the publication plane, the team, live control, and the harness that tests them",
 		[]string{"internal/tool", "internal/agent", "internal/publish", "internal/team", "internal/live", "internal/runtest", "internal/mcp", "internal/mcp/mcptest"},

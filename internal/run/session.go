@@ -15,8 +15,8 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
@@ -123,7 +123,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Clock: cfg.Clock, Budget: budgetOf(cfg.Budget), Contract: ss.c,
-		Status: func() string { return runinfo.StatusText(ss.dir) }})
+		Status: func() string { return runview.StatusText(ss.dir) }})
 	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
 	if timeout := durationOf(cfg.Timeout); timeout > 0 {
 		ctl.SetTimeout(cfg.Clock.Now().Add(timeout - elapsed))
@@ -259,9 +259,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
 	if folded != nil && folded.Refresh() == nil {
-		s.Trainable, s.NotTrainable = runinfo.TrainabilityOf(folded)
+		s.Trainable, s.NotTrainable = runview.TrainabilityOf(folded)
 	} else {
-		s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
+		s.Trainable, s.NotTrainable = runview.Trainability(ss.dir)
 	}
 	return s, nil
 }

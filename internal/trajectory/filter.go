@@ -9,7 +9,7 @@ import (
 
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // Drop reasons, as --drop names them (docs/export.md defines each).
@@ -73,7 +73,7 @@ func (f *Filter) Judge(r *Run, cx Context) Decision {
 		add(DropIncompleteDelivery, "the reconciled manifest was not delivered whole")
 	}
 	if f.Drop[DropNotTrainable] {
-		if ok, why := runinfo.Trainability(r.Dir); !ok {
+		if ok, why := runview.Trainability(r.Dir); !ok {
 			add(DropNotTrainable, strings.Join(why, "; "))
 		}
 	}
