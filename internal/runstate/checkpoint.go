@@ -1,0 +1,388 @@
+package runstate
+
+// A checkpoint is the projection of a run written next to its record:
+// the State at some seq, serialized, with the place in events.jsonl it
+// covers. Readers start from it and fold only the events after it
+// (LoadFrom); it is a cache of the record, never a source: a checkpoint
+// that is missing, unreadable, of another version or of another shape
+// of State, or whose last line is no longer the record's line at that
+// place, is ignored and the record folded from its first line.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/apodex/apodex/internal/record"
+)
+
+// CheckpointFile is the projection checkpoint inside a run directory.
+const CheckpointFile = "projection.json"
+
+// CheckpointEvery is how many events a live run folds between two
+// checkpoints; readers that fold more than this after a checkpoint write
+// a new one (when the run is not live).
+const CheckpointEvery = 1000
+
+// checkpointVersion changes when the file's layout does; a change of
+// State's own shape is caught by stateShape.
+const checkpointVersion = 1
+
+// checkpoint is the file's content.
+type checkpoint struct {
+	Version int    `json:"version"`
+	Shape   string `json:"shape"` // stateShape of the writer
+	Seq     int64  `json:"seq"`   // the last event folded
+	Events  int    `json:"events"`
+	// Offset is where the line of Seq ends in events.jsonl (after its
+	// newline); LastLen that line's length with its newline and LastHash
+	// its hash as the record chains it ("sha256:<hex>").
+	Offset   int64  `json:"offset"`
+	LastLen  int    `json:"last_len"`
+	LastHash string `json:"last_hash"`
+	// Head is events.head when the checkpoint was written (seq 0 and
+	// missing: there was none); Integrity what the fold found so far.
+	Head      record.Head      `json:"head"`
+	Integrity record.Integrity `json:"integrity"`
+	// State is every exported field of State by its Go name, each as its
+	// type marshals it (the fields' own json tags do not apply here: a
+	// field the JSON views leave out is still part of the state).
+	State map[string]json.RawMessage `json:"state"`
+}
+
+// errNotSerializable: the state holds a value JSON cannot carry back (an
+// error, an interface); such a state is not checkpointed.
+var errNotSerializable = errors.New("runstate: the state holds a value a checkpoint cannot keep")
+
+// WriteCheckpoint writes the state of l as its run's checkpoint (atomically:
+// a temporary file renamed over it). It writes nothing, without error, when
+// l's end in the record is not known (an error stopped the fold) or the
+// state holds what cannot be serialized (a board event the board refused).
+func (l *Loaded) WriteCheckpoint() error {
+	if l.Dir == "" || l.off <= 0 || l.Seq == 0 {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(l.Dir, record.EventsFile))
+	if err != nil {
+		return err
+	}
+	line, err := lineBefore(f, l.off)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	var env struct {
+		Seq int64 `json:"seq"`
+	}
+	if json.Unmarshal(line, &env) != nil || env.Seq != l.Seq {
+		return nil // the record moved under us (cut, rewritten): nothing to pin
+	}
+	fields, err := encodeState(l.State)
+	if errors.Is(err, errNotSerializable) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	head, err := record.ReadHead(l.Dir)
+	if err != nil {
+		return nil
+	}
+	cp := checkpoint{Version: checkpointVersion, Shape: stateShape(), Seq: l.Seq, Events: l.Events, Offset: l.off,
+		LastLen: len(line) + 1, LastHash: lineRef(line), Head: head, Integrity: l.Integrity, State: fields}
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), data)
+}
+
+// LoadFrom is Load that starts from the run's checkpoint when it still
+// matches the record, folding only the events after it; tail is how many
+// events it folded from the record (all of them when no checkpoint
+// served). What it returns is what Load returns, Integrity included, for
+// the events after the checkpoint; for those before it, the integrity
+// the checkpoint's writer found.
+func LoadFrom(dir string) (l *Loaded, tail int, err error) {
+	head, err := record.ReadHead(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(filepath.Join(dir, record.EventsFile))
+	if err != nil {
+		return nil, 0, fmt.Errorf("runstate: open the record: %w", err)
+	}
+	defer f.Close()
+	if l, tail, ok := fromCheckpoint(dir, f, head); ok {
+		return l, tail, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, 0, err
+	}
+	l = &Loaded{State: New(), Dir: dir, off: -1}
+	cr := &countingReader{r: f}
+	sc := record.NewScanner(cr)
+	sc.SetHead(head)
+	end, err := foldTail(l, sc, cr, 0)
+	l.Integrity = sc.Integrity()
+	l.off = end
+	if l.RunID == "" {
+		l.RunID = filepath.Base(dir)
+	}
+	return l, l.Events, err
+}
+
+// fromCheckpoint is the state of the checkpoint plus the record after it;
+// ok is false when the checkpoint does not serve (then the caller folds
+// the whole record, which also names any damage exactly).
+func fromCheckpoint(dir string, f *os.File, head record.Head) (l *Loaded, tail int, ok bool) {
+	data, err := os.ReadFile(filepath.Join(dir, CheckpointFile))
+	if err != nil {
+		return nil, 0, false
+	}
+	var cp checkpoint
+	if json.Unmarshal(data, &cp) != nil || cp.Version != checkpointVersion || cp.Shape != stateShape() ||
+		cp.Offset <= 0 || cp.LastLen <= 0 || int64(cp.LastLen) > cp.Offset {
+		return nil, 0, false
+	}
+	line := make([]byte, cp.LastLen)
+	if _, err := f.ReadAt(line, cp.Offset-int64(cp.LastLen)); err != nil || line[len(line)-1] != '\n' || lineRef(line) != cp.LastHash {
+		return nil, 0, false // the record is not the one the checkpoint covered
+	}
+	st := New()
+	if decodeState(st, cp.State) != nil || st.Seq != cp.Seq {
+		return nil, 0, false
+	}
+	l = &Loaded{State: st, Dir: dir, Events: cp.Events, Integrity: cp.Integrity, off: -1}
+	if _, err := f.Seek(cp.Offset, io.SeekStart); err != nil {
+		return nil, 0, false
+	}
+	cr := &countingReader{r: f}
+	sc := record.NewScannerAfter(cr, cp.Seq)
+	switch {
+	case !head.Missing && head.Seq > cp.Seq:
+		sc.SetHead(head) // the tail holds the head's line: the scan checks it
+	case head != cp.Head:
+		return nil, 0, false // the head moved back or changed: let the whole fold say how
+	}
+	first := true
+	end, err := foldTail(l, sc, cr, cp.Offset, func(e record.Event) bool {
+		if !first {
+			return true
+		}
+		first = false
+		// The chain across the checkpoint: the first line after it names
+		// the checkpoint's last line (or, in an unchained record, nothing).
+		return e.Prev == cp.LastHash || (e.Prev == "" && !cp.Integrity.Chained)
+	})
+	in := sc.Integrity()
+	if err != nil || in.Err != nil || (head.Seq > cp.Seq && l.Seq < head.Seq) {
+		return nil, 0, false
+	}
+	if !l.Integrity.Chained && in.Chained {
+		l.Integrity.Chained, l.Integrity.From = true, in.From
+	}
+	l.Integrity.Head, l.Integrity.HeadSeq = head, head.Seq
+	l.off = end
+	if l.RunID == "" {
+		l.RunID = filepath.Base(dir)
+	}
+	return l, l.Events - cp.Events, true
+}
+
+// errChain: the first event after a checkpoint does not chain to it.
+var errChain = errors.New("runstate: the record does not continue the checkpoint")
+
+// foldTail folds the events sc yields into l, starting at byte start of
+// the record, and returns where the last complete line ends (-1 when that
+// is not known: the lines are not as apodex writes them). check, when
+// given, may refuse an event before it is applied.
+func foldTail(l *Loaded, sc *record.Scanner, cr *countingReader, start int64, check ...func(record.Event) bool) (int64, error) {
+	end := start
+	for sc.Next() {
+		e := sc.Event()
+		for _, c := range check {
+			if !c(e) {
+				return -1, errChain
+			}
+		}
+		if err := l.Apply(e); err != nil {
+			return -1, err
+		}
+		l.Events++
+		end += int64(len(e.Raw)) + 1 // apodex writes each line as its JSON and a newline
+	}
+	l.TornTail = sc.TornTail()
+	l.Skipped = l.Skipped[:0]
+	for _, u := range l.Unknown {
+		l.Skipped = append(l.Skipped, skippedNote(u))
+	}
+	if err := sc.Err(); err != nil {
+		return -1, err
+	}
+	if read := start + cr.n; read < end || (!l.TornTail && read != end) {
+		// blank lines or other bytes apodex does not write: the offsets
+		// summed above are not the file's
+		return -1, nil
+	}
+	return end, nil
+}
+
+// lineBefore returns the line that ends at off (without its newline).
+func lineBefore(f *os.File, off int64) ([]byte, error) {
+	for size := int64(64 << 10); ; size *= 4 {
+		from := max(off-size, 0)
+		buf := make([]byte, off-from)
+		if _, err := f.ReadAt(buf, from); err != nil {
+			return nil, err
+		}
+		if len(buf) == 0 || buf[len(buf)-1] != '\n' {
+			return nil, errors.New("runstate: the record does not end a line there")
+		}
+		body := buf[:len(buf)-1]
+		if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
+			return body[i+1:], nil
+		}
+		if from == 0 {
+			return body, nil
+		}
+		if size > record.MaxLine {
+			return nil, record.ErrLineTooLong
+		}
+	}
+}
+
+// lineRef is a line's hash as the record's chain names it.
+func lineRef(line []byte) string {
+	sum := sha256.Sum256(bytes.TrimSpace(line))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// encodeState marshals every exported field of s by its Go name.
+func encodeState(s *State) (map[string]json.RawMessage, error) {
+	v := reflect.ValueOf(s).Elem()
+	t := v.Type()
+	out := make(map[string]json.RawMessage, t.NumField())
+	for i := range t.NumField() {
+		sf, fv := t.Field(i), v.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		if sf.Type.Kind() == reflect.Interface {
+			if fv.IsNil() {
+				continue
+			}
+			return nil, fmt.Errorf("%w: %s", errNotSerializable, sf.Name)
+		}
+		b, err := json.Marshal(fv.Interface())
+		if err != nil {
+			return nil, fmt.Errorf("runstate: checkpoint %s: %w", sf.Name, err)
+		}
+		out[sf.Name] = b
+	}
+	return out, nil
+}
+
+// decodeState sets the exported fields of s from fields, then rebuilds
+// what State keeps unexported.
+func decodeState(s *State, fields map[string]json.RawMessage) error {
+	v := reflect.ValueOf(s).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		raw, ok := fields[sf.Name]
+		if !sf.IsExported() || !ok {
+			continue
+		}
+		fv := v.Field(i)
+		fv.Set(reflect.Zero(sf.Type)) // decode into a fresh value, not New's
+		if err := json.Unmarshal(raw, fv.Addr().Interface()); err != nil {
+			return fmt.Errorf("runstate: checkpoint %s: %w", sf.Name, err)
+		}
+	}
+	s.reindex()
+	return nil
+}
+
+// reindex rebuilds State's unexported indexes from its exported fields.
+// A new unexported field of State must be rebuilt here (the checkpoint
+// test fails until it is).
+func (s *State) reindex() {
+	s.agents = make(map[string]*Agent, len(s.Agents))
+	for _, a := range s.Agents {
+		s.agents[a.ID] = a
+	}
+	s.assignments = make(map[string]*Assignment, len(s.Assignments))
+	for _, a := range s.Assignments {
+		s.assignments[a.Assignment.Assignment] = a
+	}
+}
+
+// stateShape names the structure of State (field names and types, all
+// the way down): a checkpoint written by a build whose State differs is
+// not read.
+var stateShape = sync.OnceValue(func() string {
+	var b strings.Builder
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		b.WriteString(t.String())
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			b.WriteByte('<')
+			walk(t.Elem())
+			b.WriteByte('>')
+		case reflect.Map:
+			b.WriteByte('<')
+			walk(t.Key())
+			b.WriteByte(',')
+			walk(t.Elem())
+			b.WriteByte('>')
+		case reflect.Struct:
+			b.WriteByte('{')
+			for i := range t.NumField() {
+				f := t.Field(i)
+				b.WriteString(f.Name + " " + string(f.Tag) + " ")
+				walk(f.Type)
+				b.WriteByte(';')
+			}
+			b.WriteByte('}')
+		}
+	}
+	walk(reflect.TypeOf(State{}))
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+})
+
+// writeAtomic writes data to path through a temporary file in its
+// directory, renamed over it: a reader sees the old file or the new one.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
