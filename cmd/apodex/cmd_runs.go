@@ -79,7 +79,7 @@ func (f *runFilter) check(home string) error {
 
 // keep reports whether the filter takes run i; rollouts maps run ids to
 // their evals.
-func (f *runFilter) keep(i runview.Info, rollouts map[string]string) bool {
+func (f *runFilter) keep(i runview.Row, rollouts map[string]string) bool {
 	ev, rollout := rollouts[i.RunID]
 	switch {
 	case f.evalID != "" && ev != f.evalID:
@@ -130,7 +130,7 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rollouts := eval.RolloutRuns(h)
-	var shown []runview.Info
+	var shown []runview.Row
 	hidden := 0
 	for _, i := range infos { // newest first
 		if !f.keep(i, rollouts) {
@@ -142,12 +142,11 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		if *limit > 0 && len(shown) == *limit {
 			break
 		}
-		i.Steps = nil
 		shown = append(shown, i)
 	}
 	if *jsonOut {
 		if shown == nil {
-			shown = []runview.Info{}
+			shown = []runview.Row{}
 		}
 		writeJSON(stdout, shown)
 		return nil

@@ -149,6 +149,8 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}()
 	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
+	keep := keepView(ctx, ss.dir)
+	defer keep.close()
 	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: retryOf(cfg.Settings), Context: contextOf(cfg.Context),
 		OnStep: progress(cfg.Progress, cfg.Logger), Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
 	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: budgetOf(cfg.Budget), Adjust: ctl.Adjust, Recall: true}
@@ -214,7 +216,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "stopped", Message: cfg.HaltNote})
 		}
 		s.Status, s.Termination = StatusStopped, "stopped"
-		return s, errors.Join(ErrHalted, log.Close()) // as a kill: no conclusion, no run_finished
+		err := log.Close()
+		keep.close() // the end of the segment: summary and checkpoint
+		return s, errors.Join(ErrHalted, err) // as a kill: no conclusion, no run_finished
 	}
 	ss.plane.Release(ac.ID, string(out.Termination))
 	// Every agent has stopped: no atomic write is in flight, so a runtime
@@ -243,12 +247,10 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	// record is closed and the summary printed, instead of delaying the
 	// process's exit. The planes are not looked at again.
 	ss.fs.Watch.Close()
-	// One read of the record serves the totals and, refreshed with the
-	// run_finished event, the trainability (each was a full read).
-	folded, lerr := runstate.Load(ss.dir)
-	if lerr != nil {
-		folded = nil
-	}
+	// The run's own projection (keepView) serves the totals and, refreshed
+	// with the run_finished event, the trainability: the record is not
+	// read again, only the events since the keeper's last look.
+	folded := keep.state()
 	s.Turns, s.ToolCalls, s.Usage = totals(folded, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
@@ -258,7 +260,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
-	if folded != nil && folded.Refresh() == nil {
+	if folded = keep.close(); folded != nil {
 		s.Trainable, s.NotTrainable = runview.TrainabilityOf(folded)
 	} else {
 		s.Trainable, s.NotTrainable = runview.Trainability(ss.dir)

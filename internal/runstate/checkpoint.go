@@ -68,23 +68,9 @@ var errNotSerializable = errors.New("runstate: the state holds a value a checkpo
 // l's end in the record is not known (an error stopped the fold) or the
 // state holds what cannot be serialized (a board event the board refused).
 func (l *Loaded) WriteCheckpoint() error {
-	if l.Dir == "" || l.off <= 0 || l.Seq == 0 {
-		return nil
-	}
-	f, err := os.Open(filepath.Join(l.Dir, record.EventsFile))
-	if err != nil {
+	b, ok, err := l.Boundary()
+	if !ok || err != nil {
 		return err
-	}
-	line, err := lineBefore(f, l.off)
-	f.Close()
-	if err != nil {
-		return err
-	}
-	var env struct {
-		Seq int64 `json:"seq"`
-	}
-	if json.Unmarshal(line, &env) != nil || env.Seq != l.Seq {
-		return nil // the record moved under us (cut, rewritten): nothing to pin
 	}
 	fields, err := encodeState(l.State)
 	if errors.Is(err, errNotSerializable) {
@@ -97,13 +83,61 @@ func (l *Loaded) WriteCheckpoint() error {
 	if err != nil {
 		return nil
 	}
-	cp := checkpoint{Version: checkpointVersion, Shape: stateShape(), Seq: l.Seq, Events: l.Events, Offset: l.off,
-		LastLen: len(line) + 1, LastHash: lineRef(line), Head: head, Integrity: l.Integrity, State: fields}
+	cp := checkpoint{Version: checkpointVersion, Shape: stateShape(), Seq: l.Seq, Events: l.Events, Offset: b.End,
+		LastLen: b.LastLen, LastHash: b.LastHash, Head: head, Integrity: l.Integrity, State: fields}
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return err
 	}
 	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), data)
+}
+
+// Boundary is where in events.jsonl a fold stands: End is where the line
+// of its last event ends (after the newline), LastLen that line's length
+// with its newline, LastHash its hash as the record chains it. A reader
+// that finds the same line there knows the record up to End is the one
+// the fold read (short of an edit that keeps every hash, which only a
+// whole fold can tell).
+type Boundary struct {
+	End      int64  `json:"end"`
+	LastLen  int    `json:"last_len"`
+	LastHash string `json:"last_hash"`
+}
+
+// Boundary reads l's boundary from the record; ok is false when it is not
+// known (no event, an error stopped the fold, or the record no longer
+// holds l's last event there).
+func (l *Loaded) Boundary() (Boundary, bool, error) {
+	if l.Dir == "" || l.off <= 0 || l.Seq == 0 {
+		return Boundary{}, false, nil
+	}
+	f, err := os.Open(filepath.Join(l.Dir, record.EventsFile))
+	if err != nil {
+		return Boundary{}, false, err
+	}
+	line, err := lineBefore(f, l.off)
+	f.Close()
+	if err != nil {
+		return Boundary{}, false, nil
+	}
+	var env struct {
+		Seq int64 `json:"seq"`
+	}
+	if json.Unmarshal(line, &env) != nil || env.Seq != l.Seq {
+		return Boundary{}, false, nil // the record moved under us (cut, rewritten)
+	}
+	return Boundary{End: l.off, LastLen: len(line) + 1, LastHash: lineRef(line)}, true, nil
+}
+
+// Holds reports whether the record in dir still has b's line where b
+// says (one read of that line).
+func (b Boundary) Holds(f *os.File) bool {
+	if b.LastLen <= 0 || int64(b.LastLen) > b.End {
+		return false
+	}
+	line := make([]byte, b.LastLen)
+	_, err := f.ReadAt(line, b.End-int64(b.LastLen))
+	return err == nil && line[len(line)-1] == '\n' && lineRef(line) == b.LastHash
 }
 
 // LoadFrom is Load that starts from the run's checkpoint when it still
@@ -151,12 +185,8 @@ func fromCheckpoint(dir string, f *os.File, head record.Head) (l *Loaded, tail i
 	}
 	var cp checkpoint
 	if json.Unmarshal(data, &cp) != nil || cp.Version != checkpointVersion || cp.Shape != stateShape() ||
-		cp.Offset <= 0 || cp.LastLen <= 0 || int64(cp.LastLen) > cp.Offset {
-		return nil, 0, false
-	}
-	line := make([]byte, cp.LastLen)
-	if _, err := f.ReadAt(line, cp.Offset-int64(cp.LastLen)); err != nil || line[len(line)-1] != '\n' || lineRef(line) != cp.LastHash {
-		return nil, 0, false // the record is not the one the checkpoint covered
+		!(Boundary{End: cp.Offset, LastLen: cp.LastLen, LastHash: cp.LastHash}).Holds(f) {
+		return nil, 0, false // another build's, or the record is not the one it covered
 	}
 	st := New()
 	if decodeState(st, cp.State) != nil || st.Seq != cp.Seq {

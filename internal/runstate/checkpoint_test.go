@@ -149,7 +149,7 @@ func TestCheckpointThatDoesNotMatchIsIgnored(t *testing.T) {
 	events := filepath.Join(b.dir, record.EventsFile)
 	orig, _ := os.ReadFile(events)
 	cases := []struct {
-		name  string
+		name   string
 		break_ func()
 	}{
 		{"deleted", func() { os.Remove(cpPath) }},
@@ -177,4 +177,3 @@ func TestCheckpointThatDoesNotMatchIsIgnored(t *testing.T) {
 		})
 	}
 }
-

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
@@ -123,10 +122,10 @@ func Dir(home, id string) (string, error) {
 }
 
 // Load reads a run's record into an Info (through the run's projection,
-// runstate). Events of a type this version does not know are skipped and
-// named in Warnings.
+// runstate, from its checkpoint and the events after it). Events of a
+// type this version does not know are skipped and named in Warnings.
 func Load(dir string) (Info, error) {
-	st, err := runstate.Load(dir)
+	st, err := loadState(dir)
 	if err != nil {
 		return Info{}, err
 	}
@@ -171,40 +170,11 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		info.NotTrainable = trainability(dir, st)
 		if rv := st.Review; rv != nil && info.Status == StatusAwaitingReview {
 			info.Review = rv
-			info.Status = StatusFailed
-			if rv.Decision == record.ReviewApproved {
-				info.Status = StatusCompleted
-			}
+			info.Status = reviewed(info.Status, rv)
 		}
 	} else { // a live run is not hashed and checked on every look
 		info.NotTrainable = []string{"the record is incomplete: the run has not finished (no run_finished)"}
 	}
 	info.Trainable = len(info.NotTrainable) == 0
 	return info
-}
-
-// List loads every run under home, newest first. Unreadable runs are listed
-// with the error as their status rather than hidden.
-func List(home string) ([]Info, error) {
-	entries, err := os.ReadDir(filepath.Join(home, "runs"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Info
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		dir := filepath.Join(home, "runs", e.Name())
-		info, err := Load(dir)
-		if err != nil {
-			info = Info{RunID: e.Name(), RunDir: dir, Status: "unreadable: " + err.Error()}
-		}
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].RunID > out[j].RunID })
-	return out, nil
 }
