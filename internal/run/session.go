@@ -217,7 +217,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		}
 		s.Status, s.Termination = StatusStopped, "stopped"
 		err := log.Close()
-		keep.close() // the end of the segment: summary and checkpoint
+		keep.close()                          // the end of the segment: summary and checkpoint
 		return s, errors.Join(ErrHalted, err) // as a kill: no conclusion, no run_finished
 	}
 	ss.plane.Release(ac.ID, string(out.Termination))
