@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,7 +115,8 @@ func TestRunsAndShowAfterKill9(t *testing.T) {
 		var head struct {
 			Seq int64 `json:"seq"`
 		}
-		if data, err := os.ReadFile(cp); err == nil && json.Unmarshal(data, &head) == nil && head.Seq >= runstate.CheckpointEvery {
+		data, _ := os.ReadFile(cp)
+		if line, _, _ := strings.Cut(string(data), "\n"); json.Unmarshal([]byte(line), &head) == nil && head.Seq >= runstate.CheckpointEvery {
 			break
 		}
 		if time.Now().After(deadline) {

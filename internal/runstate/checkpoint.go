@@ -11,6 +11,7 @@ package runstate
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -53,11 +54,13 @@ type checkpoint struct {
 	// missing: there was none); Integrity what the fold found so far.
 	Head      record.Head      `json:"head"`
 	Integrity record.Integrity `json:"integrity"`
-	// State is every exported field of State by its Go name, each as its
-	// type marshals it (the fields' own json tags do not apply here: a
-	// field the JSON views leave out is still part of the state).
-	State map[string]json.RawMessage `json:"state"`
 }
+
+// The file is the checkpoint as one line of JSON, then the State in gob
+// (every exported field by its Go name, the JSON views' tags not
+// applying: a field they leave out is still part of the state). Gob,
+// not JSON, because a long run's state is megabytes that every show
+// decodes: gob decodes them several times faster.
 
 // errNotSerializable: the state holds a value JSON cannot carry back (an
 // error, an interface); such a state is not checkpointed.
@@ -72,7 +75,7 @@ func (l *Loaded) WriteCheckpoint() error {
 	if !ok || err != nil {
 		return err
 	}
-	fields, err := encodeState(l.State)
+	body, err := encodeState(l.State)
 	if errors.Is(err, errNotSerializable) {
 		return nil
 	}
@@ -84,12 +87,12 @@ func (l *Loaded) WriteCheckpoint() error {
 		return nil
 	}
 	cp := checkpoint{Version: checkpointVersion, Shape: stateShape(), Seq: l.Seq, Events: l.Events, Offset: b.End,
-		LastLen: b.LastLen, LastHash: b.LastHash, Head: head, Integrity: l.Integrity, State: fields}
+		LastLen: b.LastLen, LastHash: b.LastHash, Head: head, Integrity: l.Integrity}
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), data)
+	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), append(append(data, '\n'), body...))
 }
 
 // Boundary is where in events.jsonl a fold stands: End is where the line
@@ -135,9 +138,18 @@ func (b Boundary) Holds(f *os.File) bool {
 	if b.LastLen <= 0 || int64(b.LastLen) > b.End {
 		return false
 	}
-	line := make([]byte, b.LastLen)
-	_, err := f.ReadAt(line, b.End-int64(b.LastLen))
-	return err == nil && line[len(line)-1] == '\n' && lineRef(line) == b.LastHash
+	// Hashed as it is read: a last line can be megabytes (a run_finished
+	// listing thousands of files), which need not be held.
+	from := b.End - int64(b.LastLen)
+	var nl [1]byte
+	if _, err := f.ReadAt(nl[:], b.End-1); err != nil || nl[0] != '\n' {
+		return false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, from, int64(b.LastLen)-1)); err != nil {
+		return false
+	}
+	return "sha256:"+hex.EncodeToString(h.Sum(nil)) == b.LastHash
 }
 
 // LoadFrom is Load that starts from the run's checkpoint when it still
@@ -183,13 +195,14 @@ func fromCheckpoint(dir string, f *os.File, head record.Head) (l *Loaded, tail i
 	if err != nil {
 		return nil, 0, false
 	}
+	header, body, _ := bytes.Cut(data, []byte("\n"))
 	var cp checkpoint
-	if json.Unmarshal(data, &cp) != nil || cp.Version != checkpointVersion || cp.Shape != stateShape() ||
+	if json.Unmarshal(header, &cp) != nil || cp.Version != checkpointVersion || cp.Shape != stateShape() ||
 		!(Boundary{End: cp.Offset, LastLen: cp.LastLen, LastHash: cp.LastHash}).Holds(f) {
 		return nil, 0, false // another build's, or the record is not the one it covered
 	}
 	st := New()
-	if decodeState(st, cp.State) != nil || st.Seq != cp.Seq {
+	if decodeState(st, body) != nil || st.Seq != cp.Seq {
 		return nil, 0, false
 	}
 	l = &Loaded{State: st, Dir: dir, Events: cp.Events, Integrity: cp.Integrity, off: -1}
@@ -297,47 +310,28 @@ func lineRef(line []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// encodeState marshals every exported field of s by its Go name.
-func encodeState(s *State) (map[string]json.RawMessage, error) {
+// encodeState encodes s in gob. A state holding a non-nil interface (an
+// error) is refused: gob cannot bring it back as it was.
+func encodeState(s *State) ([]byte, error) {
 	v := reflect.ValueOf(s).Elem()
-	t := v.Type()
-	out := make(map[string]json.RawMessage, t.NumField())
-	for i := range t.NumField() {
-		sf, fv := t.Field(i), v.Field(i)
-		if !sf.IsExported() {
-			continue
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.IsExported() && f.Type.Kind() == reflect.Interface && !v.Field(i).IsNil() {
+			return nil, fmt.Errorf("%w: %s", errNotSerializable, f.Name)
 		}
-		if sf.Type.Kind() == reflect.Interface {
-			if fv.IsNil() {
-				continue
-			}
-			return nil, fmt.Errorf("%w: %s", errNotSerializable, sf.Name)
-		}
-		b, err := json.Marshal(fv.Interface())
-		if err != nil {
-			return nil, fmt.Errorf("runstate: checkpoint %s: %w", sf.Name, err)
-		}
-		out[sf.Name] = b
 	}
-	return out, nil
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(s); err != nil {
+		return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+	}
+	return b.Bytes(), nil
 }
 
-// decodeState sets the exported fields of s from fields, then rebuilds
-// what State keeps unexported.
-func decodeState(s *State, fields map[string]json.RawMessage) error {
-	v := reflect.ValueOf(s).Elem()
-	t := v.Type()
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		raw, ok := fields[sf.Name]
-		if !sf.IsExported() || !ok {
-			continue
-		}
-		fv := v.Field(i)
-		fv.Set(reflect.Zero(sf.Type)) // decode into a fresh value, not New's
-		if err := json.Unmarshal(raw, fv.Addr().Interface()); err != nil {
-			return fmt.Errorf("runstate: checkpoint %s: %w", sf.Name, err)
-		}
+// decodeState decodes a state encodeState wrote into s (a New state: what
+// gob leaves out, an empty slice, stays as New has it), then rebuilds what
+// State keeps unexported.
+func decodeState(s *State, data []byte) error {
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(s); err != nil {
+		return fmt.Errorf("runstate: checkpoint: %w", err)
 	}
 	s.reindex()
 	return nil
@@ -405,6 +399,9 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644) // as the record: readable where the run is
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

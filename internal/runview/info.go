@@ -80,15 +80,7 @@ func checkInfo(v record.Verification) CheckInfo {
 }
 
 // StepInfo is one tool call as recorded.
-type StepInfo struct {
-	Seq     int64  `json:"seq"`
-	CallID  string `json:"call_id"`
-	Agent   string `json:"agent"`
-	Turn    int    `json:"turn"`
-	Tool    string `json:"tool"`
-	Args    string `json:"arguments"`
-	IsError bool   `json:"is_error"`
-}
+type StepInfo = runstate.Step
 
 // ErrNotFound: no run with that id under home.
 var ErrNotFound = errors.New("run: no such run")
@@ -147,8 +139,8 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		}
 	}
 	info.Resumes = st.Resumes
-	for _, s := range st.Steps {
-		info.Steps = append(info.Steps, StepInfo(s))
+	if len(st.Steps) > 0 {
+		info.Steps = st.Steps // shared, not copied: a long run has tens of thousands
 	}
 	for _, w := range st.Warnings {
 		info.Warnings = append(info.Warnings, w.Message)

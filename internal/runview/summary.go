@@ -100,6 +100,9 @@ func writeSummary(dir string, st *runstate.Loaded, size int64) error {
 		return err
 	}
 	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644) // as the record: readable where the run is
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
