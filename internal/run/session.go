@@ -174,7 +174,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.Prompt = func(set *tool.Set) string { return base(set) + section }
 	}
 	// The cheap checks before the final gate: a tool, and one repair turn.
-	pc := &precheck{ctl: ctl, plane: ss.plane, log: log,
+	pc := &precheck{ctl: ctl, plane: ss.plane, log: log, team: tm != nil,
 		env: verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q}}
 	if rs != nil {
 		pc.repaired = repairGiven(rs.events)

@@ -14,7 +14,8 @@ const keepEvery = 250 * time.Millisecond
 // Keeper is a live run's own projection: it folds the events its process
 // appends (reading each once, from where it stopped), and keeps the run's
 // summary and checkpoint next to the record: at the start of a segment,
-// every runstate.CheckpointEvery events, and at the end. The run reads its
+// every runstate.CheckpointEvery events (an eighth of the run so far, when
+// that is more), and at the end. The run reads its
 // totals and trainability from it instead of reading its record again.
 type Keeper struct {
 	dir string
@@ -48,7 +49,10 @@ func (k *Keeper) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		k.mu.Lock()
-		if k.st.Refresh() == nil && k.st.Seq-k.kept >= runstate.CheckpointEvery {
+		// Every CheckpointEvery events, or an eighth of the run so far when
+		// that is more: a checkpoint costs the size of the state, so the
+		// writes of a long run cost a bounded multiple of its last one.
+		if k.st.Refresh() == nil && k.st.Seq-k.kept >= max(runstate.CheckpointEvery, k.kept/8) {
 			k.write()
 		}
 		k.mu.Unlock()
