@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/apodex/apodex/internal/config"
 )
@@ -85,6 +87,13 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		} else if fl != nil {
 			out = append(out, config.Value{Key: k, Value: fl.DefValue, Source: "default"})
 		}
+	}
+	servers, err := mcpServers(*home, r.Profile, *f.mcpConfig)
+	if err != nil {
+		return err
+	}
+	for _, n := range slices.Sorted(maps.Keys(servers)) {
+		out = append(out, config.Value{Key: "mcp_servers." + n, Value: servers[n].Describe(), Source: servers[n].Source})
 	}
 	for _, env := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
 		state := "not set"

@@ -32,6 +32,8 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return cmdMCPList(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return cmdMCPServe(ctx, args[1:], stdout, stderr)
+	case "run-detached": // a run mcp serve started, in a process of its own
+		return cmdMCPRunDetached(ctx, args[1:], stdout, stderr)
 	}
 	return usagef("apodex mcp %q: use list or serve", args[0])
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,9 +13,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -35,36 +37,20 @@ import (
 // cmdMCPServe is `apodex mcp serve`: Apodex as an MCP server another agent
 // (Codex CLI, Claude Code, …) delegates long, verifiable jobs to. Over
 // stdio by default; with --http over streamable HTTP on a loopback address,
-// every request carrying the bearer token. Runs it starts run in this
-// process, with the settings of apodex run's flags and the configuration;
-// a run goes on when the client disconnects (a stdio server keeps running
-// until its runs end), and a signal halts them resumable (apodex resume).
+// every request carrying the bearer token. Each run it starts is a process
+// of its own (`apodex mcp run-detached`, in a session of its own), with the
+// settings of apodex run's flags given to serve and the configuration: it
+// goes on when the client disconnects and when the server exits or is
+// killed, and stops as any run does (apodex cancel; a signal to it halts it
+// resumable).
 func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("mcp serve", "[run flags] [--http 127.0.0.1:PORT [--token T]]   (stdio unless --http)", stdout, stderr)
-	var f runFlags
-	f.register(fs) // the settings of every run it starts: model, budgets, sandbox, --mcp-config, …
 	addr := fs.String("http", "", "serve streamable HTTP on this loopback address (e.g. 127.0.0.1:7778; port 0 picks one) instead of stdio")
 	token := fs.String("token", "", "with --http: the bearer token clients send (default: one is generated and printed)")
-	pos, err := fs.parse(args)
+	sv, err := newMCPServer(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q: apodex mcp serve takes flags only", pos[0])
-	}
-	given := fs.given()
-	resolved, err := applyConfig(fs, f.home, f.model.profile)
-	if err != nil {
-		return err
-	}
-	if err := f.check(); err != nil {
-		return usagef("%v", err)
-	}
-	if _, _, err := f.model.build(); err != nil { // no provider: refused now, not at the first run
-		return err
-	}
-	sv := &mcpServer{base: f, given: given, profile: resolved.Profile, home: homeDir(f.home), halt: make(chan struct{})}
-	defer sv.wait(ctx)
 	if *addr == "" {
 		if *token != "" {
 			return usagef("--token goes with --http")
@@ -96,6 +82,48 @@ func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
+// newMCPServer parses serve's run flags (fs has serve's own) and the
+// configuration; the run flags are kept as given, for the runs' processes.
+func newMCPServer(fs *flagSet, args []string) (*mcpServer, error) {
+	var f runFlags
+	f.register(fs) // the settings of every run it starts: model, budgets, sandbox, --mcp-config, …
+	pos, err := fs.parse(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, usagef("unexpected argument %q: apodex mcp serve takes flags only", pos[0])
+	}
+	given := fs.given()
+	resolved, err := applyConfig(fs, f.home, f.model.profile)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.check(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	if _, _, err := f.model.build(); err != nil { // no provider: refused now, not at the first run
+		return nil, err
+	}
+	return &mcpServer{base: f, given: given, profile: resolved.Profile, home: homeDir(f.home), args: runArgsOf(args)}, nil
+}
+
+// runArgsOf are serve's arguments without its own flags (--http, --token).
+func runArgsOf(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if strings.HasPrefix(args[i], "-") && (name == "http" || name == "token") {
+			if !hasValue {
+				i++ // its value
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
 func newToken() string {
 	var b [24]byte
 	rand.Read(b[:])
@@ -112,21 +140,7 @@ type mcpServer struct {
 	given   map[string]bool
 	profile string
 	home    string
-	halt    chan struct{} // closed by a signal: the runs halt, resumable
-	runs    sync.WaitGroup
-}
-
-// wait lets the runs started here end: they go on after the client left;
-// a signal (ctx done) halts them where they are.
-func (sv *mcpServer) wait(ctx context.Context) {
-	done := make(chan struct{})
-	go func() { sv.runs.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		close(sv.halt)
-		<-done
-	}
+	args    []string // serve's run flags, as given: each run's process gets them
 }
 
 type startArgs struct {
@@ -170,7 +184,9 @@ func (sv *mcpServer) tools() []tool.Tool {
 	}
 }
 
-func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
+// runConfig is the run a start_run request asks for, under id: serve's
+// settings with the request's on top.
+func (sv *mcpServer) runConfig(a startArgs, id string) (run.Config, error) {
 	f := sv.base
 	given := maps.Clone(sv.given)
 	set := func(flag string) { given[flag] = true }
@@ -193,7 +209,7 @@ func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
 	if a.Timeout != "" {
 		d, err := time.ParseDuration(a.Timeout)
 		if err != nil || d < 0 {
-			return tool.Errorf("timeout %q: use a duration like 15m or 90s", a.Timeout)
+			return run.Config{}, fmt.Errorf("timeout %q: use a duration like 15m or 90s", a.Timeout)
 		}
 		f.set.Timeout = record.Duration(d)
 		set("timeout")
@@ -203,20 +219,20 @@ func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
 	case a.Task != "":
 		var err error
 		if c, err = contract.Load(a.Task); err != nil {
-			return tool.Errorf("the task file is not valid: %v", err)
+			return run.Config{}, fmt.Errorf("the task file is not valid: %v", err)
 		}
 		if a.Objective != "" {
-			return tool.Errorf("the task %s has its own objective: give task or objective, not both", a.Task)
+			return run.Config{}, fmt.Errorf("the task %s has its own objective: give task or objective, not both", a.Task)
 		}
 		f.applyContract(given, c)
 	case strings.TrimSpace(a.Objective) == "":
-		return tool.Errorf("give objective (what the agent should do) or task (a task.yaml path)")
+		return run.Config{}, errors.New("give objective (what the agent should do) or task (a task.yaml path)")
 	}
 	if a.Inputs != "" {
 		f.inputs = a.Inputs
 	}
 	if err := f.check(); err != nil {
-		return tool.Errorf("%v", err)
+		return run.Config{}, err
 	}
 	var named []string
 	if c != nil {
@@ -224,43 +240,101 @@ func (sv *mcpServer) start(ctx context.Context, a startArgs) tool.Result {
 	}
 	servers, err := runMCP(f, sv.profile, named)
 	if err != nil {
-		return tool.Errorf("%v", err)
+		return run.Config{}, err
 	}
 	model, info, err := f.model.build()
 	if err != nil {
+		return run.Config{}, err
+	}
+	return run.Config{Settings: f.set, Home: sv.home, Objective: strings.TrimSpace(a.Objective), Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
+		Model: model, ModelInfo: info, NewID: func() string { return id }, MCP: servers}, nil
+}
+
+// detachedRun is what `apodex mcp run-detached` reads on its standard
+// input: the run's id and the start_run request.
+type detachedRun struct {
+	ID   string    `json:"id"`
+	Args startArgs `json:"args"`
+}
+
+// start checks the request, starts the run in a process of its own (so
+// it outlives this server) and returns its id once its record exists.
+func (sv *mcpServer) start(_ context.Context, a startArgs) tool.Result {
+	id := run.NewID(time.Now())
+	if _, err := sv.runConfig(a, id); err != nil {
 		return tool.Errorf("%v", err)
 	}
-	id := run.NewID(time.Now())
 	dir := filepath.Join(sv.home, "runs", id)
-	cfg := run.Config{Settings: f.set, Home: sv.home, Objective: strings.TrimSpace(a.Objective), Contract: c, InputsDir: f.inputs, CorpusDir: f.corpus,
-		Model: model, ModelInfo: info, NewID: func() string { return id }, MCP: servers, Halt: sv.halt}
-	failed := make(chan error, 1)
-	sv.runs.Add(1)
-	go func() {
-		defer sv.runs.Done()
-		// The run's own context: it outlives the call and the client.
-		_, err := run.Execute(context.Background(), cfg)
-		failed <- err
-	}()
+	logf, err := os.CreateTemp("", "apodex-mcp-run-*.log")
+	if err != nil {
+		return tool.Errorf("the run did not start: %v", err)
+	}
+	defer logf.Close()
+	req, _ := json.Marshal(detachedRun{ID: id, Args: a})
+	exe, err := os.Executable()
+	if err != nil {
+		return tool.Errorf("the run did not start: %v", err)
+	}
+	cmd := exec.Command(exe, append([]string{"mcp", "run-detached"}, sv.args...)...)
+	cmd.Stdin, cmd.Stderr = bytes.NewReader(req), logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not in this server's session: its end, a signal to its group, a closed terminal do not reach it
+	if err := cmd.Start(); err != nil {
+		os.Remove(logf.Name())
+		return tool.Errorf("the run did not start: %v", err)
+	}
+	// Its standard error says why it did not start, if it did not; once
+	// it started, the file is removed (the record says the rest).
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reaped here while this server lives; by init after
 	for {
 		if _, err := record.First(dir); err == nil {
 			break
 		}
 		select {
-		case err := <-failed:
-			if err != nil && !errors.Is(err, run.ErrHalted) {
-				return tool.Errorf("the run did not start: %v", err)
+		case err := <-exited:
+			if _, ferr := record.First(dir); ferr == nil {
+				break
 			}
-			if _, ferr := record.First(dir); ferr != nil {
-				return tool.Errorf("the run did not start")
+			msg, _ := os.ReadFile(logf.Name())
+			os.Remove(logf.Name())
+			why := strings.TrimPrefix(strings.TrimSpace(string(msg)), "apodex: ")
+			if why == "" {
+				why = fmt.Sprint(err)
 			}
+			return tool.Errorf("the run did not start: %s", why)
 		case <-time.After(20 * time.Millisecond):
 			continue
 		}
 		break
 	}
+	os.Remove(logf.Name()) // the run started: its record says the rest
 	return jsonResult(map[string]string{"run_id": id, "run_dir": dir, "status": "running",
 		"next": "wait_run follows it to the end (with progress); run_status shows where it is; send_message steers it"})
+}
+
+// cmdMCPRunDetached is `apodex mcp run-detached [serve's run flags]`, the
+// process of one run mcp serve started (not for people): it reads the run
+// (detachedRun) on standard input and runs it to its end; a signal halts
+// it resumable, as apodex run's.
+func cmdMCPRunDetached(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var req detachedRun
+	if err := json.NewDecoder(io.LimitReader(stdin(ctx), 4<<20)).Decode(&req); err != nil {
+		return usagef("apodex mcp run-detached reads its run as JSON on standard input (apodex mcp serve starts it): %v", err)
+	}
+	sv, err := newMCPServer(newFlagSet("mcp run-detached", "[run flags]", stdout, stderr), args)
+	if err != nil {
+		return err
+	}
+	cfg, err := sv.runConfig(req.Args, req.ID)
+	if err != nil {
+		return err
+	}
+	cfg.Halt, cfg.HaltNote = haltOf(ctx), "SIGTERM"
+	_, err = run.Execute(ctx, cfg)
+	if errors.Is(err, run.ErrHalted) {
+		return nil
+	}
+	return err
 }
 
 func (sv *mcpServer) dir(id string) (string, tool.Result, bool) {

@@ -87,6 +87,7 @@ func openEvidence(cfg Config, dir string, fs *workspace.FS, log *record.Log) (*e
 			return nil, fmt.Errorf("run: the recorded evidence: %w", err)
 		}
 		p.recorded = r
+		p.q.Follow(r.All()) // each text gets its original id, whatever order a turn's calls end in
 	}
 	if !cfg.Evidence.Corpus {
 		return p, nil

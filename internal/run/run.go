@@ -268,12 +268,17 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
 		SoftDeadline: durationOf(cfg.SoftDeadline).String(), Timeout: durationOf(cfg.Timeout).String()}
-	set := cfg.Settings // recorded as it is
-	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
+	set := cfg.Settings                            // recorded as it is
+	if err := ss.startMCP(ctx, true); err != nil { // before run_started, which names their tools
+		return Summary{}, err
+	}
+	_, err = log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
-		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": version.Runtime, "sandbox": ss.sbx.Version},
+		Inputs: inputs, Tools: ss.toolNames(), MCP: ss.kit.hub.Offered(), Versions: map[string]string{"apodex": version.Runtime, "sandbox": ss.sbx.Version},
 		Settings: &set,
-	}); err != nil {
+	})
+	ss.kit.hub.Release() // the servers' events go after run_started
+	if err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}
 	if roll != nil {

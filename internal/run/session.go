@@ -39,6 +39,7 @@ type session struct {
 	sbx     record.SandboxSettings
 	warn    *record.Warning
 	release func()
+	mcpOn   bool      // the MCP servers were started (startMCP)
 	start   time.Time // when this process took the run over
 	began   time.Time // when the run first started (run_started)
 }
@@ -137,7 +138,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		ctl.Replay(rs.st)
 	}
 	ss.ev.noteIndex(log)
-	if err := ss.startMCP(ctx); err != nil {
+	if err := ss.startMCP(ctx, false); err != nil { // a resume's: a new run's started before run_started
 		return s, err
 	}
 	go func() {
