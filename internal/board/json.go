@@ -30,10 +30,3 @@ func (b *Board) UnmarshalJSON(data []byte) error {
 	}
 	return nil
 }
-
-// GobEncode encodes the board as MarshalJSON does (gob, for a checkpoint
-// of the run's projection).
-func (b *Board) GobEncode() ([]byte, error) { return b.MarshalJSON() }
-
-// GobDecode reads a board GobEncode wrote.
-func (b *Board) GobDecode(data []byte) error { return b.UnmarshalJSON(data) }

@@ -9,6 +9,7 @@ package runstate
 // place, is ignored and the record folded from its first line.
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/gob"
@@ -36,7 +37,7 @@ const CheckpointEvery = 1000
 
 // checkpointVersion changes when the file's layout does; a change of
 // State's own shape is caught by stateShape.
-const checkpointVersion = 1
+const checkpointVersion = 2
 
 // checkpoint is the file's content.
 type checkpoint struct {
@@ -191,11 +192,16 @@ func LoadFrom(dir string) (l *Loaded, tail int, err error) {
 // ok is false when the checkpoint does not serve (then the caller folds
 // the whole record, which also names any damage exactly).
 func fromCheckpoint(dir string, f *os.File, head record.Head) (l *Loaded, tail int, ok bool) {
-	data, err := os.ReadFile(filepath.Join(dir, CheckpointFile))
+	cf, err := os.Open(filepath.Join(dir, CheckpointFile))
 	if err != nil {
 		return nil, 0, false
 	}
-	header, body, _ := bytes.Cut(data, []byte("\n"))
+	defer cf.Close()
+	body := bufio.NewReaderSize(cf, 64<<10) // streamed: the state is decoded as it is read
+	header, err := body.ReadBytes('\n')
+	if err != nil {
+		return nil, 0, false
+	}
 	var cp checkpoint
 	if json.Unmarshal(header, &cp) != nil || cp.Version != checkpointVersion || cp.Shape != stateShape() ||
 		!(Boundary{End: cp.Offset, LastLen: cp.LastLen, LastHash: cp.LastHash}).Holds(f) {
@@ -310,28 +316,100 @@ func lineRef(line []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// encodeState encodes s in gob. A state holding a non-nil interface (an
-// error) is refused: gob cannot bring it back as it was.
+// A checkpoint's state is one gob stream: the list of State's exported
+// fields (stateField), then the value of each field that has data, in
+// that order. A field goes by its Go name (the JSON views' tags do not
+// apply: a field they leave out is still part of the state), as JSON
+// bytes when its type marshals itself to JSON (a sub-view with unexported
+// parts, like the board), else as itself; Zero and Empty say it was the
+// zero value, or an empty slice or map that is not nil, and have no value.
+type stateField struct {
+	Name        string
+	JSON        bool
+	Zero, Empty bool
+}
+
+var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+
+// encodeState encodes every exported field of s. A state holding a
+// non-nil interface (an error) is refused: it cannot come back as it was.
 func encodeState(s *State) ([]byte, error) {
 	v := reflect.ValueOf(s).Elem()
-	for i := range v.NumField() {
-		if f := v.Type().Field(i); f.IsExported() && f.Type.Kind() == reflect.Interface && !v.Field(i).IsNil() {
-			return nil, fmt.Errorf("%w: %s", errNotSerializable, f.Name)
+	t := v.Type()
+	var fields []stateField
+	var values []reflect.Value
+	for i := range t.NumField() {
+		sf, fv := t.Field(i), v.Field(i)
+		if !sf.IsExported() {
+			continue
 		}
+		f := stateField{Name: sf.Name}
+		switch {
+		case fv.IsZero():
+			f.Zero = true
+		case sf.Type.Kind() == reflect.Interface:
+			return nil, fmt.Errorf("%w: %s", errNotSerializable, sf.Name)
+		case (sf.Type.Kind() == reflect.Slice || sf.Type.Kind() == reflect.Map) && fv.Len() == 0:
+			f.Empty = true
+		case sf.Type.Implements(jsonMarshaler) || reflect.PointerTo(sf.Type).Implements(jsonMarshaler):
+			data, err := json.Marshal(fv.Addr().Interface())
+			if err != nil {
+				return nil, fmt.Errorf("runstate: checkpoint %s: %w", sf.Name, err)
+			}
+			f.JSON = true
+			values = append(values, reflect.ValueOf(data))
+		default:
+			values = append(values, fv)
+		}
+		fields = append(fields, f)
 	}
 	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(s); err != nil {
+	enc := gob.NewEncoder(&b)
+	if err := enc.Encode(fields); err != nil {
 		return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+	}
+	for _, val := range values {
+		if err := enc.EncodeValue(val); err != nil {
+			return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+		}
 	}
 	return b.Bytes(), nil
 }
 
-// decodeState decodes a state encodeState wrote into s (a New state: what
-// gob leaves out, an empty slice, stays as New has it), then rebuilds what
-// State keeps unexported.
-func decodeState(s *State, data []byte) error {
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(s); err != nil {
+// decodeState decodes what encodeState wrote into s, then rebuilds what
+// State keeps unexported. A field the data does not name keeps New's value.
+func decodeState(s *State, r io.Reader) error {
+	dec := gob.NewDecoder(r)
+	var fields []stateField
+	if err := dec.Decode(&fields); err != nil {
 		return fmt.Errorf("runstate: checkpoint: %w", err)
+	}
+	v := reflect.ValueOf(s).Elem()
+	for _, f := range fields {
+		sf, ok := v.Type().FieldByName(f.Name)
+		if !ok || !sf.IsExported() {
+			return fmt.Errorf("runstate: checkpoint: State has no field %s", f.Name)
+		}
+		fv := v.FieldByIndex(sf.Index)
+		fv.SetZero()
+		var err error
+		switch {
+		case f.Zero:
+		case f.Empty && sf.Type.Kind() == reflect.Slice:
+			fv.Set(reflect.MakeSlice(sf.Type, 0, 0))
+		case f.Empty:
+			fv.Set(reflect.MakeMap(sf.Type))
+		case f.JSON:
+			var data []byte
+			if err = dec.Decode(&data); err == nil {
+				err = json.Unmarshal(data, fv.Addr().Interface())
+			}
+		default:
+			err = dec.DecodeValue(fv.Addr())
+		}
+		if err != nil {
+			return fmt.Errorf("runstate: checkpoint %s: %w", f.Name, err)
+		}
 	}
 	s.reindex()
 	return nil

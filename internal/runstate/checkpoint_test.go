@@ -155,7 +155,7 @@ func TestCheckpointThatDoesNotMatchIsIgnored(t *testing.T) {
 		{"deleted", func() { os.Remove(cpPath) }},
 		{"garbled", func() { os.WriteFile(cpPath, good[:len(good)/2], 0o644) }},
 		{"another version", func() {
-			os.WriteFile(cpPath, []byte(strings.Replace(string(good), `"version":1`, `"version":99`, 1)), 0o644)
+			os.WriteFile(cpPath, []byte(strings.Replace(string(good), `"version":2`, `"version":99`, 1)), 0o644)
 		}},
 		{"the covered line edited", func() {
 			os.WriteFile(events, []byte(strings.Replace(string(orig), `"command\":\"ls\"`, `"command\":\"rm\"`, 1)), 0o644)
