@@ -13,7 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/state"
 )
 
@@ -34,16 +34,16 @@ type runListing struct {
 }
 
 func listRuns(home string) ([]runListing, error) {
-	infos, err := runinfo.List(home)
+	infos, err := runview.List(home)
 	if err != nil {
 		return nil, err
 	}
 	out := []runListing{}
 	for _, in := range infos {
-		l := runListing{ID: in.RunID, Objective: in.Objective, Mode: in.Mode, Liveness: runinfo.Liveness(in.RunDir),
+		l := runListing{ID: in.RunID, Objective: in.Objective, Mode: in.Mode, Liveness: runview.Liveness(in.RunDir),
 			Status: in.Status, Termination: in.Termination, Started: in.Started, Finished: in.Finished, Usage: in.Usage, Events: in.Events}
-		if l.Liveness != runinfo.Finished {
-			if p, err := runinfo.Status(in.RunDir); err == nil {
+		if l.Liveness != runview.Finished {
+			if p, err := runview.Status(in.RunDir); err == nil {
 				l.Paused = p.Paused
 			}
 		}
@@ -54,20 +54,20 @@ func listRuns(home string) ([]runListing, error) {
 
 // runDetail is /api/runs/{id}: the summary, agents and usage.
 type runDetail struct {
-	runinfo.Info
+	runview.Info
 	Liveness string `json:"liveness"`
 	Paused   bool   `json:"paused"`
 	LastSeq  int64  `json:"last_seq"`
 }
 
 func loadRun(dir string) (runDetail, error) {
-	info, err := runinfo.Load(dir)
+	info, err := runview.Load(dir)
 	if err != nil {
 		return runDetail{}, err
 	}
-	d := runDetail{Info: info, Liveness: runinfo.Liveness(dir)}
+	d := runDetail{Info: info, Liveness: runview.Liveness(dir)}
 	d.RunDir = "" // the server's file system is not the client's business
-	if p, err := runinfo.Status(dir); err == nil {
+	if p, err := runview.Status(dir); err == nil {
 		d.Paused = p.Paused
 	}
 	if last, err := record.Last(dir); err == nil {
@@ -81,7 +81,7 @@ type boardView struct {
 	Found       bool                     `json:"found"` // false: the run has no board (react, or not planned yet)
 	Items       []board.Item             `json:"items"`
 	Counts      board.Counts             `json:"counts"`
-	Assignments []runinfo.AssignmentInfo `json:"assignments"`
+	Assignments []runview.AssignmentInfo `json:"assignments"`
 	Error       string                   `json:"error,omitempty"`
 	LastSeq     int64                    `json:"last_seq"`
 }
@@ -91,8 +91,8 @@ func loadBoard(dir string) (boardView, error) {
 	if err != nil {
 		return boardView{}, err
 	}
-	b, found, err := runinfo.BoardOf(c.Events)
-	v := boardView{Found: found, Items: b.Items(), Counts: b.Counts(), Assignments: runinfo.Assignments(c.Events), LastSeq: lastSeq(c.Events)}
+	b, found, err := runview.BoardOf(c.Events)
+	v := boardView{Found: found, Items: b.Items(), Counts: b.Counts(), Assignments: runview.Assignments(c.Events), LastSeq: lastSeq(c.Events)}
 	if err != nil {
 		v.Error = err.Error()
 	}
@@ -100,7 +100,7 @@ func loadBoard(dir string) (boardView, error) {
 		v.Items = []board.Item{}
 	}
 	if v.Assignments == nil {
-		v.Assignments = []runinfo.AssignmentInfo{}
+		v.Assignments = []runview.AssignmentInfo{}
 	}
 	return v, nil
 }
@@ -109,7 +109,7 @@ func loadBoard(dir string) (boardView, error) {
 type activityView struct {
 	Start   time.Time               `json:"start"`
 	End     time.Time               `json:"end"` // the last event so far
-	Agents  []runinfo.AgentActivity `json:"agents"`
+	Agents  []runview.AgentActivity `json:"agents"`
 	LastSeq int64                   `json:"last_seq"`
 }
 
@@ -118,12 +118,12 @@ func loadActivity(dir string) (activityView, error) {
 	if err != nil {
 		return activityView{}, err
 	}
-	v := activityView{Agents: runinfo.Activity(c.Events), LastSeq: lastSeq(c.Events)}
+	v := activityView{Agents: runview.Activity(c.Events), LastSeq: lastSeq(c.Events)}
 	if n := len(c.Events); n > 0 {
 		v.Start, v.End = c.Events[0].Time, c.Events[n-1].Time
 	}
 	if v.Agents == nil {
-		v.Agents = []runinfo.AgentActivity{}
+		v.Agents = []runview.AgentActivity{}
 	}
 	return v, nil
 }

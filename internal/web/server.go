@@ -16,7 +16,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // MaxBody is the largest POST body accepted.
@@ -260,7 +260,7 @@ func (s *Server) runDir(id string) (string, error) {
 	if !runIDPattern.MatchString(id) || strings.Contains(id, "..") {
 		return "", &httpError{http.StatusBadRequest, fmt.Sprintf("bad run id %q: ids are letters, digits, '.', '_' and '-'; list them at /api/runs", id)}
 	}
-	dir, err := runinfo.Dir(s.cfg.Home, id)
+	dir, err := runview.Dir(s.cfg.Home, id)
 	if err != nil {
 		return "", errNotFound("no run %q; list the runs at /api/runs", id)
 	}
