@@ -40,6 +40,8 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run/evidenceplane"
+	"github.com/apodex/apodex/internal/run/stage"
 	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
@@ -186,8 +188,8 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.InputsDir != "" {
 		c.Inputs = cfg.InputsDir
 	}
-	if err := checkInputs(c.Inputs, cfg.Home); err != nil {
-		return Summary{}, err
+	if err := stage.CheckInputs(c.Inputs, cfg.Home); err != nil {
+		return Summary{}, configErr(err)
 	}
 	home, err := filepath.Abs(cfg.Home)
 	if err != nil {
@@ -195,9 +197,9 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	id := cfg.NewID()
 	dir := filepath.Join(home, "runs", id)
-	fs, err := makeRunDir(dir)
+	fs, err := stage.MakeRunDir(dir)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, configErr(err)
 	}
 	log, err := record.Create(dir, cfg.Clock.Now)
 	if err != nil {
@@ -211,18 +213,19 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 			defer roll.Finish() // on every early return; a no-op after the one below
 		}
 	} else {
-		inputs, err = copyInputs(c.Inputs, fs.Inputs)
+		inputs, err = stage.CopyInputs(c.Inputs, fs.Inputs)
 	}
 	if err != nil {
 		log.Close()
 		os.RemoveAll(dir)
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot copy inputs from %s: %v", c.Inputs, err)}
 	}
-	more, err := copyCorpus(&cfg, c, fs)
+	more, corpus, err := evidenceplane.CopyCorpus(&cfg.CorpusDir, cfg.Home, c, fs)
+	cfg.Evidence.Corpus = cfg.Evidence.Corpus || corpus
 	if err != nil {
 		log.Close()
 		os.RemoveAll(dir)
-		return Summary{}, err
+		return Summary{}, configErr(err)
 	}
 	inputs = append(inputs, more...)
 	cfg.Settings.Repo = nil
@@ -230,7 +233,8 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		if cfg.World != nil {
 			err = &ConfigError{"--repo and --world both set /workspace: pass one"}
 		} else {
-			cfg.Settings.Repo, err = stageRepo(cfg, log, fs.Workspace)
+			cfg.Settings.Repo, err = stage.Repo(stage.RepoOptions{Repo: cfg.Repo, All: cfg.RepoAll, From: cfg.RepoFrom, Home: cfg.Home}, log, fs.Workspace)
+			err = configErr(err)
 		}
 		if err != nil {
 			log.Close()
