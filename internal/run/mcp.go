@@ -3,10 +3,9 @@ package run
 import (
 	"context"
 	"fmt"
+	"github.com/apodex/apodex/internal/version"
 	"slices"
 	"strings"
-
-	"github.com/apodex/apodex/internal/version"
 
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/evidence"

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apodex/apodex/internal/agent"
 	"path/filepath"
 	"strings"
-
-	"github.com/apodex/apodex/internal/agent"
 
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/clock"

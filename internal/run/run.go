@@ -21,7 +21,10 @@
 //
 // Live control (pause, cancel, budgets, message delivery) is package live,
 // the read models (show, status, runs) package runview, the task kept in
-// the run package taskstore; the names run re-exports keep callers working.
+// the run package taskstore; what a run starts from (run directory, inputs,
+// --repo) is run/stage, its evidence plane run/evidenceplane, its final gate
+// (check_deliverables, the repair turn, the verdict, apodex verify)
+// run/gate. The names run re-exports keep callers working.
 package run
 
 import (

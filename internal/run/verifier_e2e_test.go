@@ -2,13 +2,12 @@ package run_test
 
 import (
 	"context"
+	"github.com/apodex/apodex/internal/runtest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/apodex/apodex/internal/runtest"
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
