@@ -84,3 +84,27 @@ func (m *Manager) OwnViews(uid, gid int) {
 // Upper is the overlay's upper directory, where every changed file is kept
 // whole; "" for a copy.
 func (w *Worktree) Upper() string { return w.upper }
+
+// Detach unmounts an overlay view (and its lower bind) but keeps its upper
+// layer, whose path it returns, until Close: what the view changed, to be
+// moved out of it. Nothing shows through Dir any more.
+func (w *Worktree) Detach() (string, error) {
+	if w.Kind != Overlay || w.closed {
+		return "", fmt.Errorf("worktree: detach: not a mounted overlay")
+	}
+	w.m.set.ForgetUnder(w.base)
+	mps, err := mountsUnder(w.base)
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	for _, mp := range mps {
+		if err := unmount(mp); err != nil {
+			return "", fmt.Errorf("worktree: unmount %s: %w", mp, err)
+		}
+	}
+	return w.upper, nil
+}
+
+// IsOpaque tells an overlay upper directory that hides everything below it
+// in the lower one.
+func IsOpaque(dir string) bool { return isOpaque(dir) }

@@ -44,6 +44,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apodex/apodex/internal/contract"
 	"go.yaml.in/yaml/v3"
@@ -246,7 +247,11 @@ func ID(canonical []byte, files []File) string {
 	return "w-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
+// hashed counts the files hashFile read (tests assert what was hashed).
+var hashed atomic.Int64
+
 func hashFile(p string) (string, int64, error) {
+	hashed.Add(1)
 	f, err := os.Open(p)
 	if err != nil {
 		return "", 0, err
