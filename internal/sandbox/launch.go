@@ -232,9 +232,12 @@ func helperAttr(backend string, network, outbound, joined, drop bool, uid, gid i
 // directory for a link cannot point it at a host file; links themselves are
 // not followed.
 func ownMounts(ms []Mount, give bool, uid, gid int) (tally, error) {
+	settled := func(e watch.Entry) bool {
+		return e.Mode&(fs.ModeSetuid|fs.ModeSetgid) == 0 && (!give || int(e.UID) == uid && int(e.GID) == gid)
+	}
 	return eachEntry(ms, give, func(root *os.Root, rel string, fi fs.FileInfo) error {
 		return giveTo(root, rel, fi, give, uid, gid)
-	}, tend(give, uid, gid))
+	}, tend(give, uid, gid), settled)
 }
 
 func giveTo(root *os.Root, rel string, fi fs.FileInfo, give bool, uid, gid int) error {
@@ -269,7 +272,7 @@ func tend(give bool, uid, gid int) func(root *os.Root, rel string, fi fs.FileInf
 func stripSetid(ms []Mount, lim Limits) (tally, []string, error) {
 	uid, gid, give := ids()
 	var sparse []string
-	t, err := eachEntry(ms, true, sparseSweep(ms, lim, &sparse, clearSetid), sparseSweep(ms, lim, &sparse, tend(give, uid, gid)))
+	t, err := eachEntry(ms, true, sparseSweep(ms, lim, &sparse, clearSetid), sparseSweep(ms, lim, &sparse, tend(give, uid, gid)), nil)
 	return t, sparse, err
 }
 
@@ -296,7 +299,10 @@ type tally map[int][2]int64
 // A watched mount (Watch set) is not walked: tracked is called on the entries that
 // changed since the last call for it (whatever every says), and its tally
 // comes from its tree's running totals.
-func eachEntry(ms []Mount, every bool, f, tracked func(root *os.Root, rel string, fi fs.FileInfo) error) (tally, error) {
+//
+// settled (nil: none) tells an entry of a watched mount that needs
+// nothing from its stat as of the sync: it is not looked at again.
+func eachEntry(ms []Mount, every bool, f, tracked func(root *os.Root, rel string, fi fs.FileInfo) error, settled func(watch.Entry) bool) (tally, error) {
 	var first error
 	t := tally{}
 	for i, m := range ms {
@@ -309,7 +315,7 @@ func eachEntry(ms []Mount, every bool, f, tracked func(root *os.Root, rel string
 			return t, fmt.Errorf("sandbox: open mount %s: %w", m.Source, err)
 		}
 		if m.Watch != nil {
-			err := eachChanged(root, m.Watch, m.Source, tracked)
+			err := eachChanged(root, m.Watch, m.Source, tracked, settled)
 			root.Close()
 			if err != nil && first == nil {
 				first = err
@@ -358,13 +364,19 @@ func eachEntry(ms []Mount, every bool, f, tracked func(root *os.Root, rel string
 
 // eachChanged calls f on every entry of the dir watched in set that
 // changed since the last call for it (all of them the first time).
-func eachChanged(root *os.Root, set *watch.Set, dir string, f func(root *os.Root, rel string, fi fs.FileInfo) error) error {
+func eachChanged(root *os.Root, set *watch.Set, dir string, f func(root *os.Root, rel string, fi fs.FileInfo) error, settled func(watch.Entry) bool) error {
 	tr, err := set.For(dir)
 	if err != nil {
 		return fmt.Errorf("sandbox: watch mount %s: %w", dir, err)
 	}
 	var first error
 	for _, rel := range tr.Shared("sandbox").Take() {
+		// An entry the sync just saw owned by the sandbox uid and without
+		// setuid/setgid (a world's file through its idmapped lower layer)
+		// needs nothing: no lstat of each of a large world's files.
+		if e, ok := tr.Entry(rel); ok && settled != nil && settled(e) {
+			continue
+		}
 		fi, err := root.Lstat(rel)
 		if err != nil {
 			continue // gone again

@@ -161,6 +161,17 @@ func (t *Tree) Mode(rel string) (fs.FileMode, bool) {
 	return 0, false
 }
 
+// Entry is the stat of rel as of the last sync (false if the tree has no
+// such entry, or rel is the root).
+func (t *Tree) Entry(rel string) (Entry, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	if id := t.nodes.find(rel); id > 0 {
+		return t.nodes.at(id).e, true
+	}
+	return Entry{}, false
+}
+
 // Links lists the tree's symbolic links as of the last sync, in no order.
 func (t *Tree) Links() []string {
 	mu.Lock()
