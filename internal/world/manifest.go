@@ -20,14 +20,17 @@
 //   - Check proves a stored world usable: its content still hashes to its id,
 //     the reference solution passes every deliverable check and verifier
 //     clause, and an empty delivery fails at least one;
-//   - a rollout (Stage) starts only from an intact world: every stored file
-//     is rehashed and compared with the hash the store recorded for it, and
-//     a changed, missing or added file (a replaced test) is refused, named;
+//   - a rollout (Stage) starts only from an intact world: the seal taken
+//     when it was stored (seal.go) shows every entry with its stored inode,
+//     mode, size and mtime, or else every stored file is rehashed and
+//     compared with the hash the store recorded for it, and a changed,
+//     missing or added file (a replaced test) is refused, named;
 //   - a rollout (Stage) gets fresh mutable state without copying the world:
 //     /workspace is an overlay whose lower layer is the store (a copy only
 //     when overlayfs is unavailable), inputs are hard links into the store;
-//     Finish keeps the terminal workspace the same way: changed files are
-//     copied out of the overlay, unchanged ones linked to the store.
+//     Finish keeps the terminal workspace the same way, reading only the
+//     overlay's upper layer: changed files are moved out of it, unchanged
+//     ones linked to the store from its manifest.
 package world
 
 import (
