@@ -81,7 +81,7 @@ var outside = []struct {
 	{"go.opentelemetry.io/otel", []string{"internal/otel"}},
 	{"codeberg.org/readeck/go-readability/v2", []string{"internal/readable"}},
 	{"golang.org/x/net", []string{"internal/readable"}},
-	{"golang.org/x/sys", []string{"internal/hostfs", "internal/sandbox", "internal/watch"}},
+	{"golang.org/x/sys", []string{"internal/hostfs", "internal/sandbox", "internal/watch", "internal/worktree"}},
 }
 
 // importGraph is every package of the module with its imports (not its
