@@ -1,13 +1,16 @@
 package world_test
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -44,6 +47,25 @@ func TestUntouchedWorldIsNeitherHashedNorCopied(t *testing.T) {
 	}
 	if r.Record.Sandbox != world.SandboxOverlay {
 		t.Skipf("no overlay here (%s): the copy fallback copies by design", r.Record.Fallback)
+	}
+	// The rollout's watch takes every file's hash from the manifest: the
+	// overlay shows each stored file with the inode and times the seal
+	// recorded.
+	known := world.Known(w)
+	for _, f := range w.Files {
+		rel, ok := strings.CutPrefix(f.Path, "workspace/")
+		if !ok {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(r.Workspace, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		sum, ok := known(rel, watch.Entry{Size: fi.Size(), Ino: st.Ino, MTime: st.Mtim.Nano(), Mode: fi.Mode()})
+		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != "sha256:"+f.SHA256 {
+			t.Fatalf("%s through the overlay is not known from the manifest (%v)", rel, ok)
+		}
 	}
 	if err := r.Finish(); err != nil {
 		t.Fatal(err)

@@ -61,6 +61,9 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 			return nil, fmt.Errorf("world: the rollout's workspace: %w", err)
 		}
 		r.wt, r.Workspace = wt, wt.Dir
+		if wt.Kind == worktree.Overlay {
+			wm.Watch().Seed(wt.Dir, w.known) // no read of the stored files to watch them
+		}
 		r.Record.Sandbox, r.Record.Fallback = wt.Kind, wt.Fallback
 	}
 	return r, nil

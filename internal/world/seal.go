@@ -3,13 +3,17 @@ package world
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/apodex/apodex/internal/watch"
 )
 
 // The seal (<world>/.seal, not hashed) is the stat of every directory and
@@ -166,5 +170,31 @@ func (w *World) sealed() (ok bool, n int) {
 			return false, n
 		}
 	}
+	w.sealStats = stats
 	return true, n
+}
+
+// known is the hash of the workspace file rel, from the manifest, when e
+// is the stat the seal recorded for it (the overlay shows a file of its
+// lower layer with the lower inode): the content hashed when the world
+// was stored, proven by the seal a moment ago. Only a world Intact proved
+// by its seal knows anything.
+func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
+	var sum watch.Sum
+	if w.sealStats == nil || !e.Mode.IsRegular() {
+		return sum, false
+	}
+	p := "workspace/" + rel
+	i, ok := slices.BinarySearchFunc(w.Files, p, func(f File, p string) int { return strings.Compare(f.Path, p) })
+	if !ok {
+		return sum, false
+	}
+	st, f := w.sealStats[i], w.Files[i]
+	if int64(e.Ino) != st.Ino || e.Size != f.Bytes || e.MTime != st.MTime {
+		return sum, false
+	}
+	if _, err := hex.Decode(sum[:], []byte(f.SHA256)); err != nil {
+		return sum, false
+	}
+	return sum, true
 }

@@ -43,6 +43,8 @@ type World struct {
 	Files    []File             `json:"files"`
 	Bytes    int64              `json:"bytes"`
 	Manifest *Manifest          `json:"-"`
+
+	sealStats []sealStat // by Files, once Intact proved the world by its seal
 }
 
 // Contract loads the world's task from the store, so that the run's
