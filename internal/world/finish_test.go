@@ -12,6 +12,7 @@ import (
 
 	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/world"
+	"github.com/apodex/apodex/internal/worktree"
 )
 
 // storedWithFiles stores a world whose workspace holds n files.
@@ -161,5 +162,34 @@ func TestStageRefusesAFileRewrittenInPlace(t *testing.T) {
 	_, err = world.Stage(w, runDir, nil)
 	if !errors.Is(err, world.ErrChanged) || !strings.Contains(err.Error(), "inputs/a.txt is not the file stored") {
 		t.Fatalf("stage of a world rewritten in place: %v", err)
+	}
+}
+
+// As root, a rollout staged with a Manager that owns views for the sandbox
+// uid records how it owns the lower layer.
+func TestStageRecordsTheIDMap(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("idmapped mounts need root")
+	}
+	w := storedWithFiles(t, 3)
+	wm := worktree.NewManager(nil)
+	defer wm.Close()
+	wm.OwnViews(65534, 65534)
+	runDir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	r, err := world.Stage(w, runDir, wm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Finish()
+	if r.Record.IDMap != worktree.IDMapped && !strings.HasPrefix(r.Record.IDMap, "none: ") {
+		t.Fatalf("record idmap %q", r.Record.IDMap)
+	}
+	fi, err := os.Stat(filepath.Join(r.Workspace, "pkg0", "f000.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; r.Record.IDMap == worktree.IDMapped && uid != 65534 {
+		t.Errorf("idmapped, but a file shows owner %d", uid)
 	}
 }

@@ -64,7 +64,7 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 		if wt.Kind == worktree.Overlay {
 			wm.Watch().Seed(wt.Dir, w.known) // no read of the stored files to watch them
 		}
-		r.Record.Sandbox, r.Record.Fallback = wt.Kind, wt.Fallback
+		r.Record.Sandbox, r.Record.Fallback, r.Record.IDMap = wt.Kind, wt.Fallback, wt.IDMap
 	}
 	return r, nil
 }
