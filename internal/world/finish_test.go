@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/watch"
-	"github.com/apodex/apodex/internal/world"
 	"github.com/apodex/apodex/internal/worktree"
+	"github.com/apodex/apodex/internal/world"
 )
 
 // storedWithFiles stores a world whose workspace holds n files.
