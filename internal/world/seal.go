@@ -9,8 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/apodex/apodex/internal/watch"
@@ -163,13 +166,10 @@ func (w *World) sealed() (ok bool, n int) {
 	if binary.Read(r, binary.LittleEndian, stats) != nil {
 		return false, n
 	}
-	for i, f := range w.Files {
-		got, err := lstatSeal(filepath.Join(w.Dir, filepath.FromSlash(f.Path)))
-		n++
-		if err != nil || got != stats[i] || got.Size != f.Bytes {
-			return false, n
-		}
+	if !w.filesAsSealed(stats) {
+		return false, n
 	}
+	n += len(w.Files)
 	w.sealStats = stats
 	return true, n
 }
@@ -197,4 +197,28 @@ func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
 		return sum, false
 	}
 	return sum, true
+}
+
+// filesAsSealed stats every file, on as many goroutines as there are
+// cores (at most 4: the stats are cheap, the walk is the kernel's), and
+// reports whether each has the stat the seal recorded.
+func (w *World) filesAsSealed(stats []sealStat) bool {
+	workers := min(runtime.NumCPU(), 4, max(len(w.Files)/1024, 1))
+	var bad atomic.Bool
+	var wg sync.WaitGroup
+	per := (len(w.Files) + workers - 1) / workers
+	for k := range workers {
+		lo, hi := k*per, min((k+1)*per, len(w.Files))
+		wg.Go(func() {
+			for i := lo; i < hi && !bad.Load(); i++ {
+				f := w.Files[i]
+				got, err := lstatSeal(filepath.Join(w.Dir, filepath.FromSlash(f.Path)))
+				if err != nil || got != stats[i] || got.Size != f.Bytes {
+					bad.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return !bad.Load()
 }
