@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/record"
 )
 
@@ -45,7 +46,13 @@ func (s *State) apply(e record.Event, p any) error {
 	case *record.Review:
 		s.Review = p
 	case *record.Evidence:
+		if s.EvidenceErr == nil {
+			if _, err := evidence.Next(s.Evidence, e, p); err != nil {
+				s.EvidenceErr = err
+			}
+		}
 		s.Evidence = append(s.Evidence, *p)
+		s.EvidenceAgent[p.ID] = e.Agent
 	case *record.CorpusIndex:
 		s.Corpus = p
 	case *record.ModelError:
@@ -128,6 +135,17 @@ func (s *State) apply(e record.Event, p any) error {
 		// folded here once its reader needs it; until then it only counts.
 	}
 	return nil
+}
+
+// views advances the sub-views kept in their own packages.
+func (s *State) views(e record.Event, p any) {
+	s.Claims.Apply(e, p)
+	s.Cited.Apply(e, p)
+	if s.FilesErr == nil {
+		if err := s.Files.ApplyPayload(e, p); err != nil {
+			s.FilesErr = err
+		}
+	}
 }
 
 // touch marks activity of the event's agent; makes, when loop is set (a

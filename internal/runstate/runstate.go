@@ -29,8 +29,11 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/claims"
+	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/state"
 )
 
 // ErrOrder: an event was applied out of seq order.
@@ -89,6 +92,20 @@ type State struct {
 	// Corpus is how the corpus index was obtained.
 	Evidence []record.Evidence   `json:"evidence,omitempty"`
 	Corpus   *record.CorpusIndex `json:"corpus,omitempty"`
+	// EvidenceAgent is the agent that retrieved each evidence id;
+	// EvidenceErr the first evidence event whose id was out of sequence (the
+	// record was edited). Cited is where the record cites each id.
+	EvidenceAgent map[string]string `json:"evidence_agent,omitempty"`
+	EvidenceErr   error             `json:"-"`
+	Cited         evidence.Cited    `json:"cited,omitempty"`
+
+	// Claims is what the record says about claims: Claims.Ledger() is the
+	// claim ledger.
+	Claims *claims.Facts `json:"claims"`
+	// Files is W_t = (F, Q, C, I, G, K): the files, their producers and
+	// provenance; FilesErr the first event it refused (it stops there).
+	Files    *state.State `json:"files"`
+	FilesErr error        `json:"-"`
 
 	// Review is a person's decision on a run awaiting review (the last
 	// one), appended after run_finished.
@@ -206,7 +223,8 @@ type Unknown struct {
 // New returns the state before the first event.
 func New() *State {
 	return &State{Board: &board.Board{}, Agents: []*Agent{}, Steps: []Step{}, Lease: Lease{Manifest: []string{}},
-		Blobs: map[string]int64{}, agents: map[string]*Agent{}, assignments: map[string]*Assignment{}}
+		Blobs: map[string]int64{}, agents: map[string]*Agent{}, assignments: map[string]*Assignment{},
+		EvidenceAgent: map[string]string{}, Cited: evidence.Cited{}, Claims: claims.NewFacts(), Files: state.New()}
 }
 
 // Contract is the contract in force (nil before the first contract event).
@@ -235,7 +253,9 @@ func (s *State) Mode() string {
 	return "react"
 }
 
-// Apply folds one event into the state.
+// Apply folds one event into the state and every sub-view (the board,
+// the claims, the evidence and its citations, the files W_t): the one
+// place a run's events are folded.
 func (s *State) Apply(e record.Event) error {
 	if e.Seq != s.Seq+1 {
 		return fmt.Errorf("%w: seq %d after %d", ErrOrder, e.Seq, s.Seq)
@@ -252,6 +272,7 @@ func (s *State) Apply(e record.Event) error {
 	if err := s.apply(e, p); err != nil {
 		return fmt.Errorf("runstate: %s event at seq %d: %w", e.Type, e.Seq, err)
 	}
+	s.views(e, p)
 	s.blobRefs(e)
 	s.advance(e)
 	return nil
