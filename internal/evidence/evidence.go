@@ -84,19 +84,22 @@ func FromRecord(dir string) (*Registry, error) {
 }
 
 // Fold is Q as the record holds it: every evidence event's item, by id.
-// An event whose id is out of sequence is an error (the record was edited).
+// An event whose id is out of sequence, or a known event whose payload does
+// not decode, is an error (the record was edited).
 func Fold(events []record.Event) ([]Item, error) {
 	var items []Item
 	for _, e := range events {
-		if e.Type != record.TypeEvidence {
-			continue // only evidence events are decoded
-		}
 		p, err := record.DecodePayload(e)
+		if errors.Is(err, record.ErrUnknownType) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		if items, err = Next(items, e, p.(*Item)); err != nil {
-			return nil, err
+		if it, ok := p.(*Item); ok {
+			if items, err = Next(items, e, it); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return items, nil

@@ -162,3 +162,47 @@ func next(t *testing.T, ch <-chan Event) Event {
 	}
 	return Event{}
 }
+
+// A cursor returns at once what was appended since its last call, of the
+// types it keeps, the catch-up included; after the close, ErrClosed.
+func TestCursor(t *testing.T) {
+	l, err := Create(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append(TypeToolCall, "main", map[string]string{"call_id": "c1"})
+	l.Append("note", "main", nil)
+	c, err := l.Cursor(0, TypeToolCall, TypeFileDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seqs := func() []int64 {
+		t.Helper()
+		evs, err := c.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, e := range evs {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	if got := seqs(); !reflect.DeepEqual(got, []int64{1}) {
+		t.Errorf("catch-up %v, want [1]", got)
+	}
+	if got := seqs(); got != nil {
+		t.Errorf("nothing appended, got %v", got)
+	}
+	l.Append(TypeFileDelta, "main", map[string]string{"path": "/workspace/a"})
+	l.Append("note", "main", nil)
+	l.Append(TypeToolCall, "main", map[string]string{"call_id": "c2"})
+	if got := seqs(); !reflect.DeepEqual(got, []int64{3, 5}) {
+		t.Errorf("after appends %v, want [3 5]", got)
+	}
+	l.Close()
+	if _, err := c.Next(); !errors.Is(err, ErrClosed) {
+		t.Errorf("after the close: %v", err)
+	}
+}
