@@ -55,7 +55,8 @@ func (p *Printer) FollowEvents(ctx context.Context, events iter.Seq2[record.Even
 		}
 		if e.Seq <= after {
 			p.mu.Lock()
-			p.note(e)
+			pl, _ := record.DecodePayload(e) // nil when it does not decode
+			p.note(e, pl)
 			p.mu.Unlock()
 			continue
 		}
