@@ -2,8 +2,8 @@ package web
 
 import (
 	"bytes"
-	"os"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 
