@@ -2,9 +2,19 @@
 // its events into the run's state — settings, contract versions, the task
 // board and the assignments, every agent's activity and usage, the lease and
 // the manifest, the delivery, the checks and verdicts, the messages and
-// controls, the resumes and the termination. Every reader of a run (resume,
-// show, status, board, runs, replay, and later the web page, grading and
-// export) reads this state instead of folding events itself.
+// controls, the evidence and where it is cited, the claim facts (the
+// ledger derives from them), the files W_t, the resumes and the
+// termination. Every reader of a run (resume, show, status, board, runs,
+// replay, the web page) reads this state instead of folding events itself.
+// The sub-views kept in their own packages (claims.Facts, state.State,
+// evidence.Cited) are advanced by the same Apply, from the payload it
+// decoded once (record.DecodePayload).
+//
+// The state is kept live three ways: Load then Refresh (another process's
+// run: Refresh reads only what was appended), LoadEach (the same, with a
+// callback per event for what a reader keeps beside the state), and Live
+// (the run whose log is open in this process: record.Log.Cursor, no file
+// read after the catch-up).
 //
 // Guarantees:
 //   - Apply takes events in seq order (1, 2, 3, …) and refuses any other;
