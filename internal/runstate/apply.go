@@ -37,6 +37,11 @@ func (s *State) apply(e record.Event, p any) error {
 		s.Usage = addUsage(s.Usage, p.Usage, s.Replies == 1)
 		a.Replies++
 		a.Usage = addUsage(a.Usage, p.Usage, a.Replies == 1)
+		if n := p.Usage.TotalTokens; n != 0 {
+			a.Tokens += n
+		} else {
+			a.Tokens += p.Usage.PromptTokens + p.Usage.CompletionTokens
+		}
 		if p.Purpose != record.PurposeSummary {
 			a.Turns++
 			if p.Purpose != record.PurposeVerify {
@@ -126,7 +131,9 @@ func (s *State) apply(e record.Event, p any) error {
 		if a == nil {
 			a = s.newAgent(e.Agent)
 		}
-		a.Role, a.Parent = p.Role, p.Parent
+		a.Role, a.Parent, a.Wave = p.Role, p.Parent, p.Wave
+	case *record.Effort:
+		s.Efforts = append(s.Efforts, *p)
 	case *record.Merge:
 		s.Merges = append(s.Merges, *p)
 		s.touch(e, false)

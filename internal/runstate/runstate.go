@@ -71,6 +71,8 @@ type State struct {
 	Planning bool             `json:"planning"` // the lead is in planning mode
 	Verdicts []record.Verdict `json:"verdicts,omitempty"`
 	Merges   []record.Merge   `json:"merges,omitempty"`
+	// Efforts is every effort event (waves, investigators, outcomes).
+	Efforts []record.Effort `json:"efforts,omitempty"`
 
 	Lease Lease `json:"lease"`
 	// Delivery is the reconciled manifest; Checks every deliverable check
@@ -181,6 +183,11 @@ type Agent struct {
 	ToolErrors  int       `json:"tool_errors"`
 	ModelErrors int       `json:"model_errors,omitempty"`
 	Usage       llm.Usage `json:"usage"`
+	// Tokens sums its responses' tokens, each its total or, when the
+	// provider reported none, prompt + completion.
+	Tokens int `json:"tokens,omitempty"`
+	// Wave is the effort wave that started it (0: none).
+	Wave int `json:"wave,omitempty"`
 }
 
 // Lease is the publishing lease and the manifest.
