@@ -137,9 +137,10 @@ type Facts struct {
 	Reopened map[string]int64            `json:"reopened,omitempty"`
 	// Board is the board as the ledger sees it: an event the board refuses
 	// is left out (and the next ones still apply).
-	Board *board.Board `json:"-"`
-	w     *weights
-	index map[string]int
+	Board       *board.Board   `json:"-"`
+	boardEvents []record.Board // the board events Board applied, in order
+	w           *weights
+	index       map[string]int
 }
 
 // NewFacts is the facts before the first event.
@@ -167,7 +168,11 @@ func (f *Facts) Apply(e record.Event, p any) {
 			f.Marks[p.Claim] = *p
 		}
 	case *record.Board:
-		if f.Board.Apply(f.Board.Seq()+1, *p) == nil && p.Op == board.OpReopen {
+		if f.Board.Apply(f.Board.Seq()+1, *p) != nil {
+			break
+		}
+		f.boardEvents = append(f.boardEvents, *p)
+		if p.Op == board.OpReopen {
 			for _, id := range append([]string{p.ID}, p.Reopened...) {
 				f.Reopened[id] = e.Seq
 			}
