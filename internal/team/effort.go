@@ -9,8 +9,8 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/claims"
-	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/tool"
 )
 
@@ -70,18 +70,6 @@ func effortTargets(l *claims.Ledger) []target {
 	return out
 }
 
-// ledger folds the run's record into the claim ledger.
-func (t *Team) ledger() *claims.Ledger {
-	if t.cfg.Log == nil {
-		return &claims.Ledger{}
-	}
-	c, err := record.Read(t.cfg.Log.Dir())
-	if err != nil {
-		return &claims.Ledger{}
-	}
-	return claims.Fold(c.Events)
-}
-
 // maybeEffort runs the next effort wave when the lead's finish finds
 // unsettled load-bearing claims, waves are left and effort's budget is
 // not spent; it returns the reason finish is deferred, or nil. The
@@ -96,13 +84,13 @@ func (t *Team) maybeEffort() error {
 	if wave > max(t.cfg.EffortWaves, 0) {
 		return nil
 	}
-	evs := t.events()
-	targets := effortTargets(claims.Fold(evs))
+	now := t.effortNow()
+	targets := effortTargets(now.ledger)
 	if len(targets) == 0 {
 		return nil
 	}
 	ids, reasons := targetIDs(targets)
-	sp := spendOf(evs)
+	sp := now.spent
 	budget := t.effortBudget(sp)
 	if budget > 0 && sp.effort >= budget {
 		t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortBudget, Wave: wave, Claims: ids, Reasons: reasons,
@@ -112,7 +100,7 @@ func (t *Team) maybeEffort() error {
 	t.mu.Lock()
 	t.waves = wave
 	t.mu.Unlock()
-	outcome := t.effortWave(t.ctx, wave, targets, evs, sp, budget)
+	outcome := t.effortWave(t.ctx, wave, targets, now.framings, sp, budget)
 	t.mu.Lock()
 	t.notices = append(t.notices, notice{Assignment: "effort", Text: outcome})
 	close(t.changed)
@@ -159,9 +147,8 @@ type investigation struct {
 // to the run's concurrency, and so do the verifiers after them. Every
 // agent's tokens are bounded by what is left of the budget. It records
 // every step as an effort event and returns the outcome for the lead.
-func (t *Team) effortWave(ctx context.Context, wave int, targets []target, evs []record.Event, sp spend, budget int) string {
+func (t *Team) effortWave(ctx context.Context, wave int, targets []target, used map[string][]string, sp spend, budget int) string {
 	ids, reasons := targetIDs(targets)
-	used := usedFramings(evs)
 	var jobs []*investigation
 	t.mu.Lock()
 	for _, k := range targets {
@@ -227,8 +214,8 @@ func (t *Team) effortWave(ctx context.Context, wave int, targets []target, evs [
 		}
 		b.WriteString("\n")
 	}
-	after := t.events()
-	l := claims.Fold(after)
+	after := t.effortNow()
+	l := after.ledger
 	statuses := map[string]string{}
 	for _, id := range ids {
 		c, _ := l.Get(id)
@@ -244,7 +231,7 @@ func (t *Team) effortWave(ctx context.Context, wave int, targets []target, evs [
 		b.WriteString("\n")
 	}
 	t.record(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortOutcome, Wave: wave, Claims: ids, Statuses: statuses,
-		BudgetTokens: budget, SpentTokens: spendOf(after).effort})
+		BudgetTokens: budget, SpentTokens: after.spent.effort})
 	return strings.TrimSpace(b.String())
 }
 
@@ -273,11 +260,10 @@ func orNone(s []string, none string) []string {
 func framingName(f string) string { return strings.SplitN(f, ":", 2)[0] }
 
 // usedFramings are the framings each claim's investigators had so far.
-func usedFramings(evs []record.Event) map[string][]string {
+func usedFramings(st *runstate.State) map[string][]string {
 	out := map[string][]string{}
-	for _, e := range evs {
-		var ef record.Effort
-		if e.Type == record.TypeEffort && e.Decode(&ef) == nil && ef.Phase == record.EffortInvestigator {
+	for _, ef := range st.Efforts {
+		if ef.Phase == record.EffortInvestigator {
 			out[ef.Claim] = append(out[ef.Claim], ef.Framing)
 		}
 	}
@@ -328,48 +314,34 @@ func (t *Team) investigate(ctx context.Context, wave int, id string, k target, f
 	return rep, ev
 }
 
-// events is the run's record so far (none without a log).
-func (t *Team) events() []record.Event {
-	if t.cfg.Log == nil {
-		return nil
+// effortNow is what effort reads of the run now, from its live state.
+type effortNow struct {
+	ledger   *claims.Ledger
+	spent    spend
+	framings map[string][]string // claim -> the framings its investigators had
+}
+
+func (t *Team) effortNow() effortNow {
+	now := effortNow{ledger: &claims.Ledger{}, framings: map[string][]string{}}
+	if err := t.state(func(st *runstate.State) {
+		now = effortNow{ledger: st.Claims.Ledger(), spent: spendOf(st), framings: usedFramings(st)}
+	}); err != nil {
+		t.warnLive(err)
 	}
-	c, err := record.Read(t.cfg.Log.Dir())
-	if err != nil {
-		return nil
-	}
-	return c.Events
+	return now
 }
 
 // spend is what the run's model calls cost so far, in tokens: effort's
 // agents (investigators and the verifiers a wave started) and the rest.
 type spend struct{ run, effort int }
 
-func spendOf(evs []record.Event) spend {
-	effort := map[string]bool{}
+func spendOf(st *runstate.State) spend {
 	var sp spend
-	for _, e := range evs {
-		switch e.Type {
-		case record.TypeAgentStarted:
-			var a record.AgentStarted
-			if e.Decode(&a) == nil && (a.Wave > 0 || a.Role == CallerInvestigator) {
-				effort[e.Agent] = true
-			}
-		case record.TypeModelResponse:
-			var mr struct {
-				Usage llm.Usage `json:"usage"`
-			}
-			if e.Decode(&mr) != nil {
-				continue
-			}
-			n := mr.Usage.TotalTokens
-			if n == 0 {
-				n = mr.Usage.PromptTokens + mr.Usage.CompletionTokens
-			}
-			if effort[e.Agent] {
-				sp.effort += n
-			} else {
-				sp.run += n
-			}
+	for _, a := range st.Agents {
+		if a.Wave > 0 || a.Role == CallerInvestigator {
+			sp.effort += a.Tokens
+		} else {
+			sp.run += a.Tokens
 		}
 	}
 	return sp

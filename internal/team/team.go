@@ -38,6 +38,7 @@ import (
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
@@ -160,6 +161,13 @@ type Team struct {
 	ids         agentIDs          // the runtime's agents: V1…, I1…, W1…
 	synthesized bool              // the writer wrote the reports
 	citeHash    map[string]string // deliverable -> hash of its last citations event
+
+	// rs is the run's state kept in step with the log (live.go), made on
+	// first use.
+	rs       *runstate.Live
+	liveErr  error
+	liveOnce sync.Once
+	liveWarn sync.Once
 
 	slots *slots
 	wg    sync.WaitGroup
