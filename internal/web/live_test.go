@@ -2,9 +2,14 @@ package web
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/apodex/apodex/internal/record"
@@ -77,4 +82,50 @@ func fileSize(t *testing.T, p string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// Concurrent requests while the run appends share one live state safely
+// (run with -race), and each sees a state no older than the record was
+// when it asked.
+func TestLiveStateUnderConcurrentRequests(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "runs", "r")
+	l, err := record.Create(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.Append(record.TypeRunStarted, "", record.RunStarted{RunID: "r", Objective: "o"})
+	srv := httptest.NewServer(New(Config{Home: home}))
+	defer srv.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 50; i++ {
+			l.Append(record.TypeEvidence, "main", record.Evidence{ID: "E" + strconv.Itoa(i), Kind: "file", Source: "/inputs/a"})
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for _, v := range views {
+				resp, err := http.Get(srv.URL + "/api/runs/r" + v)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("GET %s: %d", v, resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	<-done
+	var items []map[string]any
+	if err := json.Unmarshal(get(t, srv.URL+"/api/runs/r/evidence"), &items); err != nil || len(items) != 50 {
+		t.Fatalf("%d evidence items after 50 appended (%v)", len(items), err)
+	}
 }
