@@ -79,7 +79,8 @@ func LoadEach(dir string, each func(record.Event)) (*Loaded, error) {
 
 // Refresh folds the events appended to the record of a Loaded since Load
 // (or the last Refresh), reading only those; it is what Load would return
-// now. After a torn tail or an error it loads the whole record again.
+// now. After a torn tail or an error, or when the record is shorter than
+// what was read (replaced), it loads the whole record again.
 func (l *Loaded) Refresh() error {
 	if l.off < 0 || l.Dir == "" {
 		if l.Dir == "" {
@@ -98,6 +99,10 @@ func (l *Loaded) Refresh() error {
 		return fmt.Errorf("runstate: open the record: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() < l.off {
+		l.off = -1 // shorter than what was read: not the record read; read it again
+		return l.Refresh()
+	}
 	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
 		return fmt.Errorf("runstate: read the record: %w", err)
 	}
