@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
@@ -52,7 +53,7 @@ func TestAttachSendsWhatTheUserTypes(t *testing.T) {
 	var out syncBuffer
 	attached := make(chan int)
 	go func() {
-		attached <- Run(WithStdin(context.Background(), in), []string{"attach", "--home", home, "latest"}, &out, io.Discard)
+		attached <- Run(cmdline.WithStdin(context.Background(), in), []string{"attach", "--home", home, "latest"}, &out, io.Discard)
 	}()
 	for _, l := range []string{"please also name the file", "/budget turns=+5", "/pause", "/resume", "/frobnicate"} {
 		io.WriteString(typed, l+"\n")

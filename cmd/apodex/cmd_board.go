@@ -5,16 +5,17 @@ import (
 	"io"
 	"os"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/termtext"
 )
 
 func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("board", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("board", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
 	jsonOut := fs.Bool("json", false, "print the board as JSON (with --watch: one object per line per change)")
 	watch := fs.Bool("watch", false, "follow a live run: reprint when the board changes, until the run finishes")
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -25,7 +26,7 @@ func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if *jsonOut {
-			writeJSON(stdout, v)
+			cmdline.WriteJSON(stdout, v)
 		} else {
 			head, body := v.Text()
 			io.WriteString(stdout, head+body)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/claims"
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 )
 
@@ -15,10 +16,10 @@ type claimsGraph struct {
 }
 
 func cmdClaims(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("claims", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("a JSON object: every claim with its evidence, artifacts, verdicts, status and load-bearing flag")
-	dir, err := fs.oneRun(args, home)
+	fs := cmdline.NewFlagSet("claims", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("a JSON object: every claim with its evidence, artifacts, verdicts, status and load-bearing flag")
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -31,7 +32,7 @@ func cmdClaims(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		g.Claims = []claims.Claim{}
 	}
 	if *jsonOut {
-		writeJSON(stdout, g)
+		cmdline.WriteJSON(stdout, g)
 		return nil
 	}
 	claims.Render(stdout, g.RunID, g.Claims)

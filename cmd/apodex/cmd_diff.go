@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/repo"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/termtext"
@@ -15,9 +16,9 @@ import (
 // cmdDiff prints what a run on a tree (run --repo) changed in its
 // /workspace, as a unified diff in git's format.
 func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("diff", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	dir, err := fs.oneRun(args, home)
+	fs := cmdline.NewFlagSet("diff", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -36,10 +37,10 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // cmdApply writes a run's change into its tree (or --to DIR), all or
 // nothing, refusing files changed there since the run started.
 func cmdApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("apply", "[--to DIR] [flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("apply", "[--to DIR] [flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
 	to := fs.String("to", "", "the tree to change (default: the tree the run was started on, --repo)")
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}

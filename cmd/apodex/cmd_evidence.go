@@ -4,14 +4,15 @@ import (
 	"context"
 	"io"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/evidence"
 )
 
 func cmdEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("evidence", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("a JSON object (with each id's exact text)")
-	dir, err := fs.oneRun(args, home)
+	fs := cmdline.NewFlagSet("evidence", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("a JSON object (with each id's exact text)")
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -20,7 +21,7 @@ func cmdEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if *jsonOut {
-		writeJSON(stdout, list)
+		cmdline.WriteJSON(stdout, list)
 		return nil
 	}
 	list.Render(stdout)

@@ -6,22 +6,24 @@ import (
 	"io"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/grade"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 )
 
 func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("grade", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("grade.json")
-	var mf modelFlags
-	mf.register(fs)
+	fs := cmdline.NewFlagSet("grade", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("grade.json")
+	var mf runflags.Model
+	mf.Register(fs)
 	stages := map[string]*string{}
 	for _, s := range []string{"mapper", "judge", "reviewer", "arbiter"} {
 		stages[s] = fs.String(s+"-model", "", "model name for the "+s+" stage (default: --model, else the run's model)")
 	}
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -33,15 +35,15 @@ func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(c.Events) == 0 || c.Events[0].Decode(&rs) != nil {
 		return fmt.Errorf("%s: the record does not start with run_started; grade a run that started", dir)
 	}
-	if rs.Model.Provider == "scripted" && mf.provider == "" {
-		return usagef("%s ran on the scripted model, which cannot grade; pass --provider openai --base-url URL --model NAME (or anthropic) for the graders", rs.RunID)
+	if rs.Model.Provider == "scripted" && mf.Provider == "" {
+		return cmdline.Usagef("%s ran on the scripted model, which cannot grade; pass --provider openai --base-url URL --model NAME (or anthropic) for the graders", rs.RunID)
 	}
 	build := func(stage string) (llm.Model, error) {
 		n := mf
 		if v := *stages[stage]; v != "" {
-			n.model = v
+			n.Name = v
 		}
-		m, _, err := n.fromRecord(dir, rs.Model)
+		m, _, err := n.FromRecord(dir, rs.Model)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +67,7 @@ func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("writing %s: %w", grade.File, err)
 	}
 	if *jsonOut {
-		writeJSON(stdout, res)
+		cmdline.WriteJSON(stdout, res)
 		return nil
 	}
 	grade.Render(stdout, res)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
@@ -18,13 +20,13 @@ import (
 
 // cmdLog prints a run's transcript (see package transcript).
 func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("log", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("the same entries as JSON lines, one object per line")
+	fs := cmdline.NewFlagSet("log", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("the same entries as JSON lines, one object per line")
 	full := fs.Bool("full", false, "whole tool outputs (from the blobs, also what was clipped for the model) and whole arguments")
 	follow := fs.Bool("follow", false, "stream a live run as it goes; ends when the run ends")
 	agent := fs.String("agent", "", "only this agent's entries (main, lead, A1, …)")
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -65,7 +67,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *agent != "" {
 		agents := transcript.Agents(all)
 		if !slices.Contains(agents, *agent) {
-			return usagef("run %s has no agent %q; its agents: %s", filepath.Base(dir), *agent, strings.Join(agents, ", "))
+			return cmdline.Usagef("run %s has no agent %q; its agents: %s", filepath.Base(dir), *agent, strings.Join(agents, ", "))
 		}
 		all = slices.DeleteFunc(all, func(x transcript.Entry) bool { return !keep(x) })
 	}
@@ -96,7 +98,7 @@ func unanswered(dir string, all []transcript.Entry) []transcript.Entry {
 // followLog calls each for every event of the run in dir as it lands, until
 // the run finishes, its process dies, or ctx ends.
 func followLog(ctx context.Context, dir string, each func(record.Event), stderr io.Writer) error {
-	ctx, stopped, cancel := untilStopped(ctx, dir)
+	ctx, stopped, cancel := livecmd.UntilStopped(ctx, dir)
 	defer cancel()
 	for e, err := range record.Follow(ctx, dir, 0) {
 		if err != nil {
@@ -106,7 +108,7 @@ func followLog(ctx context.Context, dir string, each func(record.Event), stderr 
 	}
 	if stopped() {
 		fmt.Fprintf(stderr, "apodex log: the run is not running and did not finish (its process stopped); `apodex resume` continues it\n")
-		return exitError(exitFailed)
+		return cmdline.ExitError(cmdline.ExitFailed)
 	}
 	return nil
 }

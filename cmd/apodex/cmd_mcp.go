@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/apodex/apodex/internal/version"
 	"io"
@@ -9,10 +11,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/doctor"
 	"github.com/apodex/apodex/internal/mcp"
+	"github.com/apodex/apodex/internal/mcp/serve"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/sandbox"
 )
 
@@ -23,7 +29,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stdout, "Usage: apodex mcp list [flags] [NAME...]   the configured MCP servers: each started to show its state, what it reported and its tools")
 		fmt.Fprintln(stdout, "       apodex mcp serve [flags]            serve Apodex's runs as MCP tools (stdio, or streamable HTTP with --http)")
 		if len(args) == 0 {
-			return exitError(exitUsage)
+			return cmdline.ExitError(cmdline.ExitUsage)
 		}
 		return nil
 	}
@@ -32,21 +38,23 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return cmdMCPList(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return cmdMCPServe(ctx, args[1:], stdout, stderr)
+	case "run-detached": // a run mcp serve started, in a process of its own
+		return cmdMCPRunDetached(ctx, args[1:], stdout, stderr)
 	}
-	return usagef("apodex mcp %q: use list or serve", args[0])
+	return cmdline.Usagef("apodex mcp %q: use list or serve", args[0])
 }
 
 func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mcp list", "[flags] [NAME...]", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("mcp list", "[flags] [NAME...]", stdout, stderr)
+	home := fs.HomeFlag()
 	profile := fs.String("profile", "", "the config profile whose [profiles.NAME.mcp_servers] apply (default: $APODEX_PROFILE, else the file's)")
-	mcpConfig := fs.mcpConfigFlag()
-	jsonOut := fs.jsonFlag("each server as JSON")
-	names, err := fs.parse(args)
+	mcpConfig := runflags.MCPConfigFlag(fs)
+	jsonOut := fs.JSONFlag("each server as JSON")
+	names, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
-	all, err := mcpServers(*home, *profile, *mcpConfig)
+	all, err := runflags.MCPServers(*home, *profile, *mcpConfig)
 	if err != nil {
 		return err
 	}
@@ -56,7 +64,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var servers []config.MCPServer
 	if len(names) > 0 {
-		if servers, err = chooseMCP(all, names, "apodex mcp list"); err != nil {
+		if servers, err = runflags.ChooseMCP(all, names, "apodex mcp list"); err != nil {
 			return err
 		}
 	} else {
@@ -66,7 +74,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	st := probeMCP(ctx, servers)
 	if *jsonOut {
-		writeJSON(stdout, st)
+		cmdline.WriteJSON(stdout, st)
 		return nil
 	}
 	for i, s := range st {
@@ -142,4 +150,91 @@ func mcpChecks(ctx context.Context, all map[string]config.MCPServer) []doctor.Ch
 		out = append(out, c)
 	}
 	return out
+}
+
+// cmdMCPServe is `apodex mcp serve`: Apodex as an MCP server another agent
+// (Codex CLI, Claude Code, …) delegates long, verifiable jobs to. Over
+// stdio by default; with --http over streamable HTTP on a loopback address,
+// every request carrying the bearer token. Each run it starts is a process
+// of its own (`apodex mcp run-detached`, in a session of its own), with the
+// settings of apodex run's flags given to serve and the configuration: it
+// goes on when the client disconnects and when the server exits or is
+// killed, and stops as any run does (apodex cancel; a signal to it halts it
+// resumable).
+func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cmdline.NewFlagSet("mcp serve", "[run flags] [--http 127.0.0.1:PORT [--token T]]   (stdio unless --http)", stdout, stderr)
+	addr := fs.String("http", "", "serve streamable HTTP on this loopback address (e.g. 127.0.0.1:7778; port 0 picks one) instead of stdio")
+	token := fs.String("token", "", "with --http: the bearer token clients send (default: one is generated and printed)")
+	sv, err := newMCPServer(fs, args)
+	if err != nil {
+		return err
+	}
+	return sv.Serve(ctx, *addr, *token, stdout, stderr)
+}
+
+// newMCPServer parses serve's run flags (fs has serve's own) and the
+// configuration; the run flags are kept as given, for the runs' processes.
+func newMCPServer(fs *cmdline.FlagSet, args []string) (*serve.Server, error) {
+	var f runflags.Flags
+	f.Register(fs) // the settings of every run it starts: model, budgets, sandbox, --mcp-config, …
+	pos, err := fs.Parse(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, cmdline.Usagef("unexpected argument %q: apodex mcp serve takes flags only", pos[0])
+	}
+	given := fs.Given()
+	resolved, err := runflags.ApplyConfig(fs, f.Home, f.Model.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Check(); err != nil {
+		return nil, cmdline.Usagef("%v", err)
+	}
+	if _, _, err := f.Model.Build(); err != nil { // no provider: refused now, not at the first run
+		return nil, err
+	}
+	return serve.New(f, given, resolved.Profile, cmdline.HomeDir(f.Home), runArgsOf(args)), nil
+}
+
+// runArgsOf are serve's arguments without its own flags (--http, --token).
+func runArgsOf(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if strings.HasPrefix(args[i], "-") && (name == "http" || name == "token") {
+			if !hasValue {
+				i++ // its value
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// cmdMCPRunDetached is `apodex mcp run-detached [serve's run flags]`, the
+// process of one run mcp serve started (not for people): it reads the run
+// (serve.DetachedRun) on standard input and runs it to its end; a signal
+// halts it resumable, as apodex run's.
+func cmdMCPRunDetached(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var req serve.DetachedRun
+	if err := json.NewDecoder(io.LimitReader(cmdline.Stdin(ctx), 4<<20)).Decode(&req); err != nil {
+		return cmdline.Usagef("apodex mcp run-detached reads its run as JSON on standard input (apodex mcp serve starts it): %v", err)
+	}
+	sv, err := newMCPServer(cmdline.NewFlagSet("mcp run-detached", "[run flags]", stdout, stderr), args)
+	if err != nil {
+		return err
+	}
+	cfg, err := sv.RunConfig(req.Args, req.ID)
+	if err != nil {
+		return err
+	}
+	cfg.Halt, cfg.HaltNote = cmdline.HaltOf(ctx), "SIGTERM"
+	_, err = run.Execute(ctx, cfg)
+	if errors.Is(err, run.ErrHalted) {
+		return nil
+	}
+	return err
 }

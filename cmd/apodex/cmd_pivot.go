@@ -5,23 +5,24 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/trajectory"
 )
 
 func cmdPivot(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("pivot", "[flags] RUN --siblings RUN...", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("pivot", "[flags] RUN --siblings RUN...", stdout, stderr)
+	home := fs.HomeFlag()
 	siblings := fs.Bool("siblings", false, "the runs after RUN are sibling rollouts of the same world (the successful ones are compared)")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if !*siblings || len(pos) < 2 {
-		return usagef("give the failed run, then --siblings and at least one sibling run of the same world")
+		return cmdline.Usagef("give the failed run, then --siblings and at least one sibling run of the same world")
 	}
 	var runs []*trajectory.Run
 	for _, id := range pos {
-		dir, err := findRun(*home, id)
+		dir, err := cmdline.FindRun(*home, id)
 		if err != nil {
 			return err
 		}
@@ -35,6 +36,6 @@ func cmdPivot(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("%w", err)
 	}
-	writeJSON(stdout, p)
+	cmdline.WriteJSON(stdout, p)
 	return nil
 }

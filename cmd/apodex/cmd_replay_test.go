@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
@@ -82,9 +83,9 @@ func TestReplayUsage(t *testing.T) {
 		code int
 		hint string
 	}{
-		{[]string{"replay", "--home", home}, exitUsage, "give one run id"},
-		{[]string{"replay", "--home", home, "nope"}, exitUsage, "apodex runs"},
-		{[]string{"replay", "--home", home, "--sandbox", "bwrap", "x"}, exitUsage, "--sandbox"},
+		{[]string{"replay", "--home", home}, cmdline.ExitUsage, "give one run id"},
+		{[]string{"replay", "--home", home, "nope"}, cmdline.ExitUsage, "apodex runs"},
+		{[]string{"replay", "--home", home, "--sandbox", "bwrap", "x"}, cmdline.ExitUsage, "--sandbox"},
 	}
 	for _, c := range cases {
 		code, out, errOut := cli(t, c.args...)
@@ -149,11 +150,11 @@ func TestTamperedSandboxRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, out, errOut = cli(t, "replay", "--home", home, s.RunID)
-		if code != exitUsage || !strings.Contains(errOut, `run_started.sandbox.kind is "`+s.Sandbox+`"`) || !strings.Contains(errOut, `run_started.settings.sandbox is "none"`) {
+		if code != cmdline.ExitUsage || !strings.Contains(errOut, `run_started.sandbox.kind is "`+s.Sandbox+`"`) || !strings.Contains(errOut, `run_started.settings.sandbox is "none"`) {
 			t.Fatalf("replay of the tampered record: exit %d\n%s%s", code, out, errOut)
 		}
 		code, out, errOut = cli(t, "replay", "--home", home, "--sandbox", "none", s.RunID)
-		if code == exitUsage || !strings.Contains(errOut, "replayed run "+s.RunID) {
+		if code == cmdline.ExitUsage || !strings.Contains(errOut, "replayed run "+s.RunID) {
 			t.Fatalf("replay --sandbox none: exit %d\n%s%s", code, out, errOut)
 		}
 		if code, out, _ := cli(t, "show", "--home", home, s.RunID); code != 0 || !strings.Contains(out, s.Sandbox) {
@@ -168,7 +169,7 @@ func TestTamperedSandboxRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, out, errOut := cli(t, "resume", "--home", home, "--quiet", filepath.Base(dir))
-		if code != exitUsage || !strings.Contains(errOut, "run_started.sandbox.kind is") || !strings.Contains(errOut, `run_started.settings.sandbox is "none"`) {
+		if code != cmdline.ExitUsage || !strings.Contains(errOut, "run_started.sandbox.kind is") || !strings.Contains(errOut, `run_started.settings.sandbox is "none"`) {
 			t.Fatalf("resume of the tampered record: exit %d\n%s%s", code, out, errOut)
 		}
 		if evs := runtest.Events(t, dir); len(evs) != 6 {
@@ -177,7 +178,7 @@ func TestTamperedSandboxRefused(t *testing.T) {
 		// It runs (the example's commands, which name the planes by their
 		// sandbox paths, fail on the host; the run ends without completing).
 		code, out, errOut = cli(t, "resume", "--home", home, "--quiet", "--sandbox", "none", filepath.Base(dir))
-		if code == exitUsage || !strings.Contains(out, "record: ") {
+		if code == cmdline.ExitUsage || !strings.Contains(out, "record: ") {
 			t.Fatalf("resume --sandbox none: exit %d\n%s%s", code, out, errOut)
 		}
 		var unisolated bool

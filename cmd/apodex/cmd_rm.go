@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runinfo"
@@ -25,18 +26,18 @@ var errLive = errors.New("is live")
 // cmdRm removes runs: their whole directories (record, inputs, workspace,
 // outputs). A live run is refused.
 func cmdRm(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("rm", "[flags] RUN...   (removes each run's directory: record, inputs, workspace and outputs)", stdout, stderr)
-	home := fs.homeFlag()
-	pos, err := fs.parse(args)
+	fs := cmdline.NewFlagSet("rm", "[flags] RUN...   (removes each run's directory: record, inputs, workspace and outputs)", stdout, stderr)
+	home := fs.HomeFlag()
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("give the runs to remove (see `apodex runs`)")
+		return cmdline.Usagef("give the runs to remove (see `apodex runs`)")
 	}
 	var dirs []string
 	for _, id := range pos { // every id is found before anything is removed
-		dir, err := findRun(*home, id)
+		dir, err := cmdline.FindRun(*home, id)
 		if err != nil {
 			return err
 		}
@@ -46,7 +47,7 @@ func cmdRm(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, dir := range dirs {
 		if err := removeRun(dir); err != nil {
 			fmt.Fprintf(stderr, "apodex rm: %v\n", err)
-			failed = exitError(exitFailed)
+			failed = cmdline.ExitError(cmdline.ExitFailed)
 			continue
 		}
 		fmt.Fprintf(stdout, "removed %s\n", filepath.Base(dir))
@@ -57,8 +58,8 @@ func cmdRm(_ context.Context, args []string, stdout, stderr io.Writer) error {
 // cmdPrune removes the runs older than an age, but live ones (and with
 // --keep-failed those that did not complete).
 func cmdPrune(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("prune", "--older-than AGE [flags]   (e.g. apodex prune --older-than 30d --keep-failed)", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("prune", "--older-than AGE [flags]   (e.g. apodex prune --older-than 30d --keep-failed)", stdout, stderr)
+	home := fs.HomeFlag()
 	var f runFilter
 	f.register(fs, false)
 	var olderThan time.Duration
@@ -67,21 +68,21 @@ func cmdPrune(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		olderThan = d
 		return err
 	})
-	fs.meta("older-than", "AGE")
+	fs.Meta("older-than", "AGE")
 	keepFailed := fs.Bool("keep-failed", false, "keep the runs that did not complete (failed, stopped, awaiting review)")
 	dryRun := fs.Bool("dry-run", false, "print what would be removed, and remove nothing")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
-	given := fs.given()
+	given := fs.Given()
 	switch {
 	case len(pos) > 0:
-		return usagef("unexpected argument %q; to remove given runs use `apodex rm RUN…`", pos[0])
+		return cmdline.Usagef("unexpected argument %q; to remove given runs use `apodex rm RUN…`", pos[0])
 	case !given["older-than"]:
-		return usagef("give --older-than AGE (e.g. 30d): prune removes only runs older than that")
+		return cmdline.Usagef("give --older-than AGE (e.g. 30d): prune removes only runs older than that")
 	}
-	h := homeDir(*home)
+	h := cmdline.HomeDir(*home)
 	if err := f.check(h); err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func cmdPrune(_ context.Context, args []string, stdout, stderr io.Writer) error 
 				continue
 			}
 			fmt.Fprintf(stderr, "apodex prune: %v\n", err)
-			failed = exitError(exitFailed)
+			failed = cmdline.ExitError(cmdline.ExitFailed)
 			continue
 		}
 		fmt.Fprintf(stdout, "removed %s (%s, started %s)\n", i.RunID, i.Status, i.Started.Local().Format("2006-01-02 15:04"))
@@ -196,5 +197,5 @@ func formatAge(d time.Duration) string {
 	case d >= day && d%day == 0:
 		return fmt.Sprintf("%dd", d/day)
 	}
-	return formatDuration(d)
+	return cmdline.FormatDuration(d)
 }

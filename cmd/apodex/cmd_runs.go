@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/complete"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runinfo"
@@ -42,30 +44,30 @@ type runFilter struct {
 }
 
 // register adds the filter's flags; prune has its own age flag.
-func (f *runFilter) register(fs *flagSet, listing bool) {
+func (f *runFilter) register(fs *cmdline.FlagSet, listing bool) {
 	fs.BoolVar(&f.all, "all", false, "also the rollouts of evals (hidden otherwise: apodex eval makes many)")
 	fs.StringVar(&f.evalID, "eval", "", "only the rollouts of this eval (an id from ls ~/.apodex/evals, or a unique prefix)")
 	fs.StringVar(&f.status, "status", "", "only runs with this status")
-	fs.choices("status", runStatuses...)
+	fs.Choices("status", runStatuses...)
 	fs.StringVar(&f.kind, "kind", "", "only runs of this kind: react or team (the mode), world (a rollout of a stored world), eval (an eval's rollout)")
-	fs.choices("kind", runKinds...)
+	fs.Choices("kind", runKinds...)
 	if listing {
 		fs.Func("since", "only runs started since then: an age (7d, 12h, 2w) or a date (2026-01-31)", func(s string) error {
 			t, err := parseSince(s, time.Now())
 			f.since = t
 			return err
 		})
-		fs.meta("since", "AGE|DATE")
+		fs.Meta("since", "AGE|DATE")
 	}
 }
 
 // check validates the filter; rollouts maps run ids to their evals.
 func (f *runFilter) check(home string) error {
 	if f.status != "" && !slices.Contains(runStatuses, f.status) {
-		return usagef("--status %q: use %s", f.status, orList(runStatuses))
+		return cmdline.Usagef("--status %q: use %s", f.status, orList(runStatuses))
 	}
 	if f.kind != "" && !slices.Contains(runKinds, f.kind) {
-		return usagef("--kind %q: use %s", f.kind, orList(runKinds))
+		return cmdline.Usagef("--kind %q: use %s", f.kind, orList(runKinds))
 	}
 	if f.evalID != "" {
 		id, err := findEval(home, f.evalID)
@@ -105,23 +107,23 @@ func (f *runFilter) keep(i run.Info, rollouts map[string]string) bool {
 }
 
 func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("runs", "[flags]", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("a JSON array")
+	fs := cmdline.NewFlagSet("runs", "[flags]", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("a JSON array")
 	var f runFilter
 	f.register(fs, true)
 	limit := fs.Int("limit", 0, "only the newest N runs (0: all)")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("unexpected argument %q; to see one run use `apodex show RUN`", pos[0])
+		return cmdline.Usagef("unexpected argument %q; to see one run use `apodex show RUN`", pos[0])
 	}
 	if *limit < 0 {
-		return usagef("--limit must be ≥ 0")
+		return cmdline.Usagef("--limit must be ≥ 0")
 	}
-	h := homeDir(*home)
+	h := cmdline.HomeDir(*home)
 	if err := f.check(h); err != nil {
 		return err
 	}
@@ -149,7 +151,7 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		if shown == nil {
 			shown = []run.Info{}
 		}
-		writeJSON(stdout, shown)
+		cmdline.WriteJSON(stdout, shown)
 		return nil
 	}
 	if len(shown) == 0 {
@@ -180,7 +182,7 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 // prefix).
 func findEval(home, id string) (string, error) {
 	var match []string
-	for _, e := range ids(argEval, home) {
+	for _, e := range complete.IDs(complete.Eval, home) {
 		if e == id {
 			return e, nil
 		}
@@ -192,9 +194,9 @@ func findEval(home, id string) (string, error) {
 	case 1:
 		return match[0], nil
 	case 0:
-		return "", usagef("no eval %q under %s (evals are listed in %s/evals)", id, home, home)
+		return "", cmdline.Usagef("no eval %q under %s (evals are listed in %s/evals)", id, home, home)
 	}
-	return "", usagef("%q matches %d evals; give more of the id", id, len(match))
+	return "", cmdline.Usagef("%q matches %d evals; give more of the id", id, len(match))
 }
 
 // parseSince reads --since: an age before now (7d, 12h, 2w, 90m) or a

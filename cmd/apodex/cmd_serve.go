@@ -10,27 +10,29 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/web"
 )
 
 // cmdServe is apodex serve: the HTTP API and the live page over a home.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "[flags]", stdout, stderr)
-	home := fs.homeFlag()
+	fs := cmdline.NewFlagSet("serve", "[flags]", stdout, stderr)
+	home := fs.HomeFlag()
 	addr := fs.String("addr", "127.0.0.1:7777", "where to listen; an address beyond loopback needs --token")
 	token := fs.String("token", "", "require this token on every API call (Authorization: Bearer, or the page's cookie); \"generate\" makes one and prints it with the URL")
-	pos, err := fs.parse(args)
+	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("serve takes no arguments; see `apodex serve --help`")
+		return cmdline.Usagef("serve takes no arguments; see `apodex serve --help`")
 	}
 	if *token == "generate" {
 		*token = web.NewToken()
 	}
 	if !web.IsLoopback(*addr) && *token == "" {
-		return usagef("--addr %s is reachable from other machines: give --token T (or --token generate), or listen on 127.0.0.1", *addr)
+		return cmdline.Usagef("--addr %s is reachable from other machines: give --token T (or --token generate), or listen on 127.0.0.1", *addr)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -43,13 +45,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		key = web.NewToken()
 	}
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Home: homeDir(*home), Token: *token, ControlKey: key, Sender: sender(), Log: slog.New(slog.NewTextHandler(stderr, nil))}),
+		Handler:           web.New(web.Config{Home: cmdline.HomeDir(*home), Token: *token, ControlKey: key, Sender: livecmd.Sender(), Log: slog.New(slog.NewTextHandler(stderr, nil))}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx }, // streams end with the command
 	}
 	url := "http://" + ln.Addr().String() + "/?token=" + *token + key
-	fmt.Fprintf(stdout, "apodex serve: %s (runs under %s; Ctrl-C stops)\n", url, homeDir(*home))
+	fmt.Fprintf(stdout, "apodex serve: %s (runs under %s; Ctrl-C stops)\n", url, cmdline.HomeDir(*home))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

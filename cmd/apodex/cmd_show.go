@@ -6,18 +6,19 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/grade"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/state"
 )
 
 func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("show", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("a JSON object")
+	fs := cmdline.NewFlagSet("show", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("a JSON object")
 	artifacts := fs.Bool("artifacts", false, "print the artifact index: each file the agents produced with its provenance chain")
 	showGrade := fs.Bool("grade", false, "print the run's HDS6 grade (grade.json, from `apodex grade`)")
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -32,7 +33,7 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *jsonOut {
-		writeJSON(stdout, info)
+		cmdline.WriteJSON(stdout, info)
 		return nil
 	}
 	runinfo.Render(stdout, info)
@@ -51,7 +52,7 @@ func showArtifacts(dir string, jsonOut bool, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "apodex show: the record is damaged, showing the state before it: %v\n", err)
 	}
 	if jsonOut {
-		writeJSON(stdout, st.Index(filepath.Base(dir)))
+		cmdline.WriteJSON(stdout, st.Index(filepath.Base(dir)))
 		return nil
 	}
 	return st.RenderIndex(stdout, filepath.Base(dir))
@@ -63,7 +64,7 @@ func showGradeOf(dir string, jsonOut bool, stdout io.Writer) error {
 		return fmt.Errorf("%s has no grade yet (%v); run `apodex grade %s`", filepath.Base(dir), err, filepath.Base(dir))
 	}
 	if jsonOut {
-		writeJSON(stdout, g)
+		cmdline.WriteJSON(stdout, g)
 		return nil
 	}
 	grade.Render(stdout, g)

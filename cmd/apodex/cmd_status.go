@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/run"
 )
 
 func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("a JSON object")
-	dir, err := fs.oneRun(args, home)
+	fs := cmdline.NewFlagSet("status", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("a JSON object")
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -22,7 +23,7 @@ func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	p.Status = liveStatus(dir, p.Status)
 	if *jsonOut {
-		writeJSON(stdout, p)
+		cmdline.WriteJSON(stdout, p)
 	} else {
 		fmt.Fprintln(stdout, p.Text())
 	}

@@ -7,16 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 )
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("verify", "[flags] RUN", stdout, stderr)
-	home := fs.homeFlag()
-	jsonOut := fs.jsonFlag("a JSON object")
+	fs := cmdline.NewFlagSet("verify", "[flags] RUN", stdout, stderr)
+	home := fs.HomeFlag()
+	jsonOut := fs.JSONFlag("a JSON object")
 	rec := fs.Bool("record", false, "check the record's integrity instead (its hash chain and head: is it as apodex wrote it?)")
-	dir, err := fs.oneRun(args, home)
+	dir, err := fs.OneRun(args, home)
 	if err != nil {
 		return err
 	}
@@ -28,7 +29,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *jsonOut {
-		writeJSON(stdout, rv)
+		cmdline.WriteJSON(stdout, rv)
 	} else {
 		if rv.Warning != "" {
 			fmt.Fprintf(stdout, "WARNING: %s\n", rv.Warning)
@@ -42,7 +43,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "run %s: verification %s\n", rv.RunID, passWord(rv.Passed))
 	}
 	if !rv.Passed {
-		return exitError(exitFailed)
+		return cmdline.ExitError(cmdline.ExitFailed)
 	}
 	return nil
 }
@@ -93,12 +94,12 @@ func verifyRecord(dir string, jsonOut bool, stdout io.Writer) error {
 		rc.Text += "; its last line is torn (the process stopped mid-write: apodex resume cuts it)"
 	}
 	if jsonOut {
-		writeJSON(stdout, rc)
+		cmdline.WriteJSON(stdout, rc)
 	} else {
 		fmt.Fprintf(stdout, "record of run %s: %s\n", rc.RunID, rc.Text)
 	}
 	if in.Err != nil {
-		return exitError(exitFailed)
+		return cmdline.ExitError(cmdline.ExitFailed)
 	}
 	return nil
 }

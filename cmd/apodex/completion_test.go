@@ -59,7 +59,7 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"run", "--max-turns", ""}, nil},
 	}
 	for _, c := range cases {
-		if got := complete(c.words); !slices.Equal(got, c.want) {
+		if got := completion().Words(c.words); !slices.Equal(got, c.want) {
 			t.Errorf("complete %q = %q; want %q", c.words, got, c.want)
 		}
 	}

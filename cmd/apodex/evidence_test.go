@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
@@ -333,7 +334,7 @@ func TestCorpusConfigErrors(t *testing.T) {
 	} {
 		args := append([]string{"run", "--home", home, "--provider", "scripted", "--script", "../../examples/search-answer/script.json"}, c.args...)
 		code, _, errOut := cli(t, append(args, "answer")...)
-		if code != exitUsage || !strings.Contains(errOut, c.want) {
+		if code != cmdline.ExitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d %q, want %q", c.args, code, errOut, c.want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
@@ -29,7 +30,7 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func cliIn(t *testing.T, in string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = Run(WithStdin(context.Background(), strings.NewReader(in)), args, &out, &errb)
+	code = Run(cmdline.WithStdin(context.Background(), strings.NewReader(in)), args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 

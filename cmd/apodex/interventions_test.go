@@ -776,8 +776,8 @@ func TestCancelWhileModelCallInFlight(t *testing.T) {
 }
 
 // Every goroutine of a run ends with it: once `apodex run` has returned,
-// nothing writes into the run directory. Here the sender of a cancel still
-// holds the inbox lock after writing its line (as a sender in another
+// nothing writes into the run directory. Here the livecmd.Sender of a cancel still
+// holds the inbox lock after writing its line (as a livecmd.Sender in another
 // process may, between its write and its fsync) while the run applies it.
 func TestNothingWritesAfterTheRunReturns(t *testing.T) {
 	r := ivStart(t, ivLead(nil, ivDispatch, ivWait), ivSub, []string{"lead"})
@@ -809,7 +809,7 @@ func TestNothingWritesAfterTheRunReturns(t *testing.T) {
 	}
 }
 
-// ivLockInbox takes the run's inbox lock as a sender does.
+// ivLockInbox takes the run's inbox lock as a livecmd.Sender does.
 func ivLockInbox(t *testing.T, dir string) (unlock func()) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(dir, inbox.LockFile), os.O_RDWR|os.O_CREATE, 0o644)
@@ -1091,8 +1091,8 @@ func TestSayToMissingOrFinishedRun(t *testing.T) {
 
 // A flood of 1,000 messages from two senders at once, into a live run
 // that keeps delivering while they send: all kept, ids unique and gapless,
-// each sender's in its own order, all delivered in id order, none twice.
-// One sender is `apodex say`, the other a program using the inbox package
+// each livecmd.Sender's in its own order, all delivered in id order, none twice.
+// One livecmd.Sender is `apodex say`, the other a program using the inbox package
 // (as the HTTP API does).
 func TestFloodFromTwoSenders(t *testing.T) {
 	r := ivStart(t, ivLead(nil, ivDispatch, ivWait), ivSub, []string{"sub"},

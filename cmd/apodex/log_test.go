@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
@@ -228,7 +230,7 @@ func TestDebugLog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, errOut)
 	}
-	b, err := os.ReadFile(filepath.Join(decodeSummary(t, out).RunDir, LogFile))
+	b, err := os.ReadFile(filepath.Join(decodeSummary(t, out).RunDir, runflags.LogFile))
 	if err != nil || !strings.Contains(string(b), `"msg":"run started"`) || !strings.Contains(string(b), `"msg":"model response"`) {
 		t.Errorf("debug log: %v\n%s", err, b)
 	}
@@ -280,7 +282,7 @@ func TestLogAfterAResume(t *testing.T) {
 	var src string
 	waitFor(t, func() bool {
 		if src == "" {
-			src, _ = findRun(home, "latest")
+			src, _ = cmdline.FindRun(home, "latest")
 		}
 		return src != "" && strings.Contains(fileContent(t, filepath.Join(src, record.EventsFile)), `"type":"tool_call"`)
 	})

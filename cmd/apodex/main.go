@@ -4,37 +4,40 @@
 // Exit codes: 0 the run completed; 1 it ended without completing (or a
 // lookup failed); 2 usage or configuration error (a bad flag, an unknown
 // run id, a provider without its key). Every error is one line on stderr
-// that says what to do; codeOf is the only place errors become codes.
+// that says what to do; cmdline.CodeOf is the only place errors become codes.
 //
-// Each command is one file (cmd_NAME.go) and one line in commands(); flags
-// shared by commands are groups (home, model, output) registered in one call.
+// Each command is one function and one line in commands(): the reading
+// commands in cmd_NAME.go here, the others in the packages of
+// internal/cmdline (runcmd, livecmd, evalcmd); flags shared by commands
+// are groups (home, model, output) registered in one call.
 //
 // Run hands every command stdout and stderr wrapped in termtext.Writer, so
 // text from a model, a command or a file never reaches a terminal raw. The
-// few outputs that must stay exact (JSON: writeJSON, log --json, board
+// few outputs that must stay exact (JSON: cmdline.WriteJSON, log --json, board
 // --json, export) or that colour their own cleaned parts (log, progress,
 // doctor) write to termtext.Raw of them.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
 
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/evalcmd"
+	"github.com/apodex/apodex/internal/cmdline/livecmd"
+	"github.com/apodex/apodex/internal/cmdline/runcmd"
 	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/version"
 )
 
 func main() {
-	ctx, stop := signalContext(context.Background(), os.Stderr)
-	code := Run(WithStdin(ctx, os.Stdin), os.Args[1:], os.Stdout, os.Stderr)
+	ctx, stop := cmdline.SignalContext(context.Background(), os.Stderr)
+	code := Run(cmdline.WithStdin(ctx, os.Stdin), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	atExit()
 	os.Exit(code)
@@ -43,31 +46,7 @@ func main() {
 // atExit runs just before the process exits (a profiling build sets it).
 var atExit = func() {}
 
-type stdinKey struct{}
-
-// WithStdin gives the commands that read standard input (run -, attach)
-// r as it: main passes the process's, a test its own. Without it they
-// read nothing.
-func WithStdin(ctx context.Context, r io.Reader) context.Context {
-	return context.WithValue(ctx, stdinKey{}, r)
-}
-
-// stdin is the standard input WithStdin gave ctx, else an empty one.
-func stdin(ctx context.Context) io.Reader {
-	if r, ok := ctx.Value(stdinKey{}).(io.Reader); ok && r != nil {
-		return r
-	}
-	return strings.NewReader("")
-}
-
-// Exit codes.
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitUsage  = 2
-)
-
-// command is one subcommand. run returns nil for success; see codeOf for
+// command is one subcommand. run returns nil for success; see cmdline.CodeOf for
 // what the other errors mean.
 type command struct {
 	name    string
@@ -77,7 +56,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"run", "run an agent on an objective", cmdRun},
+		{"run", "run an agent on an objective", runcmd.Run},
 		{"runs", "list runs (eval rollouts with --all); filter by --status, --kind, --since, --eval", cmdRuns},
 		{"rm", "remove runs: each run's directory (a live run is refused)", cmdRm},
 		{"prune", "remove the runs older than an age: prune --older-than 30d [--keep-failed] (live runs are kept)", cmdPrune},
@@ -87,25 +66,25 @@ func commands() []command {
 		{"verify", "rerun a run's task verifier on its final state", cmdVerify},
 		{"evidence", "list a run's evidence ids (Q): kind, source, span, and where each was cited", cmdEvidence},
 		{"grade", "grade a run's process by the HDS6 rubric (mapper, judge, reviewer, arbiter); writes RUN/grade.json", cmdGrade},
-		{"export", "export runs or evals as training data: chat JSONL, ATIF v1.7 or the native archive, with filters", cmdExport},
+		{"export", "export runs or evals as training data: chat JSONL, ATIF v1.7 or the native archive, with filters", evalcmd.Export},
 		{"pivot", "find where a failed run parted from its successful siblings (JSON for an RL trainer)", cmdPivot},
 		{"claims", "print a team run's claim ledger: claims, evidence, artifacts, verdicts, statuses, load-bearing flags", cmdClaims},
-		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", cmdReview},
+		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", livecmd.Review},
 		{"diff", "print what a run on a tree (run --repo) changed, as a unified diff in git's format", cmdDiff},
 		{"apply", "apply a run's change to its tree (or --to DIR): all or nothing, refusing files changed there since", cmdApply},
-		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", cmdReplay},
-		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", cmdSay},
-		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", cmdAttach},
-		{"messages", "list a run's messages and their state", cmdMessages},
+		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", runcmd.Replay},
+		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", livecmd.Say},
+		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", livecmd.Attach},
+		{"messages", "list a run's messages and their state", livecmd.Messages},
 		{"serve", "serve the HTTP API and a live page of the runs: board, timeline, files, evidence, interventions", cmdServe},
 		{"status", "a run's progress, from its board and record", cmdStatus},
-		{"pause", "stop a live run's model calls until resume", cmdControl("pause")},
-		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", cmdResume},
-		{"continue", "start a new segment of a finished run with a follow-up: same workspace, history and settings", cmdContinue},
-		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", cmdControl("cancel")},
-		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", cmdEval},
-		{"worker", "run the rollouts of evals queued on NATS JetStream (worker --nats URL)", cmdWorker},
-		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", cmdWorlds},
+		{"pause", "stop a live run's model calls until resume", livecmd.Control("pause")},
+		{"resume", "continue a run: a paused one goes on; one whose process died (kill -9, crash) is resumed from its record", runcmd.Resume},
+		{"continue", "start a new segment of a finished run with a follow-up: same workspace, history and settings", runcmd.Continue},
+		{"cancel", "end a live run (termination cancelled; delivered outputs kept)", livecmd.Control("cancel")},
+		{"eval", "run a suite of world rollouts and score them (eval SUITE.yaml, eval show ID, eval resume ID)", evalcmd.Eval},
+		{"worker", "run the rollouts of evals queued on NATS JetStream (worker --nats URL)", evalcmd.Worker},
+		{"worlds", "build, list, show, check and generate worlds (immutable, content-addressed tasks)", evalcmd.Worlds},
 		{"config", "print the effective settings and where each came from (config show)", cmdConfig},
 		{"mcp", "MCP servers: list the configured ones with their state and tools (mcp list); serve Apodex's runs as MCP tools (mcp serve)", cmdMCP},
 		{"doctor", "check the sandbox, the tools agents use, the home directory and a model endpoint", cmdDoctor},
@@ -118,8 +97,8 @@ func commands() []command {
 // legacy adapts a command that returns its exit code itself.
 func legacy(f func(context.Context, []string, io.Writer, io.Writer) int) func(context.Context, []string, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if code := f(ctx, args, stdout, stderr); code != exitOK {
-			return exitError(code)
+		if code := f(ctx, args, stdout, stderr); code != cmdline.ExitOK {
+			return cmdline.ExitError(code)
 		}
 		return nil
 	}
@@ -130,39 +109,39 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	globals, args, err := leadingGlobals(args)
 	if err != nil {
 		fmt.Fprintf(termtext.NewWriter(stderr), "apodex: %v\n", err)
-		return exitUsage
+		return cmdline.ExitUsage
 	}
 	if len(args) == 0 {
 		usage(stdout)
-		return exitUsage
+		return cmdline.ExitUsage
 	}
 	name := args[0]
 	switch name {
 	case "-h", "--help":
 		usage(stdout)
-		return exitOK
+		return cmdline.ExitOK
 	case "--version":
 		name = "version"
 	}
 	stdout, stderr = termtext.NewWriter(stdout), termtext.NewWriter(stderr)
 	if name == "__complete" { // the completion scripts' helper; not a command people type
 		cmdComplete(args[1:], stdout)
-		return exitOK
+		return cmdline.ExitOK
 	}
 	c, ok := lookup(name)
 	switch {
 	case !ok && strings.HasPrefix(name, "-"):
 		fmt.Fprintf(stderr, "apodex: %s before the command: only --home, --profile and --log-level may come before it; put the others after the command\n", name)
-		return exitUsage
+		return cmdline.ExitUsage
 	case !ok:
 		fmt.Fprintf(stderr, "apodex: unknown command %q; run `apodex --help` for the list\n", name)
-		return exitUsage
+		return cmdline.ExitUsage
 	}
 	rest := args[1:]
 	if len(globals) > 0 {
 		if err := takesGlobals(c, rest, globals); err != nil {
 			fmt.Fprintf(stderr, "apodex %s: %v\n", c.name, err)
-			return exitUsage
+			return cmdline.ExitUsage
 		}
 		// After the subcommand and the arguments (flags may follow them),
 		// before a "--" that ends the flags.
@@ -173,8 +152,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rest = slices.Concat(rest[:at], globals, rest[at:])
 	}
 	err = c.run(ctx, rest, stdout, stderr)
-	code := codeOf(err)
-	if msg := errorLine(err); msg != "" {
+	code := cmdline.CodeOf(err)
+	if msg := cmdline.ErrorLine(err); msg != "" {
 		fmt.Fprintf(stderr, "apodex %s: %s\n", c.name, msg)
 	}
 	return code
@@ -193,12 +172,12 @@ func leadingGlobals(args []string) (globals, rest []string, err error) {
 			if len(globals) == 0 && slices.Contains([]string{"-h", "--help", "--version"}, args[0]) { // Run's own
 				return nil, args, nil
 			}
-			return nil, nil, usagef("%s before the command: only --home, --profile and --log-level may come before it; put the others after the command", args[0])
+			return nil, nil, cmdline.Usagef("%s before the command: only --home, --profile and --log-level may come before it; put the others after the command", args[0])
 		}
 		args = args[1:]
 		if !hasValue {
 			if len(args) == 0 {
-				return nil, nil, usagef("--%s needs a value", name)
+				return nil, nil, cmdline.Usagef("--%s needs a value", name)
 			}
 			value, args = args[0], args[1:]
 		}
@@ -226,7 +205,7 @@ func takesGlobals(c command, args, globals []string) error {
 				which = append(which, o.name)
 			}
 		}
-		return usagef("%s does not apply to `apodex %s` (it does to: %s)", name, strings.TrimSpace(c.name+" "+sub), strings.Join(which, ", "))
+		return cmdline.Usagef("%s does not apply to `apodex %s` (it does to: %s)", name, strings.TrimSpace(c.name+" "+sub), strings.Join(which, ", "))
 	}
 	return nil
 }
@@ -238,48 +217,6 @@ func lookup(name string) (command, bool) {
 		}
 	}
 	return command{}, false
-}
-
-// Errors that carry an exit code.
-type (
-	// usageError: the command line is wrong (exit 2).
-	usageError struct{ msg string }
-	// exitError: the outcome was already printed; only the code is left.
-	exitError int
-)
-
-func (e *usageError) Error() string { return e.msg }
-func (e exitError) Error() string   { return fmt.Sprintf("exit %d", int(e)) }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
-
-// codeOf is the one place errors become exit codes.
-func codeOf(err error) int {
-	var (
-		ue   *usageError
-		ce   *run.ConfigError
-		code exitError
-	)
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case errors.As(err, &code):
-		return int(code)
-	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, run.ErrNotFound):
-		return exitUsage
-	default:
-		return exitFailed
-	}
-}
-
-// errorLine is what the user sees of err: one line, or nothing when the
-// command printed the outcome itself.
-func errorLine(err error) string {
-	var code exitError
-	if err == nil || errors.Is(err, flag.ErrHelp) || errors.As(err, &code) {
-		return ""
-	}
-	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "\n  ")
 }
 
 func usage(w io.Writer) {
@@ -305,7 +242,7 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	c, ok := lookup(name)
 	if !ok {
-		return usagef("unknown command %q; run `apodex --help` for the list", args[0])
+		return cmdline.Usagef("unknown command %q; run `apodex --help` for the list", args[0])
 	}
 	if c.name == "help" {
 		fmt.Fprintln(stdout, "Usage: apodex help COMMAND\n\nPrints the command's flags, exactly as `apodex COMMAND --help` does.")
@@ -315,8 +252,8 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", "", stdout, stderr)
-	if _, err := fs.parse(args); err != nil {
+	fs := cmdline.NewFlagSet("version", "", stdout, stderr)
+	if _, err := fs.Parse(args); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "apodex", version.Runtime)

@@ -20,6 +20,7 @@ import (
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/mcp/mcptest"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runtest"
 )
 
@@ -451,8 +452,8 @@ func TestMCPResumeRestartsServers(t *testing.T) {
 // starts a run from a task file, reads its status, sends it a message the
 // coordinator reads before its next model call, waits for it with a
 // progress notification per step, and gets its verified outcome and a
-// delivered file. A second run goes on after the client disconnects. Over
-// --http, a request without the printed token is refused.
+// delivered file. A second run goes on to its end after the server was
+// killed. Over --http, a request without the printed token is refused.
 func TestMCPServe(t *testing.T) {
 	runtest.NeedSandbox(t)
 	home, dir := t.TempDir(), t.TempDir()
@@ -474,7 +475,7 @@ verify:
 		second := strings.Contains(req.Messages[1].Content, "second job")
 		switch turn := teamTurn(req); {
 		case second && turn == 0:
-			select {
+			select { // the server is killed while the run waits here
 			case <-released:
 			case <-time.After(30 * time.Second):
 				t.Error("the second run was never released")
@@ -572,20 +573,46 @@ verify:
 		t.Error("run_outputs read outside the run's planes")
 	}
 
-	// The client leaves while a run is going: the run goes on to its end.
+	// A run that cannot start says why (its process's error).
+	missing := filepath.Join(dir, "no-such-dir")
+	if text, isErr, err := c.Call(ctx, "start_run", map[string]any{"objective": "x", "inputs": missing}, nil); err != nil || !isErr || !strings.Contains(text, "the run did not start") || !strings.Contains(text, missing) {
+		t.Errorf("start_run with missing inputs: %q %v %v", text, isErr, err)
+	}
+
+	// The server is killed while a run is going (a host ending its MCP
+	// servers does that): the run is a process of its own, still live,
+	// and goes on to its end.
 	raw = mustCall("start_run", map[string]any{"objective": "The second job: write /workspace/second.txt"}, nil)
 	var second struct {
 		RunDir string `json:"run_dir"`
 	}
 	json.Unmarshal([]byte(raw), &second)
-	go func() { time.Sleep(200 * time.Millisecond); close(released) }()
-	c.Close() // closes the server's stdin; it stays until its run ended
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Wait()
+	if got := runinfo.Liveness(second.RunDir); got != runinfo.Live {
+		t.Errorf("the second run after the server was killed: %s, want live", got)
+	}
+	close(released)
+	waitFinished(t, second.RunDir)
 	evs := runtest.Events(t, second.RunDir)
-	if last := evs[len(evs)-1]; last.Type != record.TypeRunFinished {
-		t.Fatalf("the second run's record ends with %s", last.Type)
+	var fin record.RunFinished
+	if last := evs[len(evs)-1]; last.Type != record.TypeRunFinished || last.Decode(&fin) != nil || fin.Status != "completed" {
+		t.Fatalf("the second run's record ends with %s %+v", last.Type, fin)
 	}
 	if got := fileContent(t, filepath.Join(second.RunDir, "workspace", "second.txt")); got != "done\n" {
 		t.Errorf("second.txt %q", got)
+	}
+}
+
+// waitFinished waits (up to a minute) until the run in dir has finished.
+func waitFinished(t *testing.T, dir string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); runinfo.Liveness(dir) != runinfo.Finished; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s did not finish: %s", filepath.Base(dir), runinfo.Liveness(dir))
+		}
 	}
 }
 

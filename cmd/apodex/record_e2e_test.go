@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runtest"
 )
@@ -154,7 +155,7 @@ func TestTamperedRecordRefused(t *testing.T) {
 		{"export", "--home", home, "--format", "chat", s.RunID},
 	} {
 		code, out, errOut := cli(t, args...)
-		if code != exitFailed || !strings.Contains(out+errOut, want) {
+		if code != cmdline.ExitFailed || !strings.Contains(out+errOut, want) {
 			t.Errorf("%s of an edited record: exit %d\n%s%s", args[0], code, out, errOut)
 		}
 	}
@@ -168,7 +169,7 @@ func TestTamperedRecordRefused(t *testing.T) {
 	cut := bytes.Join(lines[:n-1], nil)
 	os.WriteFile(p, cut, 0o644)
 	code, out, errOut = cli(t, "resume", "--home", home, "--quiet", s.RunID)
-	if code != exitFailed || !strings.Contains(errOut, fmt.Sprintf("line %d (seq %d): the record ends at seq %d, but events.head says seq %d was written", n, n, n-1, n)) {
+	if code != cmdline.ExitFailed || !strings.Contains(errOut, fmt.Sprintf("line %d (seq %d): the record ends at seq %d, but events.head says seq %d was written", n, n, n-1, n)) {
 		t.Errorf("resume of a record whose run_finished was dropped: exit %d\n%s%s", code, out, errOut)
 	}
 	if after, _ := os.ReadFile(p); !bytes.Equal(after, cut) {

@@ -14,13 +14,14 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/runtest"
 )
 
 func TestServeRefusesAnOpenAddressWithoutAToken(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
 		code, _, stderr := cli(t, "serve", "--home", t.TempDir(), "--addr", addr)
-		if code != exitUsage || !strings.Contains(stderr, "--token") {
+		if code != cmdline.ExitUsage || !strings.Contains(stderr, "--token") {
 			t.Errorf("serve --addr %s: exit %d, %q", addr, code, stderr)
 		}
 	}
@@ -36,7 +37,7 @@ func serveCLI(t *testing.T, args ...string) string {
 	go func() { done <- Run(ctx, append([]string{"serve"}, args...), out, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()
-		if code := <-done; code != exitOK {
+		if code := <-done; code != cmdline.ExitOK {
 			t.Errorf("serve exited %d", code)
 		}
 	})
@@ -55,7 +56,7 @@ func TestServeListsRunsAndGeneratesAToken(t *testing.T) {
 	runtest.NeedSandbox(t) // the team demo's script expects the sandbox's outputs
 	home := t.TempDir()
 	if code, _, stderr := cli(t, "run", "--home", home, "--provider", "scripted", "--script", "../../examples/team-csv/script.json",
-		"--mode", "team", "--inputs", "../../examples/team-csv/inputs", "--quiet", "Sum north and south and report"); code != exitOK {
+		"--mode", "team", "--inputs", "../../examples/team-csv/inputs", "--quiet", "Sum north and south and report"); code != cmdline.ExitOK {
 		t.Fatalf("team demo: exit %d %s", code, stderr)
 	}
 	url := serveCLI(t, "--home", home, "--addr", "127.0.0.1:0")
@@ -147,7 +148,7 @@ func TestRunExportsSpans(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
 	code, stdout, stderr := cli(t, "run", "--home", t.TempDir(), "--provider", "scripted", "--script", "../../examples/team-csv/script.json",
 		"--mode", "team", "--inputs", "../../examples/team-csv/inputs", "--json", "Sum north and south and report")
-	if code != exitOK {
+	if code != cmdline.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	s := decodeSummary(t, stdout)

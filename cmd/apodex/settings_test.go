@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 )
@@ -48,7 +49,7 @@ func TestRunFlagsReachTheRecord(t *testing.T) {
 		"--verify-max-turns", "3", "--effort", "off", "--effort-width", "3", "--effort-waves", "1", "--effort-budget", "10", "--synthesis", "off",
 		"--sub-timeout", "5m", "--merge-ignore", "*.tmp", "--require-finish"}
 	code, _, stderr := cli(t, args...)
-	if code == exitUsage || strings.Contains(stderr, "panic") {
+	if code == cmdline.ExitUsage || strings.Contains(stderr, "panic") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	dir := onlyRun(t, home)
@@ -97,7 +98,7 @@ func TestRunFlagsReachTheRecord(t *testing.T) {
 		t.Fatalf("resume of a run recorded without a sandbox, without --sandbox none: exit %d, %s", code, stderr)
 	}
 	code, _, stderr = cli(t, "resume", "--home", home, "--quiet", "--sandbox", "none", filepath.Base(dir))
-	if code == exitUsage || strings.Contains(stderr, "panic") {
+	if code == cmdline.ExitUsage || strings.Contains(stderr, "panic") {
 		t.Fatalf("resume: exit %d: %s", code, stderr)
 	}
 	if after, err := run.ReadStarted(dir); err != nil || !reflect.DeepEqual(after.Settings, want) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/jetstream"
 	"github.com/apodex/apodex/internal/sandbox"
@@ -78,7 +79,7 @@ func TestEvalOnNATSWithTwoWorkers(t *testing.T) {
 
 	bad := t.TempDir()
 	code, _, stderr = cli(t, "eval", "../../examples/suite/oracle.yaml", "--home", bad, "--nats", "nats://127.0.0.1:1")
-	if code != exitUsage || !strings.Contains(stderr, "nats://127.0.0.1:1") {
+	if code != cmdline.ExitUsage || !strings.Contains(stderr, "nats://127.0.0.1:1") {
 		t.Fatalf("unreachable URL: exit %d, %s", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(bad, "evals")); err == nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
@@ -77,7 +78,7 @@ func TestWorldsGenIdsLevelsAndCheck(t *testing.T) {
 	if code, stdout, _ := cli(t, "worlds", "list", "--home", home); code != 0 || strings.Count(stdout, "\n") != 12 {
 		t.Errorf("worlds list: exit %d, %d lines, want 12:\n%s", code, strings.Count(stdout, "\n"), stdout)
 	}
-	if code, _, stderr := cli(t, "worlds", "show", "--home", home, "w-000000000000"); code != exitFailed || !strings.Contains(stderr, "worlds list") {
+	if code, _, stderr := cli(t, "worlds", "show", "--home", home, "w-000000000000"); code != cmdline.ExitFailed || !strings.Contains(stderr, "worlds list") {
 		t.Errorf("unknown world: exit %d: %s", code, stderr)
 	}
 }
@@ -123,13 +124,13 @@ func TestRunWorldRecordsTheWorld(t *testing.T) {
 		t.Errorf("trainable after its world was modified: %v %v", ok, why)
 	}
 	code, _, stderr = cli(t, "run", "--home", home, "--world", id, "--provider", "scripted", "--script", script, "--quiet")
-	if code != exitUsage || !strings.Contains(stderr, "tests/expected.txt is not the file stored") {
+	if code != cmdline.ExitUsage || !strings.Contains(stderr, "tests/expected.txt is not the file stored") {
 		t.Errorf("run --world of a world whose test was replaced: exit %d: %s", code, stderr)
 	}
 	if code, _, stderr := cli(t, "replay", "--home", home, filepath.Base(dir)); code == 0 || !strings.Contains(stderr, "tests/expected.txt") {
 		t.Errorf("replay from a world whose test was replaced: exit %d: %s", code, stderr)
 	}
-	if code, _, stderr := cli(t, "run", "--home", home, "--world", id, "--task", script, "--provider", "scripted", "--script", script); code != exitUsage || !strings.Contains(stderr, "drop --task") {
+	if code, _, stderr := cli(t, "run", "--home", home, "--world", id, "--task", script, "--provider", "scripted", "--script", script); code != cmdline.ExitUsage || !strings.Contains(stderr, "drop --task") {
 		t.Errorf("--world with --task: exit %d: %s", code, stderr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 )
 
 // The step benchmarks measure the harness's own cost per step: a zero-latency
@@ -73,7 +74,7 @@ func benchConfig(b *testing.B, runner sandbox.Runner, call func(i int) llm.ToolC
 		resp.Usage = llm.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2, Reported: true}
 		return resp, nil
 	})
-	tools := append(tool.Builtins(tool.Env{FS: fs, Runner: runner}), tool.FinishTool{})
+	tools := append(builtin.Tools(builtin.Env{FS: fs, Runner: runner}), tool.FinishTool{})
 	rt := agent.Runtime{Model: model, Log: log, FS: fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}
 	return rt.Assemble(agent.Spec{Tools: tools}), dir
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/anthropic"
-	"github.com/apodex/apodex/internal/llm/llmtest"
+	"github.com/apodex/apodex/internal/llm/llmtest/strict"
 	"github.com/apodex/apodex/internal/llm/openai"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
@@ -50,9 +50,9 @@ func (m *randomModel) check(req *llm.Request) {
 		if err != nil {
 			m.t.Fatalf("request %d: %s body: %v", m.seen, name, err)
 		}
-		check := llmtest.CheckOpenAI
+		check := strict.CheckOpenAI
 		if name == "anthropic" {
-			check = llmtest.CheckAnthropic
+			check = strict.CheckAnthropic
 		}
 		if v := check(raw); v != nil {
 			m.t.Fatalf("request %d (%s) would be refused by %s: %v\n%s", m.seen, req.Purpose, name, v, raw)

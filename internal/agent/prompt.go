@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 )
 
 // The parts of a system prompt every agent shares. They are built from the
@@ -59,7 +60,7 @@ func ToolNotes(tools *tool.Set) string {
 	}
 	b.WriteString(concurrencyNote(serial, finish) + "\n")
 	if _, ok := tools.Get("bash"); ok {
-		b.WriteString("bash runs /bin/sh in a sandbox with these same paths and a private /tmp. " + tool.SandboxOffer() + "\n")
+		b.WriteString("bash runs /bin/sh in a sandbox with these same paths and a private /tmp. " + builtin.SandboxOffer() + "\n")
 	}
 	b.WriteString("Tool errors are observations: read them, fix the call and continue.\n")
 	b.WriteString("Your tools: " + strings.Join(tools.Names(), ", ") + ".\n")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,10 +58,13 @@ type MCPServer struct {
 	// NoSandbox (`sandbox = false`) runs a stdio server on the host, an
 	// explicit opt-out that is recorded; Network lets a sandboxed one
 	// reach the network; Planes are the run's planes it sees, read-only
-	// ("/inputs", "/workspace", "/outputs").
+	// ("/inputs", "/workspace", "/outputs"); Writable are the directories
+	// it may write ("/workspace" or a directory below it, cleaned), the
+	// only ones mounted writable in its sandbox.
 	NoSandbox bool
 	Network   bool
 	Planes    []string
+	Writable  []string
 	// Expand: values may hold ${VAR} or ${VAR:-default} (.mcp.json),
 	// expanded from the environment when the server starts.
 	Expand bool
@@ -116,10 +120,11 @@ type mcpEntry struct {
 	Sandbox           *bool             `toml:"sandbox" json:"sandbox"`
 	Network           bool              `toml:"network" json:"network"`
 	Planes            []string          `toml:"planes" json:"planes"`
+	Writable          []string          `toml:"writable" json:"writable"`
 }
 
 // mcpKeys are the keys of an entry, for messages.
-const mcpKeys = "command, args, env, env_vars, cwd, url, bearer_token_env_var, headers (or http_headers), env_http_headers, startup_timeout (or startup_timeout_sec), tool_timeout (or tool_timeout_sec), enabled_tools, disabled_tools, enabled, sandbox, network, planes"
+const mcpKeys = "command, args, env, env_vars, cwd, url, bearer_token_env_var, headers (or http_headers), env_http_headers, startup_timeout (or startup_timeout_sec), tool_timeout (or tool_timeout_sec), enabled_tools, disabled_tools, enabled, sandbox, network, planes, writable"
 
 // loadMCP reads the [mcp_servers.NAME] tables of a file, top level and per
 // profile; an unknown key is an error naming it.
@@ -199,7 +204,37 @@ func (e mcpEntry) server(name, source string) (MCPServer, error) {
 			s.Planes = append(s.Planes, plane)
 		}
 	}
+	for _, w := range e.Writable {
+		dir, err := writableDir(w)
+		if err != nil {
+			return s, fmt.Errorf("writable: %v", err)
+		}
+		if !slices.Contains(s.Writable, dir) {
+			s.Writable = append(s.Writable, dir)
+		}
+	}
 	return s, s.check()
+}
+
+// writableDir is a directory a server may write, as a plane path: the
+// workspace or a directory below it. /inputs is read-only for every tool;
+// /outputs is written only through publication (claim_outputs).
+func writableDir(w string) (string, error) {
+	clean := path.Clean("/" + strings.Trim(w, "/"))
+	for _, part := range strings.Split(strings.Trim(w, "/"), "/") {
+		if part == ".." {
+			return "", fmt.Errorf("%q: a path with .. is not allowed; give workspace or a directory below it, e.g. workspace/reports", w)
+		}
+	}
+	switch plane, _, _ := strings.Cut(strings.TrimPrefix(clean, "/"), "/"); plane {
+	case "workspace":
+		return clean, nil
+	case "inputs":
+		return "", fmt.Errorf("%q: /inputs is read-only for every tool; give workspace or a directory below it", w)
+	case "outputs":
+		return "", fmt.Errorf("%q: /outputs is written only through publication (the agent's claim_outputs); let the server write under workspace and the agent deliver from there", w)
+	}
+	return "", fmt.Errorf("%q is not in a plane; give workspace or a directory below it, e.g. workspace/reports", w)
 }
 
 // check refuses an entry that cannot work, saying what to change.
@@ -217,8 +252,10 @@ func (s MCPServer) check() error {
 		return errors.New("headers and bearer_token_env_var are for an HTTP server (url); this one has a command")
 	case s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") && !s.Expand:
 		return fmt.Errorf("url %q: use an http:// or https:// URL", s.URL)
-	case s.URL != "" && (len(s.Planes) > 0 || s.NoSandbox):
-		return errors.New("sandbox and planes are for a stdio server Apodex starts; an HTTP server runs elsewhere")
+	case s.URL != "" && (len(s.Planes) > 0 || len(s.Writable) > 0 || s.NoSandbox):
+		return errors.New("sandbox, planes and writable are for a stdio server Apodex starts; an HTTP server runs elsewhere")
+	case s.NoSandbox && len(s.Writable) > 0:
+		return errors.New("writable limits what a sandboxed server may write; with sandbox = false it runs on the host and writes wherever your user can: drop one of them")
 	}
 	return nil
 }
@@ -265,8 +302,8 @@ func timeout(key string, v any, sec, ms *float64) (time.Duration, error) {
 // {"mcpServers": {"NAME": {"command", "args", "env"} or {"type": "http",
 // "url", "headers"}}}); values may use ${VAR} and ${VAR:-default},
 // expanded when a server starts. Apodex's own keys (startup_timeout,
-// tool_timeout, enabled_tools, disabled_tools, sandbox, network, planes)
-// are accepted too; any other key is an error naming it.
+// tool_timeout, enabled_tools, disabled_tools, sandbox, network, planes,
+// writable) are accepted too; any other key is an error naming it.
 func MCPConfig(path string) (map[string]MCPServer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -348,4 +385,50 @@ func ExpandEnv(s string, getenv func(string) string) (string, error) {
 		return "", fmt.Errorf("${%s} is not set: set it in the environment or give a default (${%s:-value})", missing[0], missing[0])
 	}
 	return out, nil
+}
+
+// Describe is the entry in one line, as `apodex config show` prints it:
+// how it is reached and what it may do; of env and headers only the
+// names, values as written (before ${VAR} expansion).
+func (s MCPServer) Describe() string {
+	var b strings.Builder
+	if s.Transport() == "http" {
+		b.WriteString("http " + s.URL)
+		names := append(slices.Sorted(maps.Keys(s.Headers)), slices.Sorted(maps.Keys(s.EnvHeaders))...)
+		if len(names) > 0 {
+			b.WriteString("; headers " + strings.Join(names, ", "))
+		}
+		if s.BearerTokenEnvVar != "" {
+			b.WriteString("; token from $" + s.BearerTokenEnvVar)
+		}
+	} else {
+		b.WriteString("stdio " + strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")))
+		if envs := append(slices.Sorted(maps.Keys(s.Env)), s.EnvVars...); len(envs) > 0 {
+			b.WriteString("; env " + strings.Join(envs, ", "))
+		}
+		switch {
+		case s.NoSandbox:
+			b.WriteString("; sandbox = false (on the host, unisolated)")
+		default:
+			b.WriteString("; sandboxed, network " + map[bool]string{true: "outbound", false: "off"}[s.Network])
+			if len(s.Planes) > 0 {
+				b.WriteString(", reads " + strings.Join(s.Planes, " "))
+			}
+			if len(s.Writable) > 0 {
+				b.WriteString(", writes " + strings.Join(s.Writable, " "))
+			} else {
+				b.WriteString(", writes nothing")
+			}
+		}
+	}
+	if len(s.EnabledTools) > 0 {
+		b.WriteString("; only tools " + strings.Join(s.EnabledTools, ", "))
+	}
+	if len(s.DisabledTools) > 0 {
+		b.WriteString("; not tools " + strings.Join(s.DisabledTools, ", "))
+	}
+	if s.Disabled {
+		b.WriteString("; enabled = false (only a task naming it starts it)")
+	}
+	return b.String()
 }

@@ -24,6 +24,7 @@ startup_timeout_sec = 20
 tool_timeout = "90s"
 enabled_tools = ["search"]
 planes = ["inputs", "/workspace"]
+writable = ["workspace/reports/", "/workspace/reports", "workspace/a/./b"]
 network = true
 
 [mcp_servers.tracker]
@@ -45,7 +46,7 @@ sandbox = false
 	docs := f.MCP["docs"]
 	if docs.Command != "npx" || !slices.Equal(docs.Args, []string{"-y", "docs-server"}) || docs.Env["TOKEN"] != "s3cret" ||
 		docs.Startup() != 20*time.Second || docs.Tool() != 90*time.Second || !docs.Network ||
-		!slices.Equal(docs.Planes, []string{"/inputs", "/workspace"}) || docs.Transport() != "stdio" || docs.Source != "file "+p {
+		!slices.Equal(docs.Planes, []string{"/inputs", "/workspace"}) || !slices.Equal(docs.Writable, []string{"/workspace/reports", "/workspace/a/b"}) || docs.Transport() != "stdio" || docs.Source != "file "+p {
 		t.Fatalf("docs: %+v", docs)
 	}
 	tr := f.MCP["tracker"]
@@ -80,6 +81,12 @@ func TestMCPServerErrorsNameTheKey(t *testing.T) {
 		{"[mcp_servers.a]\ncommand = \"x\"\ntool_timeout = \"soon\"\n", "tool_timeout \"soon\""},
 		{"[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout = 3\nstartup_timeout_sec = 4\n", "give startup_timeout once"},
 		{"[mcp_servers.a]\ncommand = \"x\"\nplanes = [\"/etc\"]\n", "planes: \"/etc\" is not a plane"},
+		{"[mcp_servers.a]\ncommand = \"x\"\nwritable = [\"outputs\"]\n", "writable: \"outputs\": /outputs is written only through publication"},
+		{"[mcp_servers.a]\ncommand = \"x\"\nwritable = [\"/inputs/x\"]\n", "/inputs is read-only for every tool"},
+		{"[mcp_servers.a]\ncommand = \"x\"\nwritable = [\"workspace/../etc\"]\n", "a path with .. is not allowed"},
+		{"[mcp_servers.a]\ncommand = \"x\"\nwritable = [\"/tmp\"]\n", "\"/tmp\" is not in a plane"},
+		{"[mcp_servers.a]\ncommand = \"x\"\nsandbox = false\nwritable = [\"workspace\"]\n", "with sandbox = false it runs on the host"},
+		{"[mcp_servers.a]\nurl = \"http://h\"\nwritable = [\"workspace\"]\n", "sandbox, planes and writable are for a stdio server"},
 		{"[mcp_servers.\"a.b\"]\ncommand = \"x\"\n", "the name \"a.b\""},
 		{"[mcp_servers.a__b]\ncommand = \"x\"\n", "without \"__\""},
 	} {

@@ -168,6 +168,21 @@ type Deliverable struct {
 	schemaRaw []byte
 }
 
+// Schema is the compiled schema of JSONSchema, or a message saying why it
+// cannot be loaded; a deliverable built by hand, not parsed, has its schema
+// loaded here.
+func (d Deliverable) Schema() (*jsonschema.Schema, string) {
+	if d.schema != nil {
+		return d.schema, ""
+	}
+	_, sch, msg := loadSchema(d.JSONSchema, jsonschema.SchemeURLLoader{"file": jsonschema.FileLoader{}})
+	return sch, msg
+}
+
+// MatchedExt is the longest of Ext that Path ends in (lower case), the
+// extension content checks judge the file by.
+func (d Deliverable) MatchedExt() string { return matchExt(d.Path, d.Ext) }
+
 // Deliverable kinds (Deliverable.Kind).
 const (
 	KindReport = "report"

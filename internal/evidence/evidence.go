@@ -12,7 +12,11 @@
 //     exact text (inline up to InlineLimit bytes, else a blob), so Q is a
 //     fold over the record (Fold) and survives compaction (which never
 //     touches Q), resume (Restore) and replay;
-//   - Text returns exactly the text that was retrieved, or an error.
+//   - Text returns exactly the text that was retrieved, or an error;
+//   - a replay's Q that follows the original's (Follow) gives every text
+//     the original registered the id it had there, whatever order the
+//     calls of one turn end in (they run at once), unless the replay went
+//     another way (then one Add waits FollowWait and the rest do not).
 package evidence
 
 import (
@@ -54,6 +58,59 @@ type Registry struct {
 	items []Item // items[i] has id E(i+1)
 	byKey map[string]int
 	texts map[int]string // blob texts read or written in this process
+	// follow, in a replay, is the original's index (0-based) of each
+	// key; grown is closed (and replaced) whenever an item is added.
+	follow map[string]int
+	grown  chan struct{}
+}
+
+// FollowWait bounds how long an Add of a replay waits for the ids before
+// the one the original gave its text.
+const FollowWait = 5 * time.Second
+
+// Follow makes r, a replay's Q, give each text the id the original run's
+// Q (its items, in id order) gave it: an Add of a source span and text the
+// original registered as En waits, up to FollowWait, until E1…En-1 are
+// registered again. The calls of a turn run at once and end in any order
+// (a replayed MCP result at once, a read_file when its file is read);
+// without this their ids would follow that order.
+func (r *Registry) Follow(original []Item) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.follow = make(map[string]int, len(original))
+	for i, it := range original {
+		r.follow[key(it)] = i
+	}
+	r.grown = make(chan struct{})
+}
+
+// waitTurn waits until the items before the original's index of k are
+// registered (a replay), or FollowWait passed.
+func (r *Registry) waitTurn(k string) {
+	var timeout <-chan time.Time
+	for {
+		r.mu.Lock()
+		want, ok := r.follow[k]
+		if !ok || len(r.items) >= want {
+			r.mu.Unlock()
+			return
+		}
+		grown := r.grown
+		r.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(FollowWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-grown:
+		case <-timeout: // the replay went another way: stop following
+			r.mu.Lock()
+			r.follow = nil
+			r.mu.Unlock()
+			return
+		}
+	}
 }
 
 // New makes an empty Q that records into log (nil for none). now may be
@@ -146,6 +203,7 @@ func Hash(text string) string {
 // text returns the id it already has, and reused is true.
 func (r *Registry) Add(agent string, it Item, text string) (out Item, reused bool, err error) {
 	it.SHA256, it.Bytes, it.Text, it.TextRef, it.ID = Hash(text), len(text), "", "", ""
+	r.waitTurn(key(it))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i, ok := r.byKey[key(it)]; ok {
@@ -169,6 +227,10 @@ func (r *Registry) Add(agent string, it Item, text string) (out Item, reused boo
 	}
 	r.items = append(r.items, it)
 	r.byKey[key(it)] = len(r.items) - 1
+	if r.grown != nil {
+		close(r.grown)
+		r.grown = make(chan struct{})
+	}
 	if it.TextRef != "" {
 		r.texts[len(r.items)-1] = text
 	}

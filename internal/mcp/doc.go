@@ -13,8 +13,11 @@
 //     directory of its command at /mcp/command, its cwd at /mcp/cwd and
 //     the planes its entry names, all read-only, and no network unless its
 //     entry says network = true (outbound only, never the host's
-//     loopback); sandbox = false runs it on the host, recorded as
-//     sandbox "none";
+//     loopback); only the directories its entry names writable
+//     (/workspace or below, none a symbolic link) are mounted writable,
+//     and the files a call changed there are the call's deltas (a replay
+//     makes them again from the record); sandbox = false runs it on the
+//     host, recorded as sandbox "none";
 //   - each tool is offered as mcp__NAME__TOOL (names the providers
 //     accept, never a built-in's) with the server's description and input
 //     schema; a tool whose schema is not a valid JSON Schema of an object

@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/workspace"
 )
 
 // Env is what the servers of a run start with and answer into.
@@ -23,6 +24,9 @@ type Env struct {
 	// Planes maps a plane path ("/inputs", "/workspace", "/outputs") to
 	// its host directory, for the servers whose entries name it.
 	Planes map[string]string
+	// Workspace is the run's planes, for the files a call of a server
+	// that may write (writable) changed; nil: none are recorded.
+	Workspace *workspace.FS
 	// Getenv reads the environment: secrets named by env_vars,
 	// bearer_token_env_var, env_http_headers and ${VAR} (nil: os.Getenv).
 	Getenv func(string) string
@@ -31,11 +35,6 @@ type Env struct {
 	// Cite registers a result's text as evidence and returns its id and
 	// footer ("" when not registered); nil: none.
 	Cite func(ctx context.Context, source, text string) (id, footer string)
-	// Order, in a replay, waits (bounded) until every evidence id before
-	// id (E<n>) is registered again, so a replayed result gets the id it
-	// had: the calls of a turn run at once and register in the order they
-	// end. nil: no wait.
-	Order func(ctx context.Context, id string)
 	// Warn tells the user something about a server (recorded as a warning
 	// by the caller); nil: nothing.
 	Warn func(msg string)
@@ -44,6 +43,52 @@ type Env struct {
 	ObservationLimit int
 	// Version is Apodex's, sent as the client's.
 	Version string
+	// Hold keeps the servers' events (and warnings) until Hub.Release: a
+	// run starts its servers before its run_started event, which names
+	// their tools, and records what they did after it.
+	Hold bool
+
+	gate *gate
+}
+
+// gate holds the servers' record writes until released, in order.
+type gate struct {
+	mu    sync.Mutex
+	held  bool
+	queue []func()
+}
+
+func (g *gate) do(f func()) {
+	if g == nil {
+		f()
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held {
+		g.queue = append(g.queue, f)
+		return
+	}
+	f()
+}
+
+func (g *gate) release() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, f := range g.queue {
+		f()
+	}
+	g.queue, g.held = nil, false
+}
+
+func newGate(hold bool) *gate {
+	if !hold {
+		return nil
+	}
+	return &gate{held: true}
 }
 
 func (e *Env) getenv(k string) string {
@@ -76,13 +121,43 @@ func (e *Env) limit() int {
 // Hub is the MCP servers of one run. A nil *Hub has no servers.
 type Hub struct {
 	servers []*server // by name
+	gate    *gate
+}
+
+// Release writes what the servers held back (Env.Hold) and lets them
+// write from now on.
+func (h *Hub) Release() {
+	if h != nil {
+		h.gate.release()
+	}
+}
+
+// Offered is, per server, the tools offered now: for run_started.
+func (h *Hub) Offered() []record.MCPOffered {
+	if h == nil {
+		return nil
+	}
+	var out []record.MCPOffered
+	for _, s := range h.servers {
+		o := record.MCPOffered{Server: s.cfg.Name, Transport: s.cfg.Transport()}
+		s.mu.Lock()
+		o.State, o.ServerName, o.ServerVersion = s.state, s.impl.Name, s.impl.Version
+		s.mu.Unlock()
+		for _, t := range s.members() {
+			mt := t.(*mcpTool)
+			o.Tools = append(o.Tools, record.MCPToolName{Name: mt.name, Tool: mt.tool})
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // Start starts every server at once, each within its startup timeout, and
 // returns when all have started or failed (each recorded). Disabled
 // servers are left out.
 func Start(ctx context.Context, specs []config.MCPServer, env Env) *Hub {
-	h := &Hub{}
+	env.gate = newGate(env.Hold)
+	h := &Hub{gate: env.gate}
 	for _, c := range specs {
 		if !c.Disabled {
 			h.servers = append(h.servers, &server{cfg: c, env: &env})

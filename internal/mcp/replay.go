@@ -3,7 +3,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -24,7 +28,9 @@ type callKey struct{ agent, call string }
 // is an error observation (the replay then diverges). Each server is
 // recorded as state "replayed".
 func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
+	env.gate = newGate(env.Hold)
 	byName := map[string]*server{}
+	deltas := map[callKey][]record.FileDelta{}
 	var order []string
 	for _, e := range events {
 		switch e.Type {
@@ -35,8 +41,8 @@ func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
 			}
 			s := byName[ev.Name]
 			if s == nil {
-				s = &server{cfg: config.MCPServer{Name: ev.Name, Command: ev.Command, Args: ev.Args, URL: ev.URL, Network: ev.Network, Planes: ev.Planes},
-					env: &env, state: record.MCPReplayed, byName: map[string]*mcpTool{}, recorded: map[callKey]record.ToolResult{},
+				s = &server{cfg: config.MCPServer{Name: ev.Name, Command: ev.Command, Args: ev.Args, URL: ev.URL, Network: ev.Network, Planes: ev.Planes, Writable: ev.Writable},
+					env: &env, state: record.MCPReplayed, byName: map[string]*mcpTool{}, recorded: map[callKey]record.ToolResult{}, writes: map[callKey][]record.FileDelta{},
 					blobs: func(ref string) ([]byte, error) { return record.ReadBlob(dir, ref) }}
 				byName[ev.Name] = s
 				order = append(order, ev.Name)
@@ -63,6 +69,13 @@ func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
 					s.tools = append(s.tools, t)
 				}
 			}
+		case record.TypeFileDelta: // before its call's result
+			var fd record.FileDelta
+			if err := e.Decode(&fd); err != nil {
+				return nil, err
+			}
+			k := callKey{e.Agent, fd.CallID}
+			deltas[k] = append(deltas[k], fd)
 		case record.TypeToolResult:
 			var tr record.ToolResult
 			if err := e.Decode(&tr); err != nil {
@@ -72,12 +85,16 @@ func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
 				continue
 			}
 			if s := byName[tr.Meta.MCP.Server]; s != nil {
-				s.recorded[callKey{e.Agent, tr.CallID}] = tr
+				k := callKey{e.Agent, tr.CallID}
+				s.recorded[k] = tr
+				if len(deltas[k]) > 0 {
+					s.writes[k] = deltas[k]
+				}
 			}
 		}
 	}
 	sort.Strings(order)
-	h := &Hub{}
+	h := &Hub{gate: env.gate}
 	for _, n := range order {
 		s := byName[n]
 		h.servers = append(h.servers, s)
@@ -96,6 +113,14 @@ func (t *mcpTool) replayed(ctx context.Context) tool.Result {
 		r.Meta = &record.ToolMeta{MCP: &record.MCPCall{Server: s.cfg.Name, Tool: t.tool, Failure: "not_recorded"}}
 		return r
 	}
+	changes := s.markWrites()
+	werr := s.rewrite(s.writes[key])
+	deltas := changes()
+	if werr != nil {
+		r := tool.Errorf("the replay cannot make the files %s wrote: %v", t.name, werr)
+		r.Deltas, r.Observed = deltas, true
+		return r
+	}
 	text := tr.Output
 	if tr.FullRef != "" {
 		raw, err := s.blobs(tr.FullRef)
@@ -110,11 +135,54 @@ func (t *mcpTool) replayed(ctx context.Context) tool.Result {
 		if i := strings.LastIndexByte(text, '\n'); i >= 0 {
 			text = text[:i]
 		}
-		if s.env.Order != nil {
-			s.env.Order(ctx, meta.Evidence)
-		}
 		meta.Evidence = ""
-		return t.finish(ctx, text, &meta)
+		r := t.finish(ctx, text, &meta)
+		r.Deltas, r.Observed = deltas, true
+		return r
 	}
-	return tool.Cut(tool.Result{Output: text, IsError: tr.IsError, Meta: &record.ToolMeta{MCP: &meta}}, s.env.limit())
+	return tool.Cut(tool.Result{Output: text, IsError: tr.IsError, Meta: &record.ToolMeta{MCP: &meta}, Deltas: deltas, Observed: true}, s.env.limit())
+}
+
+// rewrite makes, in a replay, the workspace changes a call of a server
+// that may write made in the run: each recorded file written (from its
+// kept content) or removed, through an os.Root of the workspace.
+func (s *server) rewrite(ds []record.FileDelta) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	ws := s.env.Planes["/workspace"]
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, d := range ds {
+		rel, ok := strings.CutPrefix(d.Path, "/workspace/")
+		if !ok {
+			return fmt.Errorf("%s is not in /workspace", d.Path)
+		}
+		if d.After == "" {
+			if err := root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		data := []byte(d.Content)
+		if d.ContentRef != "" {
+			if data, err = s.blobs(d.ContentRef); err != nil {
+				return err
+			}
+		} else if d.Content == "" && d.Bytes > 0 {
+			return fmt.Errorf("the record did not keep the content of %s (%d bytes)", d.Path, d.Bytes)
+		}
+		if dir := filepath.Dir(rel); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+		if err := root.WriteFile(rel, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

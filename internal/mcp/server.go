@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +45,7 @@ type server struct {
 	// recorded, in a replay, holds the original's results by agent and
 	// call id.
 	recorded map[callKey]record.ToolResult
+	writes   map[callKey][]record.FileDelta // the files each call changed
 	blobs    func(ref string) ([]byte, error)
 }
 
@@ -86,9 +85,6 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
-
-// systemDirs are where a sandboxed command finds programs on its own.
-var systemDirs = []string{"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/"}
 
 // start connects to the server and lists its tools within its startup
 // timeout; on failure the server is left failed, with the reason.
@@ -195,136 +191,6 @@ func (s *server) watch(cs *sdk.ClientSession) {
 	s.state, s.reason, s.failure = record.MCPExited, reason, failure
 	s.mu.Unlock()
 	s.note(0)
-}
-
-// stdioTransport starts the server's process in the sandbox (or, opted
-// out, on the host) with pipes for its stdio.
-func (s *server) stdioTransport() (sdk.Transport, error) {
-	spec, runner, err := s.stdioSpec()
-	if err != nil {
-		return nil, err
-	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	spec.Stdin, spec.Stdout = inR, outW
-	ctx, cancel := context.WithCancel(context.Background()) // the hub owns it: Close ends it
-	p := &proc{done: make(chan struct{}), cancel: cancel}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
-	go func() {
-		p.res, p.err = runner.Run(ctx, spec)
-		inR.Close()
-		outW.Close()
-		close(p.done)
-	}()
-	return &sdk.IOTransport{Reader: outR, Writer: inW}, nil
-}
-
-// stdioSpec is the command of a stdio server and the runner it runs in.
-func (s *server) stdioSpec() (sandbox.Spec, sandbox.Runner, error) {
-	c := s.cfg
-	expand := func(v string) (string, error) {
-		if !c.Expand {
-			return v, nil
-		}
-		return config.ExpandEnv(v, s.env.getenv)
-	}
-	command, err := expand(c.Command)
-	if err != nil {
-		return sandbox.Spec{}, nil, fmt.Errorf("command: %w", err)
-	}
-	args := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		if args[i], err = expand(a); err != nil {
-			return sandbox.Spec{}, nil, fmt.Errorf("args[%d]: %w", i, err)
-		}
-	}
-	cwd, err := expand(c.Cwd)
-	if err != nil {
-		return sandbox.Spec{}, nil, fmt.Errorf("cwd: %w", err)
-	}
-	unsandboxed := s.sandboxKind() == sandbox.KindNone
-	var env []string
-	if unsandboxed {
-		env = []string{"PATH=" + s.env.getenvOr("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME=" + s.env.getenvOr("HOME", "/tmp"), "LANG=C.UTF-8"}
-	} else {
-		env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp"}
-	}
-	for _, k := range c.EnvVars {
-		if v := s.env.getenv(k); v != "" {
-			env = append(env, k+"="+v)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-		v, err := expand(c.Env[k])
-		if err != nil {
-			return sandbox.Spec{}, nil, fmt.Errorf("env %s: %w", k, err)
-		}
-		env = append(env, k+"="+v)
-	}
-	spec := sandbox.Spec{Env: env, OutputLimit: 64 << 10}
-	if cwd != "" && !filepath.IsAbs(cwd) {
-		if abs, err := filepath.Abs(cwd); err == nil {
-			cwd = abs
-		}
-	}
-	if strings.Contains(command, "/") && !filepath.IsAbs(command) {
-		command = filepath.Join(cmpOr(cwd, "."), command)
-		if abs, err := filepath.Abs(command); err == nil {
-			command = abs
-		}
-	}
-	if filepath.IsAbs(command) {
-		if fi, err := os.Stat(command); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return sandbox.Spec{}, nil, fmt.Errorf("the command %s is not an executable file here", command)
-		}
-	}
-	if unsandboxed {
-		if cwd == "" {
-			cwd, _ = os.Getwd()
-		}
-		spec.Dir = cwd
-		spec.Command = "exec " + shellQuote(append([]string{command}, args...))
-		return spec, sandbox.None{}, nil
-	}
-	if s.env.Runner == nil {
-		return sandbox.Spec{}, nil, errors.New("no sandbox is available here to run it in; set sandbox = false in its entry to run it on the host, unisolated")
-	}
-	if filepath.IsAbs(command) && !slices.ContainsFunc(systemDirs, func(d string) bool { return strings.HasPrefix(command, d) }) {
-		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: filepath.Dir(command), Target: "/mcp/command"})
-		command = "/mcp/command/" + filepath.Base(command)
-	}
-	spec.Dir = "/tmp"
-	if cwd != "" {
-		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: cwd, Target: "/mcp/cwd"})
-		spec.Dir = "/mcp/cwd"
-	}
-	for _, p := range c.Planes {
-		if host := s.env.Planes[p]; host != "" {
-			spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: host, Target: p})
-		}
-	}
-	spec.Outbound = c.Network
-	spec.Command = "exec " + shellQuote(append([]string{command}, args...))
-	return spec, s.env.Runner, nil
-}
-
-// sandboxKind is what the server runs in: "none" when its entry opted
-// out or the run has no isolation, else the run's sandbox.
-func (s *server) sandboxKind() string {
-	if s.cfg.NoSandbox || s.env.SandboxKind == sandbox.KindNone {
-		return sandbox.KindNone
-	}
-	return s.env.SandboxKind
 }
 
 // httpTransport reaches a streamable HTTP server, with its headers.
@@ -520,30 +386,32 @@ func (s *server) note(d time.Duration) {
 func (s *server) noteState(state string, d time.Duration) {
 	ev := s.event(state)
 	ev.DurationMS = d.Milliseconds()
-	if s.env.Log != nil {
-		if len(ev.Tools) > 0 {
-			var specs []record.MCPTool
-			s.mu.Lock()
-			for _, t := range s.tools {
-				mt := t.(*mcpTool)
-				specs = append(specs, record.MCPTool{Name: mt.name, Tool: mt.tool, Description: mt.desc, InputSchema: mt.schema})
-			}
-			s.mu.Unlock()
-			if raw, err := json.Marshal(specs); err == nil {
-				ev.ToolsRef, _ = s.env.Log.PutBlob(raw)
-			}
+	if s.env.Log != nil && len(ev.Tools) > 0 {
+		var specs []record.MCPTool
+		s.mu.Lock()
+		for _, t := range s.tools {
+			mt := t.(*mcpTool)
+			specs = append(specs, record.MCPTool{Name: mt.name, Tool: mt.tool, Description: mt.desc, InputSchema: mt.schema})
 		}
-		s.env.Log.Append(record.TypeMCPServer, "", ev)
-	}
-	for _, lo := range ev.LeftOut {
-		chosen := strings.HasSuffix(lo, ": not in enabled_tools") || strings.HasSuffix(lo, ": in disabled_tools")
-		if !chosen && (state == record.MCPReady || state == record.MCPToolsChanged) {
-			s.env.warn(fmt.Sprintf("MCP server %s: tool %s; it is not offered", s.cfg.Name, lo))
+		s.mu.Unlock()
+		if raw, err := json.Marshal(specs); err == nil {
+			ev.ToolsRef, _ = s.env.Log.PutBlob(raw)
 		}
 	}
-	if state == record.MCPFailed || state == record.MCPExited {
-		s.env.warn(fmt.Sprintf("MCP server %s %s: %s", s.cfg.Name, map[string]string{record.MCPFailed: "did not start", record.MCPExited: "stopped"}[state], ev.Error))
-	}
+	s.env.gate.do(func() {
+		if s.env.Log != nil {
+			s.env.Log.Append(record.TypeMCPServer, "", ev)
+		}
+		for _, lo := range ev.LeftOut {
+			chosen := strings.HasSuffix(lo, ": not in enabled_tools") || strings.HasSuffix(lo, ": in disabled_tools")
+			if !chosen && (state == record.MCPReady || state == record.MCPToolsChanged) {
+				s.env.warn(fmt.Sprintf("MCP server %s: tool %s; it is not offered", s.cfg.Name, lo))
+			}
+		}
+		if state == record.MCPFailed || state == record.MCPExited {
+			s.env.warn(fmt.Sprintf("MCP server %s %s: %s", s.cfg.Name, map[string]string{record.MCPFailed: "did not start", record.MCPExited: "stopped"}[state], ev.Error))
+		}
+	})
 }
 
 // event is the server's mcp_server event: its configuration as written
@@ -552,7 +420,7 @@ func (s *server) event(state string) record.MCPServer {
 	c := s.cfg
 	ev := record.MCPServer{Name: c.Name, State: state, Transport: c.Transport(), Command: c.Command, Args: c.Args, Cwd: c.Cwd,
 		URL: c.URL, EnvKeys: append(slices.Sorted(maps.Keys(c.Env)), c.EnvVars...), HeaderNames: append(slices.Sorted(maps.Keys(c.Headers)), slices.Sorted(maps.Keys(c.EnvHeaders))...),
-		BearerTokenEnvVar: c.BearerTokenEnvVar, Network: c.Network, Planes: c.Planes}
+		BearerTokenEnvVar: c.BearerTokenEnvVar, Network: c.Network, Planes: c.Planes, Writable: c.Writable}
 	if c.Transport() == "stdio" {
 		ev.Sandbox = s.sandboxKind()
 		if ev.Sandbox == "" {
@@ -572,20 +440,4 @@ func (s *server) event(state string) record.MCPServer {
 		ev.Error = s.reason
 	}
 	return ev
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// shellQuote joins words for /bin/sh, each single-quoted.
-func shellQuote(words []string) string {
-	out := make([]string, len(words))
-	for i, w := range words {
-		out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/workspace"
 )
 
 // mcpTool is one tool of a server, as offered to the model. The same
@@ -87,7 +88,9 @@ func (t *mcpTool) Call(ctx context.Context, raw json.RawMessage) tool.Result {
 	_ = json.Unmarshal(raw, &args)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Tool())
 	defer cancel()
+	changes := s.markWrites()
 	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: t.tool, Arguments: args})
+	deltas := changes()
 	if err != nil {
 		if ctx.Err() != nil { // the run was cancelled or timed out: not the server's doing
 			return fail("cancelled", "the call of %s was cancelled: %v", t.name, context.Cause(ctx))
@@ -101,10 +104,29 @@ func (t *mcpTool) Call(ctx context.Context, raw json.RawMessage) tool.Result {
 	if res.IsError {
 		meta.Failure = "tool_error"
 		r := tool.Result{Output: fmt.Sprintf("error: the MCP tool %s (server %s) reported an error:\n%s", t.tool, s.cfg.Name, text), IsError: true,
-			Meta: &record.ToolMeta{MCP: meta}}
+			Meta: &record.ToolMeta{MCP: meta}, Deltas: deltas, Observed: true}
 		return tool.Cut(r, s.env.limit())
 	}
-	return t.finish(ctx, text, meta)
+	r := t.finish(ctx, text, meta)
+	r.Deltas, r.Observed = deltas, true
+	return r
+}
+
+// markWrites starts watching the workspace when the server may write it,
+// and returns what gives the files changed since: the call's deltas, as
+// a command's (observed, so a parallel call's exact deltas win).
+func (s *server) markWrites() func() []tool.FileDelta {
+	if len(s.cfg.Writable) == 0 || s.env.Workspace == nil {
+		return func() []tool.FileDelta { return nil }
+	}
+	m, err := s.env.Workspace.Mark(workspace.Workspace)
+	if err != nil {
+		return func() []tool.FileDelta { return nil }
+	}
+	return func() []tool.FileDelta {
+		d, _ := s.env.Workspace.Since(m)
+		return d
+	}
 }
 
 // finish gives a result's text its evidence id (the footer is its last

@@ -12,6 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -56,16 +57,16 @@ func newFixture(t testing.TB, quota int64, preexisting map[string]string) *fixtu
 
 // env is agent's tool environment: its own FS whose /outputs writes go
 // through the plane, and bash with the plane's mounts.
-func (f *fixture) env(agent string, runner sandbox.Runner) tool.Env {
+func (f *fixture) env(agent string, runner sandbox.Runner) builtin.Env {
 	fs := &workspace.FS{Inputs: f.inputs, Workspace: f.workspace, Outputs: f.outputs}
 	fs.OutputsWrite = func(pp string, size int64) error { return f.plane.CheckWrite(agent, pp, size) }
-	return tool.Env{FS: fs, Runner: runner, Outputs: f.plane.BashMounts(agent)}
+	return builtin.Env{FS: fs, Runner: runner, Outputs: f.plane.BashMounts(agent)}
 }
 
 // call runs a built-in or claim_outputs as agent.
 func (f *fixture) call(t *testing.T, agent string, runner sandbox.Runner, name, args string) tool.Result {
 	t.Helper()
-	set := tool.NewSet(append(tool.Builtins(f.env(agent, runner)), ClaimTool(f.plane, agent))...)
+	set := tool.NewSet(append(builtin.Tools(f.env(agent, runner)), ClaimTool(f.plane, agent))...)
 	tl, ok := set.Get(name)
 	if !ok {
 		t.Fatalf("no tool %q", name)

@@ -14,21 +14,21 @@ import (
 
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/sandbox"
-	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 )
 
-// BashMounts returns the tool.Env Outputs hook for agent's bash commands
+// BashMounts returns the builtin.Env Outputs hook for agent's bash commands
 // (R-SBX-3). A non-holder gets /outputs read-only and /outputs/scratch
 // writable. The holder gets a fresh copy of /outputs (without scratch) bound
 // writable, and when the command ends the declared paths it changed are
 // committed; see the package doc.
-func (p *Plane) BashMounts(agent string) func(ctx context.Context) (tool.OutputsView, error) {
-	return func(ctx context.Context) (tool.OutputsView, error) { return p.view(ctx, agent) }
+func (p *Plane) BashMounts(agent string) func(ctx context.Context) (builtin.OutputsView, error) {
+	return func(ctx context.Context) (builtin.OutputsView, error) { return p.view(ctx, agent) }
 }
 
-func (p *Plane) view(ctx context.Context, agent string) (tool.OutputsView, error) {
+func (p *Plane) view(ctx context.Context, agent string) (builtin.OutputsView, error) {
 	if err := p.ensureScratch(); err != nil {
-		return tool.OutputsView{}, err
+		return builtin.OutputsView{}, err
 	}
 	scratch := sandbox.Mount{Source: p.scratch, Target: "/outputs/scratch", Writable: true, Watch: p.cfg.Watch,
 		Quota: &sandbox.Quota{Bytes: p.cfg.ScratchQuota, Apparent: true, Refuse: true, Name: "scratch_quota", Hint: "--scratch-quota"}}
@@ -40,7 +40,7 @@ func (p *Plane) view(ctx context.Context, agent string) (tool.OutputsView, error
 		if holder != "" {
 			hint = fmt.Sprintf("/outputs is read-only: the publishing lease is held by %s; wait until it finishes, or write intermediate files under /outputs/scratch/", holder)
 		}
-		return tool.OutputsView{
+		return builtin.OutputsView{
 			Mounts: []sandbox.Mount{{Source: p.cfg.Outputs, Target: "/outputs"}, scratch},
 			Hint:   hint,
 			After:  func(bool) string { return note(p.quotaNote()) },
@@ -48,10 +48,10 @@ func (p *Plane) view(ctx context.Context, agent string) (tool.OutputsView, error
 	}
 	st, err := p.stage(ctx, agent, held)
 	if err != nil {
-		return tool.OutputsView{}, err
+		return builtin.OutputsView{}, err
 	}
 	var once sync.Once
-	return tool.OutputsView{
+	return builtin.OutputsView{
 		Mounts: []sandbox.Mount{{Source: st.dir, Target: "/outputs", Writable: true, Fresh: true}, scratch},
 		After: func(killed bool) (out string) {
 			once.Do(func() { out = strings.TrimSuffix(p.commit(st, killed)+"\n"+note(p.quotaNote()), "\n") })

@@ -45,10 +45,12 @@ type MCPServer struct {
 	// Sandbox is how a stdio server ran: the sandbox kind ("bwrap",
 	// "native") or "none" when its entry opted out (sandbox = false);
 	// Network says it could reach the network; Planes are the planes it
-	// saw, read-only.
-	Sandbox string   `json:"sandbox,omitempty"`
-	Network bool     `json:"network,omitempty"`
-	Planes  []string `json:"planes,omitempty"`
+	// saw, read-only; Writable the directories it could write (/workspace
+	// or below), the only ones.
+	Sandbox  string   `json:"sandbox,omitempty"`
+	Network  bool     `json:"network,omitempty"`
+	Planes   []string `json:"planes,omitempty"`
+	Writable []string `json:"writable,omitempty"`
 	// ServerName, ServerVersion and Protocol are what the server reported.
 	ServerName    string `json:"server_name,omitempty"`
 	ServerVersion string `json:"server_version,omitempty"`
@@ -72,6 +74,25 @@ type MCPTool struct {
 	Tool        string          `json:"tool"` // the server's own name
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// MCPOffered is one MCP server of a run as its run_started event names it
+// (RunStarted.MCP): the server, how it was reached, its state when the
+// run started and the tools it offered then.
+type MCPOffered struct {
+	Server        string        `json:"server"` // the configured name
+	Transport     string        `json:"transport"`
+	State         string        `json:"state"` // MCPReady, MCPFailed (no tools) or MCPReplayed
+	ServerName    string        `json:"server_name,omitempty"`
+	ServerVersion string        `json:"server_version,omitempty"`
+	Tools         []MCPToolName `json:"tools,omitempty"`
+}
+
+// MCPToolName is a tool as offered (mcp__NAME__TOOL) and its server's own
+// name for it.
+type MCPToolName struct {
+	Name string `json:"name"`
+	Tool string `json:"tool"`
 }
 
 // MCPCall is the MCP detail of a tool result (ToolMeta.MCP).

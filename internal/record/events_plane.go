@@ -29,8 +29,11 @@ const (
 // finish that would fail the final gate is refused (Refused), which gives
 // the agent its one repair turn.
 type Precheck struct {
-	Trigger  string   `json:"trigger"`
-	Checks   int      `json:"checks"`
+	Trigger string `json:"trigger"`
+	Checks  int    `json:"checks"`
+	// Clauses is how many of Checks were the final gate's costly clauses
+	// (tests, recompute, rubric), run at a finish.
+	Clauses  int      `json:"clauses,omitempty"`
 	Failures []string `json:"failures,omitempty"`
 	Refused  bool     `json:"refused,omitempty"`
 }

@@ -38,6 +38,10 @@ type RunStarted struct {
 	Tools     []string          `json:"tools"`
 	Versions  map[string]string `json:"versions"`
 	Settings  *RunSettings      `json:"settings,omitempty"`
+
+	// MCP are the run's MCP servers and the tools each offered (their
+	// names are in Tools too): events_mcp.go.
+	MCP []MCPOffered `json:"mcp,omitempty"`
 }
 
 // ModelSettings names the model and how it was reached (never the key).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/verify"
@@ -17,7 +18,9 @@ import (
 // run's kind (verifierSandbox). It sets
 // the summary's status: completed only when the agent finished and every
 // check held; an agent that finished but failed a check ends gate_failed.
-func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publish.Plane, log *record.Log, env verify.Env) {
+// prior, when set, holds clause results of the agent's finish that still
+// hold if the planes did not change since (finalcheck.go).
+func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publish.Plane, log *record.Log, env verify.Env, prior *verify.Kept) {
 	d := plane.Reconcile()
 	claimed := len(d.Entries) > 0
 	if claimed || len(c.Deliverables) > 0 {
@@ -43,7 +46,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 				failures = append(failures, fmt.Sprintf("deliverable %s was not delivered (declare it with claim_outputs, then write it)", dl.Path))
 			}
 		}
-		s.Checks = c.CheckDeliverables(env.Outputs, env.Inputs)
+		s.Checks = check.Deliverables(c, env.Outputs, env.Inputs)
 		for _, f := range s.Checks {
 			log.Append(record.TypeVerification, "", record.Verification{Check: f.Constraint, Path: f.Path, Passed: f.OK, Detail: f.Detail})
 			if !f.OK {
@@ -57,7 +60,7 @@ func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publ
 			failures = append(failures, "verification: cannot run the verifier without a sandbox: "+err.Error())
 		} else {
 			env.Runner = runner
-			s.Verify = verify.RunAll(ctx, env, c.Verify)
+			s.Verify = verify.RunKept(ctx, env, c.Verify, prior)
 			for _, r := range s.Verify {
 				log.Append(record.TypeVerification, "", verificationOf(r))
 				if r.Pending {

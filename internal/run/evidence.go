@@ -14,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -87,6 +88,7 @@ func openEvidence(cfg Config, dir string, fs *workspace.FS, log *record.Log) (*e
 			return nil, fmt.Errorf("run: the recorded evidence: %w", err)
 		}
 		p.recorded = r
+		p.q.Follow(r.All()) // each text gets its original id, whatever order a turn's calls end in
 	}
 	if !cfg.Evidence.Corpus {
 		return p, nil
@@ -115,10 +117,10 @@ func (p *evidencePlane) noteIndex(log *record.Log) {
 }
 
 // forAgent is agent id's evidence hook and its search and fetch tools.
-func (p *evidencePlane) forAgent(id string) (tool.EvidenceHook, []tool.Tool) {
-	e := &tool.EvidenceEnv{Q: p.q, Agent: id, Corpus: p.idx, CorpusDir: p.corpusDir, Network: p.network, Guard: p.guard,
+func (p *evidencePlane) forAgent(id string) (builtin.EvidenceHook, []tool.Tool) {
+	e := &builtin.EvidenceEnv{Q: p.q, Agent: id, Corpus: p.idx, CorpusDir: p.corpusDir, Network: p.network, Guard: p.guard,
 		Recorded: p.recorded, Producers: p.producers}
-	return e, tool.EvidenceTools(e)
+	return e, builtin.EvidenceTools(e)
 }
 
 func (p *evidencePlane) close() {

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"github.com/apodex/apodex/internal/version"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/evidence"
@@ -52,21 +50,26 @@ func resumedMCP(id string, recorded []string, cfg Config) ([]config.MCPServer, e
 
 // startMCP starts the run's MCP servers (a replay's come from the
 // original record) before any agent runs; their tools join every agent's
-// (toolkit.list) and the lead may hand them out.
-func (ss *session) startMCP(ctx context.Context) error {
+// (toolkit.list) and the lead may hand them out. With hold, what they
+// record waits for Hub.Release (a new run's run_started goes first). A
+// second call does nothing.
+func (ss *session) startMCP(ctx context.Context, hold bool) error {
 	cfg := ss.cfg
-	if len(cfg.MCP) == 0 && cfg.MCPFrom == "" {
+	if ss.mcpOn || len(cfg.MCP) == 0 && cfg.MCPFrom == "" {
 		return nil
 	}
+	ss.mcpOn = true
 	kind := ss.sbx.Kind
 	if kind == "unavailable" {
 		kind = ""
 	}
 	env := mcp.Env{
 		Runner: ss.kit.runner, SandboxKind: kind,
-		Planes:  map[string]string{"/inputs": ss.fs.Inputs, "/workspace": ss.fs.Workspace, "/outputs": ss.fs.Outputs},
-		Log:     ss.log,
-		Version: version.Runtime,
+		Planes:    map[string]string{"/inputs": ss.fs.Inputs, "/workspace": ss.fs.Workspace, "/outputs": ss.fs.Outputs},
+		Workspace: ss.fs,
+		Log:       ss.log,
+		Version:   version.Runtime,
+		Hold:      hold,
 		Cite: func(ctx context.Context, source, text string) (string, string) {
 			it, _, err := ss.ev.q.Add(llm.CallerFrom(ctx).Agent, evidence.Item{Kind: record.EvidenceMCP, Source: source,
 				Span: record.Span{From: 1, To: strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1}, CallID: tool.CallID(ctx)}, text)
@@ -83,15 +86,6 @@ func (ss *session) startMCP(ctx context.Context) error {
 		},
 	}
 	if cfg.MCPFrom != "" {
-		env.Order = func(ctx context.Context, id string) {
-			n, err := strconv.Atoi(strings.TrimPrefix(id, "E"))
-			if err != nil {
-				return
-			}
-			for deadline := time.Now().Add(5 * time.Second); ss.ev.q.Len() < n-1 && time.Now().Before(deadline) && ctx.Err() == nil; {
-				time.Sleep(2 * time.Millisecond)
-			}
-		}
 		c, err := record.Read(cfg.MCPFrom)
 		if err != nil {
 			return fmt.Errorf("run: the recorded MCP servers: %w", err)

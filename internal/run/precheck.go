@@ -12,6 +12,7 @@ import (
 
 	"github.com/apodex/apodex/internal/claims"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
@@ -23,17 +24,25 @@ import (
 // stand — the delivery as it would reconcile now, the deliverable checks,
 // the source_alignment clauses and, in a team run, the [K3] citations of
 // the deliverables against the claim ledger — without a sandbox or a
-// model. The agent calls it as check_deliverables; the first finish whose
-// deliverables fail it is refused once with the failures (its repair
-// turn), and the next goes to the final gate, which checks everything.
+// model. The agent calls it as check_deliverables. At the first finish
+// the final gate's costly clauses run too (finalcheck.go); a finish whose
+// deliverables fail any of them is refused once with the failures (its
+// repair turn), and the next goes to the final gate, which checks
+// everything.
 type precheck struct {
 	ctl   *live.Control
 	plane *publish.Plane
 	env   verify.Env // Inputs, Outputs, Evidence
 	log   *record.Log
+	// final is the final gate's env (Trace, Judge, Deliverables too) and
+	// sandboxKind the run's sandbox; nil final: the costly clauses are
+	// left to the final gate.
+	final       *verify.Env
+	sandboxKind string
 
 	mu       sync.Mutex
-	repaired bool // the one repair turn was given
+	repaired bool         // the one repair turn was given
+	last     *verify.Kept // the costly clauses' results at the last finish
 }
 
 // run checks the deliverables; it returns how many checks ran and the
@@ -61,7 +70,7 @@ func (p *precheck) run(ctx context.Context) (int, []string) {
 		}
 	}
 	if len(c.Deliverables) > 0 {
-		for _, f := range c.CheckDeliverables(p.env.Outputs, p.env.Inputs) {
+		for _, f := range check.Deliverables(c, p.env.Outputs, p.env.Inputs) {
 			n++
 			if !f.OK {
 				failures = append(failures, fmt.Sprintf("check %s %s: %s", f.Constraint, f.Path, f.Detail))
@@ -172,8 +181,9 @@ func (p *precheck) tool() tool.Tool {
 }
 
 // gate wraps the agent's finish gate: once next accepts, the first finish
-// whose deliverables fail the cheap checks is refused with the failures;
-// every later one is accepted (the final gate decides).
+// whose deliverables fail the cheap checks or the final gate's costly
+// clauses is refused with the failures; every later one is accepted (the
+// final gate decides).
 func (p *precheck) gate(ctx context.Context, next func(string) error) func(string) error {
 	return func(summary string) error {
 		if next != nil {
@@ -187,11 +197,17 @@ func (p *precheck) gate(ctx context.Context, next func(string) error) func(strin
 			return nil
 		}
 		n, failures := p.run(ctx)
+		c := p.ctl.Current()
+		if c == nil {
+			c = &contract.Contract{}
+		}
+		m, ff := p.runFinal(ctx, c)
+		n, failures = n+m, append(failures, ff...)
 		if len(failures) == 0 {
 			return nil
 		}
 		p.repaired = true
-		p.log.Append(record.TypePrecheck, "", record.Precheck{Trigger: record.PrecheckFinish, Checks: n, Failures: failures, Refused: true})
+		p.log.Append(record.TypePrecheck, "", record.Precheck{Trigger: record.PrecheckFinish, Checks: n, Clauses: m, Failures: failures, Refused: true})
 		return fmt.Errorf("the final gate would fail: %s\nThis is your one repair turn: fix these, check with check_deliverables, then finish again (the next finish goes to the final gate as it is)", renderPrecheck(n, failures))
 	}
 }

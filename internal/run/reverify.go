@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
@@ -14,10 +14,10 @@ import (
 // Reverification is `apodex verify RUN`: the contract's checks and clauses
 // run again on a finished run's inputs, workspace and outputs.
 type Reverification struct {
-	RunID  string             `json:"run_id"`
-	Passed bool               `json:"passed"`
-	Checks []contract.Finding `json:"checks,omitempty"`
-	Verify []verify.Result    `json:"verification,omitempty"`
+	RunID  string          `json:"run_id"`
+	Passed bool            `json:"passed"`
+	Checks []check.Finding `json:"checks,omitempty"`
+	Verify []verify.Result `json:"verification,omitempty"`
 	// Warning says when the task file changed since the run (its hash
 	// differs): the verdict is then about today's tests.
 	Warning string `json:"warning,omitempty"`
@@ -44,7 +44,7 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 		rv.Warning = fmt.Sprintf("the task file %s changed since the run (hash %s, recorded %s): verifying against its current clauses", ce.File, task.Hash(), ce.Hash)
 	}
 	env := verify.Env{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs"), Trace: dir}
-	rv.Checks = task.CheckDeliverables(env.Outputs, env.Inputs)
+	rv.Checks = check.Deliverables(task, env.Outputs, env.Inputs)
 	rv.Passed = true
 	for _, f := range rv.Checks {
 		rv.Passed = rv.Passed && f.OK

@@ -36,6 +36,7 @@ import (
 	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/config"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
@@ -138,12 +139,12 @@ type Summary struct {
 	ToolCalls   int                `json:"tool_calls"`
 	Files       []record.FileEntry `json:"files"`
 	// FilesOmitted counts the files Files leaves out (record.MaxFilesListed).
-	FilesOmitted int                `json:"files_omitted,omitempty"`
-	Delivery     *publish.Delivery  `json:"delivery,omitempty"`
-	Checks       []contract.Finding `json:"checks,omitempty"`
-	Verify       []verify.Result    `json:"verification,omitempty"`
-	Sandbox      string             `json:"sandbox"`
-	Warnings     []string           `json:"warnings,omitempty"`
+	FilesOmitted int               `json:"files_omitted,omitempty"`
+	Delivery     *publish.Delivery `json:"delivery,omitempty"`
+	Checks       []check.Finding   `json:"checks,omitempty"`
+	Verify       []verify.Result   `json:"verification,omitempty"`
+	Sandbox      string            `json:"sandbox"`
+	Warnings     []string          `json:"warnings,omitempty"`
 	// Trainable and NotTrainable: see Trainability; computed once the
 	// record is closed.
 	Trainable    bool     `json:"trainable"`
@@ -268,12 +269,17 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	budget := record.Budget{MaxTurns: cfg.Budget.MaxTurns, MaxToolCalls: cfg.Budget.MaxToolCalls, MaxTokens: cfg.Budget.MaxTokens,
 		SoftDeadline: durationOf(cfg.SoftDeadline).String(), Timeout: durationOf(cfg.Timeout).String()}
-	set := cfg.Settings // recorded as it is
-	if _, err := log.Append(record.TypeRunStarted, "", record.RunStarted{
+	set := cfg.Settings                            // recorded as it is
+	if err := ss.startMCP(ctx, true); err != nil { // before run_started, which names their tools
+		return Summary{}, err
+	}
+	_, err = log.Append(record.TypeRunStarted, "", record.RunStarted{
 		RunID: id, Objective: c.Objective, Model: cfg.ModelInfo, Sandbox: ss.sbx, Budget: budget,
-		Inputs: inputs, Tools: ss.toolNames(), Versions: map[string]string{"apodex": version.Runtime, "sandbox": ss.sbx.Version},
+		Inputs: inputs, Tools: ss.toolNames(), MCP: ss.kit.hub.Offered(), Versions: map[string]string{"apodex": version.Runtime, "sandbox": ss.sbx.Version},
 		Settings: &set,
-	}); err != nil {
+	})
+	ss.kit.hub.Release() // the servers' events go after run_started
+	if err != nil {
 		return Summary{}, fmt.Errorf("run: write the record: %w", err)
 	}
 	if roll != nil {

@@ -39,6 +39,7 @@ type session struct {
 	sbx     record.SandboxSettings
 	warn    *record.Warning
 	release func()
+	mcpOn   bool      // the MCP servers were started (startMCP)
 	start   time.Time // when this process took the run over
 	began   time.Time // when the run first started (run_started)
 }
@@ -137,7 +138,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		ctl.Replay(rs.st)
 	}
 	ss.ev.noteIndex(log)
-	if err := ss.startMCP(ctx); err != nil {
+	if err := ss.startMCP(ctx, false); err != nil { // a resume's: a new run's started before run_started
 		return s, err
 	}
 	go func() {
@@ -160,7 +161,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	var tm *team.Team
 	if cfg.Mode == ModeTeam {
 		tm = newTeam(ctx, cfg, rt, ss.kit, ss.dir, ctl, section)
-		spec.ID, spec.Role, spec.Gate = "lead", llm.CallerLead, tm.Gate
+		spec.ID, spec.Role, spec.Gate = "lead", llm.CallerLead, tm.Gate(ctx)
 		spec.BeforeCall = both(ctl.BeforeCall("lead"), tm.BeforeCall)
 		spec.Tools, spec.Guard, spec.Prompt = append(ss.kit.list("lead", ss.fs), tm.LeadTools()...), tm.Guard, tm.LeadSystem
 	} else {
@@ -172,8 +173,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.Prompt = func(set *tool.Set) string { return base(set) + section }
 	}
 	// The cheap checks before the final gate: a tool, and one repair turn.
-	pc := &precheck{ctl: ctl, plane: ss.plane, log: log,
-		env: verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q}}
+	pc := &precheck{ctl: ctl, plane: ss.plane, log: log, sandboxKind: ss.sbx.Kind,
+		env:   verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q},
+		final: &verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q, Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())}}
 	if rs != nil {
 		pc.repaired = repairGiven(rs.events)
 	}
@@ -191,7 +193,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if rs != nil {
 		cp := rs.agents[ac.ID]
 		if tm != nil {
-			if err := tm.Restore(ss.dir, rs.st, rs.events, rs.agents); err != nil {
+			if err := tm.Restore(ctx, ss.dir, rs.st, rs.events, rs.agents); err != nil {
 				return s, fmt.Errorf("run: restore the team: %w", err)
 			}
 		}
@@ -233,7 +235,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}
 	conclude(context.WithoutCancel(ctx), &s, ctl.Current(), ss.plane, log,
 		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q,
-			Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())})
+			Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())}, pc.kept())
 	if tm != nil {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}

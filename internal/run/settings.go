@@ -13,7 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
-	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 	"github.com/apodex/apodex/internal/worktree"
 )
 
@@ -53,7 +53,7 @@ func Defaults() Settings {
 		// the run starts.
 		Context:        record.ContextSettings{At: 0.8, To: 0.5, KeepRecent: 2, KeepTail: 6},
 		Sandbox:        sandbox.KindAuto,
-		CommandTimeout: record.Duration(tool.DefaultBashTimeout),
+		CommandTimeout: record.Duration(builtin.DefaultBashTimeout),
 		ScratchQuota:   publish.DefaultScratchQuota,
 		MaxAttempts:    6,
 		Limits: record.LimitSettings{MemLimit: sandbox.DefaultMemory, PidsLimit: sandbox.DefaultPids, TmpSize: sandbox.DefaultTmpSize,

@@ -8,6 +8,7 @@ import (
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -32,12 +33,12 @@ func (k *toolkit) tools(id string, fs *workspace.FS) *tool.Set {
 
 func (k *toolkit) list(id string, fs *workspace.FS) []tool.Tool {
 	view := fs.View(func(planePath string, size int64) error { return k.plane.CheckWrite(id, planePath, size) })
-	env := tool.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout, Outputs: k.plane.BashMounts(id)}
+	env := builtin.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout, Outputs: k.plane.BashMounts(id)}
 	var evTools []tool.Tool
 	if k.ev != nil {
 		env.Evidence, evTools = k.ev.forAgent(id)
 	}
-	return append(append(append(tool.Builtins(env), evTools...), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{}), k.hub.Tools()...)
+	return append(append(append(builtin.Tools(env), evTools...), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{}), k.hub.Tools()...)
 }
 
 // verifierNames are the read-only tools a verifier gets (R-VERIFY-1).
@@ -48,12 +49,12 @@ var verifierNames = []string{"read_file", "grep", "list_files", "search", "fetch
 func (k *toolkit) readOnly(id string) []tool.Tool {
 	view := k.fs.View(nil)
 	view.ReadOnly = true
-	env := tool.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout}
-	all := tool.Builtins(env)
+	env := builtin.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout}
+	all := builtin.Tools(env)
 	if k.ev != nil {
 		var evTools []tool.Tool
 		env.Evidence, evTools = k.ev.forAgent(id)
-		all = append(tool.Builtins(env), evTools...)
+		all = append(builtin.Tools(env), evTools...)
 	}
 	var out []tool.Tool
 	for _, tl := range all {

@@ -14,7 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/llm/openai"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/team"
+	"github.com/apodex/apodex/internal/verify/claim"
 )
 
 // roleOf is the caller role a request was sent with.
@@ -101,7 +101,7 @@ func TestVerifierAgentEndToEnd(t *testing.T) {
 	}
 
 	events := runtest.Events(t, s.RunDir)
-	var vs []team.Verdict
+	var vs []claim.Verdict
 	bash := false
 	for _, e := range events {
 		var tc record.ToolCall
@@ -109,7 +109,7 @@ func TestVerifierAgentEndToEnd(t *testing.T) {
 			bash = true
 		}
 		if e.Type == record.TypeVerdict {
-			var v team.Verdict
+			var v claim.Verdict
 			if err := e.Decode(&v); err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestVerifierAgentEndToEnd(t *testing.T) {
 	if !bash {
 		t.Error("the verifier's bash call is not on the record")
 	}
-	if len(vs) != 1 || vs[0].Verdict != team.Refuted || vs[0].ClaimID != "K1" || vs[0].Item != "T1" || len(vs[0].Checks) != 1 {
+	if len(vs) != 1 || vs[0].Verdict != claim.Refuted || vs[0].ClaimID != "K1" || vs[0].Item != "T1" || len(vs[0].Checks) != 1 {
 		t.Fatalf("verdicts = %+v; want one refuted verdict on K1 of T1 with its checks", vs)
 	}
 	if len(vs[0].Cut) != 1 || !strings.Contains(vs[0].Cut[0], "/inputs/sub: a directory") {
@@ -171,7 +171,7 @@ func TestVerifierEvidenceTooLarge(t *testing.T) {
 	}
 	for _, e := range runtest.Events(t, s.RunDir) {
 		if e.Type == record.TypeVerdict {
-			var v team.Verdict
+			var v claim.Verdict
 			e.Decode(&v)
 			if len(v.Cut) != 1 || !strings.Contains(v.Cut[0], "of 110000 bytes") || !strings.Contains(v.Cut[0], "from line") {
 				t.Errorf("cut = %q; want the bytes given of 110000 and the line to read on from", v.Cut)

@@ -60,6 +60,9 @@ type Info struct {
 	// on; NotTrainable says why not (see Trainability).
 	Trainable    bool     `json:"trainable"`
 	NotTrainable []string `json:"not_trainable,omitempty"`
+
+	// MCP are the run's MCP servers and their tools (run_started).
+	MCP []record.MCPOffered `json:"mcp,omitempty"`
 }
 
 // CheckInfo is one recorded verification result: a deliverable check
@@ -143,6 +146,7 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		ToolErrors: st.ToolErrors, Compactions: st.Compactions}
 	if rs := st.Started; rs != nil {
 		info.Objective, info.Model, info.Sandbox, info.Started = rs.Objective, rs.Model, rs.Sandbox, st.StartedAt
+		info.MCP = rs.MCP
 		if w, ok := RecordedWorld(*rs); ok {
 			info.World = w.ID
 		}

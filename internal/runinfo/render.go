@@ -60,6 +60,9 @@ func Render(w io.Writer, info Info) {
 		fmt.Fprintf(w, "resumed:     after event %d: %s (%s)\n", r.AfterSeq, m, OneLine(r.Reason))
 	}
 	fmt.Fprintf(w, "sandbox:     %s (network %s)\n", info.Sandbox.Kind, onOff(info.Sandbox.Network))
+	for _, m := range info.MCP {
+		fmt.Fprintf(w, "mcp server:  %s\n", mcpLine(m))
+	}
 	reported := "reported"
 	if !info.Usage.Reported {
 		reported = "estimated or partly unreported"
@@ -214,4 +217,21 @@ func passWord(ok bool) string {
 		return "passed"
 	}
 	return "FAILED"
+}
+
+// mcpLine is one MCP server of the run: "docs (stdio, ready, docs-server
+// 1.2): 2 tools mcp__docs__search, mcp__docs__read".
+func mcpLine(m record.MCPOffered) string {
+	about := m.Transport + ", " + m.State
+	if m.ServerName != "" {
+		about += ", " + strings.TrimSpace(m.ServerName+" "+m.ServerVersion)
+	}
+	var names []string
+	for _, t := range m.Tools {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("%s (%s): no tools", m.Server, about)
+	}
+	return fmt.Sprintf("%s (%s): %d tools %s", m.Server, about, len(names), Clip(strings.Join(names, ", "), 200))
 }

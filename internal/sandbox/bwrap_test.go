@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"context"
@@ -8,9 +8,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+
+	. "github.com/apodex/apodex/internal/sandbox"
 )
 
 // sh runs command in the sandbox b and returns the result.
@@ -201,47 +202,6 @@ func TestSandboxRejectsBadMounts(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestBwrapArgs(t *testing.T) {
-	args, err := bwrapArgs(Spec{Command: "echo hi", Dir: "/w"}, "/copy/etc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--remount-ro"} {
-		if !slices.Contains(args, want) {
-			t.Errorf("missing %s in %q", want, args)
-		}
-	}
-	if slices.Contains(args, "--share-net") {
-		t.Error("--share-net without Network")
-	}
-	if i := slices.Index(args, "--cap-drop"); i < 0 || args[i+1] != "ALL" {
-		t.Error("capabilities not dropped")
-	}
-	if tail := args[len(args)-3:]; !slices.Equal(tail, []string{"/bin/sh", "-c", "echo hi"}) {
-		t.Errorf("command %q", tail)
-	}
-	args, _ = bwrapArgs(Spec{Command: "true", Network: true}, "/copy/etc")
-	if !slices.Contains(args, "--share-net") {
-		t.Error("no --share-net with Network")
-	}
-}
-
-func TestNoneDirTranslation(t *testing.T) {
-	ws, out := t.TempDir(), t.TempDir()
-	mounts := []Mount{{Source: ws, Target: "/workspace"}, {Source: out, Target: "/workspace/out"}}
-	for _, tc := range []struct{ in, want string }{
-		{"/workspace", ws},
-		{"/workspace/a/b", filepath.Join(ws, "a/b")},
-		{"/workspace/out/x", filepath.Join(out, "x")},
-		{"/workspaces", "/workspaces"},
-		{"/srv", "/srv"},
-	} {
-		if got := hostPath(mounts, tc.in); got != tc.want {
-			t.Errorf("hostPath(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
 }
 
 func BenchmarkBwrapTrue(b *testing.B) {

@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/sandbox/sandboxtest"
 
 	"github.com/apodex/apodex/internal/watch"
 )
@@ -86,8 +89,6 @@ func TestNeverHostRoot(t *testing.T) {
 		})
 	}
 }
-
-func hostUIDOf() int { uid, _, _ := ids(); return uid }
 
 // E3: a setuid copy made in a writable mount keeps no setuid/setgid bit.
 func TestNoSetuidSurvives(t *testing.T) {
@@ -242,17 +243,7 @@ func BenchmarkSandboxTrue(b *testing.B) {
 // Outbound: a non-loopback interface is up, but the host's 127.0.0.1
 // services are out of reach.
 func TestOutboundNetwork(t *testing.T) {
-	if pastaPath() == "" {
-		t.Skip("pasta not installed (apt-get install -y passt)")
-	}
-	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {
-		t.Skipf("pasta cannot open /dev/net/tun here: %v", err)
-	} else {
-		f.Close()
-	}
-	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skip("needs bash for /dev/tcp")
-	}
+	sandboxtest.NeedOutbound(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +292,7 @@ func TestWorkspaceQuota(t *testing.T) {
 			ws := t.TempDir()
 			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)}}
 			res := run(t, r, Spec{Command: "echo keep > /workspace/keep; for i in $(seq 100); do head -c 1048576 /dev/urandom > /workspace/f$i; sleep 0.02; done",
-				Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 4 << 20}}, Timeout: 30 * time.Second})
+				Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 4 << 20, RefuseNear: -1}}, Timeout: 30 * time.Second})
 			if res.Limit != "workspace_quota" || !strings.Contains(res.LimitNote(), "--workspace-quota") {
 				t.Errorf("limit %q note %q", res.Limit, res.LimitNote())
 			}

@@ -1,10 +1,12 @@
-package sandbox
+package sandbox_test
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	. "github.com/apodex/apodex/internal/sandbox"
 
 	"github.com/apodex/apodex/internal/sandbox/etccopy"
 )

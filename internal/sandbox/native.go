@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/apodex/apodex/internal/sandbox/native"
 )
 
 // Native runs commands in a sandbox the runtime builds itself, without
 // bubblewrap (SPEC R-SBX-2): it re-executes the running binary as a helper
-// (helper_linux.go) in new user, mount, pid, ipc, uts and network
+// (package native) in new user, mount, pid, ipc, uts and network
 // namespaces, which binds exactly the system directories, the private /etc
 // and the Mounts, mounts /proc (kernel knobs read-only), a minimal /dev and a
 // sized tmpfs /tmp, pivots into that root and remounts it read-only, applies
@@ -21,13 +23,13 @@ type Native struct{}
 
 var _ Runner = Native{}
 
-// Run runs spec.Command in a fresh native sandbox.
-func (Native) Run(ctx context.Context, spec Spec) (Result, error) {
-	return launch(ctx, KindNative, "", spec)
+// Run runs sp.Command in a fresh native sandbox.
+func (Native) Run(ctx context.Context, sp Spec) (Result, error) {
+	return native.Launch(ctx, KindNative, "", sp)
 }
 
 var nativeProbe = sync.OnceValue(func() error {
-	if msg := nativeProblem(); msg != "" {
+	if msg := native.Problem(); msg != "" {
 		return fmt.Errorf("%w: native: %s", ErrUnavailable, msg)
 	}
 	return probed(KindNative, probeKey(KindNative, ""), func() error {

@@ -6,6 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/apodex/apodex/internal/sandbox/command"
+	"github.com/apodex/apodex/internal/sandbox/spec"
 )
 
 // None runs commands directly on the host, with the same timeout,
@@ -23,23 +26,23 @@ type None struct{}
 
 var _ Runner = None{}
 
-// Run runs spec.Command on the host.
-func (None) Run(ctx context.Context, spec Spec) (Result, error) {
-	env, err := envOf(spec)
+// Run runs sp.Command on the host.
+func (None) Run(ctx context.Context, sp Spec) (Result, error) {
+	env, err := spec.Env(sp)
 	if err != nil {
 		return Result{}, err
 	}
-	dir := spec.Dir
+	dir := sp.Dir
 	if dir == "" {
 		dir = "/tmp"
 	}
 	if !filepath.IsAbs(dir) {
-		return Result{}, fmt.Errorf("sandbox: dir %q is not absolute", spec.Dir)
+		return Result{}, fmt.Errorf("sandbox: dir %q is not absolute", sp.Dir)
 	}
-	cmd := exec.Command("/bin/sh", "-c", spec.Command)
-	cmd.Dir = hostPath(spec.Mounts, filepath.Clean(dir))
+	cmd := exec.Command("/bin/sh", "-c", sp.Command)
+	cmd.Dir = hostPath(sp.Mounts, filepath.Clean(dir))
 	cmd.Env = env
-	return supervise(ctx, cmd, spec, nil)
+	return command.Supervise(ctx, cmd, sp, nil)
 }
 
 // hostPath maps a sandbox path to the host through the mounts.

@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/sandbox/limits"
 )
 
 // F5 (issue 25): a runtime that is not root bounded a command's memory
@@ -28,7 +31,7 @@ func TestNonRootLimits(t *testing.T) {
 	mech := Mechanism(Limits{})
 	t.Logf("uid %d, %s", os.Geteuid(), mech)
 	if strings.Contains(mech, "pids=none") {
-		if nprocPerUserns() {
+		if limits.NprocPerUserns() {
 			t.Fatalf("no process limit without root on a kernel that counts processes per user namespace: %s", mech)
 		}
 		t.Skip("before Linux 5.14 RLIMIT_NPROC counts every process of the uid: no process limit without a cgroup")

@@ -2,10 +2,11 @@ package sandbox
 
 import (
 	"fmt"
-	"github.com/apodex/apodex/internal/sandbox/etccopy"
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/apodex/apodex/internal/sandbox/etccopy"
 )
 
 // A probe (a sandbox running `true`) costs tens of milliseconds at every

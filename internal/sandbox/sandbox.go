@@ -16,7 +16,7 @@
 //     capabilities, and no descriptor of the
 //     runtime's but its stdin, stdout and stderr (not one the runtime
 //     inherited without close-on-exec);
-//   - a seccomp filter (seccomp_linux.go; amd64 and arm64) refuses new user
+//   - a seccomp filter (package native; amd64 and arm64) refuses new user
 //     namespaces, io_uring, the ioctls that type into a terminal (TIOCSTI,
 //     TIOCLINUX) and preallocation (fallocate, EOPNOTSUPP), and kills a
 //     process making a system call through another ABI than the native
@@ -38,7 +38,7 @@
 //   - stdout and stderr are each kept up to Spec.OutputLimit bytes; the rest is
 //     counted and discarded, so a command printing gigabytes costs no memory.
 //
-// Reuse wraps either in a Pool of live sandboxes (reuse.go): one long-lived
+// Reuse wraps either in a Pool of live sandboxes (package live): one long-lived
 // sandbox per shape of command, each command a fresh process in it with the
 // guarantees above, except that the commands of one live sandbox share its
 // network and uts namespaces and its cgroup (Limits.Memory and
@@ -46,11 +46,12 @@
 // died leaves its commands to the per-command runner, never to None. A
 // command returns once no process of it is left; the next command of the
 // same shape may start on namespaces made ready while this one ran
-// (livewarm_linux.go), new and untouched by any command.
+// (package live/server), new and untouched by any command.
 //
-// Both re-execute the running binary as a helper (helper_linux.go): any
-// program importing this package, test binaries included, serves as its own
-// helper through this package's init.
+// Both re-execute the running binary as a helper (package native), a live
+// sandbox's server (package live/server) or the maker of an outbound
+// network (package netns): any program importing this package, test
+// binaries included, serves as all of them through their packages' init.
 //
 // Shared by every runner: the command's environment is exactly Spec.Env (or
 // a minimal default), never the caller's; it runs in a session of its own,
@@ -65,131 +66,86 @@
 // The None runner gives no isolation and no limits at all; callers must only
 // use it when the user asked for it explicitly, and must record that they
 // did.
+//
+// This package is the sandbox's API: the runners and their constructor,
+// with the vocabulary of package spec under its own names. The work is
+// done below it, one package per responsibility: spec (the vocabulary and
+// the checks of a Spec), command (one command's life on the runtime's
+// side: mounts handed over and measured, supervision, the result), limits
+// (cgroups, rlimits, quotas), netns (the outbound network), bwrap
+// (bubblewrap's command line), native (the helper process, the native
+// sandbox, Landlock, seccomp, sized overlays), live and live/server (live
+// sandboxes), etccopy (the private /etc).
 package sandbox
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net/netip"
-	"os"
-	"time"
 
-	"github.com/apodex/apodex/internal/watch"
+	"github.com/apodex/apodex/internal/sandbox/live"
+	"github.com/apodex/apodex/internal/sandbox/spec"
+)
+
+// The vocabulary (package spec).
+type (
+	// Mount binds a host directory into the sandbox.
+	Mount = spec.Mount
+	// Spec is one command to run.
+	Spec = spec.Spec
+	// Result is what a command did.
+	Result = spec.Result
+	// Runner runs commands. Run returns an error only when the command
+	// could not be started or supervised; a non-zero exit or a timeout is
+	// a Result.
+	Runner = spec.Runner
+	// Limits bound one command; zero fields take the defaults.
+	Limits = spec.Limits
+	// Quota bounds what a writable mount may hold.
+	Quota = spec.Quota
+	// Pool runs commands in live sandboxes (Reuse).
+	Pool = live.Pool
 )
 
 // ErrUnavailable is returned by New when no sandbox can be built here.
-var ErrUnavailable = errors.New("sandbox: no sandbox is available (bubblewrap missing and the native sandbox cannot create namespaces here); install bubblewrap (apt-get install -y bubblewrap) or pass --sandbox none to run commands without isolation")
-
-// Mount binds a host directory into the sandbox.
-type Mount struct {
-	Source   string // host path
-	Target   string // path inside the sandbox
-	Writable bool
-	// Quota, if set on a writable mount, bounds what the command may leave
-	// in it (see Quota).
-	Quota *Quota `json:"-"`
-	// Watch, when set, says Source is a lasting directory (a plane, not a
-	// per-command copy) watched in this set (package watch; a run's
-	// session owns it): giving its contents to the sandbox uid, clearing
-	// setuid bits and measuring its quota then cost what changed since the
-	// last command, not a walk. Nil: the mount is walked.
-	Watch *watch.Set `json:"-"`
-	// Fresh says Source is a directory made for this one command (the
-	// publishing holder's staging copy): a live sandbox (Reuse) reaches it
-	// through its parent, so a new one each command needs no new sandbox.
-	Fresh bool `json:"-"`
-}
-
-// Spec is one command to run.
-type Spec struct {
-	// Command is run by /bin/sh -c.
-	Command string
-	// Dir is the working directory inside the sandbox.
-	Dir    string
-	Mounts []Mount
-	// Network shares the host network namespace (loopback included).
-	Network bool
-	// Outbound gives the command its own network namespace with outbound
-	// access through pasta but no way to the host's loopback, nor to
-	// private, link-local, shared or multicast addresses (network.go,
-	// netrules_linux.go); Network wins if both are set. None treats it as
-	// Network.
-	Outbound bool
-	// AllowNets are prefixes an Outbound command may reach although the
-	// rules refuse them (a LAN service, say).
-	AllowNets []netip.Prefix
-	// Timeout kills the process group after this long; 0 means no limit
-	// beyond ctx.
-	Timeout time.Duration
-	// OutputLimit caps each of stdout and stderr, in bytes; 0 means 64 KiB.
-	OutputLimit int
-	// Env is the complete environment ("K=V"); nil means a minimal default.
-	Env []string
-	// Limits bound the command's memory, processes and /tmp (zero fields:
-	// the defaults). None ignores them.
-	Limits Limits
-	// NoTrace keeps the command's processes out of one another (a
-	// verifier's test runner and the code it tests): ptrace,
-	// process_vm_readv, process_vm_writev and pidfd_getfd fail with EPERM
-	// and /proc is read-only, so no process writes another's memory
-	// through /proc/PID/mem. Reading it (and /proc/PID/fd) stays possible
-	// between processes of one uid unless the target made itself
-	// non-dumpable (prctl PR_SET_DUMPABLE 0). None ignores it.
-	NoTrace bool
-	// Stdin and Stdout, when set, are the command's standard input and
-	// output instead of /dev/null and the captured Result.Stdout: a
-	// long-lived server speaking over its stdio (an MCP server), with the
-	// same isolation as any command. The caller keeps its own ends of the
-	// pipes and closes these once Run returns. Such a command always runs
-	// in a sandbox of its own, never in a live sandbox (Reuse).
-	Stdin, Stdout *os.File `json:"-"`
-}
-
-// Result is what a command did.
-type Result struct {
-	// ExitCode is the command's exit status, 128+n when signal n killed it,
-	// or -1 when the runner killed it (timeout or cancellation).
-	ExitCode int
-	Stdout   []byte
-	Stderr   []byte
-	// StdoutBytes and StderrBytes count everything the command wrote,
-	// including what was cut.
-	StdoutBytes int64
-	StderrBytes int64
-	TimedOut    bool
-	Duration    time.Duration
-	// Limit names the limit the command ran into (LimitMemory, LimitPids),
-	// "" if none was hit or the runner cannot tell.
-	Limit string
-	// UID is the host uid the command ran as; Mechanism says how its
-	// limits were enforced (see Mechanism). None leaves both zero.
-	UID       int
-	Mechanism string
-	// Limits are the limits the command ran under.
-	Limits Limits
-	// QuotaNote says which mount quota the command exceeded and how to
-	// raise it ("" none); Limit is then the quota's name.
-	QuotaNote string
-}
-
-// Truncated reports whether any output was cut.
-func (r Result) Truncated() bool {
-	return r.StdoutBytes > int64(len(r.Stdout)) || r.StderrBytes > int64(len(r.Stderr))
-}
-
-// Runner runs commands. Run returns an error only when the command could not
-// be started or supervised; a non-zero exit or a timeout is a Result.
-type Runner interface {
-	Run(ctx context.Context, spec Spec) (Result, error)
-}
+var ErrUnavailable = spec.ErrUnavailable
 
 // Kinds of runner New knows.
 const (
-	KindAuto   = "auto"
-	KindBwrap  = "bwrap"
-	KindNative = "native"
-	KindNone   = "none"
+	KindAuto   = spec.KindAuto
+	KindBwrap  = spec.KindBwrap
+	KindNative = spec.KindNative
+	KindNone   = spec.KindNone
+)
+
+// Defaults of Limits and of the workspace quota.
+const (
+	DefaultMemory         = spec.DefaultMemory
+	DefaultPids           = spec.DefaultPids
+	DefaultTmpSize        = spec.DefaultTmpSize
+	DefaultWorkspaceBytes = spec.DefaultWorkspaceBytes
+	DefaultWorkspaceFiles = spec.DefaultWorkspaceFiles
+	// DefaultWorkspaceRefuseNear is how close to its bound the workspace
+	// quota turns hard (Quota.RefuseNear).
+	DefaultWorkspaceRefuseNear = spec.DefaultWorkspaceRefuseNear
+)
+
+// Limit names, as in Result.Limit.
+const (
+	LimitMemory = spec.LimitMemory
+	LimitPids   = spec.LimitPids
+	LimitSparse = spec.LimitSparse
+)
+
+// ConfinePath is where every sandbox holds the confine tool: a process
+// there runs "ConfinePath -hide /tests -- PROG ARGS..." to start PROG
+// unable to read the hidden paths or to reach into its starter (ptrace,
+// /proc/PID/mem, signals); see package native.
+const ConfinePath = spec.ConfinePath
+
+// SandboxUID and SandboxGID are the host ids sandboxed commands run as when
+// the runtime runs as root (nobody/nogroup): never host uid 0.
+const (
+	SandboxUID = spec.SandboxUID
+	SandboxGID = spec.SandboxGID
 )
 
 // New returns the runner for kind: "bwrap" (bubblewrap, which must be
@@ -233,8 +189,14 @@ func KindOf(r Runner) string {
 		return KindNative
 	case None:
 		return KindNone
-	case *Pool:
-		return p.backend
+	case *live.Pool:
+		return p.Backend()
 	}
 	return fmt.Sprintf("%T", r)
 }
+
+// CommandUID is the host uid sandboxed commands run as in this process.
+func CommandUID() int { uid, _, _ := spec.IDs(); return uid }
+
+// Effective returns lim with the defaults filled in.
+func Effective(lim Limits) Limits { return lim.WithDefaults() }

@@ -1,58 +1,20 @@
-package sandbox
+package sandbox_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/sandbox/command"
+	"github.com/apodex/apodex/internal/sandbox/spec"
 )
-
-// runners returns every runner the conformance tests apply to here.
-func runners(t *testing.T) map[string]Runner {
-	t.Helper()
-	rs := map[string]Runner{"none": None{}}
-	for name, r := range sandboxes(t) {
-		rs[name] = r
-	}
-	return rs
-}
-
-// sandboxes returns the isolating runners (the conformance suite): bwrap
-// where bubblewrap works, and native, which must work everywhere the tests
-// run.
-func sandboxes(t testing.TB) map[string]Runner {
-	t.Helper()
-	rs := map[string]Runner{}
-	if err := Available(); err != nil {
-		t.Logf("bwrap unavailable: %v", err)
-	} else {
-		rs["bwrap"] = &Bwrap{}
-	}
-	if err := nativeAvailable(); err != nil {
-		t.Fatalf("native sandbox unavailable: %v", err)
-	}
-	rs["native"] = Native{}
-	// The same suite runs on live sandboxes (reuse.go).
-	for name, r := range maps.Clone(rs) {
-		p := Reuse(r).(*Pool)
-		t.Cleanup(func() {
-			if err := p.StartError(); err != nil {
-				t.Errorf("%s-reuse: the live sandbox did not start (commands ran per command): %v", name, err)
-			}
-			_ = p.Close()
-		})
-		rs[name+"-reuse"] = p
-	}
-	return rs
-}
 
 // needBwrap returns a Bwrap runner or skips the test.
 func needBwrap(t *testing.T) *Bwrap {
@@ -61,58 +23,6 @@ func needBwrap(t *testing.T) *Bwrap {
 		t.Skip(err)
 	}
 	return &Bwrap{}
-}
-
-func run(t *testing.T, r Runner, spec Spec) Result {
-	t.Helper()
-	res, err := r.Run(context.Background(), spec)
-	if err != nil {
-		t.Fatalf("Run(%q): %v", spec.Command, err)
-	}
-	return res
-}
-
-var tokenSeq atomic.Int64
-
-// sleepToken returns a sleep duration argument that is unique on this host,
-// so the process can be found in /proc by its command line.
-func sleepToken() string {
-	return fmt.Sprintf("1000.%d%04d", os.Getpid(), tokenSeq.Add(1))
-}
-
-// procsWith lists the host pids whose command line contains token. Zombies
-// have an empty command line and are not listed.
-func procsWith(token string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(token)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// assertGone fails if a process carrying token is still alive shortly after
-// Run returned (a SIGKILLed process may take a moment to be torn down).
-func assertGone(t *testing.T, token string) {
-	t.Helper()
-	for range 100 {
-		if len(procsWith(token)) == 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	pids := procsWith(token)
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	t.Errorf("processes with %s survived: %v", token, pids)
 }
 
 func TestNew(t *testing.T) {
@@ -189,7 +99,7 @@ func TestOutputCap(t *testing.T) {
 			if res.ExitCode != 0 {
 				t.Fatalf("exit %d: %q", res.ExitCode, res.Stderr)
 			}
-			want := bytes.Repeat([]byte("y\n"), defaultOutputLimit/2)
+			want := bytes.Repeat([]byte("y\n"), command.DefaultOutputLimit/2)
 			if !bytes.Equal(res.Stdout, want) || res.StdoutBytes != total || !res.Truncated() {
 				t.Errorf("stdout kept %d bytes, counted %d", len(res.Stdout), res.StdoutBytes)
 			}
@@ -295,7 +205,7 @@ func TestEnvIsClean(t *testing.T) {
 			if bytes.Contains(res.Stdout, []byte("hunter2")) {
 				t.Errorf("host variable leaked: %s", res.Stdout)
 			}
-			for _, kv := range defaultEnv {
+			for _, kv := range spec.DefaultEnv {
 				if !bytes.Contains(res.Stdout, []byte(kv+"\n")) {
 					t.Errorf("default %s missing from %s", kv, res.Stdout)
 				}

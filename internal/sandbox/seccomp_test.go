@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	. "github.com/apodex/apodex/internal/sandbox"
 )
 
 // F15 and F1 (issue 25): the seccomp filter refuses io_uring (ENOSYS),

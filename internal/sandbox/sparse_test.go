@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"fmt"
@@ -7,11 +7,15 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	. "github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/sandbox/limits"
 )
 
 // A sparse file whose apparent size is past its mount's quota is removed
 // after the command and named; one under the quota, and real data beside
-// it, stay.
+// it, stay. (Here the workspace is measured, RefuseNear -1; near a hard
+// bound the sized overlay keeps no such file either: TestRefusingQuota.)
 func TestSparseGiantsRemoved(t *testing.T) {
 	for name, r := range trackedOrNot(sandboxes(t)) {
 		tracked := strings.HasSuffix(name, "/tracked")
@@ -21,7 +25,7 @@ func TestSparseGiantsRemoved(t *testing.T) {
 				{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)},
 				{Source: out, Target: "/staged", Writable: true}, // no quota: the workspace's applies
 			}
-			res := run(t, r, Spec{Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 64 << 20}},
+			res := run(t, r, Spec{Mounts: mounts, Limits: Limits{Workspace: Quota{Bytes: 64 << 20, RefuseNear: -1}},
 				Command: "truncate -s 20G /workspace/giant && truncate -s 1M /workspace/small && truncate -s 1T /staged/deliverable && echo data > /workspace/ok"})
 			if res.ExitCode != 0 {
 				t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
@@ -80,7 +84,7 @@ perl -e 'open(my $f, "+<", "p") or die; for my $m (1, 16, 3) { my $r = syscall(%
 			if !strings.Contains(res.LimitNote(), "fallocate") {
 				t.Errorf("the limit note does not say why: %q", res.LimitNote())
 			}
-			if b, _ := usage(ws, false); b > 1<<20 {
+			if b, _ := limits.Usage(ws, false); b > 1<<20 {
 				t.Errorf("the workspace holds %d bytes after the refused fallocate calls", b)
 			}
 
@@ -93,7 +97,7 @@ python3 -c 'import os; fd = os.open("/scratch/d", os.O_WRONLY | os.O_CREAT); os.
 			if strings.Contains(string(res.Stdout), "d=") && (!strings.Contains(string(res.Stdout), "d=1\n") || res.Limit != "scratch_quota") {
 				t.Errorf("posix_fallocate past the scratch quota: limit %q\n%s%s", res.Limit, res.Stdout, res.Stderr)
 			}
-			if b, _ := usage(scratch, true); b > 16<<20 {
+			if b, _ := limits.Usage(scratch, true); b > 16<<20 {
 				t.Errorf("scratch holds %d bytes, past its 16 MiB quota", b)
 			}
 		})

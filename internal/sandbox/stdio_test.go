@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	. "github.com/apodex/apodex/internal/sandbox"
 )
 
 // A long-lived server speaks over its stdio (Spec.Stdin, Spec.Stdout) in

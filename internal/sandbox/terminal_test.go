@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/apodex/apodex/internal/sandbox"
 
 	"golang.org/x/sys/unix"
 )

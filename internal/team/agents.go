@@ -5,14 +5,16 @@ import (
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/synth"
+	"github.com/apodex/apodex/internal/verify/claim"
 )
 
 // Prefixes of the ids of the agents the runtime starts: verifiers V1, V2, …,
 // investigators I1, …, writers W1, ….
 const (
-	verifierPrefix     = "V"
-	investigatorPrefix = "I"
-	writerPrefix       = "W"
+	verifierPrefix     = claim.VerifierPrefix
+	investigatorPrefix = claim.InvestigatorPrefix
+	writerPrefix       = synth.WriterPrefix
 )
 
 // agentIDs numbers the agents the runtime starts. Verifiers serving the

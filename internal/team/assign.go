@@ -10,9 +10,11 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/claims"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/verify/claim"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -43,13 +45,18 @@ type Assignment struct {
 
 	cancel   context.CancelCauseFunc
 	worktree string // its worktree's name (the id, or a fresh name after a resume)
+	// keep are the verified claims a revision of a reopened item must
+	// restate (claim.Kept), and revision what its task says of them.
+	keep     []claims.Claim
+	revision string
 }
 
 // subagentTools are the tools a lead may give a subagent.
 var subagentTools = []string{"read_file", "write_file", "edit_file", "list_files", "grep", "bash", "claim_outputs", "recall", "search", "fetch"}
 
 // dispatch validates and queues an assignment; it returns the assignment id.
-func (t *Team) dispatch(callID, item, role, instructions string, tools []string) (string, error) {
+func (t *Team) dispatch(ctx context.Context, item, role, instructions string, tools []string) (string, error) {
+	callID := tool.CallID(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.planning {
@@ -91,11 +98,11 @@ func (t *Team) dispatch(callID, item, role, instructions string, tools []string)
 	t.record(record.TypeAssignment, "lead", record.Assignment{Assignment: id, Item: it.ID, Role: role, Instructions: instructions, Tools: tools, State: Created, CallID: callID})
 	t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Assign(it.ID, id) })
 	t.setState(a, Queued, "")
-	ctx, cancel := context.WithCancelCause(t.ctx)
-	a.cancel = cancel
+	actx := t.assignmentContext(ctx, a)
+	t.revise(a)
 	task := t.firstMessage(a, it)
 	t.wg.Add(1)
-	go t.executeFrom(ctx, a, t.slots.ticket(), task, nil, nil, nil)
+	go t.executeFrom(actx, a, t.slots.ticket(), task, nil, nil, nil)
 	return id, nil
 }
 
@@ -139,9 +146,9 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	t.setState(a, Running, "")
 	t.mu.Unlock()
 
-	rep := &reportBox{}
+	rep := &claim.ReportBox{}
 	if finished != nil {
-		rep.rep = finished
+		rep.Set(finished)
 		if t.cfg.Release != nil {
 			t.cfg.Release(a.ID, string(agent.Completed))
 		}
@@ -159,7 +166,17 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 			tools = append(tools, tl)
 		}
 	}
-	tools = append(tools, newReportTool(rep, fs, t.claimRefs(fs)))
+	check := t.checker.ClaimRefs(fs)
+	if keep := a.keep; len(keep) > 0 {
+		refs := check
+		check = func(r *Report) error {
+			if err := refs(r); err != nil {
+				return err
+			}
+			return claim.CheckRevision(keep, r)
+		}
+	}
+	tools = append(tools, claim.NewReportTool(rep, fs, check))
 	if t.cfg.SubTimeout > 0 { // on the team's clock
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
@@ -182,13 +199,13 @@ func (t *Team) executeFrom(ctx context.Context, a *Assignment, ticket chan struc
 	if wt != nil {
 		merge = t.mergeAndClose(a, wt)
 	}
-	if out.Termination == agent.Completed && rep.get() == nil && out.Summary != "" {
+	if out.Termination == agent.Completed && rep.Get() == nil && out.Summary != "" {
 		// A tool-free answer taken as finish: its text is the report.
-		rep.rep = &Report{Summary: out.Summary}
+		rep.Set(&Report{Summary: out.Summary})
 	}
 	switch cause := context.Cause(ctx); {
-	case out.Termination == agent.Completed && rep.get() != nil:
-		t.end(a, rep.get(), Reported, "", merge)
+	case out.Termination == agent.Completed && rep.Get() != nil:
+		t.end(a, rep.Get(), Reported, "", merge)
 	case errors.Is(cause, errTimeout):
 		t.end(a, nil, Timeout, fmt.Sprintf("ran past its time budget of %s", t.cfg.SubTimeout), merge)
 	case errors.Is(cause, errCancelled) || errors.Is(cause, ErrLeadDone) || out.Termination == agent.Cancelled:
@@ -213,13 +230,16 @@ func (t *Team) end(a *Assignment, rep *Report, state, reason, merge string) {
 	if rep != nil {
 		t.record(record.TypeReport, a.ID, record.Report{Assignment: a.ID, Item: a.Item, ReportBody: *rep})
 		a.ClaimIDs = t.recordClaims(a.ID, a.ID, a.Item, rep)
+		for _, v := range claim.Carried(a.keep, rep, a.ClaimIDs, a.Item) {
+			t.record(record.TypeVerdict, "runtime", v) // a verified claim restated unchanged
+		}
 		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Attach(a.Item, []string{"report:" + a.ID}) })
 	}
 	t.setState(a, state, reason)
 	if it, err := t.board.Get(a.Item); err == nil && slices.Contains(it.Owners, a.ID) {
 		t.mutate("runtime", func(b *board.Board) (board.Event, error) { return b.Unassign(a.Item, a.ID) })
 	}
-	if errors.Is(t.ctx.Err(), context.Canceled) && state == Cancelled {
+	if t.leadGone && state == Cancelled {
 		return // the lead is gone: nobody to tell
 	}
 	t.notify(a, rep, state, reason, merge)
@@ -241,6 +261,18 @@ func (t *Team) cancelAssignment(id string) error {
 	return nil
 }
 
+// revise makes a a revision when its item has claims from before (it
+// was reopened): the verified ones it keeps, and its task's note of what
+// it keeps and redoes. The caller holds t.mu.
+func (t *Team) revise(a *Assignment) {
+	if !slices.ContainsFunc(t.claims, func(k record.Claim) bool { return k.Item == a.Item }) {
+		return
+	}
+	l := t.ledger()
+	a.keep = claim.Kept(l, a.Item)
+	a.revision = claim.RevisionNote(a.Item, a.keep, claim.Redo(l, a.Item, a.keep))
+}
+
 // firstMessage is a subagent's task: its item, the reports of the items it
 // depends on, and the constraints it works under.
 func (t *Team) firstMessage(a *Assignment, it board.Item) string {
@@ -255,6 +287,7 @@ func (t *Team) firstMessage(a *Assignment, it board.Item) string {
 			}
 		}
 	}
+	b.WriteString(a.revision)
 	if t.cfg.Isolation == Shared {
 		fmt.Fprintf(&b, "\nThe workspace is shared: write only under /workspace/%s/; the other agents' directories are readable.\n", a.ID)
 	}

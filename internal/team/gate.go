@@ -1,18 +1,12 @@
 package team
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"fmt"
-	"io"
-	"io/fs"
-	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/apodex/apodex/internal/claims"
-	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/verify/claim"
 )
 
 // Gate is the final-answer gate (R-PLAN-2): finish is refused while any
@@ -20,22 +14,36 @@ import (
 // mode, until one branch was delegated and one claim independently
 // verified; then while a load-bearing claim is refuted.
 //
-// Once those pass, adaptive effort (effort.go) may defer finish for one
-// more wave on unsettled load-bearing claims, and synthesis writes the
-// report deliverables.
-func (t *Team) Gate(string) error {
+// Once those pass, adaptive effort (package verify/claim) may defer finish
+// for one more wave on unsettled load-bearing claims, and synthesis
+// (package synth) writes the report deliverables. Gate is the lead's
+// agent.Config Gate; ctx bounds the agents the gate starts.
+func (t *Team) Gate(ctx context.Context) func(summary string) error {
+	return func(string) error { return t.gate(ctx) }
+}
+
+func (t *Team) gate(ctx context.Context) error {
 	if err := t.gateBoard(); err != nil {
 		return err
 	}
-	t.recordCitations()
+	t.writer.RecordCitations()
 	if err := t.gateRefuted(t.ledger()); err != nil {
 		return err
 	}
-	if err := t.maybeEffort(); err != nil {
+	outcome, err := t.checker.Effort(ctx)
+	if err != nil {
+		t.mu.Lock()
+		t.notices = append(t.notices, notice{Assignment: "effort", Text: outcome})
+		close(t.changed)
+		t.changed = make(chan struct{})
+		t.mu.Unlock()
 		return err
 	}
-	return t.maybeSynthesis()
+	return t.writer.Synthesize(ctx)
 }
+
+// ledger is the run's claim ledger.
+func (t *Team) ledger() *claims.Ledger { return t.runState.Ledger() }
 
 // gateRefuted refuses finish while a load-bearing claim is refuted: the
 // deliverables would rest on something a verifier showed false.
@@ -45,7 +53,7 @@ func (t *Team) gateRefuted(l *claims.Ledger) error {
 		if c.Status != claims.Refuted || !c.LoadBearing || c.Withdrawn != "" {
 			continue
 		}
-		s := fmt.Sprintf("%s %q", c.ID, clipBytes(c.Text, 120))
+		s := fmt.Sprintf("%s %q", c.ID, claim.ClipBytes(c.Text, 120))
 		if c.StatedBy != "" {
 			s += " (by " + c.StatedBy
 			if c.Item != "" {
@@ -75,94 +83,4 @@ func (t *Team) gateRefuted(l *claims.Ledger) error {
 		return nil
 	}
 	return fmt.Errorf("a refuted claim is load-bearing: %s", joinSemi(bad))
-}
-
-// citeRef matches one bracketed citation, [K3] or [E7, K2].
-var citeRef = regexp.MustCompile(`\[((?:[KE][0-9]+)(?:\s*[,;]\s*[KE][0-9]+)*)\]`)
-
-// maxCiteBytes bounds how much of a deliverable is read for citations.
-const maxCiteBytes = 4 << 20
-
-// recordCitations reads what each deliverable cites and records it when
-// the file changed since its last reading (citations events), so that
-// the ledger, a fold of the record, knows which claims the deliverables
-// cite. Without contract deliverables, every file under /outputs (but
-// scratch) is read.
-func (t *Team) recordCitations() {
-	if t.cfg.FS == nil || t.cfg.Log == nil {
-		return
-	}
-	paths := slices.Clone(t.cfg.Deliverables)
-	if len(paths) == 0 {
-		paths = outputFiles(t.cfg.FS)
-	}
-	for _, p := range paths {
-		data, ok := readPlane(t.cfg.FS, p)
-		if !ok {
-			continue
-		}
-		sum := sha256.Sum256(data)
-		hash := "sha256:" + hex.EncodeToString(sum[:])
-		t.mu.Lock()
-		if t.citeHash == nil {
-			t.citeHash = map[string]string{}
-		}
-		if t.citeHash[p] == hash {
-			t.mu.Unlock()
-			continue
-		}
-		t.citeHash[p] = hash
-		c := record.Citations{Path: p, Hash: hash}
-		for _, m := range citeRef.FindAllStringSubmatch(string(data), -1) {
-			for _, id := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
-				if id[0] == 'K' && !slices.Contains(c.Claims, id) {
-					c.Claims = append(c.Claims, id)
-				} else if id[0] == 'E' && !slices.Contains(c.Evidence, id) {
-					c.Evidence = append(c.Evidence, id)
-				}
-			}
-		}
-		t.record(record.TypeCitations, "runtime", c)
-		t.mu.Unlock()
-	}
-}
-
-// readPlane reads a regular file by plane path, at most maxCiteBytes.
-func readPlane(fsys *workspace.FS, planePath string) ([]byte, bool) {
-	p, err := fsys.Resolve(planePath)
-	if err != nil {
-		return nil, false
-	}
-	f, err := fsys.Open(p)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, false
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxCiteBytes))
-	return data, err == nil
-}
-
-// outputFiles are the regular files under /outputs but scratch, sorted.
-func outputFiles(fsys *workspace.FS) []string {
-	root, err := fsys.OpenRoot(workspace.Outputs)
-	if err != nil {
-		return nil
-	}
-	defer root.Close()
-	var out []string
-	fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return nil
-		case d.IsDir() && p == "scratch":
-			return fs.SkipDir
-		case d.Type().IsRegular() && len(out) < 200:
-			out = append(out, "/outputs/"+p)
-		}
-		return nil
-	})
-	return out
 }

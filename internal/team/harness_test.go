@@ -22,6 +22,7 @@ import (
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/tool/builtin"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -98,8 +99,8 @@ func (h *harness) host(planePath string) string {
 // builds them: file tools and bash, claim_outputs and finish.
 func (h *harness) tools(id string, fs *workspace.FS) []tool.Tool {
 	view := fs.View(func(pp string, size int64) error { return h.plane.CheckWrite(id, pp, size) })
-	env := tool.Env{FS: view, Runner: h.runner, DefaultTimeout: 60 * time.Second, Outputs: h.plane.BashMounts(id)}
-	return append(tool.Builtins(env), tool.Serial(publish.ClaimTool(h.plane, id)), tool.FinishTool{})
+	env := builtin.Env{FS: view, Runner: h.runner, DefaultTimeout: 60 * time.Second, Outputs: h.plane.BashMounts(id)}
+	return append(builtin.Tools(env), tool.Serial(publish.ClaimTool(h.plane, id)), tool.FinishTool{})
 }
 
 // config is the team's configuration before the test's edits.
@@ -128,7 +129,7 @@ func (h *harness) run(model llm.Model, edit func(*team.Config)) agent.Outcome {
 	lead := agent.Runtime{Model: model, Log: h.log, FS: h.fs, Retry: llm.RetryPolicy{MaxAttempts: 1}}.Assemble(agent.Spec{
 		ID: "lead", Prompt: func(*tool.Set) string { return team.LeadPrompt },
 		Tools: append(h.tools("lead", h.fs), h.team.LeadTools()...), Guard: h.team.Guard,
-		Gate: h.team.Gate, BeforeCall: h.team.BeforeCall, Budget: agent.Budget{MaxTurns: h.leadTurns},
+		Gate: h.team.Gate(ctx), BeforeCall: h.team.BeforeCall, Budget: agent.Budget{MaxTurns: h.leadTurns},
 	})
 	h.out = agent.Run(ctx, lead, "Do the objective with your team.")
 	h.team.Shutdown(string(h.out.Termination))

@@ -16,8 +16,6 @@ var (
 	planningNote string
 	//go:embed prompts/subagent.md
 	subagentTemplate string
-	//go:embed prompts/verifier.md
-	verifierPrompt string
 )
 
 // LeadSystem is the lead's system prompt for the tools it is given: its

@@ -24,8 +24,9 @@ import (
 // state, the lead's counters and undelivered notices. Assignments that were
 // queued or running start again: a running one continues from its
 // checkpoint, in a fresh worktree rebuilt from the shared workspace and the
-// file changes it had recorded. Call it before the lead resumes.
-func (t *Team) Restore(dir string, st *runstate.State, events []record.Event, agents map[string]*checkpoint.Agent) error {
+// file changes it had recorded, with ctx's values. Call it before the
+// lead resumes.
+func (t *Team) Restore(ctx context.Context, dir string, st *runstate.State, events []record.Event, agents map[string]*checkpoint.Agent) error {
 	if st.BoardErr != nil {
 		return fmt.Errorf("team: restore the board: %w", st.BoardErr)
 	}
@@ -46,12 +47,13 @@ func (t *Team) Restore(dir string, st *runstate.State, events []record.Event, ag
 	}
 	// The claim ledger and effort waves so far (ids and counts go on; the
 	// runtime's agents are numbered on from the record, agents.go).
+	waves := 0
 	for _, e := range events {
 		switch e.Type {
 		case record.TypeEffort:
 			var ef record.Effort
 			if e.Decode(&ef) == nil {
-				t.waves = max(t.waves, ef.Wave)
+				waves = max(waves, ef.Wave)
 			}
 		case record.TypeClaim:
 			var k record.Claim
@@ -61,21 +63,10 @@ func (t *Team) Restore(dir string, st *runstate.State, events []record.Event, ag
 					a.ClaimIDs = append(a.ClaimIDs, k.ID)
 				}
 			}
-		case record.TypeSynthesis:
-			var sy record.Synthesis
-			if e.Decode(&sy) == nil && sy.Phase == record.SynthesisCheck {
-				t.synthesized = true
-			}
-		case record.TypeCitations:
-			var c record.Citations
-			if e.Decode(&c) == nil {
-				if t.citeHash == nil {
-					t.citeHash = map[string]string{}
-				}
-				t.citeHash[c.Path] = c.Hash
-			}
 		}
 	}
+	t.checker.Restored(waves)
+	t.writer.Restore(events)
 	t.verified += len(st.Verdicts)
 	t.planning = st.Planning
 	// Owners the record left on the board that no live assignment explains
@@ -116,18 +107,18 @@ func (t *Team) Restore(dir string, st *runstate.State, events []record.Event, ag
 	}
 	t.mu.Unlock()
 	for _, a := range resume {
-		t.restart(dir, events, a, agents[a.ID])
+		t.restart(ctx, dir, events, a, agents[a.ID])
 	}
 	return nil
 }
 
 // restart starts a queued or running assignment again after a stop.
-func (t *Team) restart(dir string, events []record.Event, a *Assignment, cp *checkpoint.Agent) {
-	ctx, cancel := context.WithCancelCause(t.ctx)
-	a.cancel = cancel
+func (t *Team) restart(ctx context.Context, dir string, events []record.Event, a *Assignment, cp *checkpoint.Agent) {
 	a.worktree = fmt.Sprintf("%s-resumed-%d", a.ID, time.Now().UnixNano())
 	t.mu.Lock()
+	actx := t.assignmentContext(ctx, a)
 	it, _ := t.board.Get(a.Item)
+	t.revise(a)
 	task := t.firstMessage(a, it)
 	t.mu.Unlock()
 	var restore *agent.Restore
@@ -150,7 +141,7 @@ func (t *Team) restart(dir string, events []record.Event, a *Assignment, cp *che
 		}
 	}
 	t.wg.Add(1)
-	go t.executeFrom(ctx, a, t.slots.ticket(), task, restore, finished, func(wtDir string) error { return replayDeltas(dir, wtDir, deltas) })
+	go t.executeFrom(actx, a, t.slots.ticket(), task, restore, finished, func(wtDir string) error { return replayDeltas(dir, wtDir, deltas) })
 }
 
 // seqDelta is a recorded file change with the seq of its event.

@@ -1,6 +1,11 @@
 // Package team is the Agent Team (SPEC §6–8): a lead that plans on the Task
 // Board, dispatches subagents it designs on demand, waits for their reports
-// and judges what is resolved.
+// and judges what is resolved. It holds the lead's tools, dispatch, wait
+// and restore; the claims the reports state are checked by package
+// verify/claim (refs, the verifier, effort, revisions) and the report
+// deliverables written by package synth. The team keeps no context: each
+// assignment's comes from the call that starts it, and the run's context
+// ending stops them as Shutdown does.
 //
 // Guarantees:
 //   - every board mutation and assignment state change is recorded as a
@@ -20,7 +25,11 @@
 //     reported to the lead, never overwritten; shared isolation confines each
 //     subagent's writes to /workspace/<agent-id>/;
 //   - when the lead stops, every assignment still queued or running is
-//     cancelled (its sandbox processes killed) and waited for.
+//     cancelled (its sandbox processes killed) and waited for;
+//   - a dispatch on an item that already has claims (a reopened one) is a
+//     revision: its report is refused while it drops or rewrites one of the
+//     item's verified claims, and a verified claim restated unchanged with
+//     immutable evidence keeps its verdict.
 package team
 
 import (
@@ -38,8 +47,9 @@ import (
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/synth"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/verify/claim"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -120,7 +130,7 @@ type Config struct {
 	EffortBudget int
 	// Synthesis, when set and Reports is not empty, has a writer write the
 	// report deliverables Reports from the claim–evidence graph once finish
-	// is accepted (synthesis.go); Contract is the contract as the writer
+	// is accepted (package synth); Contract is the contract as the writer
 	// reads it.
 	Synthesis bool
 	Reports   []string
@@ -141,6 +151,11 @@ const (
 	DefaultSubMaxTurns = 30
 	DefaultEffortWidth = 2
 	DefaultEffortWaves = 2
+	// The verifier's and effort's, which live in package verify/claim.
+	DefaultVerifyMaxTurns = claim.DefaultVerifyMaxTurns
+	DefaultEffortBudget   = claim.DefaultEffortBudget
+	EffortAdaptive        = claim.EffortAdaptive
+	EffortOff             = claim.EffortOff
 )
 
 // Team is one run's coordination plane: the board and the assignments.
@@ -156,26 +171,30 @@ type Team struct {
 	planning    bool
 	dispatched  int
 	verified    int
-	claims      []record.Claim    // the ledger's claims, K1… in record order
-	waves       int               // effort waves run
-	ids         agentIDs          // the runtime's agents: V1…, I1…, W1…
-	synthesized bool              // the writer wrote the reports
-	citeHash    map[string]string // deliverable -> hash of its last citations event
+	claims      []record.Claim // the ledger's claims, K1… in record order
+	ids         agentIDs       // the runtime's agents: V1…, I1…, W1…
+	// stopped is why every assignment must end (the lead is done, or the
+	// run's context ended); an assignment started after it is stopped at
+	// once.
+	stopped error
+	// leadGone: the lead is done or the run was cancelled, so nobody hears
+	// of a cancelled assignment any more.
+	leadGone bool
 
-	// rs is the run's state kept in step with the log (live.go), made on
-	// first use.
-	rs       *runstate.Live
-	liveErr  error
-	liveOnce sync.Once
-	liveWarn sync.Once
+	checker *claim.Checker // the verifier and effort (package verify/claim)
+	writer  *synth.Writer  // synthesis (package synth)
+	// runState is the run's state kept in step with the log, shared with the
+	// checker and the writer.
+	runState *claim.State
 
-	slots *slots
-	wg    sync.WaitGroup
-	ctx   context.Context // parent of every assignment
-	stop  context.CancelCauseFunc
+	slots   *slots
+	wg      sync.WaitGroup
+	unwatch func() bool // stops watching the run's context
 }
 
-// New makes a team; ctx bounds every assignment.
+// New makes a team; the end of ctx stops every assignment (with ctx's
+// cause), as Shutdown does. ctx is not kept: each assignment's context
+// comes from the call that starts it.
 func New(ctx context.Context, cfg Config) *Team {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
@@ -198,7 +217,20 @@ func New(ctx context.Context, cfg Config) *Team {
 	}
 	t := &Team{cfg: cfg, board: &board.Board{}, assignments: map[string]*Assignment{},
 		changed: make(chan struct{}), planning: cfg.Plan, slots: newSlots(cfg.Concurrency)}
-	t.ctx, t.stop = context.WithCancelCause(ctx)
+	h := host{t}
+	t.runState = claim.NewState(cfg.Log)
+	t.checker = claim.New(claim.Config{Model: cfg.Model, Log: cfg.Log, State: t.runState, FS: cfg.FS, Evidence: cfg.Evidence,
+		VerifierTools: cfg.VerifierTools, VerifyMaxTurns: cfg.VerifyMaxTurns, SubBudget: cfg.SubBudget,
+		Retry: cfg.Retry, Clock: cfg.Clock, BeforeCall: cfg.SubBeforeCall, OnStep: cfg.OnStep, Concurrency: cfg.Concurrency,
+		Effort: cfg.Effort, EffortWidth: cfg.EffortWidth, EffortWaves: cfg.EffortWaves, EffortBudget: cfg.EffortBudget}, h)
+	t.writer = synth.New(synth.Config{Model: cfg.Model, Log: cfg.Log, State: t.runState, FS: cfg.FS, Evidence: cfg.Evidence, Tools: cfg.Tools,
+		Release: cfg.Release, Budget: cfg.SubBudget, Retry: cfg.Retry, Clock: cfg.Clock, BeforeCall: cfg.SubBeforeCall,
+		OnStep: cfg.OnStep, Synthesis: cfg.Synthesis, Reports: cfg.Reports, Contract: cfg.Contract, Deliverables: cfg.Deliverables}, h, t.checker)
+	t.unwatch = context.AfterFunc(ctx, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.stopAll(context.Cause(ctx), errors.Is(ctx.Err(), context.Canceled))
+	})
 	if cfg.Plan {
 		t.record(record.TypePlanning, "lead", record.Planning{Mode: "planning", State: "started"})
 	}
@@ -208,9 +240,43 @@ func New(ctx context.Context, cfg Config) *Team {
 // Shutdown cancels every assignment still queued or running and waits for
 // them to end.
 func (t *Team) Shutdown(reason string) {
-	t.stop(fmt.Errorf("%w: %s", ErrLeadDone, reason))
+	t.unwatch()
+	t.mu.Lock()
+	t.stopAll(fmt.Errorf("%w: %s", ErrLeadDone, reason), true)
+	t.mu.Unlock()
 	t.wg.Wait()
 }
+
+// stopAll cancels every assignment with cause; the first cause stays.
+// The caller holds t.mu.
+func (t *Team) stopAll(cause error, leadGone bool) {
+	if t.stopped != nil {
+		return
+	}
+	t.stopped, t.leadGone = cause, leadGone
+	for _, id := range t.order {
+		if a := t.assignments[id]; a.cancel != nil {
+			a.cancel(cause)
+		}
+	}
+}
+
+// assignmentContext is the context of an assignment started by a call
+// with ctx: ctx's values, but it ends only by its own cancel or stopAll
+// (not when the lead's turn or loop ends). The caller holds t.mu.
+func (t *Team) assignmentContext(ctx context.Context, a *Assignment) context.Context {
+	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	a.cancel = cancel
+	if t.stopped != nil {
+		cancel(t.stopped)
+	}
+	return actx
+}
+
+// SynthesisFailures are the citation failures of the reports the writer
+// wrote, as they stand now (the lead may have repaired them since), each
+// with its line; delivery fails when there are any.
+func (t *Team) SynthesisFailures() []string { return t.writer.Failures() }
 
 // Board returns a copy of the board's items, for display.
 func (t *Team) Board() []board.Item {

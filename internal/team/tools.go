@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/tool"
+	"github.com/apodex/apodex/internal/verify/claim"
 )
 
 type addArgs struct {
@@ -116,12 +117,12 @@ func (t *Team) LeadTools() []tool.Tool {
 			t.mu.Lock()
 			t.board.Render(&b)
 			t.mu.Unlock()
-			renderLedger(&b, t.ledger())
+			claim.RenderLedger(&b, t.ledger())
 			return tool.Result{Output: b.String()}
 		}),
 		tool.Define("dispatch", "Start a subagent you design (role, instructions, tools) on a board item whose dependencies are resolved. Returns the assignment id; its report comes back through wait.", 0,
 			func(ctx context.Context, a dispatchArgs) tool.Result {
-				id, err := t.dispatch(tool.CallID(ctx), a.Item, a.Role, a.Instructions, a.Tools)
+				id, err := t.dispatch(ctx, a.Item, a.Role, a.Instructions, a.Tools)
 				if err != nil {
 					return tool.Errorf("dispatch refused: %v", err)
 				}

@@ -1,5 +1,6 @@
-// Package tool defines what a tool is, the set of tools an agent may call,
-// and the built-in tools of SPEC §4.
+// Package tool defines what a tool is and the set of tools an agent may
+// call: the Tool interface, Result, Set, Define (typed arguments from a Go
+// struct) and Family; the built-in tools of SPEC §4 are in tool/builtin.
 //
 // Guarantees:
 //   - a tool never panics the run and never returns a Go error for anything
@@ -9,8 +10,7 @@
 //     with the cut stated; Result.Full keeps the whole body for the record;
 //   - every file a tool changes is reported as a FileDelta (hash before/after);
 //   - a Set offers the model only the tools offered now (OfferedWhen), so a
-//     tool of another mode is not in the request; SandboxOffer names what
-//     bash finds on the host's system directories, probed once.
+//     tool of another mode is not in the request.
 package tool
 
 import (

@@ -75,10 +75,10 @@ type CallResult struct {
 // whole context.
 func (s *Segment) Last() *ModelCall { return s.Calls[len(s.Calls)-1] }
 
-// replyAt reports which call of s produced the message at index i of the
+// ReplyAt reports which call of s produced the message at index i of the
 // last call's context (prompt then reply), or nil when that message is not
 // a reply of this segment (copied context, or not an assistant turn).
-func (s *Segment) replyAt(i int) *ModelCall {
+func (s *Segment) ReplyAt(i int) *ModelCall {
 	for _, c := range s.Calls {
 		if len(c.Prompt) == i {
 			return c

@@ -58,7 +58,7 @@ func Actions(r *Run) []Action {
 }
 
 func same(a, b Action) bool {
-	return a.Name == b.Name && normArgs(a.Arguments) == normArgs(b.Arguments)
+	return a.Name == b.Name && NormArgs(a.Arguments) == NormArgs(b.Arguments)
 }
 
 // FindPivot localizes the pivot of failed against its siblings: the

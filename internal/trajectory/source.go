@@ -1,17 +1,15 @@
-// Package trajectory turns finished runs into training data (SPEC R-DATA):
-// chat-format JSONL with tool calls, Harbor's ATIF v1.7 trajectories and the
-// native record as one archive; the filters that drop unfit rollouts; and
-// pivot localization against sibling rollouts.
+// Package trajectory reads a finished run back as its agents'
+// conversations (SPEC R-DATA): every model call with the exact messages it
+// was sent, grouped into context segments between compactions, each
+// sub-agent linked to the call that started it; and pivot localization
+// against sibling rollouts. The formats written from it (chat lines, ATIF,
+// the native archive) and the export filters are in trajectory/export.
 //
 // Guarantees:
 //   - everything is read from the run's record (through source.go, the one
 //     adapter to the record) and its blobs; nothing is re-executed;
-//   - a chat line is one agent's whole model-visible history: every
-//     assistant tool call is answered by exactly one tool message with its
-//     tool_call_id, in order; a team run gives one line per agent, each
-//     naming the lead's run and its parent;
-//   - a filter never drops silently: Select returns every trajectory with
-//     kept or dropped and each reason.
+//   - a conversation's segments hold every call in record order; a call's
+//     prompt is what the provider was sent, its reply what it returned.
 package trajectory
 
 import (
@@ -238,9 +236,9 @@ func (r *Run) Calls() []*Call {
 	return out
 }
 
-// normArgs is a call's arguments in a canonical form (keys sorted), so the
+// NormArgs is a call's arguments in a canonical form (keys sorted), so the
 // same call written with other spacing compares equal.
-func normArgs(s string) string {
+func NormArgs(s string) string {
 	var v any
 	if json.Unmarshal([]byte(s), &v) != nil {
 		return strings.TrimSpace(s)

@@ -1,5 +1,6 @@
 // Package verify runs a task's executable verification clauses (R-VERIFY-2:
-// tests and recompute) against the terminal state of a finished run.
+// tests and recompute) against the terminal state of a finished run. (What
+// agents claim is checked by package verify/claim.)
 //
 // Guarantees:
 //   - every clause runs in a fresh sandbox of its own, with no network, with

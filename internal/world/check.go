@@ -7,16 +7,17 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/verify"
 )
 
 // Verdict is the task verifier's judgement of one end state.
 type Verdict struct {
-	Passed   bool               `json:"passed"`
-	Failures []string           `json:"failures,omitempty"`
-	Checks   []contract.Finding `json:"checks,omitempty"`
-	Verify   []verify.Result    `json:"verification,omitempty"`
+	Passed   bool            `json:"passed"`
+	Failures []string        `json:"failures,omitempty"`
+	Checks   []check.Finding `json:"checks,omitempty"`
+	Verify   []verify.Result `json:"verification,omitempty"`
 }
 
 // CheckReport is `apodex worlds check`: the world is usable when OK.
@@ -98,7 +99,7 @@ func Check(ctx context.Context, w *World, runner sandbox.Runner) CheckReport {
 // state, as a run's final gate does.
 func Judge(ctx context.Context, c *contract.Contract, env verify.Env) Verdict {
 	v := Verdict{Passed: true}
-	v.Checks = c.CheckDeliverables(env.Outputs, env.Inputs)
+	v.Checks = check.Deliverables(c, env.Outputs, env.Inputs)
 	for _, f := range v.Checks {
 		if !f.OK {
 			v.Passed = false

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"encoding/json"
-	"github.com/apodex/apodex/internal/llm/llmtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/apodex/apodex/internal/llm/llmtest/strict"
 )
 
 const testKey = "sk-ant-test-secret-key"
@@ -49,7 +50,7 @@ func fakeServer(t *testing.T, rp reply) (*httptest.Server, *captured) {
 		body, _ := io.ReadAll(r.Body)
 		// Every body the client sends must be one the real API accepts,
 		// unless the test sends a deliberately odd request (rp.lenient).
-		if v := llmtest.CheckAnthropic(body); v != nil && !rp.lenient {
+		if v := strict.CheckAnthropic(body); v != nil && !rp.lenient {
 			t.Errorf("the client sent a request the Messages API refuses: %v\n%s", v, body)
 		}
 		rec.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/llm/llmtest/strict"
 )
 
 // NewAnthropic starts a fake Messages API server that answers request n
@@ -23,7 +24,7 @@ func NewAnthropic(t testing.TB, policy func(n int, req Request) Turn) *Server {
 var anthropicDialect = &dialect{
 	name:      "Anthropic",
 	path:      "/v1/messages",
-	check:     CheckAnthropic,
+	check:     strict.CheckAnthropic,
 	decode:    decodeAnthropic,
 	errorBody: anthropicTurnError,
 	whole:     anthropicWhole,
@@ -54,7 +55,7 @@ func anthropicTurnError(n, status int) []byte {
 	if n < 0 {
 		msg = "bad request body"
 	}
-	return append(anthropicErrorBody(typ, msg), '\n')
+	return append(strict.AnthropicErrorBody(typ, msg), '\n')
 }
 
 // anthropicWhole writes turn as one message object.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/llm/llmtest/strict"
 )
 
 // NewOpenAI starts a fake Chat Completions server that answers request n
@@ -21,7 +22,7 @@ func NewOpenAI(t testing.TB, policy func(n int, req Request) Turn) *Server {
 var openAIDialect = &dialect{
 	name:      "OpenAI",
 	path:      "/v1/chat/completions",
-	check:     CheckOpenAI,
+	check:     strict.CheckOpenAI,
 	decode:    decodeOpenAI,
 	errorBody: openAIErrorBody,
 	whole: func(w io.Writer, n int, req Request, turn Turn) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/llm/llmtest/strict"
 )
 
 // DefaultUsage is what a Turn without Usage reports.
@@ -73,7 +74,7 @@ type Tool struct {
 type dialect struct {
 	name   string // "OpenAI", "Anthropic": in failure messages
 	path   string // the one POST path answered
-	check  func(body []byte) *Violation
+	check  func(body []byte) *strict.Violation
 	decode func(body []byte) (Request, error)
 	// errorBody is the error object for a turn with a non-2xx status.
 	errorBody func(n, status int) []byte
@@ -98,7 +99,7 @@ type Server struct {
 	mu         sync.Mutex
 	lenient    bool
 	reqs       []Request
-	violations []Violation
+	violations []strict.Violation
 	models     []string
 }
 
@@ -124,10 +125,10 @@ func (s *Server) Lenient() *Server {
 }
 
 // Violations returns the broken requests refused so far, in arrival order.
-func (s *Server) Violations() []Violation {
+func (s *Server) Violations() []strict.Violation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Violation(nil), s.violations...)
+	return append([]strict.Violation(nil), s.violations...)
 }
 
 // Requests returns the bodies answered so far, in arrival order; refused
@@ -222,7 +223,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers a broken request as the real API would and fails the test.
-func (s *Server) refuse(w http.ResponseWriter, raw []byte, v *Violation) {
+func (s *Server) refuse(w http.ResponseWriter, raw []byte, v *strict.Violation) {
 	s.mu.Lock()
 	s.violations = append(s.violations, *v)
 	s.mu.Unlock()
@@ -336,4 +337,13 @@ func usageOf(turn Turn) llm.Usage {
 		return *turn.Usage
 	}
 	return DefaultUsage
+}
+
+// cutText shortens s for a message.
+func cutText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

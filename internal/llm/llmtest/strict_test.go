@@ -14,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/anthropic"
 	"github.com/apodex/apodex/internal/llm/llmtest"
+	"github.com/apodex/apodex/internal/llm/llmtest/strict"
 	"github.com/apodex/apodex/internal/llm/openai"
 )
 
@@ -100,7 +101,7 @@ func TestStrictRefusesBrokenHistory(t *testing.T) {
 				t.Errorf("reported %q, want one failure naming the rule and messages[2]", errs)
 			}
 			v := srv.Violations()
-			if len(v) != 1 || v[0].Rule != llmtest.RuleToolWithoutCall || v[0].Index != 2 || string(v[0].Body) != f.wantBad {
+			if len(v) != 1 || v[0].Rule != strict.RuleToolWithoutCall || v[0].Index != 2 || string(v[0].Body) != f.wantBad {
 				t.Errorf("violations %+v", v)
 			}
 			if status, _ := post(t, srv.URL+f.path, f.valid); status != 200 {
@@ -152,7 +153,7 @@ func TestClientsSeeTheRealError(t *testing.T) {
 			if !errors.As(err, &api) || api.StatusCode != 400 || llm.IsRetryable(err) || !strings.Contains(api.Message, "schema") {
 				t.Errorf("error %v, want a 400 about the tool's schema", err)
 			}
-			if v := srv.Violations(); len(v) != 1 || v[0].Rule != llmtest.RuleToolSchema {
+			if v := srv.Violations(); len(v) != 1 || v[0].Rule != strict.RuleToolSchema {
 				t.Errorf("violations %+v", v)
 			}
 			if len(rec.reported()) != 1 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/apodex/apodex/internal/llm/llmtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
+	"github.com/apodex/apodex/internal/llm/llmtest/strict"
 )
 
 // captured is what a fake server saw of one request.
@@ -34,7 +34,7 @@ func jsonServer(t *testing.T, status int, header http.Header, body string) (stri
 		}
 		// These tests build clients without a model (a local server takes
 		// any); every other rule of the real API holds.
-		if v := llmtest.CheckOpenAI(raw); v != nil && v.Rule != llmtest.RuleModel {
+		if v := strict.CheckOpenAI(raw); v != nil && v.Rule != strict.RuleModel {
 			t.Errorf("the client sent a request the Chat Completions API refuses: %v\n%s", v, raw)
 		}
 		for k, vs := range header {

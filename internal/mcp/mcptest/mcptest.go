@@ -148,6 +148,16 @@ func New(name string) *sdk.Server {
 		}
 		return text("read: " + string(b)), nil, nil
 	})
+	type writeIn struct {
+		Path string `json:"path"`
+		Text string `json:"text"`
+	}
+	sdk.AddTool(s, &sdk.Tool{Name: "write_host", Description: "Write a file of the host the server runs on."}, func(_ context.Context, _ *sdk.CallToolRequest, in writeIn) (*sdk.CallToolResult, any, error) {
+		if err := os.WriteFile(in.Path, []byte(in.Text), 0o644); err != nil {
+			return text("cannot write: " + err.Error()), nil, nil
+		}
+		return text("wrote " + in.Path), nil, nil
+	})
 	type addrIn struct {
 		Addr string `json:"addr"`
 	}

@@ -1,0 +1,100 @@
+package runflags
+
+import (
+	"fmt"
+
+	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/record"
+)
+
+// registerLimits registers the per-command sandbox limits, bound into l.
+func registerLimits(fs *cmdline.FlagSet, l *record.LimitSettings, d record.LimitSettings) {
+	cmdline.SizeFlag(fs, &l.MemLimit, "mem-limit", d.MemLimit, "memory of one sandboxed command, e.g. 256MiB")
+	fs.Int64Var(&l.PidsLimit, "pids-limit", d.PidsLimit, "processes and threads of one sandboxed command")
+	cmdline.SizeFlag(fs, &l.TmpSize, "tmp-size", d.TmpSize, "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
+	cmdline.SizeFlag(fs, &l.WorkspaceQuota, "workspace-quota", d.WorkspaceQuota, "allocated bytes /workspace may hold, e.g. 2GiB")
+	fs.Int64Var(&l.WorkspaceFiles, "workspace-files", d.WorkspaceFiles, "files and directories /workspace may hold")
+}
+
+// applyContractLimits takes the task budget's limits for flags not given.
+func applyContractLimits(set map[string]bool, b contract.Budget, l *record.LimitSettings) {
+	if b.MemLimit > 0 && !set["mem-limit"] {
+		l.MemLimit = b.MemLimit
+	}
+	if b.PidsLimit > 0 && !set["pids-limit"] {
+		l.PidsLimit = b.PidsLimit
+	}
+	if b.TmpSize > 0 && !set["tmp-size"] {
+		l.TmpSize = b.TmpSize
+	}
+	if b.WorkspaceQuota > 0 && !set["workspace-quota"] {
+		l.WorkspaceQuota = b.WorkspaceQuota
+	}
+}
+
+// networkFlag is --network (outbound through a user-mode stack) or
+// --network host, bound into the settings' Network and HostNetwork.
+type networkFlag struct{ on, host *bool }
+
+func (n *networkFlag) IsBoolFlag() bool { return true }
+
+func (n *networkFlag) Placeholder() string { return "[host]" }
+
+func (n *networkFlag) String() string {
+	switch {
+	case n.on == nil || !*n.on:
+		return ""
+	case *n.host:
+		return "host"
+	}
+	return "isolated"
+}
+
+func (n *networkFlag) Set(v string) error {
+	switch v {
+	case "true", "isolated":
+		*n.on, *n.host = true, false
+	case "host":
+		*n.on, *n.host = true, true
+	case "false", "off", "none":
+		*n.on, *n.host = false, false
+	default:
+		return fmt.Errorf("--network %q: give --network (outbound only) or --network host", v)
+	}
+	return nil
+}
+
+// JoinNetwork turns "--network host" into "--network=host": --network
+// alone is a boolean flag.
+func JoinNetwork(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "--network" || a == "-network") && i+1 < len(args) && (args[i+1] == "host" || args[i+1] == "isolated") {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// SandboxOverride registers --sandbox of resume and replay: they run a
+// record's commands in the sandbox the record names, and only none, the
+// user's explicit consent, changes that.
+func SandboxOverride(fs *cmdline.FlagSet, verb string) *string {
+	defer fs.Choices("sandbox", "none")
+	return fs.String("sandbox", "", "none: "+verb+" without isolation, running the record's commands on this machine as they are (needed for a run recorded with --sandbox none; default: the sandbox the run recorded, and a run recorded without one is refused)")
+}
+
+func CheckSandboxOverride(v string) error {
+	if v != "" && v != "none" {
+		return cmdline.Usagef("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", v)
+	}
+	return nil
+}
