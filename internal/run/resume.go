@@ -88,6 +88,9 @@ func resume(ctx context.Context, dir string, rc ResumeConfig, followUp string) (
 	if err != nil {
 		return Summary{}, err
 	}
+	if cfg.OnLog != nil {
+		cfg.OnLog(log)
+	}
 	if n := len(contents.Events); n > 0 && reason == stoppedReason {
 		var w record.Warning
 		if last := contents.Events[n-1]; last.Type == record.TypeWarning && last.Decode(&w) == nil && w.Code == "stopped" {

@@ -102,8 +102,9 @@ func goOn(ctx context.Context, dir, home, mcpConfig string, mf *runflags.Model, 
 		}
 	}
 	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers, Halt: cmdline.HaltOf(ctx), HaltNote: "Ctrl-C or SIGTERM"}, Sandbox: sbx}
-	ctx, stop := out.StartProgress(ctx, dir, after, stderr)
-	stopTelemetry := runflags.StartTelemetry(ctx, dir, after, stderr)
+	ctx, progressOn, stop := out.ProgressOnLog(ctx, after, stderr)
+	telemetryOn, stopTelemetry := runflags.TelemetryOnLog(ctx, after, stderr)
+	rc.OnLog = func(l *record.Log) { progressOn(l); telemetryOn(l) } // both read the log in memory
 	var s run.Summary
 	if followUp != "" {
 		s, err = run.Continue(ctx, dir, followUp, rc)
