@@ -108,20 +108,17 @@ func (w *Writer) Restore(events []record.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeSynthesis:
-			var sy record.Synthesis
-			if e.Decode(&sy) == nil && sy.Phase == record.SynthesisCheck {
+		p, _ := record.DecodePayload(e)
+		switch p := p.(type) {
+		case *record.Synthesis:
+			if p.Phase == record.SynthesisCheck {
 				w.synthesized = true
 			}
-		case record.TypeCitations:
-			var c record.Citations
-			if e.Decode(&c) == nil {
-				if w.citeHash == nil {
-					w.citeHash = map[string]string{}
-				}
-				w.citeHash[c.Path] = c.Hash
+		case *record.Citations:
+			if w.citeHash == nil {
+				w.citeHash = map[string]string{}
 			}
+			w.citeHash[p.Path] = p.Hash
 		}
 	}
 }
