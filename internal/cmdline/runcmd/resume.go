@@ -125,8 +125,8 @@ func segmentModel(dir string, started record.ModelSettings) record.ModelSettings
 	}
 	m := started
 	for _, e := range c.Events {
-		var r record.Resumed
-		if e.Type == record.TypeResumed && e.Decode(&r) == nil && r.Model != nil {
+		p, _ := record.DecodePayload(e)
+		if r, ok := p.(*record.Resumed); ok && r.Model != nil {
 			m = *r.Model
 		}
 	}
