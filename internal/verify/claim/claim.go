@@ -16,7 +16,12 @@
 //   - an effort wave targets only load-bearing, unsettled, not withdrawn
 //     claims, gives each claim framings none of its earlier waves used,
 //     runs its agents up to the run's concurrency and stays within effort's
-//     token budget.
+//     token budget;
+//   - what the checks read of the run (the claim ledger, the tokens spent,
+//     the bash calls a ref may name) comes from State, the run's state
+//     folded in memory from its log as it grows (runstate.Live), never
+//     from re-reading events.jsonl; only a bash ref's output is read from
+//     the record, for that call.
 package claim
 
 import (
