@@ -29,7 +29,8 @@ test:
 
 # Figures reported in the issues: per-step harness overhead, the sandbox,
 # compaction over 300 steps, a 64-subagent team, replay speed, resume time,
-# the 30-step run of the built binary (the peer benchmark of issue #12).
+# the 30-step run of the built binary (the peer benchmark of issue #12), rollouts
+# through NATS workers against the local eval (issue #30).
 bench:
 	$(GO) test -run XXX -bench '^BenchmarkStep' -benchtime 200x -count 5 ./internal/agent/
 	$(GO) test -run XXX -bench 'BenchmarkSandboxTrue' -count 5 ./internal/sandbox/
@@ -43,6 +44,7 @@ bench:
 	$(GO) test -run XXX -bench 'StreamLatency' -benchtime 200x ./internal/web/
 	$(GO) test -run XXX -bench 'Export500' -benchtime 20x ./internal/trajectory/
 	$(GO) test -run XXX -bench '^BenchmarkSteps30$$' -benchtime 5x ./cmd/apodex/
+	$(GO) test -run XXX -bench 'EvalOnNATS' -benchtime 1x -count 3 ./cmd/apodex/
 
 # Every fuzz target (parsers of outside input, the conversation property of
 # internal/agent), each for FUZZTIME.

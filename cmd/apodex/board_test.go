@@ -14,8 +14,8 @@ import (
 
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // demoRun runs a bundled example with the scripted model and returns the
@@ -145,10 +145,10 @@ func TestBoardAndShowJSON(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	var v struct {
-		Mode        string               `json:"mode"`
-		Finished    bool                 `json:"finished"`
-		Items       []board.Item         `json:"items"`
-		Assignments []run.AssignmentInfo `json:"assignments"`
+		Mode        string                   `json:"mode"`
+		Finished    bool                     `json:"finished"`
+		Items       []board.Item             `json:"items"`
+		Assignments []runview.AssignmentInfo `json:"assignments"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("board --json: %v\n%s", err, out)
@@ -171,7 +171,7 @@ func TestBoardAndShowJSON(t *testing.T) {
 	}
 
 	code, out, _ = cli(t, "show", "--json", "--home", home, id)
-	var info run.Info
+	var info runview.Info
 	if code != 0 || json.Unmarshal([]byte(out), &info) != nil {
 		t.Fatalf("show --json: exit %d\n%s", code, out)
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/apodex/apodex/internal/cmdline"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 )
 
@@ -19,7 +19,7 @@ func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	w := runinfo.BoardWatcher{Dir: dir, JSON: *jsonOut}
+	w := runview.BoardWatcher{Dir: dir, JSON: *jsonOut}
 	if !*watch {
 		v, err := w.Read()
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/repo"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 )
 
@@ -44,7 +45,7 @@ func cmdApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if run.Liveness(dir) == run.Live {
+	if runview.Liveness(dir) == runview.Live {
 		return fmt.Errorf("run %s is still running: apply its change once it has ended", filepath.Base(dir))
 	}
 	changes, b, err := repoChanges(dir)

@@ -13,7 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
 )
@@ -86,10 +86,10 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // unanswered marks the calls without a result by how the run in dir
 // stands: still running, or cut off by a stop nothing resumed yet.
 func unanswered(dir string, all []transcript.Entry) []transcript.Entry {
-	switch run.Liveness(dir) {
-	case run.Live:
+	switch runview.Liveness(dir) {
+	case runview.Live:
 		return transcript.Unanswered(all, transcript.KindRunning, "no result yet: the call is running")
-	case run.Stopped:
+	case runview.Stopped:
 		return transcript.Unanswered(all, transcript.KindInterrupted, "interrupted: the process stopped while this call ran; `apodex resume` continues the run")
 	}
 	return transcript.Unanswered(all, transcript.KindInterrupted, "interrupted: the run ended while this call ran")

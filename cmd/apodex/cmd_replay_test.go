@@ -10,8 +10,8 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/replay"
-	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // The checked path from outside: finished runs replay identical; a run
@@ -55,7 +55,7 @@ func TestReplayCommand(t *testing.T) {
 		t.Errorf("show of a run whose input changed:\n%s", out)
 	}
 	code, out, _ = cli(t, "show", "--home", home, "--json", s.RunID)
-	var info run.Info
+	var info runview.Info
 	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.Trainable || len(info.NotTrainable) != 1 {
 		t.Errorf("show --json: trainable %v %q", info.Trainable, info.NotTrainable)
 	}

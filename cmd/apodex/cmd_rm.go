@@ -16,7 +16,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/worktree"
 )
 
@@ -142,7 +142,7 @@ func cmdPrune(_ context.Context, args []string, stdout, stderr io.Writer) error 
 // a directory that still has something mounted under it.
 func removeRun(dir string) error {
 	id := filepath.Base(dir)
-	lock, err := os.OpenFile(filepath.Join(dir, runinfo.LockFile), os.O_RDWR, 0)
+	lock, err := os.OpenFile(filepath.Join(dir, runview.LockFile), os.O_RDWR, 0)
 	switch {
 	case err == nil:
 		defer lock.Close()

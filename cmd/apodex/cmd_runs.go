@@ -14,19 +14,19 @@ import (
 	"github.com/apodex/apodex/internal/cmdline/complete"
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 )
 
 // Read models with the status people see (a dead process's run is stopped).
 var (
-	loadInfo   = runinfo.LoadLive
-	liveStatus = runinfo.LiveStatus
-	listRuns   = runinfo.ListLive
+	loadInfo   = runview.LoadLive
+	liveStatus = runview.LiveStatus
+	listRuns   = runview.ListLive
 )
 
 // StatusStopped is how a run whose process died without finishing is shown.
-const StatusStopped = runinfo.StatusStopped
+const StatusStopped = runview.StatusStopped
 
 // runStatuses are the statuses --status takes.
 var runStatuses = []string{run.StatusRunning, StatusStopped, run.StatusCompleted, run.StatusFailed, run.StatusAwaitingReview}
@@ -81,7 +81,7 @@ func (f *runFilter) check(home string) error {
 
 // keep reports whether the filter takes run i; rollouts maps run ids to
 // their evals.
-func (f *runFilter) keep(i run.Info, rollouts map[string]string) bool {
+func (f *runFilter) keep(i runview.Row, rollouts map[string]string) bool {
 	ev, rollout := rollouts[i.RunID]
 	switch {
 	case f.evalID != "" && ev != f.evalID:
@@ -132,7 +132,7 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rollouts := eval.RolloutRuns(h)
-	var shown []run.Info
+	var shown []runview.Row
 	hidden := 0
 	for _, i := range infos { // newest first
 		if !f.keep(i, rollouts) {
@@ -144,12 +144,11 @@ func cmdRuns(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		if *limit > 0 && len(shown) == *limit {
 			break
 		}
-		i.Steps = nil
 		shown = append(shown, i)
 	}
 	if *jsonOut {
 		if shown == nil {
-			shown = []run.Info{}
+			shown = []runview.Row{}
 		}
 		cmdline.WriteJSON(stdout, shown)
 		return nil

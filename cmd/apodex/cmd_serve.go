@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/evalcmd"
 	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/web"
 )
@@ -21,12 +22,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	home := fs.HomeFlag()
 	addr := fs.String("addr", "127.0.0.1:7777", "where to listen; an address beyond loopback needs --token")
 	token := fs.String("token", "", "require this token on every API call (Authorization: Bearer, or the page's cookie); \"generate\" makes one and prints it with the URL")
+	natsFlag := fs.String("nats", "", "also list the workers of evals queued on this NATS URL (default $APODEX_NATS_URL, else the config key nats)")
 	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return cmdline.Usagef("serve takes no arguments; see `apodex serve --help`")
+	}
+	queue, err := evalcmd.ServeQueue(*natsFlag, cmdline.HomeDir(*home))
+	if err != nil {
+		return err
 	}
 	if *token == "generate" {
 		*token = web.NewToken()
@@ -45,7 +51,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		key = web.NewToken()
 	}
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Home: cmdline.HomeDir(*home), Token: *token, ControlKey: key, Sender: livecmd.Sender(), Log: slog.New(slog.NewTextHandler(stderr, nil))}),
+		Handler:           web.New(web.Config{Home: cmdline.HomeDir(*home), Token: *token, ControlKey: key, Sender: livecmd.Sender(), Log: slog.New(slog.NewTextHandler(stderr, nil)), Queue: queue}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx }, // streams end with the command

@@ -8,7 +8,7 @@ import (
 
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/grade"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/state"
 )
 
@@ -36,7 +36,7 @@ func cmdShow(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		cmdline.WriteJSON(stdout, info)
 		return nil
 	}
-	runinfo.Render(stdout, info)
+	runview.Render(stdout, info)
 	return nil
 }
 

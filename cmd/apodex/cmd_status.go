@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/apodex/apodex/internal/cmdline"
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -17,7 +17,7 @@ func cmdStatus(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	p, err := run.Status(dir)
+	p, err := runview.Status(dir)
 	if err != nil {
 		return err
 	}

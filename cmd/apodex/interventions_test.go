@@ -32,6 +32,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // ivPatience bounds every wait for something the run must do; a run that
@@ -659,8 +660,8 @@ func TestPauseStopsModelRequestsUntilResume(t *testing.T) {
 		t.Fatalf("withdraw while paused: exit %d %s", code, errOut)
 	}
 	code, out, _ := r.cli("status", r.id, "--json")
-	var p run.Progress
-	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || !p.Paused || p.Liveness != run.Live {
+	var p runview.Progress
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || !p.Paused || p.Liveness != runview.Live {
 		t.Errorf("status while paused: exit %d\n%s", code, out)
 	}
 
@@ -738,7 +739,7 @@ func TestCancelEndsLiveRun(t *testing.T) {
 	if s.Delivery == nil || len(s.Delivery.Entries) != 1 || s.Delivery.Entries[0].Status != publish.Delivered {
 		t.Errorf("delivery %+v, want /outputs/answer.txt delivered", s.Delivery)
 	}
-	if p, err := run.Status(r.dir); err != nil || p.Liveness != run.Finished {
+	if p, err := runview.Status(r.dir); err != nil || p.Liveness != runview.Finished {
 		t.Errorf("liveness after cancel: %+v %v", p.Liveness, err)
 	}
 
@@ -863,11 +864,11 @@ func TestStatusAnswersWithoutDisturbing(t *testing.T) {
 		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = r.cli("status", r.id, "--json")
-	var p run.Progress
+	var p runview.Progress
 	if code != 0 || json.Unmarshal([]byte(out), &p) != nil {
 		t.Fatalf("status --json: exit %d\n%s%s", code, out, errOut)
 	}
-	if p.Liveness != run.Live || p.Paused || p.RunID != r.id || p.Board.Total() != 1 || p.Board.InProgress != 1 ||
+	if p.Liveness != runview.Live || p.Paused || p.RunID != r.id || p.Board.Total() != 1 || p.Board.InProgress != 1 ||
 		p.Assignments["A1"] != "running" || p.Turns != 2 {
 		t.Errorf("status --json while the lead waits: %+v", p)
 	}
@@ -909,7 +910,7 @@ func TestProgressQueryAnsweredByRuntime(t *testing.T) {
 		select {
 		case <-deadline:
 			t.Fatalf("M1 was not answered within %s; the inbox lock is held: %v. "+
-				"(Deliver holds the inbox lock while control.deliver answers the query with statusText -> run.Status -> inbox.List, "+
+				"(Deliver holds the inbox lock while control.deliver answers the query with statusText -> runview.Status -> inbox.List, "+
 				"which takes the same lock: the run deadlocks, and apodex say/messages/status/cancel of other processes hang on the lock.)",
 				r.patience, ivInboxLocked(t, r.dir))
 		case <-time.After(5 * time.Millisecond):

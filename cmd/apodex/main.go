@@ -30,7 +30,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline/evalcmd"
 	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/cmdline/runcmd"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/version"
 )
@@ -262,8 +262,8 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 
 // Text helpers shared by the commands' tables.
 var (
-	oneLine = runinfo.OneLine
-	dash    = runinfo.Dash
-	clip    = runinfo.Clip
-	short   = runinfo.Short
+	oneLine = runview.OneLine
+	dash    = runview.Dash
+	clip    = runview.Clip
+	short   = runview.Short
 )

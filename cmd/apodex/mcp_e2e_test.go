@@ -20,8 +20,8 @@ import (
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/mcp/mcptest"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // The test binary is also the MCP test server (mcptest), when started so.
@@ -591,7 +591,7 @@ verify:
 		t.Fatal(err)
 	}
 	cmd.Process.Wait()
-	if got := runinfo.Liveness(second.RunDir); got != runinfo.Live {
+	if got := runview.Liveness(second.RunDir); got != runview.Live {
 		t.Errorf("the second run after the server was killed: %s, want live", got)
 	}
 	close(released)
@@ -609,9 +609,9 @@ verify:
 // waitFinished waits (up to a minute) until the run in dir has finished.
 func waitFinished(t *testing.T, dir string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); runinfo.Liveness(dir) != runinfo.Finished; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); runview.Liveness(dir) != runview.Finished; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s did not finish: %s", filepath.Base(dir), runinfo.Liveness(dir))
+			t.Fatalf("run %s did not finish: %s", filepath.Base(dir), runview.Liveness(dir))
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/llm/llmtest"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // runsHome is a home with a completed react run that is an eval's rollout,
@@ -97,7 +97,7 @@ func TestRunsFilters(t *testing.T) {
 // run's lock held), until the test ends.
 func holdLock(t *testing.T, dir string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, runinfo.LockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, runview.LockFile), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,19 @@ func TestWorkerKilledMidRollout(t *testing.T) {
 	}
 	evalID := strings.TrimSuffix(strings.Fields(stdout)[1], ":")
 
+	// Another host follows the eval from the queue alone: a home with
+	// neither the plan nor the runs.
+	follower, chatOut, meta := t.TempDir(), filepath.Join(t.TempDir(), "chat.jsonl"), filepath.Join(t.TempDir(), "meta.jsonl")
+	type exit struct {
+		code   int
+		stderr string
+	}
+	followed := make(chan exit, 1)
+	go func() {
+		code, _, stderr := cli(t, "export", "--follow", evalID, "--nats", srv.URL(), "--home", follower, "--format", "chat", "--out", chatOut, "--metadata", meta)
+		followed <- exit{code, stderr}
+	}()
+
 	childHome := t.TempDir()
 	args, _ := json.Marshal([]string{"worker", "--nats", srv.URL(), "--home", childHome, "--name", "doomed", "--parallel", "6", "--sandbox", sbx, "--lease-ttl", "3s"})
 	child := exec.Command(os.Args[0], "-test.run=^TestWorkerChildProcess$")
@@ -177,5 +190,60 @@ func TestWorkerKilledMidRollout(t *testing.T) {
 	}
 	if len(rs) != 6 || slowDone != 2 {
 		t.Fatalf("%d results (%d of the hung world), want 6 (2)", len(rs), slowDone)
+	}
+
+	// The killed worker's two unfinished runs are kept as abandoned: the
+	// rescuer found them at its start, shipped them, and the eval's host
+	// lists them with their records, never counted.
+	ab := jetstream.ReadAbandoned(home, evalID)
+	if len(ab) != 2 {
+		t.Fatalf("%d abandoned runs on the eval's home, want the killed worker's 2: %+v", len(ab), ab)
+	}
+	for _, a := range ab {
+		if !killedRuns[a.RunID] || a.World != slow || !a.Shipped || !strings.Contains(a.Reason, "died") {
+			t.Errorf("abandoned %+v: want a shipped run of the hung world from the killed worker", a)
+		}
+		if _, err := os.Stat(filepath.Join(home, "runs", a.RunID, "events.jsonl")); err != nil {
+			t.Errorf("abandoned run %s not readable on the eval's home: %v", a.RunID, err)
+		}
+		for _, r := range rs {
+			if r.RunID == a.RunID {
+				t.Errorf("abandoned run %s was counted", a.RunID)
+			}
+		}
+	}
+
+	// The follower exported every rollout, from records it fetched.
+	var f exit
+	select {
+	case f = <-followed:
+	case <-time.After(time.Minute):
+		t.Fatal("export --follow --nats did not end after the eval did")
+	}
+	if f.code != 0 {
+		t.Fatalf("export --follow --nats: exit %d\n%s", f.code, f.stderr)
+	}
+	raw, _ := os.ReadFile(meta)
+	exported := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var m struct {
+			Run string `json:"run"`
+		}
+		json.Unmarshal([]byte(line), &m)
+		exported[m.Run] = true
+	}
+	if len(exported) != len(rs) {
+		t.Errorf("the follower exported %d runs, want the %d counted", len(exported), len(rs))
+	}
+	for _, r := range rs {
+		if !exported[r.RunID] {
+			t.Errorf("the follower did not export run %s (exported %v)", r.RunID, exported)
+		}
+		if _, err := os.Stat(filepath.Join(follower, "runs", r.RunID, "events.jsonl")); err != nil {
+			t.Errorf("run %s not fetched to the follower: %v", r.RunID, err)
+		}
+	}
+	if fr, _ := eval.ReadResults(follower, evalID); len(fr) != 6 {
+		t.Errorf("the follower's results.jsonl has %d lines, want 6", len(fr))
 	}
 }

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"github.com/apodex/apodex/internal/cmdline/evalcmd"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +17,7 @@ import (
 	"github.com/apodex/apodex/internal/eval"
 	"github.com/apodex/apodex/internal/jetstream"
 	"github.com/apodex/apodex/internal/sandbox"
+	"github.com/apodex/apodex/internal/web"
 )
 
 // TestEvalOnNATSWithTwoWorkers: the bundled oracle suite queued on an
@@ -75,6 +80,43 @@ func TestEvalOnNATSWithTwoWorkers(t *testing.T) {
 	code, stdout, stderr = cli(t, "eval", "show", id, "--home", home, "--nats", srv.URL())
 	if code != 0 || !strings.Contains(stdout, "workers on "+srv.URL()+": 2") || !strings.Contains(stdout, "  w1 on ") || !strings.Contains(stdout, "rollouts in flight: 0") {
 		t.Fatalf("eval show --nats: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	// From another host: eval show and eval resume --wait need only the
+	// URL (the plan, results and records come from the queue).
+	other := t.TempDir()
+	code, stdout, stderr = cli(t, "eval", "show", id, "--home", other, "--nats", srv.URL())
+	if code != 0 || !strings.Contains(stdout, "24/24 rollouts done") || !strings.Contains(stdout, "results on "+srv.URL()+": 24 ") {
+		t.Fatalf("eval show --nats from another home: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if rs, _ := eval.ReadResults(other, id); len(rs) != 24 {
+		t.Fatalf("eval show from another home collected %d results, want 24", len(rs))
+	}
+	code, stdout, stderr = cli(t, "eval", "resume", id, "--home", t.TempDir(), "--nats", srv.URL(), "--wait")
+	if code != 0 || !strings.Contains(stdout, "24 of 24") || !strings.Contains(stderr, "0 newly queued") {
+		t.Fatalf("eval resume --nats --wait from another home: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	// The page's list: apodex serve --nats URL answers /api/workers.
+	q, err := evalcmd.ServeQueue(srv.URL(), home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := httptest.NewServer(web.New(web.Config{Home: home, Queue: q}))
+	defer page.Close()
+	resp, err := http.Get(page.URL + "/api/workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs web.QueueStatus
+	json.NewDecoder(resp.Body).Decode(&qs)
+	resp.Body.Close()
+	names := map[string]int64{}
+	for _, w := range qs.Workers {
+		names[w.Name] = w.Done
+	}
+	if resp.StatusCode != 200 || len(names) != 2 || names["w1"]+names["w2"] > 24 || len(qs.InFlight) != 0 {
+		t.Fatalf("/api/workers: %d %+v", resp.StatusCode, qs)
 	}
 
 	bad := t.TempDir()

@@ -17,8 +17,8 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/llm/llmtest"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -120,7 +120,7 @@ func TestRunWorldRecordsTheWorld(t *testing.T) {
 	p := filepath.Join(w.Dir, "tests", "expected.txt")
 	os.Remove(p)
 	os.WriteFile(p, []byte("0\n"), 0o444)
-	if ok, why := run.Trainability(dir); ok || !strings.Contains(strings.Join(why, "; "), "world "+id) {
+	if ok, why := runview.Trainability(dir); ok || !strings.Contains(strings.Join(why, "; "), "world "+id) {
 		t.Errorf("trainable after its world was modified: %v %v", ok, why)
 	}
 	code, _, stderr = cli(t, "run", "--home", home, "--world", id, "--provider", "scripted", "--script", script, "--quiet")

@@ -47,7 +47,7 @@ var layers = []layer{
 			"internal/llm/openai", "internal/llm/anthropic", "internal/llm/scripted", "internal/llm/llmtest", "internal/llm/llmtest/strict", "internal/llm/provider"},
 		[]string{"base", "core", "adapters"}},
 	{"services", "what works on a run directory or a world without running an agent: the task kept in the run, verification, worlds, the read models, grading",
-		[]string{"internal/taskstore", "internal/verify", "internal/world", "internal/runinfo", "internal/trajectory", "internal/grade", "internal/replay/divergence", "internal/repo"},
+		[]string{"internal/taskstore", "internal/verify", "internal/world", "internal/runview", "internal/trajectory", "internal/grade", "internal/replay/divergence", "internal/repo"},
 		[]string{"base", "core", "model", "adapters", "services"}},
 	{"engine", "the machinery a run assembles: tools, the agent loop, the publication plane, claim verification and effort, synthesis, the team, live control, and the harness that tests them",
 		[]string{"internal/tool", "internal/tool/builtin", "internal/agent", "internal/publish", "internal/verify/claim", "internal/synth", "internal/team", "internal/live", "internal/runtest", "internal/mcp", "internal/mcp/mcptest"},

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 )
 
@@ -54,7 +55,7 @@ func CodeOf(err error) int {
 		return ExitOK
 	case errors.As(err, &code):
 		return int(code)
-	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, run.ErrNotFound):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, runview.ErrNotFound):
 		return ExitUsage
 	default:
 		return ExitFailed

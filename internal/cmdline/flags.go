@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 type flagDef = flag.Flag
@@ -181,14 +181,14 @@ func FindRun(home, id string) (string, error) {
 		infos, err := os.ReadDir(filepath.Join(h, "runs"))
 		if err == nil {
 			for i := len(infos) - 1; i >= 0; i-- { // ids sort by start time
-				if d, err := run.Dir(h, infos[i].Name()); err == nil {
+				if d, err := runview.Dir(h, infos[i].Name()); err == nil {
 					return d, nil
 				}
 			}
 		}
-		return "", fmt.Errorf("%w: there are no runs under %s yet (start one with `apodex run`)", run.ErrNotFound, filepath.Join(h, "runs"))
+		return "", fmt.Errorf("%w: there are no runs under %s yet (start one with `apodex run`)", runview.ErrNotFound, filepath.Join(h, "runs"))
 	}
-	return run.Dir(h, id)
+	return runview.Dir(h, id)
 }
 
 // HomeDir is --home, else $APODEX_HOME, else ~/.apodex, made absolute (the

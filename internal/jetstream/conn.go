@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ const (
 	LeaseBucket   = "apodex-leases"
 	WorldStore    = "apodex-worlds"
 	RecordStore   = "apodex-records"
+	EvalBucket    = "apodex-evals"
 
 	rolloutSubject = "apodex.rollout."
 	resultSubject  = "apodex.result."
@@ -40,6 +42,7 @@ type Conn struct {
 	leases   jetstream.KeyValue
 	worlds   jetstream.ObjectStore
 	records  jetstream.ObjectStore
+	evals    jetstream.KeyValue
 	fetchMu  sync.Mutex
 }
 
@@ -47,7 +50,10 @@ type Conn struct {
 // streams, consumer, bucket and object stores if missing. leaseTTL 0 keeps
 // the queue's TTL (DefaultLeaseTTL for a new queue). An unreachable URL fails at once, naming the URL.
 func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Conn, error) {
-	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+		// A frozen or cut-off server is left for another within ~20 s
+		// (the default waits two pings of two minutes).
+		nats.PingInterval(5*time.Second), nats.MaxPingsOutstanding(3))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect to %s: %w; is a nats-server with JetStream running there? (--nats embedded starts one in this process)", url, err)
 	}
@@ -94,9 +100,9 @@ func (c *Conn) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.results, err = c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: ResultStream, Subjects: []string{resultSubject + ">"},
+	c.results, err = c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: ResultStream, Subjects: []string{resultSubject + ">", abandonedSubject + ">"},
 		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: c.Replicas,
-		Description: "apodex rollout results, at most one per subject"})
+		Description: "apodex rollout results (at most one per subject) and abandoned runs"})
 	if err != nil {
 		return err
 	}
@@ -105,18 +111,75 @@ func (c *Conn) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.worlds, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: WorldStore, Storage: jetstream.FileStorage,
+	c.worlds, err = c.objectStore(ctx, jetstream.ObjectStoreConfig{Bucket: WorldStore, Storage: jetstream.FileStorage,
 		Replicas: c.Replicas, Description: "apodex world bundles by world id"})
 	if err != nil {
 		return err
 	}
-	c.records, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: RecordStore, Storage: jetstream.FileStorage,
+	c.records, err = c.objectStore(ctx, jetstream.ObjectStoreConfig{Bucket: RecordStore, Storage: jetstream.FileStorage,
 		Replicas: c.Replicas, Description: "apodex run records by run id"})
+	if err != nil {
+		return err
+	}
+	c.evals, err = c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: EvalBucket, History: 1,
+		Storage: jetstream.FileStorage, Replicas: c.Replicas, Description: "apodex eval plans by eval id"})
 	return err
 }
 
-// isWrongLastSeq: the server refused a publish for its expected sequence.
+// objectStore opens the object store cfg names, creating it if missing;
+// an existing one keeps its settings (an operator's size limit).
+func (c *Conn) objectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	if s, err := c.js.ObjectStore(ctx, cfg.Bucket); err == nil {
+		return s, nil
+	}
+	return c.js.CreateOrUpdateObjectStore(ctx, cfg)
+}
+
+// isWrongLastSeq: the server refused a publish for its expected sequence
+// (a replicated stream answers with the "constant" code).
 func isWrongLastSeq(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// isUnavailable reports whether err says the servers could not answer
+// now (no leader yet, a node lost, a timeout) rather than that the request
+// was wrong: worth trying again later.
+func isUnavailable(err error) bool {
+	if err == nil || IsFull(err) {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// Error codes of a store that cannot take more (nats-server's
+// jetstream_errors.json): the account's or the server's limits, or a
+// stream's own (store failed: maximum bytes or messages exceeded).
+const (
+	errAccountResources = 10002
+	errInsufficient     = 10023
+	errMemoryResources  = 10028
+	errStorageResources = 10047
+	errStoreFailed      = 10077
+)
+
+// IsFull reports whether err says a stream or object store is full.
+func IsFull(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case errAccountResources, errInsufficient, errMemoryResources, errStorageResources:
+		return true
+	case errStoreFailed:
+		return strings.Contains(apiErr.Description, "maximum bytes") || strings.Contains(apiErr.Description, "maximum messages")
+	}
+	return false
 }

@@ -10,14 +10,21 @@ import (
 // TestStartCleansUpAfterDeadWorkersOnly: a worker starting on a home
 // removes what the runs of a crashed worker (its lock free) left, and
 // leaves a live worker's runs alone; two workers cannot share a name on
-// one home.
+// one home. The dead worker's runs that never ended are returned to be
+// abandoned.
 func TestStartCleansUpAfterDeadWorkersOnly(t *testing.T) {
 	home := t.TempDir()
 	dir := filepath.Join(home, "workers")
 	os.MkdirAll(dir, 0o700)
-	for _, w := range []struct{ name, run string }{{"dead", "r-dead"}, {"live", "r-live"}} {
-		os.WriteFile(filepath.Join(dir, w.name+".started"), []byte(w.run+"\n"), 0o600)
-		if err := os.MkdirAll(filepath.Join(home, "runs", w.run, "world", "ov", "upper"), 0o755); err != nil {
+	job := `{"eval":"e-1","world":{"id":"w-1"},"config":{"name":"c"},"rollout":2,"version":"v"}`
+	for _, w := range []struct{ name, lines string }{
+		{"dead", "r-done\t" + job + "\nr-dead\t" + job + "\n-r-done\n"},
+		{"live", "r-live\t" + job + "\n"},
+	} {
+		os.WriteFile(filepath.Join(dir, w.name+".started"), []byte(w.lines), 0o600)
+	}
+	for _, run := range []string{"r-done", "r-dead", "r-live"} {
+		if err := os.MkdirAll(filepath.Join(home, "runs", run, "world", "ov", "upper"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -30,13 +37,17 @@ func TestStartCleansUpAfterDeadWorkersOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, cleaned, err := openCrashLog(home, "me")
+	c, cleaned, unended, err := openCrashLog(home, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.close()
-	if len(cleaned) != 1 || cleaned[0] != "r-dead" {
-		t.Fatalf("cleaned %v, want [r-dead]", cleaned)
+	if len(cleaned) != 2 || cleaned[0] != "r-done" || cleaned[1] != "r-dead" {
+		t.Fatalf("cleaned %v, want [r-done r-dead]", cleaned)
+	}
+	// Only the run that never ended is abandoned, with the rollout it ran.
+	if len(unended) != 1 || unended[0].ID != "r-dead" || unended[0].Job == nil || unended[0].Job.Eval != "e-1" || unended[0].Job.Rollout != 2 {
+		t.Fatalf("unended %+v, want r-dead of e-1 rollout 2", unended)
 	}
 	if _, err := os.Stat(filepath.Join(home, "runs", "r-dead", "world", "ov")); !os.IsNotExist(err) {
 		t.Fatalf("the dead worker's overlay is still there: %v", err)
@@ -47,7 +58,7 @@ func TestStartCleansUpAfterDeadWorkersOnly(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "live.started")); err != nil {
 		t.Fatalf("the live worker's started file was touched: %v", err)
 	}
-	if _, _, err := openCrashLog(home, "me"); err == nil {
+	if _, _, _, err := openCrashLog(home, "me"); err == nil {
 		t.Fatal("a second worker with the same name on the same home was let in")
 	}
 }

@@ -17,15 +17,22 @@
 //	APODEX_RESULTS   stream, subjects apodex.result.<eval>.<rollout hash>,
 //	                 limits retention, file storage. At most one message
 //	                 per subject: a result is published only if its subject
-//	                 is empty (expected last subject sequence 0).
+//	                 is empty (expected last subject sequence 0). Also
+//	                 apodex.abandoned.<eval>.<rollout hash>: one message
+//	                 (an Abandoned, id "abandoned/<run id>") per run that
+//	                 will never count.
 //	apodex-leases    KV bucket, history 1, TTL = lease TTL; key
 //	                 <eval>.<rollout hash>.
 //	apodex-workers   KV bucket, history 1, TTL 1m; key = worker name; a
 //	                 heartbeat every 5s (host, rollouts running and done).
+//	apodex-evals     KV bucket, history 1; key = eval id, value = its plan,
+//	                 so any host can follow the eval.
 //	apodex-worlds    object store; object name = world id; a tar of the
 //	                 stored world directory.
 //	apodex-records   object store; object name = run id; a gzipped tar of
-//	                 the run directory (record, blobs, planes).
+//	                 the run directory (record, blobs, planes). Object
+//	                 stores are created if missing and otherwise keep their
+//	                 settings (an operator's max bytes).
 //
 // Guarantees:
 //   - a rollout message is delivered to one worker at a time and stays
@@ -48,7 +55,17 @@
 //   - a worker locks <home>/workers/<name>.lock and lists the runs it
 //     starts in <name>.started; at start it removes the overlays of the
 //     runs of every worker of the home whose lock is free (a crash);
+//   - a run that will never count (lease lost, handed back, scored by
+//     another, result not publishable, or left by a worker that died and
+//     found by the next worker on its home) is abandoned: marked in the
+//     worker's home, its record shipped, an Abandoned published;
 //   - results are read back in stream order by Collect, which fetches
-//     each result's record into the eval's home and appends the line; a
-//     slow rollout never holds back finished ones.
+//     each result's record into the eval's home and appends the line
+//     (abandoned runs go to abandoned.jsonl, never counted); a slow
+//     rollout never holds back finished ones. One process of a home
+//     collects an eval at a time (CollectEval's flock);
+//   - a record the record store cannot take (full) makes the result a
+//     failure saying so, and the rollout is acked: never a retry loop;
+//   - every API request is bounded (apiTimeout): a request whose reply is
+//     lost while the cluster elects a leader is retried, not waited on.
 package jetstream

@@ -266,11 +266,7 @@ func TestKilledWorkersRolloutIsFinishedByAnother(t *testing.T) {
 			t.Fatalf("the killed worker's run %s was counted", r.RunID)
 		}
 	}
-	info, err := evalConn.results.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != uint64(plan.Total()) {
-		t.Fatalf("%d result messages, want %d", info.State.Msgs, plan.Total())
+	if n := resultCount(t, evalConn); n != uint64(plan.Total()) {
+		t.Fatalf("%d result messages, want %d", n, plan.Total())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -95,4 +96,30 @@ func (l *Lease) put(ctx context.Context) error {
 // Release gives the lease up at once (a failed attempt to be retried).
 func (l *Lease) Release(ctx context.Context) {
 	l.c.leases.Delete(ctx, l.key, jetstream.LastRevision(l.Token))
+}
+
+// failedAttempt counts a failed attempt of j and returns how many there
+// were. Deliveries are not attempts: a rollout handed back (a stopped
+// worker, another version, the servers unavailable) spends none. The
+// count lives beside the lease (key <lease key>.fail, so it expires with
+// the bucket's TTL: a rollout not retried within it starts counting
+// again, erring towards more attempts, never fewer).
+func (c *Conn) failedAttempt(ctx context.Context, j eval.Job) int {
+	key := leaseKey(j) + ".fail"
+	for try := 0; try < 5; try++ {
+		e, err := c.leases.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			if _, err := c.leases.Create(ctx, key, []byte("1")); err == nil {
+				return 1
+			}
+			continue
+		} else if err != nil {
+			return 1 // unknown: count this one alone
+		}
+		n, _ := strconv.Atoi(string(e.Value()))
+		if _, err := c.leases.Update(ctx, key, []byte(strconv.Itoa(n+1)), e.Revision()); err == nil {
+			return n + 1
+		}
+	}
+	return 1
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,11 +28,16 @@ type Outcome struct {
 func (c *Conn) PublishWorlds(ctx context.Context, home string, plan *eval.Plan) error {
 	st := world.NewStore(home)
 	for _, pw := range plan.Worlds {
+		if _, err := c.worlds.GetInfo(ctx, pw.ID); err == nil {
+			continue // stored already (an eval resumed from another host has no local copy)
+		}
 		w, err := st.Get(pw.ID)
 		if err != nil {
 			return err
 		}
-		if err := putDir(ctx, c.worlds, pw.ID, w.Dir); err != nil {
+		if err := putDir(ctx, c.worlds, pw.ID, w.Dir); IsFull(err) {
+			return fmt.Errorf("jetstream: store world %s: object store %s is full (%w); nothing was queued; free space or raise the store's limit", pw.ID, WorldStore, err)
+		} else if err != nil {
 			return fmt.Errorf("jetstream: store world %s: %w", pw.ID, err)
 		}
 	}
@@ -45,7 +51,17 @@ func (c *Conn) Publish(ctx context.Context, jobs []eval.Job) (int, error) {
 	n := 0
 	for _, j := range jobs {
 		raw, _ := json.Marshal(j)
-		ack, err := c.js.Publish(ctx, rolloutSubject+j.Eval, raw, jetstream.WithMsgID(j.Eval+"/"+j.Key()))
+		var ack *jetstream.PubAck
+		var err error
+		for try := 0; try < 5; try++ { // the message id makes a retry safe
+			pctx, cancel := context.WithTimeout(ctx, apiTimeout)
+			ack, err = c.js.Publish(pctx, rolloutSubject+j.Eval, raw, jetstream.WithMsgID(j.Eval+"/"+j.Key()))
+			cancel()
+			if !isUnavailable(err) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(time.Duration(try+1) * 500 * time.Millisecond)
+		}
 		if err != nil {
 			return n, fmt.Errorf("jetstream: queue %s: %w", j.Key(), err)
 		}
@@ -65,14 +81,52 @@ func (c *Conn) Scored(ctx context.Context, j eval.Job) (bool, error) {
 	return err == nil, err
 }
 
+// apiTimeout bounds one JetStream API request. A request can go
+// unanswered (it reached a server while the cluster elected a leader, or
+// the reply was lost with a connection), and a request under a long
+// context would wait for all of it: each is retried instead.
+const apiTimeout = 10 * time.Second
+
 // Collect reads eval plan's results in stream order (from the first),
 // fetches each one's record into home/runs/<run-id> unless there, and adds
-// it to col, until col holds every rollout of the plan or ctx ends.
+// it to col, until col holds every rollout of the plan and every message
+// of the eval so far is read (an abandoned run reported after the last
+// result is kept too), or ctx ends. Abandoned runs go to the eval's
+// abandoned.jsonl, their records to home/runs. A reading that fails (a
+// node lost, a leader being elected) starts again from the first result;
+// col drops those it has.
 func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector) error {
-	if col.Done() >= col.Total() {
-		return nil
+	return c.collect(ctx, home, plan, col, false)
+}
+
+// collect is Collect; with now, it ends once it has read what the queue
+// holds, complete or not.
+func (c *Conn) collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector, now bool) error {
+	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := c.collectOnce(ctx, home, plan, col, now)
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, errWrite):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
 	}
-	cons, err := c.js.OrderedConsumer(ctx, ResultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject + plan.ID + ".>"}})
+}
+
+// errWrite: results.jsonl could not be written; not worth a retry.
+var errWrite = errors.New("jetstream: write results")
+
+func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector, now bool) error {
+	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	cons, err := c.js.OrderedConsumer(cctx, ResultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject + plan.ID + ".>", abandonedSubject + plan.ID + ".>"}})
+	cancel()
 	if err != nil {
 		return fmt.Errorf("jetstream: read results: %w", err)
 	}
@@ -83,28 +137,75 @@ func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *e
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
-	for col.Done() < col.Total() {
+	abandoned := openAbandoned(eval.Dir(home, plan.ID))
+	pending := uint64(1)
+	if info := cons.CachedInfo(); info != nil {
+		pending = info.NumPending
+	}
+	for pending > 0 || !now && col.Done() < col.Total() {
 		msg, err := it.Next()
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
 			return fmt.Errorf("jetstream: read results: %w", err)
+		}
+		if md, err := msg.Metadata(); err == nil {
+			pending = md.NumPending
+		}
+		if isAbandonedSubject(msg.Subject()) {
+			if err := c.keepAbandoned(ctx, home, abandoned, msg.Data()); err != nil {
+				return fmt.Errorf("%w: %w", errWrite, err)
+			}
+			continue
 		}
 		var o Outcome
 		if err := json.Unmarshal(msg.Data(), &o); err != nil {
 			continue // not ours to judge; the key never gets a line from it
 		}
 		if o.Record != "" && validRunID(o.Record) {
-			if err := getDir(ctx, c.records, o.Record, filepath.Join(home, "runs", o.Record), nil); err != nil {
+			if err := c.fetchRecord(ctx, home, o.Record); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 				o.Result.Error = joinErr(o.Result.Error, fmt.Sprintf("record %s not fetched: %v", o.Record, err))
 			}
 		}
 		if _, err := col.Add(o.Result); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errWrite, err)
 		}
 	}
 	return nil
+}
+
+// keepAbandoned adds an abandoned run to the eval's abandoned.jsonl and
+// fetches its record, when shipped, into home/runs (failing that, the
+// line says so).
+func (c *Conn) keepAbandoned(ctx context.Context, home string, l *abandonedLog, data []byte) error {
+	var a Abandoned
+	if json.Unmarshal(data, &a) != nil || !validRunID(a.RunID) || l.have[a.RunID] {
+		return nil
+	}
+	if a.Shipped {
+		if err := c.fetchRecord(ctx, home, a.RunID); err != nil {
+			a.Shipped = false
+			a.Reason += fmt.Sprintf("; its record was not fetched here (%v)", err)
+		}
+	}
+	return l.add(a)
+}
+
+// fetchRecord fetches run id's record into home/runs/<id> unless there,
+// trying again (up to 5 times) while the servers are unavailable.
+func (c *Conn) fetchRecord(ctx context.Context, home, id string) error {
+	var err error
+	for try := 0; try < 5; try++ {
+		fctx, cancel := context.WithTimeout(ctx, 6*apiTimeout)
+		err = getDir(fctx, c.records, id, filepath.Join(home, "runs", id), nil)
+		cancel()
+		if !isUnavailable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 500 * time.Millisecond)
+	}
+	return err
 }
 
 func validRunID(id string) bool {

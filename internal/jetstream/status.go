@@ -33,6 +33,7 @@ type WorkerInfo struct {
 
 // InFlight is a rollout of an eval held by a worker.
 type InFlight struct {
+	Eval    string    `json:"eval"`
 	Rollout string    `json:"rollout"`
 	Worker  string    `json:"worker"`
 	RunID   string    `json:"run_id,omitempty"`
@@ -84,7 +85,8 @@ func kvKey(s string) string {
 	}, s)
 }
 
-// Status lists the live workers and eval's rollouts in flight.
+// Status lists the live workers and eval's rollouts in flight (every
+// eval's with eval "").
 func (c *Conn) Status(ctx context.Context, eval string) (Status, error) {
 	var st Status
 	kv, err := c.workersKV(ctx)
@@ -108,17 +110,35 @@ func (c *Conn) Status(ctx context.Context, eval string) (Status, error) {
 		return st, fmt.Errorf("jetstream: status: %w", err)
 	}
 	for _, k := range lkeys {
-		if !strings.HasPrefix(k, eval+".") {
+		ev, _, _ := strings.Cut(k, ".")
+		if eval != "" && ev != eval {
 			continue
 		}
 		if e, err := c.leases.Get(ctx, k); err == nil {
 			var v leaseValue
 			if json.Unmarshal(e.Value(), &v) == nil && v.State == "running" {
-				st.InFlight = append(st.InFlight, InFlight{Rollout: v.Key, Worker: v.Worker, RunID: v.RunID, Since: v.At})
+				st.InFlight = append(st.InFlight, InFlight{Eval: ev, Rollout: v.Key, Worker: v.Worker, RunID: v.RunID, Since: v.At})
 			}
 		}
 	}
 	sort.Slice(st.Workers, func(i, j int) bool { return st.Workers[i].Name < st.Workers[j].Name })
-	sort.Slice(st.InFlight, func(i, j int) bool { return st.InFlight[i].Rollout < st.InFlight[j].Rollout })
+	sort.Slice(st.InFlight, func(i, j int) bool {
+		a, b := st.InFlight[i], st.InFlight[j]
+		return a.Eval < b.Eval || a.Eval == b.Eval && a.Rollout < b.Rollout
+	})
 	return st, nil
+}
+
+// Scores is how many of eval's rollouts have a result on the queue (each
+// has at most one), whether or not a host has collected them.
+func (c *Conn) Scores(ctx context.Context, eval string) (uint64, error) {
+	info, err := c.results.Info(ctx, jetstream.WithSubjectFilter(resultSubject+eval+".>"))
+	if err != nil {
+		return 0, fmt.Errorf("jetstream: count results: %w", err)
+	}
+	n := uint64(0)
+	for _, k := range info.State.Subjects {
+		n += k
+	}
+	return n, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -44,7 +43,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: worker: %w", err)
 	}
-	crash, cleaned, err := openCrashLog(w.Options.Home, w.Name)
+	crash, cleaned, unended, err := openCrashLog(w.Options.Home, w.Name)
 	if err != nil {
 		return err
 	}
@@ -53,6 +52,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.logger().Warn("cleaned up the runs a crashed worker of this home left", "runs", cleaned)
 	}
 	w.crash = crash
+	for _, r := range unended { // their rollouts went back to the queue when the leases ran out
+		if r.Job != nil {
+			w.abandon(*r.Job, r.ID, "its worker died mid-rollout (found by worker "+w.Name+" at start)")
+		}
+	}
 	hctx, stopBeat := context.WithCancel(ctx)
 	beatDone := make(chan struct{})
 	go func() { defer close(beatDone); w.heartbeat(hctx, &w.running, &w.done) }()
@@ -121,7 +125,14 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		msg.NakWithDelay(time.Second)
 		return
 	}
-	if err := w.Conn.fetchWorld(ctx, w.Options.Home, j.World.ID); err != nil {
+	if err := w.Conn.fetchWorld(ctx, w.Options.Home, j.World.ID); isUnavailable(err) || err != nil && ctx.Err() != nil {
+		// The queue's servers (a node being lost or elected) or this
+		// worker's stop, not the rollout: no failure is published.
+		log.Warn("world not fetched; the queue is unavailable, rollout handed back", "err", err)
+		lease.Release(context.WithoutCancel(ctx))
+		msg.NakWithDelay(time.Second)
+		return
+	} else if err != nil {
 		w.finish(ctx, msg, j, lease, eval.Result{World: j.World.ID, WorldName: j.World.Name, Family: j.World.Family, Level: j.World.Level,
 			Config: j.Config.Name, Rollout: j.Rollout, Status: "failed", Error: err.Error(), FinishedAt: time.Now().UTC()})
 		return
@@ -137,7 +148,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	stopKeep := w.keepAlive(rctx, msg, lease, func() string { mu.Lock(); defer mu.Unlock(); return runID }, cancel)
 	res := eval.RunOne(rctx, j, w.Options, func(id string) {
 		if w.crash != nil {
-			w.crash.add(id)
+			w.crash.add(id, j)
 		}
 		mu.Lock()
 		runID = id
@@ -147,13 +158,13 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	switch cause := context.Cause(rctx); {
 	case errors.Is(cause, ErrFenced):
 		log.Warn("lease lost; this run is abandoned, not counted", "run", res.RunID)
-		w.markAbandoned(res.RunID)
+		w.abandon(j, res.RunID, "its worker lost the lease (stalled or cut off past the lease TTL); the rollout went to another worker")
 		return
 	case ctx.Err() != nil && res.Status != "completed":
 		log.Info("stopping; rollout handed back", "run", res.RunID)
-		w.markAbandoned(res.RunID)
 		lease.Release(context.Background())
 		msg.Nak()
+		w.abandon(j, res.RunID, "its worker was stopped and handed the rollout back")
 		return
 	}
 	// A stop asked for now does not cut the shipping of a finished run.
@@ -195,32 +206,41 @@ func (w *Worker) keepAlive(ctx context.Context, msg jetstream.Msg, lease *Lease,
 // the message is acked only once the result is stored.
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, lease *Lease, res eval.Result) {
 	log := w.logger().With("eval", j.Eval, "rollout", j.Key())
-	md, _ := msg.Metadata()
 	attempts := max(j.MaxAttempts, 1)
 	if j.MaxAttempts == 0 {
 		attempts = 2
 	}
-	if res.Error != "" && res.RunID == "" && md != nil && int(md.NumDelivered) < attempts {
-		log.Warn("rollout failed to run; retrying", "err", res.Error, "attempt", md.NumDelivered)
-		lease.Release(ctx)
-		msg.NakWithDelay(time.Duration(md.NumDelivered) * time.Second)
-		return
+	if res.Error != "" && res.RunID == "" {
+		if n := w.Conn.failedAttempt(ctx, j); n < attempts {
+			log.Warn("rollout failed to run; retrying", "err", res.Error, "attempt", n)
+			lease.Release(ctx)
+			msg.NakWithDelay(time.Duration(n) * time.Second)
+			return
+		}
 	}
 	out := Outcome{Result: res, Worker: w.Name}
 	if validRunID(res.RunID) {
 		dir := filepath.Join(w.Options.Home, "runs", res.RunID)
-		if err := putDir(ctx, w.Conn.records, res.RunID, dir, "world"); err != nil {
+		err := putDir(ctx, w.Conn.records, res.RunID, dir, "world")
+		switch {
+		case IsFull(err):
+			// Retrying cannot help: the result says so (and is acked
+			// once stored); the run stays here.
+			log.Error("record store full; the result says so", "run", res.RunID, "err", err)
+			out.Result = recordNotStored(res, w.Name, err)
+		case err != nil:
 			// Nothing is acked that was not stored: hand it back.
 			log.Error("record not stored; rollout handed back", "run", res.RunID, "err", err)
 			lease.Release(ctx)
 			msg.NakWithDelay(5 * time.Second)
 			return
+		default:
+			out.Record = res.RunID
 		}
-		out.Record = res.RunID
 	}
 	if err := lease.Commit(ctx); err != nil {
 		log.Warn("result not published", "run", res.RunID, "err", err)
-		w.markAbandoned(res.RunID)
+		w.abandon(j, res.RunID, fmt.Sprintf("its worker could not commit the lease (%v); the rollout stays queued", err))
 		return
 	}
 	out.Token = lease.Token
@@ -229,10 +249,15 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 	switch {
 	case isWrongLastSeq(err):
 		log.Info("rollout was already scored; this run is not counted", "run", res.RunID)
-		w.markAbandoned(res.RunID)
+		w.abandon(j, res.RunID, "another run of the rollout was scored first")
 	case err != nil:
 		log.Error("publish result; rollout stays queued", "err", err)
+		w.abandon(j, res.RunID, fmt.Sprintf("its result could not be published (%v); the rollout stays queued", err))
 		return
+	default:
+		if w.crash != nil && validRunID(res.RunID) {
+			w.crash.end(res.RunID)
+		}
 	}
 	msg.DoubleAck(ctx)
 	w.done.Add(1)
@@ -245,16 +270,18 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 	}
 }
 
+// recordNotStored is res when its record could not be stored: a failed
+// rollout, not counted as passed (nothing on the eval's host shows it),
+// with the reason and where the run stays; its measures are kept.
+func recordNotStored(res eval.Result, worker string, err error) eval.Result {
+	res.Error = joinErr(res.Error, fmt.Sprintf("record of run %s not stored: object store %s is full (%v); the run stays on worker %s's home; free space or raise the store's limit", res.RunID, RecordStore, err, worker))
+	res.Status, res.Correct, res.RunID = "failed", 0, ""
+	return res
+}
+
 func (w *Worker) logger() *slog.Logger {
 	if w.Log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return w.Log
-}
-
-// markAbandoned leaves a note in a run that was not counted.
-func (w *Worker) markAbandoned(runID string) {
-	if validRunID(runID) {
-		os.WriteFile(filepath.Join(w.Options.Home, "runs", runID, "ABANDONED"), []byte("this rollout run was not counted: its worker lost the lease, stopped, or another run scored it first\n"), 0o644)
-	}
 }

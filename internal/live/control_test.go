@@ -12,7 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/live"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // The runtime answers a progress query while Deliver holds the inbox lock
@@ -39,7 +39,7 @@ func TestProgressAnswerUnderTheInboxLock(t *testing.T) {
 		}
 	}
 	c := live.New(live.Config{Inbox: in, Log: log, Cancel: func(error) {}, Contract: &contract.Contract{Objective: "count the files"},
-		Status: func() string { return runinfo.StatusText(dir) }})
+		Status: func() string { return runview.StatusText(dir) }})
 
 	got := make(chan []llm.Message, 1)
 	go func() { got <- c.BeforeCall("main")(context.Background()) }()

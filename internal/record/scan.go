@@ -33,6 +33,7 @@ type Scanner struct {
 	torn  bool
 	done  bool
 	chain chain
+	buf   []byte // the line being read, reused from line to line
 }
 
 // NewScanner reads the events of r, a whole events.jsonl.
@@ -112,7 +113,8 @@ func (s *Scanner) Next() bool {
 // with a newline. A line over MaxLine is an error; the rest of it is not
 // read into memory.
 func (s *Scanner) readLine() ([]byte, bool, error) {
-	var buf []byte
+	buf := s.buf[:0] // reused: Next keeps a copy of the line (Raw), never buf
+	defer func() { s.buf = buf }()
 	for {
 		chunk, err := s.br.ReadSlice('\n')
 		if len(buf)+len(chunk) > MaxLine {

@@ -46,6 +46,7 @@ import (
 	"github.com/apodex/apodex/internal/replay/divergence"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/taskstore"
 )
@@ -100,7 +101,7 @@ type Report struct {
 func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	start := time.Now()
 	rep := Report{RunID: filepath.Base(dir)}
-	if l := run.Liveness(dir); l != run.Finished {
+	if l := runview.Liveness(dir); l != runview.Finished {
 		return rep, &run.ConfigError{Msg: fmt.Sprintf("run %s is %s: only a finished run can be replayed (resume it with apodex resume first)", rep.RunID, l)}
 	}
 	c, err := record.ReadChecked(dir) // a record changed by hand is refused, named
@@ -122,7 +123,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 		return rep, fmt.Errorf("replay: the record of run %s does not start with run_started", rep.RunID)
 	}
 	rec := run.Recorded{Started: *proj.Started, Settings: run.SettingsFrom(proj.Settings), At: proj.StartedAt}
-	if problems := run.InputProblems(dir, rec.Started.Inputs); len(problems) > 0 {
+	if problems := runview.InputProblems(dir, rec.Started.Inputs); len(problems) > 0 {
 		rep.setDivergences([]Divergence{{Class: ClassEnvironment, Kind: KindInitialState, Seq: c.Events[0].Seq, What: "the run's inputs",
 			Expected: "the inputs recorded in run_started", Got: strings.Join(problems, "; ")}})
 		rep.DurationMS = time.Since(start).Milliseconds()

@@ -14,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // teamRun runs the team-csv example and returns its record.
@@ -48,7 +49,7 @@ func perAgent(evs []record.Event, typ string) map[string]int {
 
 func TestActivityOfTeamRun(t *testing.T) {
 	_, evs := teamRun(t)
-	acts := run.Activity(evs)
+	acts := runview.Activity(evs)
 	var ids []string
 	for _, a := range acts {
 		ids = append(ids, a.Agent)
@@ -82,7 +83,7 @@ func TestActivityOfTeamRun(t *testing.T) {
 		t.Errorf("lead tool errors %d, want 2 (the refused early dispatch and finish)", got)
 	}
 
-	as := run.Assignments(evs)
+	as := runview.Assignments(evs)
 	if len(as) != 3 {
 		t.Fatalf("assignments %+v", as)
 	}
@@ -92,7 +93,7 @@ func TestActivityOfTeamRun(t *testing.T) {
 		}
 	}
 
-	b, found, err := run.BoardOf(evs)
+	b, found, err := runview.BoardOf(evs)
 	if err != nil || !found {
 		t.Fatalf("board: found %v, %v", found, err)
 	}
@@ -101,8 +102,8 @@ func TestActivityOfTeamRun(t *testing.T) {
 			t.Errorf("%s is %s", it.ID, it.State)
 		}
 	}
-	if run.ModeOf(evs) != run.ModeTeam {
-		t.Errorf("mode %q", run.ModeOf(evs))
+	if runview.ModeOf(evs) != run.ModeTeam {
+		t.Errorf("mode %q", runview.ModeOf(evs))
 	}
 }
 
@@ -162,7 +163,7 @@ func TestActivityCases(t *testing.T) {
 			}
 			log.Close()
 			var got []string
-			acts := run.Activity(runtest.Events(t, dir))
+			acts := runview.Activity(runtest.Events(t, dir))
 			for _, a := range acts {
 				got = append(got, fmt.Sprintf("%s:%d/%d/%d/%d/%s", a.Agent, a.Turns, a.ToolCalls, a.ToolErrors, a.ModelErrors, a.State))
 			}
@@ -196,7 +197,7 @@ func TestLoadReadsTheGate(t *testing.T) {
 	if s.Status == run.StatusCompleted || len(s.Failures) == 0 {
 		t.Fatalf("a run that delivered nothing ended %s with failures %v", s.Status, s.Failures)
 	}
-	info, err := run.Load(s.RunDir)
+	info, err := runview.Load(s.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,15 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // ErrLive: another process is running this run.
 var ErrLive = errors.New("run: the run is live in another process")
 
-// lockLive takes the run's live lock (runinfo.LockFile); release drops it.
+// lockLive takes the run's live lock (runview.LockFile); release drops it.
 func lockLive(dir string) (release func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, runinfo.LockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, runview.LockFile), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("run: live lock: %w", err)
 	}

@@ -39,6 +39,9 @@ type precheck struct {
 	// left to the final gate.
 	final       *verify.Env
 	sandboxKind string
+	// team: only a team's agents state claims; a run without a team has
+	// no ledger to check (and reads no record for it).
+	team bool
 
 	mu       sync.Mutex
 	repaired bool         // the one repair turn was given
@@ -108,7 +111,7 @@ var claimRef = regexp.MustCompile(`\[(K[0-9]+(?:\s*[,;]\s*K[0-9]+)*)\]`)
 // must name a claim, and not a refuted one. A run without claims has none
 // to check.
 func (p *precheck) claimCitations(c *contract.Contract, d publish.Delivery) (int, []string) {
-	if p.log == nil {
+	if p.log == nil || !p.team {
 		return 0, nil
 	}
 	rc, err := record.Read(p.log.Dir())

@@ -17,6 +17,7 @@ import (
 	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // cancelledRun runs an agent whose second command sleeps until `apodex
@@ -109,7 +110,7 @@ func killedAndResumed(t *testing.T) run.Summary {
 	if _, err := run.Execute(context.Background(), cfg); !errors.Is(err, run.ErrHalted) {
 		t.Fatalf("the first segment ended with %v, want run.ErrHalted", err)
 	}
-	if l := run.Liveness(dir); l != run.Stopped {
+	if l := runview.Liveness(dir); l != runview.Stopped {
 		t.Fatalf("a halted run is %s, want stopped", l)
 	}
 	cutAfterLast(t, dir, record.TypeToolCall)

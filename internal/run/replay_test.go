@@ -18,6 +18,7 @@ import (
 	"github.com/apodex/apodex/internal/replay"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/sandbox"
 )
 
@@ -304,11 +305,11 @@ func TestReplayChangedInput(t *testing.T) {
 	if rep.Compared != (replay.Compared{}) {
 		t.Errorf("something was replayed from a changed initial state: %+v", rep.Compared)
 	}
-	ok, why := run.Trainability(s.RunDir)
+	ok, why := runview.Trainability(s.RunDir)
 	if ok || len(why) != 1 || !strings.HasPrefix(why[0], "the initial state cannot be rebuilt: /inputs/data.csv changed") {
 		t.Fatalf("trainable %v: %q", ok, why)
 	}
-	info, err := run.Load(s.RunDir)
+	info, err := runview.Load(s.RunDir)
 	if err != nil || info.Trainable || fmt.Sprint(info.NotTrainable) != fmt.Sprint(why) {
 		t.Fatalf("Load: %v trainable %v %q", err, info.Trainable, info.NotTrainable)
 	}
@@ -402,7 +403,7 @@ func TestTrainability(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, task := csvSumRun(t)
 			tc.spoil(t, s.RunDir, task)
-			ok, why := run.Trainability(s.RunDir)
+			ok, why := runview.Trainability(s.RunDir)
 			if ok != (len(tc.want) == 0) || len(why) != len(tc.want) {
 				t.Fatalf("trainable %v, reasons %q; want %q", ok, why, tc.want)
 			}

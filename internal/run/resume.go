@@ -14,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
@@ -53,10 +54,10 @@ func Continue(ctx context.Context, dir, followUp string, rc ResumeConfig) (Summa
 	if strings.TrimSpace(followUp) == "" {
 		return Summary{}, &ConfigError{"no follow-up: say what the run should do next"}
 	}
-	switch Liveness(dir) {
-	case Live:
+	switch runview.Liveness(dir) {
+	case runview.Live:
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is live: send it the follow-up with apodex say", filepath.Base(dir))}
-	case Finished:
+	case runview.Finished:
 	default:
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s has not finished: apodex resume %s goes on with it (then continue it)", filepath.Base(dir), filepath.Base(dir))}
 	}
@@ -70,8 +71,8 @@ func resume(ctx context.Context, dir string, rc ResumeConfig, followUp string) (
 	cfg := rc.Config
 	cfg.Clock = clock.Or(cfg.Clock)
 	reason := stoppedReason
-	switch Liveness(dir) {
-	case Finished:
+	switch runview.Liveness(dir) {
+	case runview.Finished:
 		term, ok := ResumableEnd(dir)
 		if followUp != "" {
 			reason = "the run was continued with a follow-up (apodex continue) after it ended with " + term
@@ -81,7 +82,7 @@ func resume(ctx context.Context, dir string, rc ResumeConfig, followUp string) (
 			return Summary{}, &ConfigError{fmt.Sprintf("run %s has finished (%s); there is nothing to resume", filepath.Base(dir), term)}
 		}
 		reason = "the run ended with " + term + "; resumed from the record"
-	case Live:
+	case runview.Live:
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is live in another process; send it messages with apodex say, or pause/resume it", filepath.Base(dir))}
 	}
 	log, contents, repaired, err := record.Open(dir, cfg.Clock.Now)

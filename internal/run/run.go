@@ -20,7 +20,7 @@
 //     (Trainability); package replay re-executes one and compares.
 //
 // Live control (pause, cancel, budgets, message delivery) is package live,
-// the read models (show, status, runs) package runinfo, the task kept in
+// the read models (show, status, runs) package runview, the task kept in
 // the run package taskstore; the names run re-exports keep callers working.
 package run
 
@@ -40,7 +40,7 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/version"
@@ -124,7 +124,7 @@ type Config struct {
 
 // StatusStopped: the run stopped before its end and can be resumed
 // (Ctrl-C, SIGTERM, a kill, a crash).
-const StatusStopped = runinfo.StatusStopped
+const StatusStopped = runview.StatusStopped
 
 // ErrHalted: the run was stopped through Config.Halt and can be resumed.
 var ErrHalted = errors.New("run: halted (resumable)")
@@ -158,12 +158,12 @@ type Summary struct {
 
 // Status of a run as shown to users.
 const (
-	StatusCompleted = runinfo.StatusCompleted
-	StatusFailed    = runinfo.StatusFailed
-	StatusRunning   = runinfo.StatusRunning // no run_finished yet: live, or interrupted
+	StatusCompleted = runview.StatusCompleted
+	StatusFailed    = runview.StatusFailed
+	StatusRunning   = runview.StatusRunning // no run_finished yet: live, or interrupted
 	// StatusAwaitingReview: everything else passed and a human clause
 	// waits for apodex review (a review event decides it).
-	StatusAwaitingReview = runinfo.StatusAwaitingReview
+	StatusAwaitingReview = runview.StatusAwaitingReview
 )
 
 // Execute performs one run. The error is non-nil only when the run could not

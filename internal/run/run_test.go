@@ -20,6 +20,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // script plays one list of calls per turn; a turn past the end is an error,
@@ -351,18 +352,18 @@ func TestDirLoadList(t *testing.T) {
 		{id: "", errText: "no such run"},
 		{id: "../runs/" + ids[0], errText: "no such run"},
 	} {
-		got, err := run.Dir(home, tc.id)
+		got, err := runview.Dir(home, tc.id)
 		switch {
 		case tc.errText == "" && (err != nil || got != tc.want):
 			t.Errorf("Dir(%q) = %q, %v; want %q", tc.id, got, err, tc.want)
-		case tc.errText != "" && (!errors.Is(err, run.ErrNotFound) || !strings.Contains(err.Error(), tc.errText)):
+		case tc.errText != "" && (!errors.Is(err, runview.ErrNotFound) || !strings.Contains(err.Error(), tc.errText)):
 			t.Errorf("Dir(%q) = %q, %v; want ErrNotFound saying %q", tc.id, got, err, tc.errText)
 		}
 	}
 
 	for _, id := range ids {
 		s := summaries[id]
-		info, err := run.Load(s.RunDir)
+		info, err := runview.Load(s.RunDir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +380,7 @@ func TestDirLoadList(t *testing.T) {
 		}
 	}
 
-	list, err := run.List(home)
+	list, err := runview.List(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func TestDirLoadList(t *testing.T) {
 		t.Fatalf("List = %v, want %v", got, want)
 	}
 
-	if list, err := run.List(t.TempDir()); list != nil || err != nil {
+	if list, err := runview.List(t.TempDir()); list != nil || err != nil {
 		t.Fatalf("List of an empty home = %v, %v", list, err)
 	}
 }
@@ -408,7 +409,7 @@ func TestDirFindsOnlyRuns(t *testing.T) {
 	// None of these names a run: "." and ".." are the runs directory and
 	// home, and a file under runs/ is not a run directory.
 	for _, id := range []string{".", "..", "stray-file", "stray"} {
-		if got, err := run.Dir(home, id); !errors.Is(err, run.ErrNotFound) {
+		if got, err := runview.Dir(home, id); !errors.Is(err, runview.ErrNotFound) {
 			t.Errorf("Dir(%q) = %q, %v; want ErrNotFound", id, got, err)
 		}
 	}
@@ -424,7 +425,7 @@ func TestLoadMarksTheFailedCallOfATurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := run.Load(s.RunDir)
+	info, err := runview.Load(s.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +459,7 @@ func TestLoadTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	info, err := run.Load(s.RunDir)
+	info, err := runview.Load(s.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +469,7 @@ func TestLoadTornTail(t *testing.T) {
 	if want := bytes.Count(data, []byte("\n")) - 1; info.Events != want {
 		t.Fatalf("events %d, want %d", info.Events, want)
 	}
-	list, err := run.List(cfg.Home)
+	list, err := runview.List(cfg.Home)
 	if err != nil || len(list) != 1 || list[0].Status != run.StatusRunning {
 		t.Fatalf("List = %+v, %v", list, err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
@@ -124,7 +124,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	ctl := live.New(live.Config{Inbox: ss.in, Log: log, Cancel: cancelRun, Clock: cfg.Clock, Budget: budgetOf(cfg.Budget), Contract: ss.c,
-		Status: func() string { return runinfo.StatusText(ss.dir) }})
+		Status: func() string { return runview.StatusText(ss.dir) }})
 	elapsed := ss.start.Sub(ss.began) // time the run had already used before this process
 	if timeout := durationOf(cfg.Timeout); timeout > 0 {
 		ctl.SetTimeout(cfg.Clock.Now().Add(timeout - elapsed))
@@ -150,6 +150,8 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	}()
 	stopWatch := ctl.Watch(ctx)
 	defer stopWatch()
+	keep := keepView(ctx, ss.dir)
+	defer keep.close()
 	rt := agent.Runtime{Model: cfg.Model, Log: log, FS: ss.fs, Retry: retryOf(cfg.Settings), Context: contextOf(cfg.Context),
 		OnStep: progress(cfg.Progress, cfg.Logger), Clock: cfg.Clock, RequireFinish: cfg.RequireFinish}
 	spec := agent.Spec{ID: "main", Role: llm.CallerSingle, Budget: budgetOf(cfg.Budget), Adjust: ctl.Adjust, Recall: true}
@@ -173,7 +175,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.Prompt = func(set *tool.Set) string { return base(set) + section }
 	}
 	// The cheap checks before the final gate: a tool, and one repair turn.
-	pc := &precheck{ctl: ctl, plane: ss.plane, log: log, sandboxKind: ss.sbx.Kind,
+	pc := &precheck{ctl: ctl, plane: ss.plane, log: log, sandboxKind: ss.sbx.Kind, team: tm != nil,
 		env:   verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q},
 		final: &verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q, Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())}}
 	if rs != nil {
@@ -216,7 +218,9 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "stopped", Message: cfg.HaltNote})
 		}
 		s.Status, s.Termination = StatusStopped, "stopped"
-		return s, errors.Join(ErrHalted, log.Close()) // as a kill: no conclusion, no run_finished
+		err := log.Close()
+		keep.close()                          // the end of the segment: summary and checkpoint
+		return s, errors.Join(ErrHalted, err) // as a kill: no conclusion, no run_finished
 	}
 	ss.plane.Release(ac.ID, string(out.Termination))
 	// Every agent has stopped: no atomic write is in flight, so a runtime
@@ -245,12 +249,10 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	// record is closed and the summary printed, instead of delaying the
 	// process's exit. The planes are not looked at again.
 	ss.fs.Watch.Close()
-	// One read of the record serves the totals and, refreshed with the
-	// run_finished event, the trainability (each was a full read).
-	folded, lerr := runstate.Load(ss.dir)
-	if lerr != nil {
-		folded = nil
-	}
+	// The run's own projection (keepView) serves the totals and, refreshed
+	// with the run_finished event, the trainability: the record is not
+	// read again, only the events since the keeper's last look.
+	folded := keep.state()
 	s.Turns, s.ToolCalls, s.Usage = totals(folded, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
@@ -260,10 +262,10 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
-	if folded != nil && folded.Refresh() == nil {
-		s.Trainable, s.NotTrainable = runinfo.TrainabilityOf(folded)
+	if folded = keep.close(); folded != nil {
+		s.Trainable, s.NotTrainable = runview.TrainabilityOf(folded)
 	} else {
-		s.Trainable, s.NotTrainable = runinfo.Trainability(ss.dir)
+		s.Trainable, s.NotTrainable = runview.Trainability(ss.dir)
 	}
 	return s, nil
 }

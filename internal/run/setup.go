@@ -15,8 +15,8 @@ import (
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
@@ -165,7 +165,7 @@ func totals(st *runstate.Loaded, out agent.Outcome, team bool) (turns, calls int
 	if st == nil {
 		return
 	}
-	info := runinfo.InfoOf(st)
+	info := runview.InfoOf(st)
 	usage = info.Usage
 	if !team {
 		return

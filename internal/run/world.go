@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 	"github.com/apodex/apodex/internal/world"
@@ -24,7 +24,7 @@ func stageWorld(w *world.World, dir string, fs *workspace.FS) (*world.Rollout, e
 }
 
 // recordedWorld is the world a run's run_started names, if any.
-var recordedWorld = runinfo.RecordedWorld
+var recordedWorld = runview.RecordedWorld
 
 // homeOf is the apodex home of the run in dir (<home>/runs/<id>).
 func homeOf(dir string) string { return filepath.Dir(filepath.Dir(dir)) }

@@ -12,7 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // maxFile is the most of one file /files/<path> returns.
@@ -127,11 +127,11 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, dir string) err
 
 // acceptsInput refuses a finished run, as apodex say does.
 func acceptsInput(dir string) (live bool, err error) {
-	switch runinfo.Liveness(dir) {
-	case runinfo.Finished:
-		info, _ := runinfo.Load(dir)
+	switch runview.Liveness(dir) {
+	case runview.Finished:
+		info, _ := runview.Load(dir)
 		return false, &httpError{http.StatusConflict, fmt.Sprintf("run %s has finished (%s, %s); it takes no more messages", info.RunID, info.Status, info.Termination)}
-	case runinfo.Stopped:
+	case runview.Stopped:
 		return false, nil
 	}
 	return true, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/state"
 )
 
@@ -35,16 +35,16 @@ type runListing struct {
 }
 
 func listRuns(home string) ([]runListing, error) {
-	infos, err := runinfo.List(home)
+	infos, err := runview.List(home)
 	if err != nil {
 		return nil, err
 	}
 	out := []runListing{}
 	for _, in := range infos {
-		l := runListing{ID: in.RunID, Objective: in.Objective, Mode: in.Mode, Liveness: runinfo.Liveness(in.RunDir),
+		l := runListing{ID: in.RunID, Objective: in.Objective, Mode: in.Mode, Liveness: runview.Liveness(in.RunDir),
 			Status: in.Status, Termination: in.Termination, Started: in.Started, Finished: in.Finished, Usage: in.Usage, Events: in.Events}
-		if l.Liveness != runinfo.Finished {
-			if p, err := runinfo.Status(in.RunDir); err == nil {
+		if l.Liveness != runview.Finished {
+			if p, err := runview.Status(in.RunDir); err == nil {
 				l.Paused = p.Paused
 			}
 		}
@@ -55,7 +55,7 @@ func listRuns(home string) ([]runListing, error) {
 
 // runDetail is /api/runs/{id}: the summary, agents and usage.
 type runDetail struct {
-	runinfo.Info
+	runview.Info
 	Liveness string `json:"liveness"`
 	Paused   bool   `json:"paused"`
 	LastSeq  int64  `json:"last_seq"`
@@ -72,7 +72,7 @@ type boardView struct {
 	Found       bool                     `json:"found"` // false: the run has no board (react, or not planned yet)
 	Items       []board.Item             `json:"items"`
 	Counts      board.Counts             `json:"counts"`
-	Assignments []runinfo.AssignmentInfo `json:"assignments"`
+	Assignments []runview.AssignmentInfo `json:"assignments"`
 	Error       string                   `json:"error,omitempty"`
 	LastSeq     int64                    `json:"last_seq"`
 }
@@ -80,7 +80,7 @@ type boardView struct {
 func loadBoard(l *liveRun) (any, error) {
 	st := l.st
 	v := boardView{Found: st.BoardEvents > 0, Items: st.Board.Items(), Counts: st.Board.Counts(),
-		Assignments: runinfo.AssignmentsOf(st.State), LastSeq: st.Seq}
+		Assignments: runview.AssignmentsOf(st.State), LastSeq: st.Seq}
 	if st.BoardErr != nil {
 		v.Error = st.BoardErr.Error()
 	}
@@ -88,7 +88,7 @@ func loadBoard(l *liveRun) (any, error) {
 		v.Items = []board.Item{}
 	}
 	if v.Assignments == nil {
-		v.Assignments = []runinfo.AssignmentInfo{}
+		v.Assignments = []runview.AssignmentInfo{}
 	}
 	return v, nil
 }
@@ -97,7 +97,7 @@ func loadBoard(l *liveRun) (any, error) {
 type activityView struct {
 	Start   time.Time               `json:"start"`
 	End     time.Time               `json:"end"` // the last event so far
-	Agents  []runinfo.AgentActivity `json:"agents"`
+	Agents  []runview.AgentActivity `json:"agents"`
 	LastSeq int64                   `json:"last_seq"`
 }
 
@@ -107,7 +107,7 @@ func loadActivity(l *liveRun) (any, error) {
 		v.Start, v.End = l.first, l.st.LastTime
 	}
 	if v.Agents == nil {
-		v.Agents = []runinfo.AgentActivity{}
+		v.Agents = []runview.AgentActivity{}
 	}
 	return v, nil
 }

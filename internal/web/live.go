@@ -15,8 +15,8 @@ import (
 
 	"github.com/apodex/apodex/internal/claims"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
 	"github.com/apodex/apodex/internal/runstate"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/transcript"
 )
 
@@ -32,7 +32,7 @@ type liveRun struct {
 	first     time.Time          // the first event's time
 	entries   []transcript.Entry // the readable transcript, in seq order
 	texts     map[string]string  // evidence texts read from their blobs
-	info      *runinfo.Info      // the summary, for info.Events events
+	info      *runview.Info      // the summary, for info.Events events
 	ledger    *claims.Ledger     // the claim ledger at ledgerSeq
 	ledgerSeq int64
 	used      time.Time
@@ -104,9 +104,9 @@ func (ls *lives) evict() {
 }
 
 // summary is the run's Info, made again only when the record grew.
-func (l *liveRun) summary() runinfo.Info {
+func (l *liveRun) summary() runview.Info {
 	if l.info == nil || l.info.Events != l.st.Events {
-		in := runinfo.InfoOf(l.st)
+		in := runview.InfoOf(l.st)
 		l.info = &in
 	}
 	return *l.info
@@ -126,13 +126,13 @@ func (l *liveRun) transcriptAfter(seq int64) []transcript.Entry {
 	return append([]transcript.Entry{}, l.entries[i:]...)
 }
 
-// liveness is runinfo.Liveness with what the state knows: a record that
+// liveness is runview.Liveness with what the state knows: a record that
 // ends with run_finished is finished without another look at the file.
 func (l *liveRun) liveness() string {
 	if l.st.Finished != nil && l.st.FinishedSeq == l.st.Seq {
-		return runinfo.Finished
+		return runview.Finished
 	}
-	return runinfo.Liveness(l.dir)
+	return runview.Liveness(l.dir)
 }
 
 // getLive serves view of the run's live state as JSON. The view is

@@ -16,7 +16,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // MaxBody is the largest POST body accepted.
@@ -42,6 +42,8 @@ type Config struct {
 	// Sender names who sends messages from the page (recorded in the inbox).
 	Sender string
 	Log    *slog.Logger
+	// Queue lists the workers of queued evals (GET /api/workers); nil: none.
+	Queue Queue
 }
 
 // Server serves the API and the page. Make it with New.
@@ -105,6 +107,7 @@ func (s *Server) routes() {
 		}
 		writeJSON(w, http.StatusOK, runs)
 	})
+	s.mux.HandleFunc("GET /api/workers", s.getWorkers)
 	api("GET /api/runs/{id}", s.getLive(loadRun))
 	api("GET /api/runs/{id}/events", s.getEvents)
 	api("GET /api/runs/{id}/stream", s.stream)
@@ -136,7 +139,7 @@ func (s *Server) routes() {
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
-		if r.URL.Path != "/" && r.URL.Path != "/app.js" && r.URL.Path != "/style.css" {
+		if r.URL.Path != "/" && r.URL.Path != "/app.js" && r.URL.Path != "/style.css" && r.URL.Path != "/workers.js" {
 			r.URL.Path = "/" // the page routes itself (#/runs/ID)
 		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
@@ -258,7 +261,7 @@ func (s *Server) runDir(id string) (string, error) {
 	if !runIDPattern.MatchString(id) || strings.Contains(id, "..") {
 		return "", &httpError{http.StatusBadRequest, fmt.Sprintf("bad run id %q: ids are letters, digits, '.', '_' and '-'; list them at /api/runs", id)}
 	}
-	dir, err := runinfo.Dir(s.cfg.Home, id)
+	dir, err := runview.Dir(s.cfg.Home, id)
 	if err != nil {
 		return "", errNotFound("no run %q; list the runs at /api/runs", id)
 	}

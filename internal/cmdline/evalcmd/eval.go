@@ -121,6 +121,18 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 		return cmdline.Usagef("give one eval id")
 	}
 	h := cmdline.HomeDir(*home)
+	url, err := natsURL(*natsFlag, h)
+	if err != nil {
+		return err
+	}
+	if url != "" { // an eval queued from another host is fetched here first
+		if err := syncQueued(context.Background(), url, h, pos[0]); err != nil {
+			if _, perr := eval.ReadPlan(h, pos[0]); perr != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "results on the queue not read: %v\n", err) // this home's stand
+		}
+	}
 	plan, err := eval.ReadPlan(h, pos[0])
 	if err != nil {
 		return fmt.Errorf("%v", err)
@@ -147,9 +159,7 @@ func evalShow(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	eval.Render(stdout, rep)
-	if url, err := natsURL(*natsFlag, h); err != nil {
-		return err
-	} else if url != "" && !isEmbedded(url) {
+	if url != "" && !isEmbedded(url) {
 		if err := showQueued(context.Background(), url, pos[0], stdout); err != nil {
 			fmt.Fprintf(stderr, "workers not listed: %v\n", err) // the results above stand
 		}

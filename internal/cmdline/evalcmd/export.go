@@ -34,6 +34,7 @@ func Export(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	minGrade := fs.String("min-grade", "", "keep a rollout only if its HDS6 grade reaches N (total, 0–48) or CAPABILITY=N (0–8); needs `apodex grade` first")
 	report := fs.String("report", "", "write every rollout kept or dropped, with the reasons, to this JSON file")
 	follow := fs.String("follow", "", "EVAL_ID: export each rollout of a running eval as it finishes; end when the eval does")
+	natsFlag := fs.String("nats", "", "with --follow: collect the eval's results and records from this NATS URL (an eval queued from another host; default $APODEX_NATS_URL, else the config key nats)")
 	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
@@ -101,7 +102,20 @@ func Export(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	h := cmdline.HomeDir(*home)
 	if *follow != "" {
-		err = followEval(ctx, o, h, *follow)
+		url, uerr := natsURL(*natsFlag, h)
+		if uerr != nil {
+			return uerr
+		}
+		fctx, stop := ctx, func() error { return nil }
+		if url != "" {
+			if fctx, stop, err = followQueued(ctx, url, h, *follow); err != nil {
+				return err
+			}
+		}
+		err = followEval(fctx, o, h, *follow)
+		if serr := stop(); err == nil {
+			err = serr
+		}
 	} else {
 		for _, id := range pos {
 			if err = exportID(o, h, id); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
 )
@@ -33,11 +34,11 @@ func Attach(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	id := filepath.Base(dir)
-	switch run.Liveness(dir) {
-	case run.Finished:
-		info, _ := run.Load(dir)
+	switch runview.Liveness(dir) {
+	case runview.Finished:
+		info, _ := runview.Load(dir)
 		return fmt.Errorf("run %s has finished (%s, %s): there is nothing to attach to; `apodex log %s` shows it, `apodex resume %s` goes on after a model error", id, info.Status, info.Termination, id, id)
-	case run.Stopped:
+	case runview.Stopped:
 		return fmt.Errorf("run %s is not running (its process stopped without finishing): `apodex resume %s` continues it, with its progress", id, id)
 	}
 	var after int64
@@ -88,7 +89,7 @@ func Attach(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				p.Note("detached; the run goes on (apodex attach " + id + " to come back)")
 				return nil
 			}
-			if info, err := run.Load(dir); err == nil && info.Status != run.StatusCompleted {
+			if info, err := runview.Load(dir); err == nil && info.Status != run.StatusCompleted {
 				return cmdline.ExitError(cmdline.ExitFailed)
 			}
 			return nil
@@ -147,7 +148,7 @@ func UntilStopped(ctx context.Context, dir string) (_ context.Context, stopped f
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if run.Liveness(dir) == run.Stopped {
+				if runview.Liveness(dir) == runview.Stopped {
 					time.Sleep(500 * time.Millisecond) // let the follower read what the process wrote last
 					close(died)
 					cancel()

@@ -10,6 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 func Review(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,7 +26,7 @@ func Review(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *approve == *reject {
 		return cmdline.Usagef("give exactly one of --approve or --reject (with --note TEXT)")
 	}
-	info, err := run.Load(dir)
+	info, err := runview.Load(dir)
 	if err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func Review(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := log.Close(); err != nil {
 		return err
 	}
-	after, err := run.Load(dir)
+	after, err := runview.Load(dir)
 	if err != nil {
 		return err
 	}

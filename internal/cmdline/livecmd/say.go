@@ -18,8 +18,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // liveRun finds a run that can still take messages: it exists and has not
@@ -29,11 +28,11 @@ func liveRun(home, id string, stderr io.Writer) (dir string, live bool, err erro
 	if err != nil {
 		return "", false, err
 	}
-	switch run.Liveness(dir) {
-	case run.Finished:
-		info, _ := run.Load(dir)
+	switch runview.Liveness(dir) {
+	case runview.Finished:
+		info, _ := runview.Load(dir)
 		return "", false, fmt.Errorf("run %s has finished (%s, %s); it takes no more messages", info.RunID, info.Status, info.Termination)
-	case run.Stopped:
+	case runview.Stopped:
 		fmt.Fprintf(stderr, "apodex: run %s is not running (it stopped without finishing); this is kept and takes effect when it resumes (apodex resume %s)\n", filepath.Base(dir), id)
 		return dir, false, nil
 	}
@@ -130,7 +129,7 @@ func sayBudget(ctx context.Context, home string, words []string, stdout, stderr 
 		}
 		p, _ := record.DecodePayload(e)
 		if c, ok := p.(*record.Control); ok && c.Kind == inbox.ControlBudget {
-			fmt.Fprintf(stdout, "budget of %s: %s\n", filepath.Base(dir), runinfo.OneLine(c.Result))
+			fmt.Fprintf(stdout, "budget of %s: %s\n", filepath.Base(dir), runview.OneLine(c.Result))
 			return nil
 		}
 	}

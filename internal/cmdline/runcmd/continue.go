@@ -10,7 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/inbox"
-	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // Continue starts a new segment of a finished run with a follow-up.
@@ -50,10 +50,10 @@ func Continue(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		change = b
 	}
-	switch run.Liveness(dir) {
-	case run.Live:
+	switch runview.Liveness(dir) {
+	case runview.Live:
 		return fmt.Errorf("run %s is live: send it the follow-up with apodex say %s %q", filepath.Base(dir), filepath.Base(dir), followUp)
-	case run.Finished:
+	case runview.Finished:
 	default:
 		return fmt.Errorf("run %s has not finished: apodex resume %s goes on with it; continue it once it has ended", filepath.Base(dir), filepath.Base(dir))
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/replay"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // Replay re-executes a finished run with its recorded model outputs and
@@ -83,9 +83,9 @@ func printReplay(stdout, stderr io.Writer, rep replay.Report) {
 		if d.Agent != "" {
 			where += ", agent " + d.Agent
 		}
-		fmt.Fprintf(stdout, "divergence at %s: %s %s (%s)\n", where, d.Class, d.Kind, runinfo.OneLine(d.What))
-		fmt.Fprintf(stdout, "  expected: %s\n", runinfo.OneLine(d.Expected))
-		fmt.Fprintf(stdout, "  got:      %s\n", runinfo.OneLine(d.Got))
+		fmt.Fprintf(stdout, "divergence at %s: %s %s (%s)\n", where, d.Class, d.Kind, runview.OneLine(d.What))
+		fmt.Fprintf(stdout, "  expected: %s\n", runview.OneLine(d.Expected))
+		fmt.Fprintf(stdout, "  got:      %s\n", runview.OneLine(d.Got))
 	}
 	if rep.Identical {
 		fmt.Fprintln(stdout, "identical")
@@ -107,12 +107,12 @@ func printReplay(stdout, stderr io.Writer, rep replay.Report) {
 	}
 	c := rep.Compared
 	fmt.Fprintf(stderr, "replayed run %s (%d events) in %s: compared %d tool calls, %d observations, %d file changes, %d final files\n",
-		rep.RunID, rep.Events, runinfo.Short(time.Duration(rep.DurationMS)*time.Millisecond), c.ToolCalls, c.Observations, c.FileChanges, c.FinalFiles)
+		rep.RunID, rep.Events, runview.Short(time.Duration(rep.DurationMS)*time.Millisecond), c.ToolCalls, c.Observations, c.FileChanges, c.FinalFiles)
 	if noise > 0 {
 		fmt.Fprintf(stderr, "%d observations differed only in %s (file times, inode numbers, clock times, line order): normalized, not divergences\n", noise, replay.ClassNoise)
 		for _, d := range rep.Divergences {
 			if d.Class == replay.ClassNoise {
-				fmt.Fprintf(stderr, "  seq %d, agent %s: %s\n", d.Seq, d.Agent, runinfo.OneLine(d.What))
+				fmt.Fprintf(stderr, "  seq %d, agent %s: %s\n", d.Seq, d.Agent, runview.OneLine(d.What))
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // Resume resumes a run: a live, paused run is let go on (a control
@@ -46,17 +47,17 @@ func Resume(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := runflags.CheckSandboxOverride(*sbx); err != nil {
 		return err
 	}
-	switch run.Liveness(dir) {
-	case run.Finished:
+	switch runview.Liveness(dir) {
+	case runview.Finished:
 		if _, ok := run.ResumableEnd(dir); ok {
 			break // a model error: the run goes on from where it was
 		}
-		info, err := run.Load(dir)
+		info, err := runview.Load(dir)
 		if err != nil {
 			return fmt.Errorf("run %s cannot be read: %w", filepath.Base(dir), err)
 		}
 		return fmt.Errorf("run %s has finished (%s, %s); there is nothing to resume", info.RunID, info.Status, info.Termination)
-	case run.Live:
+	case runview.Live:
 		if err := inbox.Control(dir, inbox.ControlResume, nil); err != nil {
 			return err
 		}

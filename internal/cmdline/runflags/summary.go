@@ -7,7 +7,7 @@ import (
 
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 )
 
 // Finish prints a run's outcome (the summary, or JSON) and turns it into
@@ -32,7 +32,7 @@ func (o *Output) Finish(s run.Summary, err error, stdout, stderr io.Writer) erro
 	}
 	if s.Status != run.StatusCompleted {
 		if !o.Quiet && !o.JSON && s.Error != "" {
-			fmt.Fprintf(stderr, "apodex: ended with %s: %s\n", s.Termination, runinfo.OneLine(s.Error))
+			fmt.Fprintf(stderr, "apodex: ended with %s: %s\n", s.Termination, runview.OneLine(s.Error))
 		}
 		if s.Status == run.StatusStopped && !o.JSON {
 			hint := map[string]string{"budget_turns": " --budget turns=+10", "budget_tool_calls": " --budget tool_calls=+50", "budget_tokens": " --budget tokens=+200000"}[s.Termination]
@@ -46,16 +46,16 @@ func (o *Output) Finish(s run.Summary, err error, stdout, stderr io.Writer) erro
 func PrintSummary(w io.Writer, s run.Summary) {
 	fmt.Fprintf(w, "run %s: %s (%s)\n", s.RunID, s.Status, s.Termination)
 	if s.Summary != "" {
-		fmt.Fprintf(w, "summary: %s\n", runinfo.OneLine(s.Summary))
+		fmt.Fprintf(w, "summary: %s\n", runview.OneLine(s.Summary))
 	}
 	if s.Partial != "" {
 		fmt.Fprintf(w, "partial result: %s\n", s.Partial)
 	}
 	if s.Error != "" && len(s.Failures) == 0 {
-		fmt.Fprintf(w, "error: %s\n", runinfo.OneLine(s.Error))
+		fmt.Fprintf(w, "error: %s\n", runview.OneLine(s.Error))
 	}
 	for _, f := range s.Failures {
-		fmt.Fprintf(w, "FAILED: %s\n", runinfo.OneLine(f))
+		fmt.Fprintf(w, "FAILED: %s\n", runview.OneLine(f))
 	}
 	fmt.Fprintf(w, "turns %d, tool calls %d, tokens %d (prompt %d, completion %d)\n",
 		s.Turns, s.ToolCalls, s.Usage.TotalTokens, s.Usage.PromptTokens, s.Usage.CompletionTokens)
@@ -77,7 +77,7 @@ func PrintSummary(w io.Writer, s run.Summary) {
 		if !v.Passed {
 			mark = "FAILED"
 		}
-		fmt.Fprintf(w, "verify %s: %s %s\n", v.Label(), mark, runinfo.OneLine(v.Detail))
+		fmt.Fprintf(w, "verify %s: %s %s\n", v.Label(), mark, runview.OneLine(v.Detail))
 	}
 	fmt.Fprintf(w, "record: %s/events.jsonl\n", s.RunDir)
 	if len(s.Files) > 0 {

@@ -39,7 +39,7 @@ import (
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/version"
@@ -291,8 +291,8 @@ func (sv *Server) status(_ context.Context, a runArgs) tool.Result {
 	if !ok {
 		return bad
 	}
-	text := runinfo.StatusText(dir)
-	w := runinfo.BoardWatcher{Dir: dir}
+	text := runview.StatusText(dir)
+	w := runview.BoardWatcher{Dir: dir}
 	if v, err := w.Read(); err == nil {
 		if head, body := v.Text(); strings.TrimSpace(body) != "" {
 			text += "\n" + head + body
@@ -342,10 +342,10 @@ func (sv *Server) waitRun(ctx context.Context, a waitArgs) tool.Result {
 			return sv.outcome(dir)
 		}
 	}
-	if run.Liveness(dir) == run.Finished {
+	if runview.Liveness(dir) == runview.Finished {
 		return sv.outcome(dir)
 	}
-	return tool.Result{Output: fmt.Sprintf("run %s is still going after %s: %s\ncall wait_run again to keep waiting", filepath.Base(dir), wait, runinfo.StatusText(dir))}
+	return tool.Result{Output: fmt.Sprintf("run %s is still going after %s: %s\ncall wait_run again to keep waiting", filepath.Base(dir), wait, runview.StatusText(dir))}
 }
 
 // progressLines turns the progress printer's lines into notifications.
@@ -370,7 +370,7 @@ func (p *progressLines) Write(b []byte) (int, error) {
 
 // outcome is a finished run's result for the client.
 func (sv *Server) outcome(dir string) tool.Result {
-	info, err := runinfo.Load(dir)
+	info, err := runview.Load(dir)
 	if err != nil {
 		return tool.Errorf("run %s cannot be read: %v", filepath.Base(dir), err)
 	}
@@ -383,7 +383,7 @@ func (sv *Server) outcome(dir string) tool.Result {
 		Error        string              `json:"error,omitempty"`
 		Failures     []string            `json:"failures,omitempty"`
 		Delivery     *record.Delivery    `json:"delivery,omitempty"`
-		Verification []runinfo.CheckInfo `json:"verification,omitempty"`
+		Verification []runview.CheckInfo `json:"verification,omitempty"`
 		Usage        any                 `json:"usage"`
 		Files        []record.FileEntry  `json:"files,omitempty"`
 	}{info.RunID, dir, info.Status, info.Termination, info.Summary, info.Error, info.Failures, info.Delivery, info.Verification, info.Usage, clipFiles(info.Files)})
@@ -402,7 +402,7 @@ func (sv *Server) outputs(_ context.Context, a outputsArgs) tool.Result {
 		return bad
 	}
 	if a.Path == "" {
-		if run.Liveness(dir) != run.Finished {
+		if runview.Liveness(dir) != runview.Finished {
 			return tool.Errorf("run %s has not finished: wait_run first (run_outputs with a path reads a file now)", filepath.Base(dir))
 		}
 		return sv.outcome(dir)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/record"
-	"github.com/apodex/apodex/internal/runinfo"
+	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/trajectory"
 )
 
@@ -74,7 +74,7 @@ func (f *Filter) Judge(r *trajectory.Run, cx Context) Decision {
 		add(DropIncompleteDelivery, "the reconciled manifest was not delivered whole")
 	}
 	if f.Drop[DropNotTrainable] {
-		if ok, why := runinfo.Trainability(r.Dir); !ok {
+		if ok, why := runview.Trainability(r.Dir); !ok {
 			add(DropNotTrainable, strings.Join(why, "; "))
 		}
 	}

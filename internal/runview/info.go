@@ -1,11 +1,10 @@
-package runinfo
+package runview
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/apodex/apodex/internal/llm"
@@ -84,15 +83,7 @@ func checkInfo(v record.Verification) CheckInfo {
 }
 
 // StepInfo is one tool call as recorded.
-type StepInfo struct {
-	Seq     int64  `json:"seq"`
-	CallID  string `json:"call_id"`
-	Agent   string `json:"agent"`
-	Turn    int    `json:"turn"`
-	Tool    string `json:"tool"`
-	Args    string `json:"arguments"`
-	IsError bool   `json:"is_error"`
-}
+type StepInfo = runstate.Step
 
 // ErrNotFound: no run with that id under home.
 var ErrNotFound = errors.New("run: no such run")
@@ -126,10 +117,10 @@ func Dir(home, id string) (string, error) {
 }
 
 // Load reads a run's record into an Info (through the run's projection,
-// runstate). Events of a type this version does not know are skipped and
-// named in Warnings.
+// runstate, from its checkpoint and the events after it). Events of a
+// type this version does not know are skipped and named in Warnings.
 func Load(dir string) (Info, error) {
-	st, err := runstate.Load(dir)
+	st, err := loadState(dir)
 	if err != nil {
 		return Info{}, err
 	}
@@ -152,8 +143,8 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		}
 	}
 	info.Resumes = st.Resumes
-	for _, s := range st.Steps {
-		info.Steps = append(info.Steps, StepInfo(s))
+	if len(st.Steps) > 0 {
+		info.Steps = st.Steps // shared, not copied: a long run has tens of thousands
 	}
 	for _, w := range st.Warnings {
 		info.Warnings = append(info.Warnings, w.Message)
@@ -175,40 +166,11 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		info.NotTrainable = trainability(dir, st)
 		if rv := st.Review; rv != nil && info.Status == StatusAwaitingReview {
 			info.Review = rv
-			info.Status = StatusFailed
-			if rv.Decision == record.ReviewApproved {
-				info.Status = StatusCompleted
-			}
+			info.Status = reviewed(info.Status, rv)
 		}
 	} else { // a live run is not hashed and checked on every look
 		info.NotTrainable = []string{"the record is incomplete: the run has not finished (no run_finished)"}
 	}
 	info.Trainable = len(info.NotTrainable) == 0
 	return info
-}
-
-// List loads every run under home, newest first. Unreadable runs are listed
-// with the error as their status rather than hidden.
-func List(home string) ([]Info, error) {
-	entries, err := os.ReadDir(filepath.Join(home, "runs"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Info
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		dir := filepath.Join(home, "runs", e.Name())
-		info, err := Load(dir)
-		if err != nil {
-			info = Info{RunID: e.Name(), RunDir: dir, Status: "unreadable: " + err.Error()}
-		}
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].RunID > out[j].RunID })
-	return out, nil
 }

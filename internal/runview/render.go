@@ -1,4 +1,4 @@
-package runinfo
+package runview
 
 import (
 	"fmt"
@@ -11,9 +11,17 @@ import (
 	"github.com/apodex/apodex/internal/record"
 )
 
+// What show's text lists at most: the last steps and the first files (the
+// JSON lists all), so that its output, and its cost, stay those of a
+// summary however long the run.
+const (
+	shownSteps = 200
+	shownFiles = 200
+)
+
 // Render writes info as the text `apodex show` prints: one labelled line
-// per fact, then the steps, the agents' timeline, the delivery and the
-// files. It writes only what the record holds; empty facts print "-".
+// per fact, then the last steps, the agents' timeline, the delivery and
+// the first files. It writes only what the record holds; empty facts print "-".
 func Render(w io.Writer, info Info) {
 	fmt.Fprintf(w, "run:         %s\n", info.RunID)
 	fmt.Fprintf(w, "objective:   %s\n", OneLine(info.Objective))
@@ -75,7 +83,12 @@ func Render(w io.Writer, info Info) {
 	if info.TornTail {
 		fmt.Fprintln(w, "note:        the record's last line was torn (the process was killed mid-write)")
 	}
-	for _, s := range info.Steps {
+	steps := info.Steps
+	if n := len(steps) - shownSteps; n > 0 {
+		fmt.Fprintf(w, "  … %d earlier steps (apodex log %s; show --json lists every step)\n", n, info.RunID)
+		steps = steps[n:]
+	}
+	for _, s := range steps {
 		mark := ""
 		if s.IsError {
 			mark = "  [error]"
@@ -85,8 +98,15 @@ func Render(w io.Writer, info Info) {
 	renderAgents(w, info.Agents)
 	renderDelivery(w, info)
 	fmt.Fprintf(w, "files:       %d (under %s)\n", len(info.Files)+info.FilesOmitted, info.RunDir)
-	for _, f := range info.Files {
+	files := info.Files
+	if len(files) > shownFiles {
+		files = files[:shownFiles]
+	}
+	for _, f := range files {
 		fmt.Fprintf(w, "  %s  %d bytes  %s\n", f.Path, f.Bytes, f.SHA256)
+	}
+	if n := len(info.Files) - len(files); n > 0 {
+		fmt.Fprintf(w, "  … and %d more (apodex show --json %s)\n", n, info.RunID)
 	}
 	if info.FilesOmitted > 0 {
 		fmt.Fprintf(w, "  … and %d more, not listed in the record\n", info.FilesOmitted)

@@ -1,4 +1,4 @@
-package runinfo
+package runview
 
 import (
 	"os"
@@ -78,7 +78,7 @@ func LoadLive(dir string) (Info, error) {
 }
 
 // ListLive is List with each status as LiveStatus says.
-func ListLive(home string) ([]Info, error) {
+func ListLive(home string) ([]Row, error) {
 	infos, err := List(home)
 	for i := range infos {
 		infos[i].Status = LiveStatus(infos[i].RunDir, infos[i].Status)

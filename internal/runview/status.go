@@ -1,4 +1,4 @@
-package runinfo
+package runview
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/apodex/apodex/internal/board"
 	"github.com/apodex/apodex/internal/inbox"
-	"github.com/apodex/apodex/internal/runstate"
 )
 
 // Progress answers "how far along is it?" from the record, the board and
@@ -38,11 +37,11 @@ func Status(dir string) (Progress, error) { return status(dir, true) }
 // takes the inbox lock. The run answers a progress query while Deliver holds
 // that lock, so its answer leaves them out (taking it again would deadlock).
 func status(dir string, messages bool) (Progress, error) {
-	st, err := runstate.Load(dir)
+	st, err := loadState(dir)
 	if err != nil {
 		return Progress{}, err
 	}
-	info := infoOf(dir, st)
+	info := rowOf(dir, st) // not infoOf: progress needs no trainability (which hashes the inputs)
 	p := Progress{RunID: info.RunID, Liveness: Liveness(dir), Status: info.Status, Termination: info.Termination,
 		Objective: info.Objective, Turns: info.Turns, ToolCalls: info.ToolCalls, Tokens: info.Usage.TotalTokens, Paused: st.Paused}
 	end := time.Now()
@@ -55,8 +54,8 @@ func status(dir string, messages bool) (Progress, error) {
 	if !info.Started.IsZero() {
 		p.Elapsed = end.Sub(info.Started).Round(time.Second).String()
 	}
-	if n := len(info.Steps); n > 0 {
-		st := info.Steps[n-1]
+	if n := len(st.Steps); n > 0 {
+		st := st.Steps[n-1]
 		p.LastStep = fmt.Sprintf("%s turn %d: %s %s", st.Agent, st.Turn, st.Tool, clipText(st.Args, 80))
 	}
 	for _, a := range st.Assignments {

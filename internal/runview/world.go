@@ -1,4 +1,4 @@
-package runinfo
+package runview
 
 import (
 	"fmt"

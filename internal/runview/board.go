@@ -1,4 +1,4 @@
-package runinfo
+package runview
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ type BoardWatcher struct {
 
 // Read is the board as the whole record says.
 func (w *BoardWatcher) Read() (BoardView, error) {
-	st, err := runstate.Load(w.Dir)
+	st, err := loadState(w.Dir)
 	if err != nil {
 		return BoardView{}, err
 	}

@@ -1,0 +1,493 @@
+package runstate
+
+// A checkpoint is the projection of a run written next to its record:
+// the State at some seq, serialized, with the place in events.jsonl it
+// covers. Readers start from it and fold only the events after it
+// (LoadFrom); it is a cache of the record, never a source: a checkpoint
+// that is missing, unreadable, of another version or of another shape
+// of State, or whose last line is no longer the record's line at that
+// place, is ignored and the record folded from its first line.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/apodex/apodex/internal/record"
+)
+
+// CheckpointFile is the projection checkpoint inside a run directory.
+const CheckpointFile = "projection.json"
+
+// CheckpointEvery is how many events a live run folds between two
+// checkpoints; readers that fold more than this after a checkpoint write
+// a new one (when the run is not live).
+const CheckpointEvery = 1000
+
+// checkpointVersion changes when the file's layout does; a change of
+// State's own shape is caught by stateShape.
+const checkpointVersion = 2
+
+// checkpoint is the file's content.
+type checkpoint struct {
+	Version int    `json:"version"`
+	Shape   string `json:"shape"` // stateShape of the writer
+	Seq     int64  `json:"seq"`   // the last event folded
+	Events  int    `json:"events"`
+	// Offset is where the line of Seq ends in events.jsonl (after its
+	// newline); LastLen that line's length with its newline and LastHash
+	// its hash as the record chains it ("sha256:<hex>").
+	Offset   int64  `json:"offset"`
+	LastLen  int    `json:"last_len"`
+	LastHash string `json:"last_hash"`
+	// Head is events.head when the checkpoint was written (seq 0 and
+	// missing: there was none); Integrity what the fold found so far.
+	Head      record.Head      `json:"head"`
+	Integrity record.Integrity `json:"integrity"`
+}
+
+// The file is the checkpoint as one line of JSON, then the State in gob
+// (every exported field by its Go name, the JSON views' tags not
+// applying: a field they leave out is still part of the state). Gob,
+// not JSON, because a long run's state is megabytes that every show
+// decodes: gob decodes them several times faster.
+
+// errNotSerializable: the state holds a value JSON cannot carry back (an
+// error, an interface); such a state is not checkpointed.
+var errNotSerializable = errors.New("runstate: the state holds a value a checkpoint cannot keep")
+
+// WriteCheckpoint writes the state of l as its run's checkpoint (atomically:
+// a temporary file renamed over it). It writes nothing, without error, when
+// l's end in the record is not known (an error stopped the fold) or the
+// state holds what cannot be serialized (a board event the board refused).
+func (l *Loaded) WriteCheckpoint() error {
+	b, ok, err := l.Boundary()
+	if !ok || err != nil {
+		return err
+	}
+	body, err := encodeState(l.State)
+	if errors.Is(err, errNotSerializable) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	head, err := record.ReadHead(l.Dir)
+	if err != nil {
+		return nil
+	}
+	cp := checkpoint{Version: checkpointVersion, Shape: stateShape(), Seq: l.Seq, Events: l.Events, Offset: b.End,
+		LastLen: b.LastLen, LastHash: b.LastHash, Head: head, Integrity: l.Integrity}
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), append(append(data, '\n'), body...))
+}
+
+// Boundary is where in events.jsonl a fold stands: End is where the line
+// of its last event ends (after the newline), LastLen that line's length
+// with its newline, LastHash its hash as the record chains it. A reader
+// that finds the same line there knows the record up to End is the one
+// the fold read (short of an edit that keeps every hash, which only a
+// whole fold can tell).
+type Boundary struct {
+	End      int64  `json:"end"`
+	LastLen  int    `json:"last_len"`
+	LastHash string `json:"last_hash"`
+}
+
+// Boundary reads l's boundary from the record; ok is false when it is not
+// known (no event, an error stopped the fold, or the record no longer
+// holds l's last event there).
+func (l *Loaded) Boundary() (Boundary, bool, error) {
+	if l.Dir == "" || l.off <= 0 || l.Seq == 0 {
+		return Boundary{}, false, nil
+	}
+	f, err := os.Open(filepath.Join(l.Dir, record.EventsFile))
+	if err != nil {
+		return Boundary{}, false, err
+	}
+	line, err := lineBefore(f, l.off)
+	f.Close()
+	if err != nil {
+		return Boundary{}, false, nil
+	}
+	var env struct {
+		Seq int64 `json:"seq"`
+	}
+	if json.Unmarshal(line, &env) != nil || env.Seq != l.Seq {
+		return Boundary{}, false, nil // the record moved under us (cut, rewritten)
+	}
+	return Boundary{End: l.off, LastLen: len(line) + 1, LastHash: lineRef(line)}, true, nil
+}
+
+// Holds reports whether the record in dir still has b's line where b
+// says (one read of that line).
+func (b Boundary) Holds(f *os.File) bool {
+	if b.LastLen <= 0 || int64(b.LastLen) > b.End {
+		return false
+	}
+	// Hashed as it is read: a last line can be megabytes (a run_finished
+	// listing thousands of files), which need not be held.
+	from := b.End - int64(b.LastLen)
+	var nl [1]byte
+	if _, err := f.ReadAt(nl[:], b.End-1); err != nil || nl[0] != '\n' {
+		return false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, from, int64(b.LastLen)-1)); err != nil {
+		return false
+	}
+	return "sha256:"+hex.EncodeToString(h.Sum(nil)) == b.LastHash
+}
+
+// LoadFrom is Load that starts from the run's checkpoint when it still
+// matches the record, folding only the events after it; tail is how many
+// events it folded from the record (all of them when no checkpoint
+// served). What it returns is what Load returns, Integrity included, for
+// the events after the checkpoint; for those before it, the integrity
+// the checkpoint's writer found.
+func LoadFrom(dir string) (l *Loaded, tail int, err error) {
+	head, err := record.ReadHead(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(filepath.Join(dir, record.EventsFile))
+	if err != nil {
+		return nil, 0, fmt.Errorf("runstate: open the record: %w", err)
+	}
+	defer f.Close()
+	if l, tail, ok := fromCheckpoint(dir, f, head); ok {
+		return l, tail, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, 0, err
+	}
+	l = &Loaded{State: New(), Dir: dir, off: -1}
+	cr := &countingReader{r: f}
+	sc := record.NewScanner(cr)
+	sc.SetHead(head)
+	end, err := foldTail(l, sc, cr, 0)
+	l.Integrity = sc.Integrity()
+	l.off = end
+	if l.RunID == "" {
+		l.RunID = filepath.Base(dir)
+	}
+	return l, l.Events, err
+}
+
+// fromCheckpoint is the state of the checkpoint plus the record after it;
+// ok is false when the checkpoint does not serve (then the caller folds
+// the whole record, which also names any damage exactly).
+func fromCheckpoint(dir string, f *os.File, head record.Head) (l *Loaded, tail int, ok bool) {
+	cf, err := os.Open(filepath.Join(dir, CheckpointFile))
+	if err != nil {
+		return nil, 0, false
+	}
+	defer cf.Close()
+	body := bufio.NewReaderSize(cf, 64<<10) // streamed: the state is decoded as it is read
+	header, err := body.ReadBytes('\n')
+	if err != nil {
+		return nil, 0, false
+	}
+	var cp checkpoint
+	if json.Unmarshal(header, &cp) != nil || cp.Version != checkpointVersion || cp.Shape != stateShape() ||
+		!(Boundary{End: cp.Offset, LastLen: cp.LastLen, LastHash: cp.LastHash}).Holds(f) {
+		return nil, 0, false // another build's, or the record is not the one it covered
+	}
+	st := New()
+	if decodeState(st, body) != nil || st.Seq != cp.Seq {
+		return nil, 0, false
+	}
+	l = &Loaded{State: st, Dir: dir, Events: cp.Events, Integrity: cp.Integrity, off: -1}
+	if _, err := f.Seek(cp.Offset, io.SeekStart); err != nil {
+		return nil, 0, false
+	}
+	cr := &countingReader{r: f}
+	sc := record.NewScannerAfter(cr, cp.Seq)
+	switch {
+	case !head.Missing && head.Seq > cp.Seq:
+		sc.SetHead(head) // the tail holds the head's line: the scan checks it
+	case head != cp.Head:
+		return nil, 0, false // the head moved back or changed: let the whole fold say how
+	}
+	first := true
+	end, err := foldTail(l, sc, cr, cp.Offset, func(e record.Event) bool {
+		if !first {
+			return true
+		}
+		first = false
+		// The chain across the checkpoint: the first line after it names
+		// the checkpoint's last line (or, in an unchained record, nothing).
+		return e.Prev == cp.LastHash || (e.Prev == "" && !cp.Integrity.Chained)
+	})
+	in := sc.Integrity()
+	if err != nil || in.Err != nil || (head.Seq > cp.Seq && l.Seq < head.Seq) {
+		return nil, 0, false
+	}
+	if !l.Integrity.Chained && in.Chained {
+		l.Integrity.Chained, l.Integrity.From = true, in.From
+	}
+	l.Integrity.Head, l.Integrity.HeadSeq = head, head.Seq
+	l.off = end
+	if l.RunID == "" {
+		l.RunID = filepath.Base(dir)
+	}
+	return l, l.Events - cp.Events, true
+}
+
+// errChain: the first event after a checkpoint does not chain to it.
+var errChain = errors.New("runstate: the record does not continue the checkpoint")
+
+// foldTail folds the events sc yields into l, starting at byte start of
+// the record, and returns where the last complete line ends (-1 when that
+// is not known: the lines are not as apodex writes them). check, when
+// given, may refuse an event before it is applied.
+func foldTail(l *Loaded, sc *record.Scanner, cr *countingReader, start int64, check ...func(record.Event) bool) (int64, error) {
+	end := start
+	for sc.Next() {
+		e := sc.Event()
+		for _, c := range check {
+			if !c(e) {
+				return -1, errChain
+			}
+		}
+		if err := l.Apply(e); err != nil {
+			return -1, err
+		}
+		l.Events++
+		end += int64(len(e.Raw)) + 1 // apodex writes each line as its JSON and a newline
+	}
+	l.TornTail = sc.TornTail()
+	l.Skipped = l.Skipped[:0]
+	for _, u := range l.Unknown {
+		l.Skipped = append(l.Skipped, skippedNote(u))
+	}
+	if err := sc.Err(); err != nil {
+		return -1, err
+	}
+	if read := start + cr.n; read < end || (!l.TornTail && read != end) {
+		// blank lines or other bytes apodex does not write: the offsets
+		// summed above are not the file's
+		return -1, nil
+	}
+	return end, nil
+}
+
+// lineBefore returns the line that ends at off (without its newline).
+func lineBefore(f *os.File, off int64) ([]byte, error) {
+	for size := int64(64 << 10); ; size *= 4 {
+		from := max(off-size, 0)
+		buf := make([]byte, off-from)
+		if _, err := f.ReadAt(buf, from); err != nil {
+			return nil, err
+		}
+		if len(buf) == 0 || buf[len(buf)-1] != '\n' {
+			return nil, errors.New("runstate: the record does not end a line there")
+		}
+		body := buf[:len(buf)-1]
+		if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
+			return body[i+1:], nil
+		}
+		if from == 0 {
+			return body, nil
+		}
+		if size > record.MaxLine {
+			return nil, record.ErrLineTooLong
+		}
+	}
+}
+
+// lineRef is a line's hash as the record's chain names it.
+func lineRef(line []byte) string {
+	sum := sha256.Sum256(bytes.TrimSpace(line))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// A checkpoint's state is one gob stream: the list of State's exported
+// fields (stateField), then the value of each field that has data, in
+// that order. A field goes by its Go name (the JSON views' tags do not
+// apply: a field they leave out is still part of the state), as JSON
+// bytes when its type marshals itself to JSON (a sub-view with unexported
+// parts, like the board), else as itself; Zero and Empty say it was the
+// zero value, or an empty slice or map that is not nil, and have no value.
+type stateField struct {
+	Name        string
+	JSON        bool
+	Zero, Empty bool
+}
+
+var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+
+// encodeState encodes every exported field of s. A state holding a
+// non-nil interface (an error) is refused: it cannot come back as it was.
+func encodeState(s *State) ([]byte, error) {
+	v := reflect.ValueOf(s).Elem()
+	t := v.Type()
+	var fields []stateField
+	var values []reflect.Value
+	for i := range t.NumField() {
+		sf, fv := t.Field(i), v.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		f := stateField{Name: sf.Name}
+		switch {
+		case fv.IsZero():
+			f.Zero = true
+		case sf.Type.Kind() == reflect.Interface:
+			return nil, fmt.Errorf("%w: %s", errNotSerializable, sf.Name)
+		case (sf.Type.Kind() == reflect.Slice || sf.Type.Kind() == reflect.Map) && fv.Len() == 0:
+			f.Empty = true
+		case sf.Type.Implements(jsonMarshaler) || reflect.PointerTo(sf.Type).Implements(jsonMarshaler):
+			data, err := json.Marshal(fv.Addr().Interface())
+			if err != nil {
+				return nil, fmt.Errorf("runstate: checkpoint %s: %w", sf.Name, err)
+			}
+			f.JSON = true
+			values = append(values, reflect.ValueOf(data))
+		default:
+			values = append(values, fv)
+		}
+		fields = append(fields, f)
+	}
+	var b bytes.Buffer
+	enc := gob.NewEncoder(&b)
+	if err := enc.Encode(fields); err != nil {
+		return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+	}
+	for _, val := range values {
+		if err := enc.EncodeValue(val); err != nil {
+			return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// decodeState decodes what encodeState wrote into s, then rebuilds what
+// State keeps unexported. A field the data does not name keeps New's value.
+func decodeState(s *State, r io.Reader) error {
+	dec := gob.NewDecoder(r)
+	var fields []stateField
+	if err := dec.Decode(&fields); err != nil {
+		return fmt.Errorf("runstate: checkpoint: %w", err)
+	}
+	v := reflect.ValueOf(s).Elem()
+	for _, f := range fields {
+		sf, ok := v.Type().FieldByName(f.Name)
+		if !ok || !sf.IsExported() {
+			return fmt.Errorf("runstate: checkpoint: State has no field %s", f.Name)
+		}
+		fv := v.FieldByIndex(sf.Index)
+		fv.SetZero()
+		var err error
+		switch {
+		case f.Zero:
+		case f.Empty && sf.Type.Kind() == reflect.Slice:
+			fv.Set(reflect.MakeSlice(sf.Type, 0, 0))
+		case f.Empty:
+			fv.Set(reflect.MakeMap(sf.Type))
+		case f.JSON:
+			var data []byte
+			if err = dec.Decode(&data); err == nil {
+				err = json.Unmarshal(data, fv.Addr().Interface())
+			}
+		default:
+			err = dec.DecodeValue(fv.Addr())
+		}
+		if err != nil {
+			return fmt.Errorf("runstate: checkpoint %s: %w", f.Name, err)
+		}
+	}
+	s.reindex()
+	return nil
+}
+
+// reindex rebuilds State's unexported indexes from its exported fields.
+// A new unexported field of State must be rebuilt here (the checkpoint
+// test fails until it is).
+func (s *State) reindex() {
+	s.agents = make(map[string]*Agent, len(s.Agents))
+	for _, a := range s.Agents {
+		s.agents[a.ID] = a
+	}
+	s.assignments = make(map[string]*Assignment, len(s.Assignments))
+	for _, a := range s.Assignments {
+		s.assignments[a.Assignment.Assignment] = a
+	}
+}
+
+// stateShape names the structure of State (field names and types, all
+// the way down): a checkpoint written by a build whose State differs is
+// not read.
+var stateShape = sync.OnceValue(func() string {
+	var b strings.Builder
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		b.WriteString(t.String())
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			b.WriteByte('<')
+			walk(t.Elem())
+			b.WriteByte('>')
+		case reflect.Map:
+			b.WriteByte('<')
+			walk(t.Key())
+			b.WriteByte(',')
+			walk(t.Elem())
+			b.WriteByte('>')
+		case reflect.Struct:
+			b.WriteByte('{')
+			for i := range t.NumField() {
+				f := t.Field(i)
+				b.WriteString(f.Name + " " + string(f.Tag) + " ")
+				walk(f.Type)
+				b.WriteByte(';')
+			}
+			b.WriteByte('}')
+		}
+	}
+	walk(reflect.TypeOf(State{}))
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+})
+
+// writeAtomic writes data to path through a temporary file in its
+// directory, renamed over it: a reader sees the old file or the new one.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644) // as the record: readable where the run is
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
