@@ -98,7 +98,7 @@ type Plane struct {
 // Open opens Q (restored from the record when the run has one),
 // and the corpus index, built or reused from <home>/index.
 func Open(cfg Options, dir string, fs *workspace.FS, log *record.Log) (*Plane, error) {
-	p := &Plane{q: evidence.New(log, cfg.Clock.Now), producers: evidence.NewProducers(dir), network: cfg.Network,
+	p := &Plane{q: evidence.New(log, cfg.Clock.Now), producers: evidence.NewProducers(log), network: cfg.Network,
 		guard: fetch.Guard{AllowPrivate: cfg.Evidence.FetchPrivate}}
 	if log.Seq() > 0 {
 		c, err := record.Read(dir)
