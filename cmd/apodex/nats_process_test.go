@@ -318,7 +318,11 @@ func checkOneResultEach(t *testing.T, home, id string, total int, not map[string
 		}
 		seen[r.Key()] = true
 		if r.Correct != 1 {
-			t.Errorf("%s: %s %s", r.Key(), r.Status, r.Error)
+			t.Errorf("%s: %s %s (run %s, %+v)", r.Key(), r.Status, r.Error, r.RunID, r.Termination)
+			if os.Getenv("APODEX_TEST_NATS_LOG") != "" {
+				ev, _ := os.ReadFile(filepath.Join(home, "runs", r.RunID, "events.jsonl"))
+				t.Logf("run %s:\n%s", r.RunID, ev)
+			}
 		}
 		if not[r.RunID] {
 			t.Errorf("%s was scored from run %s, which must not count", r.Key(), r.RunID)
@@ -342,8 +346,9 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 	home := t.TempDir()
 	var hold atomic.Bool
 	suite := oracleSuite(t, home, 8, 100*time.Millisecond, &hold)
+	var workers []*workerProc
 	for _, name := range []string{"w1", "w2"} {
-		startWorker(t, url, name, 2, "5s")
+		workers = append(workers, startWorker(t, url, name, 2, "5s"))
 	}
 	type exit struct {
 		code           int
@@ -409,6 +414,15 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 		t.Fatalf("the eval did not end within 4 minutes of the kill (%d of 24 results)", lines())
 	}
 	if e.code != 0 || !strings.Contains(e.stdout, "24 of 24") {
+		rs, _ := eval.ReadResults(home, id)
+		for _, r := range rs {
+			if r.Correct != 1 {
+				t.Logf("%s: %s run %s: %s", r.Key(), r.Status, r.RunID, r.Error)
+			}
+		}
+		for _, w := range workers {
+			t.Logf("worker log:\n%s", w.stderr.String())
+		}
 		t.Fatalf("eval --wait: exit %d\n%s%s", e.code, e.stdout, e.stderr)
 	}
 	checkOneResultEach(t, home, id, 24, nil)

@@ -25,7 +25,7 @@ func stageWorld(w *world.World, dir string, fs *workspace.FS) (*world.Rollout, e
 	if err != nil {
 		return nil, &ConfigError{fmt.Sprintf("cannot stage world %s: %v; check it with `apodex worlds check %s`", w.ID, err, w.ID)}
 	}
-	fs.Workspace = r.Workspace
+	fs.Workspace, fs.Upper = r.Workspace, r.Upper
 	return r, nil
 }
 

@@ -64,7 +64,7 @@ func (w *FS) WriteFile(p Path, data []byte) error {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("cannot write %s: %w", p.PlanePath, unwrapPathError(err))
-	case !fi.Mode().IsRegular() || linkCount(fi) > 1:
+	case !fi.Mode().IsRegular() || w.sharedLinks(p, fi):
 		return refuse("cannot write %s: it is no longer a regular file with a single link", p.PlanePath)
 	default:
 		perm = fi.Mode().Perm()
@@ -239,4 +239,24 @@ func RemoveTemps(root string) (removed []string) {
 		return nil
 	})
 	return removed
+}
+
+// sharedLinks reports whether the file at p (fi, from Lstat) has hard
+// links a write must not split: more than one link, unless it lies only
+// in /workspace's overlay lower layer (see Upper), where its links are not
+// this workspace's.
+func (w *FS) sharedLinks(p Path, fi fs.FileInfo) bool {
+	if linkCount(fi) <= 1 {
+		return false
+	}
+	if p.Plane != Workspace || w.Upper == "" || p.Rel == "" {
+		return true
+	}
+	root, err := os.OpenRoot(w.Upper)
+	if err != nil {
+		return true
+	}
+	defer root.Close()
+	_, err = root.Lstat(p.Rel)
+	return !errors.Is(err, fs.ErrNotExist) // copied up (or unknown): its own links count
 }

@@ -74,6 +74,12 @@ type FS struct {
 	// file (links resolved) and its new size in bytes, or -1 when
 	// ResolveWrite asks before the size is known; nil refuses them all.
 	OutputsWrite func(planePath string, size int64) error
+	// Upper, when set, is the host directory of the overlay upper layer
+	// /workspace is the merged view of (a world rollout's): a file not in
+	// it is the read-only lower layer's, whose other hard links (the world
+	// store, earlier rollouts' terminal workspaces) are outside this
+	// workspace; a write copies it up and never changes them.
+	Upper string
 	// Shared, when set, is the host directory of the shared workspace this
 	// FS's /workspace is a private copy-on-write view of (see Changes).
 	Shared string
@@ -182,7 +188,7 @@ func (w *FS) ResolveWrite(p string) (Path, error) {
 		return Path{}, refuse("cannot write %s: it is a directory; give a file name", out.PlanePath)
 	case !fi.Mode().IsRegular():
 		return Path{}, refuse("cannot write %s: it is not a regular file (%s)", out.PlanePath, fi.Mode().Type())
-	case linkCount(fi) > 1:
+	case w.sharedLinks(out, fi):
 		return Path{}, refuse("cannot write %s: it has %d hard links, and writing it would change the other names too; write a new file instead", out.PlanePath, linkCount(fi))
 	}
 	if err := w.allowOutputs(out, -1); err != nil {

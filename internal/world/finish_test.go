@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/watch"
+	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 	"github.com/apodex/apodex/internal/world"
 )
@@ -191,5 +192,57 @@ func TestStageRecordsTheIDMap(t *testing.T) {
 	}
 	if uid := fi.Sys().(*syscall.Stat_t).Uid; r.Record.IDMap == worktree.IDMapped && uid != 65534 {
 		t.Errorf("idmapped, but a file shows owner %d", uid)
+	}
+}
+
+// A rollout that left a file unchanged links it to the store (Finish), so
+// the stored file has several links; the next rollout of the world still
+// edits it with the file tools: through the overlay a write copies it up
+// and never changes the store or the earlier run. A hard link made inside
+// the workspace is still refused.
+func TestNextRolloutWritesAFileAnEarlierOneLinked(t *testing.T) {
+	w := storedWithFiles(t, 10)
+	stage := func() (*world.Rollout, string) {
+		runDir := filepath.Join(t.TempDir(), "run")
+		os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+		r, err := world.Stage(w, runDir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Record.Sandbox != world.SandboxOverlay {
+			t.Skipf("no overlay here (%s)", r.Record.Fallback)
+		}
+		return r, runDir
+	}
+	first, firstDir := stage()
+	if err := first.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := stage()
+	defer r.Finish()
+	if fi, err := os.Stat(filepath.Join(r.Workspace, "pkg1", "f001.py")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink < 2 {
+		t.Fatalf("the stored file is not linked by the first rollout (%v)", err)
+	}
+	fs := &workspace.FS{Inputs: t.TempDir(), Workspace: r.Workspace, Outputs: t.TempDir(), Upper: r.Upper}
+	p, err := fs.ResolveWrite("/workspace/pkg1/f001.py")
+	if err != nil {
+		t.Fatalf("a stored file linked by an earlier rollout: %v", err)
+	}
+	if err := fs.WriteFile(p, []byte("fixed\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.Workspace, "pkg1", "f001.py")); string(b) != "fixed\n" {
+		t.Errorf("the rollout reads %q", b)
+	}
+	for _, f := range []string{filepath.Join(w.Workspace(), "pkg1", "f001.py"), filepath.Join(firstDir, "workspace", "pkg1", "f001.py")} {
+		if b, _ := os.ReadFile(f); string(b) != "x = 1\n" {
+			t.Errorf("%s changed: %q", f, b)
+		}
+	}
+	if err := os.Link(filepath.Join(r.Workspace, "pkg2", "f002.py"), filepath.Join(r.Workspace, "pkg2", "twin.py")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.ResolveWrite("/workspace/pkg2/twin.py"); err == nil || !strings.Contains(err.Error(), "hard links") {
+		t.Errorf("a hard link made in the workspace: %v, want refused", err)
 	}
 }

@@ -28,6 +28,7 @@ type Rollout struct {
 	World     *World
 	Inputs    []record.FileEntry // what the agent sees at /inputs, hashed
 	Workspace string             // the /workspace host directory while the run lasts
+	Upper     string             // its overlay upper layer ("" unless an overlay; workspace.FS.Upper)
 	Record    record.World       // what the record says about it
 	runDir    string
 	wt        *worktree.Worktree
@@ -60,7 +61,7 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 		if err != nil {
 			return nil, fmt.Errorf("world: the rollout's workspace: %w", err)
 		}
-		r.wt, r.Workspace = wt, wt.Dir
+		r.wt, r.Workspace, r.Upper = wt, wt.Dir, wt.Upper()
 		if wt.Kind == worktree.Overlay {
 			wm.Watch().Seed(wt.Dir, w.known) // no read of the stored files to watch them
 		}
