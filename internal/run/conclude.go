@@ -18,16 +18,17 @@ import (
 // run's kind (verifierSandbox). It sets
 // the summary's status: completed only when the agent finished and every
 // check held; an agent that finished but failed a check ends gate_failed.
+// refused are failures found before it (a world changed in the store).
 // prior, when set, holds clause results of the agent's finish that still
 // hold if the planes did not change since (finalcheck.go).
-func conclude(ctx context.Context, s *Summary, c *contract.Contract, plane *publish.Plane, log *record.Log, env verify.Env, prior *verify.Kept) {
+func conclude(ctx context.Context, s *Summary, refused []string, c *contract.Contract, plane *publish.Plane, log *record.Log, env verify.Env, prior *verify.Kept) {
 	d := plane.Reconcile()
 	claimed := len(d.Entries) > 0
 	if claimed || len(c.Deliverables) > 0 {
 		s.Delivery = &d
 		log.Append(record.TypeDelivery, "", d)
 	}
-	var failures []string
+	failures := refused
 	pending := false // a human clause awaits review
 	if claimed && !d.OK {
 		for _, e := range d.Entries {

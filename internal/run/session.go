@@ -22,12 +22,14 @@ import (
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/world"
 )
 
 // session is one run being executed in this process, started fresh or
 // resumed: the record, the planes and the control plane around its agents.
 type session struct {
 	cfg     Config
+	roll    *world.Rollout // a world run's rollout, else nil
 	id, dir string
 	fs      *workspace.FS
 	log     *record.Log
@@ -237,7 +239,8 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if out.Err != nil {
 		s.Error = out.Err.Error()
 	}
-	conclude(context.WithoutCancel(ctx), &s, ctl.Current(), ss.plane, log,
+	refused := worldRefused(ss.roll, log) // waits for the seal check Stage began
+	conclude(context.WithoutCancel(ctx), &s, refused, ctl.Current(), ss.plane, log,
 		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q,
 			Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())}, pc.kept())
 	if tm != nil {
@@ -263,7 +266,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
 	if folded = keep.close(); folded != nil {
-		s.Trainable, s.NotTrainable = runview.TrainabilityOf(folded)
+		s.Trainable, s.NotTrainable = runview.TrainabilityWith(folded, ss.stagedWorld())
 	} else {
 		s.Trainable, s.NotTrainable = runview.Trainability(ss.dir)
 	}
@@ -277,4 +280,13 @@ func judgeModel(cfg Config) llm.Model {
 		return nil
 	}
 	return llm.WithRetry(cfg.Model, retryOf(cfg.Settings))
+}
+
+// stagedWorld is the world the run staged and its rollout's Intact, for
+// trainability; nil for a run of no world.
+func (ss *session) stagedWorld() *runview.Staged {
+	if ss.roll == nil {
+		return nil
+	}
+	return &runview.Staged{World: ss.roll.World, Intact: ss.roll.Intact()}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apodex/apodex/internal/record"
@@ -31,6 +32,19 @@ type Rollout struct {
 	Record    record.World       // what the record says about it
 	runDir    string
 	wt        *worktree.Worktree
+	intact    chan error // the check Stage began
+	checked   struct {
+		once sync.Once
+		err  error
+	}
+}
+
+// Intact waits for the check of the stored world Stage began and returns
+// its answer (World.Intact, taken once per rollout): nil when the world
+// is the one stored, else an error naming the file that is not.
+func (r *Rollout) Intact() error {
+	r.checked.once.Do(func() { r.checked.err = <-r.intact })
+	return r.checked.err
 }
 
 // Stage prepares runDir/inputs (hard links to the store's inputs/ and,
@@ -38,17 +52,31 @@ type Rollout struct {
 // overlay of the store's workspace/ under runDir/world/, or runDir/workspace
 // when the world has none. Finish must be called when the run is over. The
 // overlay is made by wm (the run's, watching in its Set); nil: one of the
-// rollout's own. The stored world is rehashed first (Intact): a world whose
+// rollout's own. The stored world must be intact (Intact): a world whose
 // files changed since it was stored (a replaced test, a new input) is
-// refused, naming the file.
+// refused, naming the file. With a seal, Stage stats only the world's
+// directories before staging (a file added, removed, renamed or replaced
+// changes its directory, so such a world is refused here, named); the
+// stat of every file, which a rewrite in place changes, runs on other
+// goroutines while the first commands do: the caller asks the rollout's
+// Intact before it verifies, delivers or calls the rollout trainable, and
+// refuses the result of a world that fails it. A world without a seal, or
+// whose directories changed, is checked in full first.
 func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
-	if err := w.Intact(); err != nil {
-		return nil, err
+	if rec := w.seal(); rec == nil {
+		if err := w.Intact(); err != nil {
+			return nil, err
+		}
+	} else if ok, _ := w.dirsAsSealed(rec); !ok {
+		if err := w.Intact(); err != nil {
+			return nil, err
+		}
 	}
 	if wm == nil {
 		wm = worktree.NewManager(nil)
 	}
-	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace")}
+	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace"), intact: make(chan error, 1)}
+	go func() { r.intact <- w.Intact() }()
 	r.Record = record.World{ID: w.ID, Name: w.Name, Family: w.Family, Sandbox: SandboxEmpty,
 		Generator: record.WorldGenerator{Name: w.Gen.Name, Version: w.Gen.Version, Seed: w.Gen.Seed, Level: w.Gen.Level}}
 	var err error

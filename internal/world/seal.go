@@ -125,63 +125,106 @@ func lstatSeal(p string) (sealStat, error) {
 	return s, nil
 }
 
-// sealed reports whether w's seal proves every directory and file as it
-// was stored (see sealFile): false when there is no seal or any stat
-// differs. It reads the seal and stats each entry, reading no file; n is
-// the number of entries it compared.
-func (w *World) sealed() (ok bool, n int) {
+// sealRecord is a seal as read: its directories' stats by slash path and
+// its files' stats by w.Files.
+type sealRecord struct {
+	dirs  []sealDir
+	files []sealStat
+}
+
+type sealDir struct {
+	rel string
+	st  sealStat
+}
+
+// readSeal reads w's seal without comparing anything: nil when there is
+// none, or it is damaged, or it does not list w.Files.
+func (w *World) readSeal() *sealRecord {
 	raw, err := os.ReadFile(filepath.Join(w.Dir, sealFile))
 	if err != nil || !bytes.HasPrefix(raw, []byte(sealMagic)) {
-		return false, 0
+		return nil
 	}
 	r := bytes.NewReader(raw[len(sealMagic):])
 	var count uint64
 	if binary.Read(r, binary.LittleEndian, &count) != nil || count > uint64(len(raw)) {
-		return false, 0
+		return nil
 	}
+	rec := &sealRecord{}
 	for range count {
 		var l uint64
 		if binary.Read(r, binary.LittleEndian, &l) != nil || l > uint64(r.Len()) {
-			return false, n
+			return nil
 		}
 		name := make([]byte, l)
 		r.Read(name)
 		var want sealStat
 		if binary.Read(r, binary.LittleEndian, &want) != nil || strings.Contains(string(name), "..") {
-			return false, n
+			return nil
 		}
-		got, err := lstatSeal(filepath.Join(w.Dir, filepath.FromSlash(string(name))))
-		if string(name) == "." {
+		rec.dirs = append(rec.dirs, sealDir{string(name), want})
+	}
+	if binary.Read(r, binary.LittleEndian, &count) != nil || count != uint64(len(w.Files)) {
+		return nil
+	}
+	rec.files = make([]sealStat, count)
+	if binary.Read(r, binary.LittleEndian, rec.files) != nil {
+		return nil
+	}
+	return rec
+}
+
+// sealed reports whether w's seal proves every directory and file as it
+// was stored (see sealFile): false when there is no seal or any stat
+// differs. It reads the seal and stats each entry, reading no file; n is
+// the number of entries it compared.
+func (w *World) sealed() (ok bool, n int) {
+	rec := w.seal()
+	if rec == nil {
+		return false, 0
+	}
+	ok, n = w.dirsAsSealed(rec)
+	if !ok || !w.filesAsSealed(rec.files) {
+		return false, n
+	}
+	return true, n + len(w.Files)
+}
+
+// dirsAsSealed stats every directory the seal lists (a world of 100,000
+// files has about a hundredth as many) and reports whether each is as it
+// was: what a file added, removed, renamed or replaced changes; n is the
+// number compared.
+func (w *World) dirsAsSealed(rec *sealRecord) (ok bool, n int) {
+	for _, d := range rec.dirs {
+		got, err := lstatSeal(filepath.Join(w.Dir, filepath.FromSlash(d.rel)))
+		if d.rel == "." {
 			got.CTime = 0
 		}
 		n++
-		if err != nil || got != want {
+		if err != nil || got != d.st {
 			return false, n
 		}
 	}
-	if binary.Read(r, binary.LittleEndian, &count) != nil || count != uint64(len(w.Files)) {
-		return false, n
-	}
-	stats := make([]sealStat, count)
-	if binary.Read(r, binary.LittleEndian, stats) != nil {
-		return false, n
-	}
-	if !w.filesAsSealed(stats) {
-		return false, n
-	}
-	n += len(w.Files)
-	w.sealStats = stats
 	return true, n
+}
+
+// seal is w's seal, read once (nil: none usable).
+func (w *World) seal() *sealRecord {
+	w.sealOnce.Do(func() { w.sealRec = w.readSeal() })
+	return w.sealRec
 }
 
 // known is the hash of the workspace file rel, from the manifest, when e
 // is the stat the seal recorded for it (the overlay shows a file of its
 // lower layer with the lower inode): the content hashed when the world
-// was stored, proven by the seal a moment ago. Only a world Intact proved
-// by its seal knows anything.
+// was stored. It trusts the seal as far as Intact does (the same stats
+// compared), and no further: a rollout's result counts only once Intact
+// proved the whole world (Stage starts that check, the run waits for it
+// before its verification, delivery and trainability), so a world whose
+// seal does not hold has its rollout refused whatever known said.
 func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
 	var sum watch.Sum
-	if w.sealStats == nil || !e.Mode.IsRegular() {
+	rec := w.seal()
+	if rec == nil || !e.Mode.IsRegular() {
 		return sum, false
 	}
 	p := "workspace/" + rel
@@ -189,7 +232,7 @@ func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
 	if !ok {
 		return sum, false
 	}
-	st, f := w.sealStats[i], w.Files[i]
+	st, f := rec.files[i], w.Files[i]
 	if int64(e.Ino) != st.Ino || e.Size != f.Bytes || e.MTime != st.MTime {
 		return sum, false
 	}

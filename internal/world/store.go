@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/apodex/apodex/internal/contract"
 )
@@ -44,7 +45,8 @@ type World struct {
 	Bytes    int64              `json:"bytes"`
 	Manifest *Manifest          `json:"-"`
 
-	sealStats []sealStat // by Files, once Intact proved the world by its seal
+	sealOnce sync.Once
+	sealRec  *sealRecord // see seal
 }
 
 // Contract loads the world's task from the store, so that the run's
