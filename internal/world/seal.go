@@ -207,10 +207,13 @@ func (w *World) dirsAsSealed(rec *sealRecord) (ok bool, n int) {
 	return true, n
 }
 
-// seal is w's seal, read once (nil: none usable).
+// seal is w's seal, read once per loaded world (nil: none usable).
 func (w *World) seal() *sealRecord {
-	w.sealOnce.Do(func() { w.sealRec = w.readSeal() })
-	return w.sealRec
+	if w.seals == nil { // a World not made by the store: read each time
+		return w.readSeal()
+	}
+	w.seals.once.Do(func() { w.seals.rec = w.readSeal() })
+	return w.seals.rec
 }
 
 // known is the hash of the workspace file rel, from the manifest, when e

@@ -45,8 +45,13 @@ type World struct {
 	Bytes    int64              `json:"bytes"`
 	Manifest *Manifest          `json:"-"`
 
-	sealOnce sync.Once
-	sealRec  *sealRecord // see seal
+	seals *sealOnce // see seal; shared by copies
+}
+
+// sealOnce holds a world's seal once read.
+type sealOnce struct {
+	once sync.Once
+	rec  *sealRecord
 }
 
 // Contract loads the world's task from the store, so that the run's
@@ -91,7 +96,7 @@ func (s *Store) Build(src string) (w *World, fresh bool, err error) {
 	if err := copyWorld(src, tmp, files); err != nil {
 		return nil, false, fmt.Errorf("world: store %s: %w", src, err)
 	}
-	w = &World{ID: id, Dir: dst, Name: m.Name, Family: m.Family, Gen: m.Generator, Diff: m.Difficulty, Files: files, Manifest: m}
+	w = &World{ID: id, Dir: dst, Name: m.Name, Family: m.Family, Gen: m.Generator, Diff: m.Difficulty, Files: files, Manifest: m, seals: &sealOnce{}}
 	for _, f := range files {
 		w.Bytes += f.Bytes
 	}
@@ -209,7 +214,7 @@ func (s *Store) Get(ref string) (*World, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("world: %w", err)
 	}
-	w := &World{}
+	w := &World{seals: &sealOnce{}}
 	if err := json.Unmarshal(raw, w); err != nil {
 		return nil, fmt.Errorf("world: %s is damaged: %v", filepath.Join(dir, infoFile), err)
 	}
