@@ -229,7 +229,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	// temporary file left in a plane (one a stop cut off and something
 	// rewrote after resume's sweep) is garbage, never a deliverable.
 	for _, plane := range []string{ss.fs.Workspace, ss.fs.Outputs} {
-		for _, p := range workspace.RemoveTemps(plane) {
+		for _, p := range workspace.RemoveTempsIn(ss.fs.Watch, plane) { // from the planes' trees: no walk
 			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "temp", Message: "removed a leftover runtime temporary file: " + p})
 		}
 	}
