@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,18 +47,6 @@ const sealMagic = "apodex-seal-v1\n"
 // sealStat is what the seal compares of one entry: CTime only for
 // directories but the top one (renaming it into the store changes it).
 type sealStat struct{ Ino, Size, MTime, CTime, Mode int64 }
-
-func statOf(fi fs.FileInfo) (sealStat, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return sealStat{}, false
-	}
-	s := sealStat{int64(st.Ino), fi.Size(), st.Mtim.Nano(), st.Ctim.Nano(), int64(st.Mode)}
-	if !fi.IsDir() {
-		s.CTime = 0
-	}
-	return s, true
-}
 
 // writeSeal records the stats of dir's directories (by slash path) and of
 // files (in their order) in dir/.seal, which must exist (made before dir
@@ -113,14 +100,23 @@ func writeSeal(dir string, files []File) error {
 	return errors.Join(err, out.Close(), os.Chmod(p, 0o444))
 }
 
+// lstatSeal is the seal's stat of p, taken without a FileInfo (a check
+// of 100,000 files allocated 40 MB of them).
 func lstatSeal(p string) (sealStat, error) {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return sealStat{}, err
+	var st syscall.Stat_t
+	for {
+		err := syscall.Lstat(p, &st)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return sealStat{}, &fs.PathError{Op: "lstat", Path: p, Err: err}
+		}
+		break
 	}
-	s, ok := statOf(fi)
-	if !ok {
-		return sealStat{}, fmt.Errorf("world: no inode for %s", p)
+	s := sealStat{int64(st.Ino), st.Size, st.Mtim.Nano(), st.Ctim.Nano(), int64(st.Mode)}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		s.CTime = 0
 	}
 	return s, nil
 }
