@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,26 +162,43 @@ func (r *Rollout) linkUnchanged(dst string, changes []change) error {
 		hidden[c.rel] = c.kind
 	}
 	made := map[string]bool{}
+	var links []string // the store paths to link, in order
 	for _, f := range r.World.Files {
 		rel, ok := strings.CutPrefix(f.Path, "workspace/")
 		if !ok || hiddenBy(hidden, rel) {
 			continue
 		}
-		to := filepath.Join(dst, filepath.FromSlash(rel))
-		if d := filepath.Dir(to); !made[d] {
+		if d := filepath.Dir(filepath.Join(dst, filepath.FromSlash(rel))); !made[d] {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return err
 			}
 			made[d] = true
 		}
-		from := filepath.Join(r.World.Dir, filepath.FromSlash(f.Path))
-		if err := os.Link(from, to); err != nil {
-			if err := hostfs.CopyNew(from, to); err != nil {
-				return err
-			}
-		}
+		links = append(links, f.Path)
 	}
-	return nil
+	// The links themselves (each a system call into the kernel's
+	// directory code) are made on up to 4 goroutines.
+	workers := min(runtime.NumCPU(), 4, max(len(links)/1024, 1))
+	per := (len(links) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		lo, hi := k*per, min((k+1)*per, len(links))
+		wg.Go(func() {
+			for _, p := range links[lo:hi] {
+				from := filepath.Join(r.World.Dir, filepath.FromSlash(p))
+				to := filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(p, "workspace/")))
+				if err := os.Link(from, to); err != nil {
+					if err := hostfs.CopyNew(from, to); err != nil {
+						errs[k] = err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // hiddenBy reports whether rel is changed, or below a path that no longer
