@@ -15,6 +15,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
+	"golang.org/x/sys/unix"
 )
 
 // Sandbox kinds of a rollout's /workspace (record.World.Sandbox).
@@ -185,11 +186,18 @@ func (r *Rollout) linkUnchanged(dst string, changes []change) error {
 	for k := range workers {
 		lo, hi := k*per, min((k+1)*per, len(links))
 		wg.Go(func() {
+			var src, to dirAt // each link made between two directory descriptors
+			defer src.close()
+			defer to.close()
 			for _, p := range links[lo:hi] {
+				sfd, name := src.open(r.World.Dir, p)
+				tfd, _ := to.open(dst, strings.TrimPrefix(p, "workspace/"))
+				if sfd >= 0 && tfd >= 0 && unix.Linkat(sfd, name, tfd, name, 0) == nil {
+					continue
+				}
 				from := filepath.Join(r.World.Dir, filepath.FromSlash(p))
-				to := filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(p, "workspace/")))
-				if err := os.Link(from, to); err != nil {
-					if err := hostfs.CopyNew(from, to); err != nil {
+				if err := os.Link(from, filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(p, "workspace/")))); err != nil {
+					if err := hostfs.CopyNew(from, filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(p, "workspace/")))); err != nil {
 						errs[k] = err
 						return
 					}

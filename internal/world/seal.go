@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/apodex/apodex/internal/watch"
+	"golang.org/x/sys/unix"
 )
 
 // The seal (<world>/.seal, not hashed) is the stat of every directory and
@@ -243,7 +245,9 @@ func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
 
 // filesAsSealed stats every file, on as many goroutines as there are
 // cores (at most 4: the stats are cheap, the walk is the kernel's), and
-// reports whether each has the stat the seal recorded.
+// reports whether each has the stat the seal recorded. Each file is
+// statted relative to its directory, opened once per run of files in it
+// (no path to build and resolve per file).
 func (w *World) filesAsSealed(stats []sealStat) bool {
 	workers := min(runtime.NumCPU(), 4, max(len(w.Files)/1024, 1))
 	var bad atomic.Bool
@@ -252,10 +256,18 @@ func (w *World) filesAsSealed(stats []sealStat) bool {
 	for k := range workers {
 		lo, hi := k*per, min((k+1)*per, len(w.Files))
 		wg.Go(func() {
+			var d dirAt
+			defer d.close()
 			for i := lo; i < hi && !bad.Load(); i++ {
 				f := w.Files[i]
-				got, err := lstatSeal(filepath.Join(w.Dir, filepath.FromSlash(f.Path)))
-				if err != nil || got != stats[i] || got.Size != f.Bytes {
+				fd, name := d.open(w.Dir, f.Path)
+				var st unix.Stat_t
+				if fd < 0 || unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					bad.Store(true)
+					break
+				}
+				got := sealStat{int64(st.Ino), st.Size, st.Mtim.Nano(), 0, int64(st.Mode)}
+				if got != stats[i] || got.Size != f.Bytes {
 					bad.Store(true)
 				}
 			}
@@ -263,4 +275,34 @@ func (w *World) filesAsSealed(stats []sealStat) bool {
 	}
 	wg.Wait()
 	return !bad.Load()
+}
+
+// dirAt keeps the directory of the last file asked for open.
+type dirAt struct {
+	rel string // slash path of the directory open, with its trailing slash
+	fd  int    // -1: none (or it could not be opened)
+	ok  bool   // rel and fd are set
+}
+
+// open returns a descriptor of the directory of the slash path rel under
+// root, and rel's last element; -1 when it cannot be opened.
+func (d *dirAt) open(root, rel string) (int, string) {
+	dir, name := path.Split(rel)
+	if d.ok && dir == d.rel {
+		return d.fd, name
+	}
+	d.close()
+	fd, err := unix.Open(filepath.Join(root, filepath.FromSlash(dir)), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fd = -1
+	}
+	d.rel, d.fd, d.ok = dir, fd, true
+	return fd, name
+}
+
+func (d *dirAt) close() {
+	if d.ok && d.fd >= 0 {
+		unix.Close(d.fd)
+	}
+	d.ok = false
 }
