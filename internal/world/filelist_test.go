@@ -39,3 +39,25 @@ func TestFileListDecodesAsJSON(t *testing.T) {
 		t.Errorf("the store's form did not take the fast path: %v %v", got, ok)
 	}
 }
+
+// .world.json decodes as encoding/json decodes it, whatever its strings
+// hold (a name with `"files":[` in it, escapes in paths), and a damaged
+// one is an error.
+func TestDecodeInfoAsJSON(t *testing.T) {
+	for _, w := range []World{
+		{ID: "w-1", Name: `x","files":[{"path":"evil"}],"y":"`, Files: []File{{"workspace/a", "ab", 1}}, Bytes: 1},
+		{ID: "w-2", Name: `a\`, Diff: map[string]float64{"files": 1}, Files: []File{{"inputs/<b>", "cd", 2}, {"workspace/c", "ef", 3}}},
+		{ID: "w-3", Files: []File{}},
+		{ID: "w-4"},
+	} {
+		raw, _ := json.Marshal(&w)
+		var want, got World
+		json.Unmarshal(raw, &want)
+		if err := decodeInfo(raw, &got); err != nil || !reflect.DeepEqual(got, want) && !(len(got.Files) == 0 && len(want.Files) == 0 && got.ID == want.ID) {
+			t.Errorf("%s: got %+v (%v), want %+v", raw, got, err, want)
+		}
+		if err := decodeInfo(raw[:len(raw)-1], &got); err == nil {
+			t.Errorf("%s: a damaged .world.json decoded", raw[:len(raw)-1])
+		}
+	}
+}

@@ -215,15 +215,9 @@ func (s *Store) Get(ref string) (*World, error) {
 		return nil, fmt.Errorf("world: %w", err)
 	}
 	w := &World{seals: &sealOnce{}}
-	var info struct {
-		*World
-		Files fileList `json:"files"` // decoded without reflection
-	}
-	info.World = w
-	if err := json.Unmarshal(raw, &info); err != nil {
+	if err := decodeInfo(raw, w); err != nil {
 		return nil, fmt.Errorf("world: %s is damaged: %v", filepath.Join(dir, infoFile), err)
 	}
-	w.Files = info.Files
 	w.Dir = dir
 	if w.Manifest, err = Load(dir); err != nil {
 		return nil, err
