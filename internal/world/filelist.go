@@ -33,20 +33,32 @@ func (l *fileList) UnmarshalJSON(data []byte) error {
 // scanned once, not three times (validated, skipped, decoded).
 func decodeInfo(raw []byte, w *World) error {
 	// A bare quote never occurs inside a JSON string (it is escaped), and
-	// no other value of .world.json holds an array, so the first
-	// `"files":[` after a '{' or ',' is the top-level key.
-	key := []byte(`"files":[`)
-	if i := bytes.Index(raw, key); i > 0 && (raw[i-1] == ',' || raw[i-1] == '{') {
-		start := i + len(key) - 1
-		if files, n, ok := parseFilesPrefix(raw[start:]); ok {
-			rest := make([]byte, 0, start+4+len(raw)-start-n)
-			rest = append(append(append(rest, raw[:start]...), "null"...), raw[start+n:]...)
-			if err := json.Unmarshal(rest, w); err != nil {
-				return err
-			}
-			w.Files = files
-			return nil
+	// no other value of .world.json holds an array, so the first key
+	// "files" whose value is an array is the top-level one.
+	key := []byte(`"files":`)
+	for off := 0; ; {
+		i := bytes.Index(raw[off:], key)
+		if i < 0 {
+			break
 		}
+		i += off
+		off = i + len(key)
+		b := bytes.TrimRight(raw[:i], " \t\r\n")
+		start := off + len(raw[off:]) - len(bytes.TrimLeft(raw[off:], " \t\r\n"))
+		if len(b) == 0 || b[len(b)-1] != ',' && b[len(b)-1] != '{' || start >= len(raw) || raw[start] != '[' {
+			continue
+		}
+		files, n, ok := parseFilesPrefix(raw[start:])
+		if !ok {
+			break
+		}
+		rest := make([]byte, 0, len(raw)-n+4)
+		rest = append(append(append(rest, raw[:start]...), "null"...), raw[start+n:]...)
+		if err := json.Unmarshal(rest, w); err != nil {
+			return err
+		}
+		w.Files = files
+		return nil
 	}
 	var info struct {
 		*World

@@ -50,14 +50,17 @@ func TestDecodeInfoAsJSON(t *testing.T) {
 		{ID: "w-3", Files: []File{}},
 		{ID: "w-4"},
 	} {
-		raw, _ := json.Marshal(&w)
-		var want, got World
-		json.Unmarshal(raw, &want)
-		if err := decodeInfo(raw, &got); err != nil || !reflect.DeepEqual(got, want) && !(len(got.Files) == 0 && len(want.Files) == 0 && got.ID == want.ID) {
-			t.Errorf("%s: got %+v (%v), want %+v", raw, got, err, want)
-		}
-		if err := decodeInfo(raw[:len(raw)-1], &got); err == nil {
-			t.Errorf("%s: a damaged .world.json decoded", raw[:len(raw)-1])
+		compact, _ := json.Marshal(&w)
+		indented, _ := json.MarshalIndent(&w, "", "  ") // as the store writes it
+		for _, raw := range [][]byte{compact, indented} {
+			var want, got World
+			json.Unmarshal(raw, &want)
+			if err := decodeInfo(raw, &got); err != nil || !reflect.DeepEqual(got, want) && !(len(got.Files) == 0 && len(want.Files) == 0 && got.ID == want.ID) {
+				t.Errorf("%s: got %+v (%v), want %+v", raw, got, err, want)
+			}
+			if err := decodeInfo(raw[:len(raw)-1], &got); err == nil {
+				t.Errorf("%s: a damaged .world.json decoded", raw[:len(raw)-1])
+			}
 		}
 	}
 }
