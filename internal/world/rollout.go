@@ -78,7 +78,9 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 		wm = worktree.NewManager(nil)
 	}
 	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace"), intact: make(chan error, 1)}
-	go func() { r.intact <- w.Intact() }()
+	// One goroutine: the check is not waited for until the end, and the
+	// first commands (the workspace watch's first walk) need the cores.
+	go func() { r.intact <- w.intact(1) }()
 	r.Record = record.World{ID: w.ID, Name: w.Name, Family: w.Family, Sandbox: SandboxEmpty,
 		Generator: record.WorldGenerator{Name: w.Gen.Name, Version: w.Gen.Version, Seed: w.Gen.Seed, Level: w.Gen.Level}}
 	var err error

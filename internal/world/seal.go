@@ -175,13 +175,13 @@ func (w *World) readSeal() *sealRecord {
 // was stored (see sealFile): false when there is no seal or any stat
 // differs. It reads the seal and stats each entry, reading no file; n is
 // the number of entries it compared.
-func (w *World) sealed() (ok bool, n int) {
+func (w *World) sealed(workers int) (ok bool, n int) {
 	rec := w.seal()
 	if rec == nil {
 		return false, 0
 	}
 	ok, n = w.dirsAsSealed(rec)
-	if !ok || !w.filesAsSealed(rec.files) {
+	if !ok || !w.filesAsSealed(rec.files, workers) {
 		return false, n
 	}
 	return true, n + len(w.Files)
@@ -243,13 +243,13 @@ func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
 	return sum, true
 }
 
-// filesAsSealed stats every file, on as many goroutines as there are
-// cores (at most 4: the stats are cheap, the walk is the kernel's), and
+// filesAsSealed stats every file, on up to workers goroutines (no more
+// than there are cores: the stats are cheap, the walk is the kernel's), and
 // reports whether each has the stat the seal recorded. Each file is
 // statted relative to its directory, opened once per run of files in it
 // (no path to build and resolve per file).
-func (w *World) filesAsSealed(stats []sealStat) bool {
-	workers := min(runtime.NumCPU(), 4, max(len(w.Files)/1024, 1))
+func (w *World) filesAsSealed(stats []sealStat, workers int) bool {
+	workers = max(min(runtime.NumCPU(), workers, len(w.Files)/1024), 1)
 	var bad atomic.Bool
 	var wg sync.WaitGroup
 	per := (len(w.Files) + workers - 1) / workers

@@ -235,8 +235,11 @@ var ErrChanged = errors.New("world: the stored world changed")
 // every file is rehashed. A changed, missing or added file is an error
 // naming it (the first in path order); a world whose list agrees but whose
 // id does not names world.yaml or .world.json.
-func (w *World) Intact() error {
-	if ok, _ := w.sealed(); ok && filepath.Base(w.Dir) == w.ID && ID(w.Manifest.Canonical, w.Files) == w.ID {
+func (w *World) Intact() error { return w.intact(4) }
+
+// intact is Intact with the seal's file stats on up to workers goroutines.
+func (w *World) intact(workers int) error {
+	if ok, _ := w.sealed(workers); ok && filepath.Base(w.Dir) == w.ID && ID(w.Manifest.Canonical, w.Files) == w.ID {
 		return nil
 	}
 	return w.Rehash()
