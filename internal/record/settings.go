@@ -37,6 +37,10 @@ type RunSettings struct {
 	// shares the host's (loopback included).
 	Network     bool `json:"network"`
 	HostNetwork bool `json:"host_network,omitempty"`
+	// NetworkAllow are prefixes (CIDR) an outbound sandbox may reach
+	// although they are private, link-local or otherwise refused
+	// (--network-allow).
+	NetworkAllow []string `json:"network_allow,omitempty"`
 	// Limits bound every sandboxed command.
 	Limits LimitSettings `json:"limits,omitzero"`
 	// CommandTimeout is bash's default timeout (0: 120 s); ScratchQuota

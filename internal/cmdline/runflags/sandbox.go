@@ -2,6 +2,9 @@ package runflags
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/contract"
@@ -97,4 +100,50 @@ func CheckSandboxOverride(v string) error {
 		return cmdline.Usagef("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", v)
 	}
 	return nil
+}
+
+// allowFlag is --network-allow: comma-separated prefixes (CIDR; a bare
+// address is its own /32 or /128), kept in their canonical form; repeated,
+// the lists add up.
+type allowFlag struct{ p *[]string }
+
+func (f *allowFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		p, err := parseAllow(v)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(*f.p, p.String()) {
+			*f.p = append(*f.p, p.String())
+		}
+	}
+	return nil
+}
+
+func (f *allowFlag) Placeholder() string { return "CIDR[,CIDR]" }
+
+func (f *allowFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strings.Join(*f.p, ",")
+}
+
+// parseAllow reads one --network-allow prefix: CIDR, or an address alone.
+func parseAllow(v string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		a, aerr := netip.ParseAddr(v)
+		if aerr != nil {
+			return netip.Prefix{}, fmt.Errorf("--network-allow %q: not a prefix (10.1.2.0/24, fd00::/64) nor an address", v)
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, fmt.Errorf("--network-allow %q: host bits set; did you mean %s?", v, p.Masked())
+	}
+	return p, nil
 }

@@ -9,7 +9,13 @@ import (
 )
 
 // Mechanism says how lim is enforced for a command in cg, e.g.
-// "memory=cgroup-v1 pids=cgroup-v1 tmp=tmpfs"; it is recorded with the run.
+// "memory=cgroup-v2 pids=cgroup-v2 pidns ipcns tmp=tmpfs workspace=overlay";
+// it is recorded with the run (run_started.sandbox.limits_mechanism). Every
+// command has a pid namespace of its own (so nothing it starts outlives it
+// and, without a cgroup, RLIMIT_NPROC counts the sandbox uid's processes in
+// it) and an IPC namespace of its own (so no SysV shared memory outlives
+// it), on both backends, live or not; the workspace quota is a hard bound
+// (a sized overlay).
 func Mechanism(cg *Cgroup, lim spec.Limits) string {
 	mem, pids := cg.memory, cg.pids
 	if mem == "" && lim.Memory > 0 {
@@ -27,7 +33,7 @@ func Mechanism(cg *Cgroup, lim spec.Limits) string {
 	if pids == "" {
 		pids = "none"
 	}
-	return fmt.Sprintf("memory=%s pids=%s tmp=tmpfs", mem, pids)
+	return fmt.Sprintf("memory=%s pids=%s pidns ipcns tmp=tmpfs workspace=overlay", mem, pids)
 }
 
 // NprocPerUserns says RLIMIT_NPROC counts the processes of a uid in one
