@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -61,6 +62,15 @@ func TestNetworkAllowE2E(t *testing.T) {
 			rs := decodeAll[record.RunStarted](t, runtest.Events(t, dir), record.TypeRunStarted)[0]
 			if rs.Settings == nil || !slices.Equal(rs.Settings.NetworkAllow, []string{"10.1.2.0/24", "fd00:1::/64"}) {
 				t.Errorf("recorded network_allow: %+v", rs.Settings)
+			}
+			// F5: the record says how the limits held, and show prints it.
+			if !strings.Contains(rs.Sandbox.Mechanism, "pidns ipcns") {
+				t.Errorf("limits_mechanism %q does not name the per-command namespaces", rs.Sandbox.Mechanism)
+			}
+			home := filepath.Dir(filepath.Dir(dir))
+			code, out, errOut := cli(t, "show", "--home", home, filepath.Base(dir))
+			if code != 0 || !strings.Contains(out, "limits:      "+rs.Sandbox.Mechanism+"\n") {
+				t.Errorf("show (exit %d) does not print the limits mechanism %q:\n%s%s", code, rs.Sandbox.Mechanism, out, errOut)
 			}
 		})
 	}
