@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -219,5 +220,29 @@ func TestWorkspaceQuotaHardFar(t *testing.T) {
 				t.Errorf("the workspace holds %d bytes, over its quota of %d", b, quota)
 			}
 		})
+	}
+}
+
+// BenchmarkWorkspaceWrite is a command that writes one small file to
+// /workspace under the default quota (hard: a sized overlay, merged after)
+// and under a measured one (RefuseNear -1): what the hard bound costs a
+// command.
+func BenchmarkWorkspaceWrite(b *testing.B) {
+	for name, r := range sandboxes(b) {
+		for _, mode := range []struct {
+			name string
+			q    Quota
+		}{{"hard", Quota{}}, {"measured", Quota{RefuseNear: -1}}} {
+			b.Run(name+"/"+mode.name, func(b *testing.B) {
+				ws := b.TempDir()
+				mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true}}
+				for b.Loop() {
+					res, err := r.Run(context.Background(), Spec{Mounts: mounts, Limits: Limits{Workspace: mode.q}, Command: "echo x > /workspace/f"})
+					if err != nil || res.ExitCode != 0 {
+						b.Fatalf("%+v %v", res, err)
+					}
+				}
+			})
+		}
 	}
 }
