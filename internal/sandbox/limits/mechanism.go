@@ -14,8 +14,9 @@ import (
 // command has a pid namespace of its own (so nothing it starts outlives it
 // and, without a cgroup, RLIMIT_NPROC counts the sandbox uid's processes in
 // it) and an IPC namespace of its own (so no SysV shared memory outlives
-// it), on both backends, live or not; the workspace quota is a hard bound
-// (a sized overlay).
+// it), on both backends, live or not; workspace=overlay: the workspace
+// quota is a hard bound (a sized overlay), workspace=measured: it is
+// measured only (Quota.RefuseNear negative, or no quota).
 func Mechanism(cg *Cgroup, lim spec.Limits) string {
 	mem, pids := cg.memory, cg.pids
 	if mem == "" && lim.Memory > 0 {
@@ -33,7 +34,11 @@ func Mechanism(cg *Cgroup, lim spec.Limits) string {
 	if pids == "" {
 		pids = "none"
 	}
-	return fmt.Sprintf("memory=%s pids=%s pidns ipcns tmp=tmpfs workspace=overlay", mem, pids)
+	ws := "overlay"
+	if w := lim.Workspace; w.Bytes <= 0 || !w.Refuse && w.RefuseNear <= 0 {
+		ws = "measured"
+	}
+	return fmt.Sprintf("memory=%s pids=%s pidns ipcns tmp=tmpfs workspace=%s", mem, pids, ws)
 }
 
 // NprocPerUserns says RLIMIT_NPROC counts the processes of a uid in one
