@@ -75,3 +75,35 @@ func TestNetworkAllowE2E(t *testing.T) {
 		})
 	}
 }
+
+// F6 (issue 25): the workspace quota is a hard bound, one command adding
+// at most --workspace-share: a command writing past its share gets "No
+// space left on device" and a limit line that says so, the next command
+// has the share again, and the record says workspace=overlay; with
+// --workspace-share off the quota is measured and the record says so.
+func TestWorkspaceShareE2E(t *testing.T) {
+	runtest.NeedSandbox(t)
+	write := "head -c 3145728 /dev/zero > /workspace/a; echo rc=$?"
+	dir, res := sandboxRun(t, []string{"--workspace-share", "1MiB"}, write, "head -c 524288 /dev/zero > /workspace/b; echo rc=$?")
+	if out := res[0].Output; !strings.Contains(out, "rc=1") || !strings.Contains(out, "No space left") || !strings.Contains(out, "from one command") {
+		t.Errorf("3 MiB under a 1 MiB share:\n%s", out)
+	}
+	if out := res[1].Output; !strings.Contains(out, "rc=0") || strings.Contains(out, "limit:") {
+		t.Errorf("the next command's 512 KiB:\n%s", out)
+	}
+	rs := decodeAll[record.RunStarted](t, runtest.Events(t, dir), record.TypeRunStarted)[0]
+	if !strings.Contains(rs.Sandbox.Mechanism, "workspace=overlay") || rs.Settings.Limits.WorkspaceShare != 1<<20 {
+		t.Errorf("mechanism %q, share %d", rs.Sandbox.Mechanism, rs.Settings.Limits.WorkspaceShare)
+	}
+	dir, res = sandboxRun(t, []string{"--workspace-share", "off"}, write)
+	if out := res[0].Output; !strings.Contains(out, "rc=0") {
+		t.Errorf("3 MiB, measured under a 10 GiB quota:\n%s", out)
+	}
+	rs = decodeAll[record.RunStarted](t, runtest.Events(t, dir), record.TypeRunStarted)[0]
+	if !strings.Contains(rs.Sandbox.Mechanism, "workspace=measured") || rs.Settings.Limits.WorkspaceShare != -1 {
+		t.Errorf("off: mechanism %q, share %d", rs.Sandbox.Mechanism, rs.Settings.Limits.WorkspaceShare)
+	}
+	if code, _, errOut := cli(t, "run", "--home", t.TempDir(), "--provider", "scripted", "--workspace-share", "-5", "x"); code == 0 || !strings.Contains(errOut, "--workspace-share") {
+		t.Errorf("--workspace-share -5: exit %d %s", code, errOut)
+	}
+}

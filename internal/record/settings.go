@@ -96,6 +96,9 @@ type LimitSettings struct {
 	TmpSize        int64 `json:"tmp_size,omitempty"`
 	WorkspaceQuota int64 `json:"workspace_quota,omitempty"`
 	WorkspaceFiles int64 `json:"workspace_files,omitempty"`
+	// WorkspaceShare is the most one command adds to /workspace, its quota
+	// being a hard bound (--workspace-share); -1: measured instead.
+	WorkspaceShare int64 `json:"workspace_share,omitempty"`
 }
 
 // EvidenceSettings is how the run's evidence plane was set up.

@@ -18,6 +18,8 @@ func registerLimits(fs *cmdline.FlagSet, l *record.LimitSettings, d record.Limit
 	cmdline.SizeFlag(fs, &l.TmpSize, "tmp-size", d.TmpSize, "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
 	cmdline.SizeFlag(fs, &l.WorkspaceQuota, "workspace-quota", d.WorkspaceQuota, "allocated bytes /workspace may hold, e.g. 2GiB")
 	fs.Int64Var(&l.WorkspaceFiles, "workspace-files", d.WorkspaceFiles, "files and directories /workspace may hold")
+	l.WorkspaceShare = d.WorkspaceShare
+	fs.Var(&shareFlag{&l.WorkspaceShare}, "workspace-share", "the most one command adds to /workspace, which keeps its quota a hard bound (held in memory until the command ends); off: measure the quota instead (every 100 ms: a burst may pass it)")
 }
 
 // applyContractLimits takes the task budget's limits for flags not given.
@@ -146,4 +148,33 @@ func parseAllow(v string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("--network-allow %q: host bits set; did you mean %s?", v, p.Masked())
 	}
 	return p, nil
+}
+
+// shareFlag is --workspace-share: a size, or off (-1: the workspace quota
+// is measured, not hard).
+type shareFlag struct{ p *int64 }
+
+func (f *shareFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "off" {
+		*f.p = -1
+		return nil
+	}
+	n, err := cmdline.ParseSize(s)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("--workspace-share %q: give a size such as 256MiB, or off", s)
+	}
+	*f.p = n
+	return nil
+}
+
+func (f *shareFlag) Placeholder() string { return "SIZE|off" }
+
+func (f *shareFlag) String() string {
+	switch {
+	case f.p == nil || *f.p == 0:
+		return ""
+	case *f.p < 0:
+		return "off"
+	}
+	return cmdline.FormatSize(*f.p)
 }
