@@ -125,7 +125,7 @@ func (f *allowFlag) Set(s string) error {
 	return nil
 }
 
-func (f *allowFlag) Placeholder() string { return "CIDR[,CIDR]" }
+func (f *allowFlag) Placeholder() string { return "CIDRS" }
 
 func (f *allowFlag) String() string {
 	if f.p == nil {
@@ -167,7 +167,7 @@ func (f *shareFlag) Set(s string) error {
 	return nil
 }
 
-func (f *shareFlag) Placeholder() string { return "SIZE|off" }
+func (f *shareFlag) Placeholder() string { return "SIZE" }
 
 func (f *shareFlag) String() string {
 	switch {
