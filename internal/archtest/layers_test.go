@@ -86,7 +86,7 @@ var outside = []struct {
 	{"go.opentelemetry.io/otel", []string{"internal/otel"}},
 	{"codeberg.org/readeck/go-readability/v2", []string{"internal/readable"}},
 	{"golang.org/x/net", []string{"internal/readable"}},
-	{"golang.org/x/sys", []string{"internal/hostfs", "internal/sandbox/limits", "internal/sandbox/netns", "internal/sandbox/native", "internal/sandbox/live/server", "internal/watch"}},
+	{"golang.org/x/sys", []string{"internal/hostfs", "internal/sandbox/limits", "internal/sandbox/netns", "internal/sandbox/native", "internal/sandbox/live/server", "internal/watch", "internal/worktree"}},
 }
 
 // importGraph is every package of the module with its imports (not its

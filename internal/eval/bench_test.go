@@ -15,7 +15,7 @@ import (
 
 // BenchmarkEvalThroughput runs one eval of 100 small generated file worlds
 // (level 1) with a zero-latency scripted model (the oracle) per iteration,
-// at --parallel 2 and 8, and reports rollouts per second. Every rollout is
+// at --parallel 2, 4 and 8, and reports rollouts per second. Every rollout is
 // a full run: record, overlay sandbox, tools, delivery and the verifier in
 // bwrap (when installed).
 func BenchmarkEvalThroughput(b *testing.B) {
@@ -37,7 +37,7 @@ func BenchmarkEvalThroughput(b *testing.B) {
 	if _, err := sandbox.New(sandbox.KindAuto); err != nil {
 		sbx = "none"
 	}
-	for _, p := range []int{2, 8} {
+	for _, p := range []int{2, 4, 8} {
 		b.Run(fmt.Sprintf("parallel%d", p), func(b *testing.B) {
 			opts := Options{Home: home, Parallel: p, Sandbox: sbx, NewModel: func(_ Config, w *world.World) (llm.Model, record.ModelSettings, error) {
 				return Oracle(w)

@@ -16,6 +16,9 @@ type World struct {
 	Sandbox string `json:"sandbox"`
 	// Fallback says why the overlay was not used.
 	Fallback string `json:"fallback,omitempty"`
+	// IDMap is how the sandbox uid owns the overlay's lower layer (a root
+	// runtime): "idmapped", or "none: why" (each entry is chowned instead).
+	IDMap string `json:"idmap,omitempty"`
 }
 
 // WorldGenerator is the generator a world came from; empty for a hand-made one.

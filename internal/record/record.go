@@ -27,7 +27,10 @@
 //     ReadBlob reads one back without following a symbolic link (a blob
 //     that is a link to a host file is refused, not read);
 //   - Follow (the subscriber API) yields each event once, in seq order, as
-//     it lands, from another process's writes too, by tailing the file.
+//     it lands, from another process's writes too, by tailing the file;
+//     Log.Subscribe does the same in the writing process without polling:
+//     Append hands each event to every subscriber in memory, never waiting
+//     for one.
 //
 // The clock is injected so that a replay can reproduce times exactly.
 package record
@@ -70,6 +73,7 @@ type Log struct {
 	blobs  bool                       // blobs/ has entries not yet synced
 	known  map[[sha256.Size]byte]bool // blobs stored or seen by this Log
 	closed bool
+	subs   map[*sub]struct{} // in-process subscribers (Subscribe)
 
 	headMu  sync.Mutex
 	head    *os.File // events.head, rewritten in place after each Sync
@@ -148,13 +152,15 @@ func (l *Log) Append(typ, agent string, payload any) (int64, error) {
 		return 0, errors.New("record: log is closed")
 	}
 	seq := l.seq + 1
-	line := encodeLine(seq, l.now(), typ, agent, l.last, body)
+	now := l.now()
+	line := encodeLine(seq, now, typ, agent, l.last, body)
 	if len(line) > MaxLine {
 		return 0, fmt.Errorf("%w: a %s event of %d bytes was not recorded", ErrLineTooLong, typ, len(line))
 	}
 	if _, err := l.f.Write(line); err != nil {
 		return 0, fmt.Errorf("record: append event: %w", err)
 	}
+	l.publish(seq, now, typ, agent, l.last, line)
 	l.seq, l.last = seq, lineHash(line)
 	return seq, nil
 }
@@ -252,6 +258,7 @@ func (l *Log) Close() error {
 		return err
 	}
 	l.closed = true
+	l.closeSubs()
 	l.headMu.Lock()
 	defer l.headMu.Unlock()
 	var herr error

@@ -71,7 +71,7 @@ type evidencePlane struct {
 // openEvidence opens Q (restored from the record when the run has one),
 // and the corpus index, built or reused from <home>/index.
 func openEvidence(cfg Config, dir string, fs *workspace.FS, log *record.Log) (*evidencePlane, error) {
-	p := &evidencePlane{q: evidence.New(log, cfg.Clock.Now), producers: evidence.NewProducers(dir), network: cfg.Network,
+	p := &evidencePlane{q: evidence.New(log, cfg.Clock.Now), producers: evidence.NewProducers(log), network: cfg.Network,
 		guard: fetch.Guard{AllowPrivate: cfg.Evidence.FetchPrivate}}
 	if log.Seq() > 0 {
 		c, err := record.Read(dir)

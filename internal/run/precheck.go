@@ -219,8 +219,8 @@ func (p *precheck) gate(ctx context.Context, next func(string) error) func(strin
 // turn.
 func repairGiven(events []record.Event) bool {
 	for _, e := range events {
-		var pc record.Precheck
-		if e.Type == record.TypePrecheck && e.Decode(&pc) == nil && pc.Refused {
+		p, _ := record.DecodePayload(e)
+		if pc, ok := p.(*record.Precheck); ok && pc.Refused {
 			return true
 		}
 	}

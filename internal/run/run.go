@@ -102,6 +102,11 @@ type Config struct {
 	// Logger receives the runtime's debug log (steps, lifecycle); nil for
 	// none. The CLI's --log-level writes it into the run directory.
 	Logger *slog.Logger
+	// OnLog, when set, is called with the run's log as soon as it is open
+	// (created, or reopened by a resume), before this segment appends to
+	// it: consumers in this process (the progress printer, telemetry)
+	// subscribe to it (record.Log.Subscribe) instead of polling the file.
+	OnLog func(*record.Log)
 	// Clock is the run's one time source: the record's times, deadlines,
 	// the hard timeout, retry backoff, team waits; nil is the system
 	// clock.
@@ -202,6 +207,9 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	log, err := record.Create(dir, cfg.Clock.Now)
 	if err != nil {
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot create the record in %s: %v", dir, err)}
+	}
+	if cfg.OnLog != nil {
+		cfg.OnLog(log)
 	}
 	var roll *world.Rollout
 	var inputs []record.FileEntry

@@ -108,13 +108,15 @@ func ReadStarted(dir string) (Recorded, error) {
 	if err != nil {
 		return Recorded{}, err
 	}
-	if first.Type != record.TypeRunStarted {
-		return Recorded{}, errors.New("run: the record does not start with run_started")
+	p, err := record.DecodePayload(first)
+	rs, ok := p.(*record.RunStarted)
+	if !ok && (err == nil || errors.Is(err, record.ErrUnknownType)) {
+		err = errors.New("run: the record does not start with run_started")
 	}
-	var r Recorded
-	if err := first.Decode(&r.Started); err != nil {
-		return r, err
+	if err != nil {
+		return Recorded{}, err
 	}
+	r := Recorded{Started: *rs}
 	r.At = first.Time
 	r.Settings = SettingsFrom(r.Started.Settings)
 	return r, nil

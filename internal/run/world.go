@@ -2,10 +2,12 @@ package run
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runview"
+	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 	"github.com/apodex/apodex/internal/world"
@@ -15,7 +17,11 @@ import (
 // linked from the store instead of copied, and /workspace an overlay of the
 // stored workspace. The caller must Finish the rollout.
 func stageWorld(w *world.World, dir string, fs *workspace.FS) (*world.Rollout, error) {
-	r, err := world.Stage(w, dir, worktree.NewManager(fs.Watch))
+	wm := worktree.NewManager(fs.Watch)
+	if uid := sandbox.CommandUID(); uid != os.Geteuid() {
+		wm.OwnViews(uid, sandbox.SandboxGID) // no chown of every file before the first command
+	}
+	r, err := world.Stage(w, dir, wm)
 	if err != nil {
 		return nil, &ConfigError{fmt.Sprintf("cannot stage world %s: %v; check it with `apodex worlds check %s`", w.ID, err, w.ID)}
 	}

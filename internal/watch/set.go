@@ -12,7 +12,25 @@ import (
 // for concurrent use.
 type Set struct {
 	trees  map[string]*Tree // root -> tree; mu guards it
+	known  map[string]Known // root -> what Seed gave for its first walk
 	closed bool
+}
+
+// Known gives the content hash of the regular file rel whose stat is e,
+// when the caller knows it without reading the file (a world's stored
+// manifest, proven by its seal): false to have it read.
+type Known func(rel string, e Entry) (Sum, bool)
+
+// Seed makes the first walk of dir's tree (the next For of it) take the
+// hashes known gives instead of reading those files: a file that then
+// changes is read as any other. The caller vouches for what known says.
+func (s *Set) Seed(dir string, known Known) {
+	mu.Lock()
+	defer mu.Unlock()
+	if s.known == nil {
+		s.known = map[string]Known{}
+	}
+	s.known[filepath.Clean(dir)] = known
 }
 
 // NewSet returns an empty Set.
@@ -41,7 +59,10 @@ func (s *Set) For(dir string) (*Tree, error) {
 	t.nodes.init()
 	t.now = time.Now().UnixNano()
 	t.watchDir(0, "")
+	t.known = s.known[dir]
 	t.walk(0)
+	t.known = nil
+	delete(s.known, dir)
 	s.trees[dir] = t
 	return t, nil
 }

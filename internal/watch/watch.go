@@ -92,6 +92,7 @@ type Tree struct {
 	seen      []bool          // by node, during full
 	stack     []int32         // directories still to list, during a walk
 	stale     []int32         // files to hash again (see hashStale)
+	known     Known           // during the first walk: see Set.Seed
 
 	blocks, apparent, count int64
 }
@@ -159,6 +160,17 @@ func (t *Tree) Mode(rel string) (fs.FileMode, bool) {
 		return t.nodes.at(id).e.Mode, true
 	}
 	return 0, false
+}
+
+// Entry is the stat of rel as of the last sync (false if the tree has no
+// such entry, or rel is the root).
+func (t *Tree) Entry(rel string) (Entry, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	if id := t.nodes.find(rel); id > 0 {
+		return t.nodes.at(id).e, true
+	}
+	return Entry{}, false
 }
 
 // Links lists the tree's symbolic links as of the last sync, in no order.
@@ -320,6 +332,12 @@ func (t *Tree) set(parent int32, name string, e Entry, rel string, written bool)
 		// A change of owner or mode alone leaves the content as it was;
 		// otherwise it is hashed again when a consumer asks.
 		content = true
+		if fresh && t.known != nil && !racy {
+			if sum, ok := t.known(t.nodes.rel(id), e); ok {
+				n.sum, n.hashed = sum, true
+				break
+			}
+		}
 		if !n.stale {
 			n.stale = true
 			t.stale = append(t.stale, id)

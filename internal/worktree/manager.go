@@ -13,7 +13,8 @@ import (
 // Managers). Nothing of it is process-wide: it lives as long as its owner
 // keeps it, and Close drops it. Its methods are safe for concurrent use.
 type Manager struct {
-	set, own *watch.Set // own: made by NewManager, closed by Close
+	set, own  *watch.Set // own: made by NewManager, closed by Close
+	viewOwner *[2]int    // OwnViews
 
 	mu      sync.Mutex
 	caches  map[string]*statCache   // absolute dir -> stat cache

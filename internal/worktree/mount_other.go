@@ -22,3 +22,9 @@ func isOpaque(string) bool                 { return false }
 func changeTime(fs.FileInfo) int64         { return 0 }
 func inode(fs.FileInfo) uint64             { return 0 }
 func lockDir(string) (func(), error)       { return func() {}, nil }
+
+const lowerDir = "lower"
+
+func idmapLower(lower, base string, uid, gid int) (string, error) {
+	return "", errors.New("idmapped mounts need Linux")
+}

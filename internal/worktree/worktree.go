@@ -77,6 +77,7 @@ type Worktree struct {
 	Dir      string // the merged view: the agent's /workspace host directory
 	Kind     string // Overlay or Copy
 	Fallback string // why the overlay was not used ("" for Overlay or CreateCopy)
+	IDMap    string // a view's lower layer: IDMapped, "none: why", or "" (not asked, or not root)
 	// Ignore lists the changes Merge leaves out; Create sets DefaultIgnore.
 	Ignore Ignore
 
@@ -262,7 +263,7 @@ func closeDir(set *watch.Set, base string) error {
 			return fmt.Errorf("worktree: unmount %s: %w", mp, err)
 		}
 	}
-	for _, d := range []string{mergedDir, upperDir, workDir} {
+	for _, d := range []string{mergedDir, upperDir, workDir, lowerDir} {
 		if err := removeTree(filepath.Join(base, d)); err != nil {
 			return fmt.Errorf("worktree: %w", err)
 		}

@@ -36,7 +36,7 @@ type CheckReport struct {
 func Check(ctx context.Context, w *World, runner sandbox.Runner) CheckReport {
 	rep := CheckReport{ID: w.ID}
 	problem := func(format string, a ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, a...)) }
-	if err := w.Intact(); err != nil {
+	if err := w.Rehash(); err != nil {
 		problem("%v", err)
 	} else {
 		rep.Intact = true

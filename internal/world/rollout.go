@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/workspace"
@@ -59,16 +61,21 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 			return nil, fmt.Errorf("world: the rollout's workspace: %w", err)
 		}
 		r.wt, r.Workspace = wt, wt.Dir
-		r.Record.Sandbox, r.Record.Fallback = wt.Kind, wt.Fallback
+		if wt.Kind == worktree.Overlay {
+			wm.Watch().Seed(wt.Dir, w.known) // no read of the stored files to watch them
+		}
+		r.Record.Sandbox, r.Record.Fallback, r.Record.IDMap = wt.Kind, wt.Fallback, wt.IDMap
 	}
 	return r, nil
 }
 
 // Finish keeps the terminal workspace in runDir/workspace (where `apodex
 // verify` and `show` look) and removes the overlay; calling it again does
-// nothing. Nothing is copied: a file the rollout changed or created is
-// moved out of the overlay's upper layer, an unchanged one is a hard link
-// to the (read-only) store, a deleted one is absent.
+// nothing. It reads only the overlay's upper layer, which holds exactly
+// what the rollout changed: a changed or created file is moved out of it
+// (a rename, no copy), a deleted one is absent; every other file of the
+// store's manifest is a hard link to the (read-only) store, made from the
+// manifest without reading, hashing or even listing the store.
 func (r *Rollout) Finish() error {
 	if r.wt == nil {
 		return nil
@@ -85,52 +92,124 @@ func (r *Rollout) Finish() error {
 		}
 		return errors.Join(wt.Close(), os.RemoveAll(filepath.Join(r.runDir, "world")))
 	}
-	type move struct {
-		rel     string
-		changed bool
+	// Keep the upper layer past Close (which removes it): moved aside
+	// while mounted is not allowed, so it is unmounted first by Detach.
+	upper, err := wt.Detach()
+	if err != nil {
+		return errors.Join(err, wt.Close())
 	}
-	var moves []move
-	var dirs []string
-	upper := wt.Upper()
-	err := filepath.WalkDir(wt.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(wt.Dir, p)
-		switch {
-		case d.IsDir():
-			dirs = append(dirs, rel)
-		case d.Type().IsRegular():
-			fi, err := os.Lstat(filepath.Join(upper, rel))
-			moves = append(moves, move{rel, err == nil && fi.Mode().IsRegular()})
-		}
-		return nil
-	})
-	for _, d := range dirs {
-		if err == nil {
-			err = os.MkdirAll(filepath.Join(dst, d), 0o755)
-		}
-	}
-	for _, m := range moves { // changed files: copied from upper before Close removes it
-		if err == nil && m.changed {
-			err = hostfs.CopyNew(filepath.Join(upper, m.rel), filepath.Join(dst, m.rel))
-		}
-	}
-	if cerr := wt.Close(); err == nil {
-		err = cerr
-	}
-	for _, m := range moves {
+	changes, err := upperChanges(upper)
+	for _, c := range changes {
 		if err != nil {
 			break
 		}
-		if !m.changed {
-			from, to := filepath.Join(r.World.Workspace(), m.rel), filepath.Join(dst, m.rel)
-			if err = os.Link(from, to); err != nil {
-				err = hostfs.CopyNew(from, to)
+		to := filepath.Join(dst, filepath.FromSlash(c.rel))
+		switch c.kind {
+		case changedDir, opaqueDir:
+			err = os.MkdirAll(to, 0o755)
+		case changedFile:
+			if err = os.MkdirAll(filepath.Dir(to), 0o755); err == nil {
+				err = os.Rename(filepath.Join(upper, filepath.FromSlash(c.rel)), to)
+				moved.Add(1)
 			}
 		}
 	}
-	return errors.Join(err, os.RemoveAll(filepath.Join(r.runDir, "world")))
+	if err == nil {
+		err = r.linkUnchanged(dst, changes)
+	}
+	return errors.Join(err, wt.Close(), os.RemoveAll(filepath.Join(r.runDir, "world")))
+}
+
+// moved counts the files Finish moved out of an upper layer (tests assert
+// that an untouched world moves none).
+var moved atomic.Int64
+
+// linkUnchanged links into dst every file of the stored workspace that no
+// change hides: not changed itself, and no parent of it removed, replaced
+// by a file, or made opaque.
+func (r *Rollout) linkUnchanged(dst string, changes []change) error {
+	hidden := make(map[string]changeKind, len(changes))
+	for _, c := range changes {
+		hidden[c.rel] = c.kind
+	}
+	made := map[string]bool{}
+	for _, f := range r.World.Files {
+		rel, ok := strings.CutPrefix(f.Path, "workspace/")
+		if !ok || hiddenBy(hidden, rel) {
+			continue
+		}
+		to := filepath.Join(dst, filepath.FromSlash(rel))
+		if d := filepath.Dir(to); !made[d] {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			made[d] = true
+		}
+		from := filepath.Join(r.World.Dir, filepath.FromSlash(f.Path))
+		if err := os.Link(from, to); err != nil {
+			if err := hostfs.CopyNew(from, to); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// hiddenBy reports whether rel is changed, or below a path that no longer
+// shows the lower layer's directory.
+func hiddenBy(hidden map[string]changeKind, rel string) bool {
+	if _, ok := hidden[rel]; ok {
+		return true
+	}
+	for i := len(rel) - 1; i > 0; i-- {
+		if rel[i] != '/' {
+			continue
+		}
+		if k, ok := hidden[rel[:i]]; ok && k != changedDir {
+			return true
+		}
+	}
+	return false
+}
+
+type changeKind int
+
+const (
+	changedDir  changeKind = iota // a directory merged with lower's
+	opaqueDir                     // a directory that hides lower's
+	changedFile                   // a regular file, changed or new
+	removed                       // a whiteout, or an entry not kept (a link)
+)
+
+type change struct {
+	rel  string
+	kind changeKind
+}
+
+// upperChanges lists an overlay upper layer's entries in walk order.
+func upperChanges(upper string) ([]change, error) {
+	var out []change
+	err := filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(upper, p)
+		if rel == "." {
+			return nil
+		}
+		c := change{rel: filepath.ToSlash(rel), kind: removed}
+		switch {
+		case d.IsDir() && worktree.IsOpaque(p):
+			c.kind = opaqueDir
+		case d.IsDir():
+			c.kind = changedDir
+		case d.Type().IsRegular():
+			c.kind = changedFile
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
 }
 
 // LinkInputs fills dst with hard links to w's inputs (and its corpus under

@@ -43,6 +43,8 @@ type World struct {
 	Files    []File             `json:"files"`
 	Bytes    int64              `json:"bytes"`
 	Manifest *Manifest          `json:"-"`
+
+	sealStats []sealStat // by Files, once Intact proved the world by its seal
 }
 
 // Contract loads the world's task from the store, so that the run's
@@ -92,13 +94,16 @@ func (s *Store) Build(src string) (w *World, fresh bool, err error) {
 		w.Bytes += f.Bytes
 	}
 	info, _ := json.MarshalIndent(w, "", "  ")
-	for name, data := range map[string][]byte{taskFile: m.TaskYAML, infoFile: info} {
+	for name, data := range map[string][]byte{taskFile: m.TaskYAML, infoFile: info, sealFile: nil} {
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o444); err != nil {
 			return nil, false, fmt.Errorf("world: %w", err)
 		}
 	}
 	if err := freeze(tmp); err != nil {
 		return nil, false, fmt.Errorf("world: make %s read-only: %w", tmp, err)
+	}
+	if err := writeSeal(tmp, files); err != nil {
+		return nil, false, fmt.Errorf("world: seal %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		if _, serr := os.Stat(dst); serr == nil { // another process stored it first
@@ -216,12 +221,22 @@ func (s *Store) Get(ref string) (*World, error) {
 // ErrChanged: a stored world's files no longer match its manifest.
 var ErrChanged = errors.New("world: the stored world changed")
 
-// Intact rehashes the stored world and compares every file with the hash
-// its manifest (.world.json) recorded when it was stored, and the whole
-// with its id. A changed, missing or added file is an error naming it
-// (the first in path order); a world whose list agrees but whose id does
-// not names world.yaml or .world.json.
+// Intact proves the stored world is the one stored: every file has the
+// hash its manifest (.world.json) recorded when it was stored, and the
+// whole hashes to its id. When the seal (seal.go) shows every directory and
+// file as it was stored, that costs a stat of each and no read; otherwise
+// every file is rehashed. A changed, missing or added file is an error
+// naming it (the first in path order); a world whose list agrees but whose
+// id does not names world.yaml or .world.json.
 func (w *World) Intact() error {
+	if ok, _ := w.sealed(); ok && filepath.Base(w.Dir) == w.ID && ID(w.Manifest.Canonical, w.Files) == w.ID {
+		return nil
+	}
+	return w.Rehash()
+}
+
+// Rehash is Intact without the seal: every file is read and hashed.
+func (w *World) Rehash() error {
 	files, err := Files(w.Dir)
 	if err != nil {
 		return fmt.Errorf("%w: %s cannot be rehashed: %v", ErrChanged, w.ID, err)

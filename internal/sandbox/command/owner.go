@@ -21,9 +21,12 @@ import (
 // directory for a link cannot point it at a host file; links themselves are
 // not followed.
 func ownMounts(ms []spec.Mount, give bool, uid, gid int) (limits.Tally, error) {
+	settled := func(e watch.Entry) bool {
+		return e.Mode&(fs.ModeSetuid|fs.ModeSetgid) == 0 && (!give || int(e.UID) == uid && int(e.GID) == gid)
+	}
 	return eachEntry(ms, give, func(root *os.Root, rel string, fi fs.FileInfo) error {
 		return giveTo(root, rel, fi, give, uid, gid)
-	}, tend(give, uid, gid))
+	}, tend(give, uid, gid), settled)
 }
 
 func giveTo(root *os.Root, rel string, fi fs.FileInfo, give bool, uid, gid int) error {
@@ -58,7 +61,7 @@ func tend(give bool, uid, gid int) func(root *os.Root, rel string, fi fs.FileInf
 func stripSetid(ms []spec.Mount, lim spec.Limits) (limits.Tally, []string, error) {
 	uid, gid, give := spec.IDs()
 	var sparse []string
-	t, err := eachEntry(ms, true, limits.SparseSweep(ms, lim, &sparse, clearSetid), limits.SparseSweep(ms, lim, &sparse, tend(give, uid, gid)))
+	t, err := eachEntry(ms, true, limits.SparseSweep(ms, lim, &sparse, clearSetid), limits.SparseSweep(ms, lim, &sparse, tend(give, uid, gid)), nil)
 	return t, sparse, err
 }
 
@@ -81,7 +84,10 @@ func clearSetid(root *os.Root, rel string, fi fs.FileInfo) error {
 // A watched mount (Watch set) is not walked: tracked is called on the entries that
 // changed since the last call for it (whatever every says), and its tally
 // comes from its tree's running totals.
-func eachEntry(ms []spec.Mount, every bool, f, tracked func(root *os.Root, rel string, fi fs.FileInfo) error) (limits.Tally, error) {
+//
+// settled (nil: none) tells an entry of a watched mount that needs
+// nothing from its stat as of the sync: it is not looked at again.
+func eachEntry(ms []spec.Mount, every bool, f, tracked func(root *os.Root, rel string, fi fs.FileInfo) error, settled func(watch.Entry) bool) (limits.Tally, error) {
 	var first error
 	t := limits.Tally{}
 	for i, m := range ms {
@@ -94,7 +100,7 @@ func eachEntry(ms []spec.Mount, every bool, f, tracked func(root *os.Root, rel s
 			return t, fmt.Errorf("sandbox: open mount %s: %w", m.Source, err)
 		}
 		if m.Watch != nil {
-			err := eachChanged(root, m.Watch, m.Source, tracked)
+			err := eachChanged(root, m.Watch, m.Source, tracked, settled)
 			root.Close()
 			if err != nil && first == nil {
 				first = err
@@ -143,13 +149,19 @@ func eachEntry(ms []spec.Mount, every bool, f, tracked func(root *os.Root, rel s
 
 // eachChanged calls f on every entry of the dir watched in set that
 // changed since the last call for it (all of them the first time).
-func eachChanged(root *os.Root, set *watch.Set, dir string, f func(root *os.Root, rel string, fi fs.FileInfo) error) error {
+func eachChanged(root *os.Root, set *watch.Set, dir string, f func(root *os.Root, rel string, fi fs.FileInfo) error, settled func(watch.Entry) bool) error {
 	tr, err := set.For(dir)
 	if err != nil {
 		return fmt.Errorf("sandbox: watch mount %s: %w", dir, err)
 	}
 	var first error
 	for _, rel := range tr.Shared("sandbox").Take() {
+		// An entry the sync just saw owned by the sandbox uid and without
+		// setuid/setgid (a world's file through its idmapped lower layer)
+		// needs nothing: no lstat of each of a large world's files.
+		if e, ok := tr.Entry(rel); ok && settled != nil && settled(e) {
+			continue
+		}
 		fi, err := root.Lstat(rel)
 		if err != nil {
 			continue // gone again

@@ -1,0 +1,195 @@
+package world_test
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/apodex/apodex/internal/watch"
+	"github.com/apodex/apodex/internal/worktree"
+	"github.com/apodex/apodex/internal/world"
+)
+
+// storedWithFiles stores a world whose workspace holds n files.
+func storedWithFiles(t *testing.T, n int) *world.World {
+	t.Helper()
+	src := tiny(t, "x\n")
+	for i := range n {
+		p := filepath.Join(src, "workspace", fmt.Sprintf("pkg%d", i%7), fmt.Sprintf("f%03d.py", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("x = %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, _, err := world.NewStore(t.TempDir()).Build(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// A rollout that touches nothing: staging proves the world intact from its
+// seal without reading a file, and finishing moves nothing out of the
+// overlay; the terminal workspace still holds every file, linked to the
+// store.
+func TestUntouchedWorldIsNeitherHashedNorCopied(t *testing.T) {
+	w := storedWithFiles(t, 200)
+	hashed, moved := world.Hashed(), world.Moved()
+	runDir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	r, err := world.Stage(w, runDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Record.Sandbox != world.SandboxOverlay {
+		t.Skipf("no overlay here (%s): the copy fallback copies by design", r.Record.Fallback)
+	}
+	// The rollout's watch takes every file's hash from the manifest: the
+	// overlay shows each stored file with the inode and times the seal
+	// recorded.
+	known := world.Known(w)
+	for _, f := range w.Files {
+		rel, ok := strings.CutPrefix(f.Path, "workspace/")
+		if !ok {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(r.Workspace, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		sum, ok := known(rel, watch.Entry{Size: fi.Size(), Ino: st.Ino, MTime: st.Mtim.Nano(), Mode: fi.Mode()})
+		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != "sha256:"+f.SHA256 {
+			t.Fatalf("%s through the overlay is not known from the manifest (%v)", rel, ok)
+		}
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if d := world.Hashed() - hashed; d != 0 {
+		t.Errorf("staging an intact sealed world hashed %d files, want 0", d)
+	}
+	if d := world.Moved() - moved; d != 0 {
+		t.Errorf("finishing an untouched world moved %d files, want 0", d)
+	}
+	if err := w.Intact(); err != nil {
+		t.Errorf("the world after a rollout: %v", err)
+	}
+	if d := world.Hashed() - hashed; d != 0 {
+		t.Errorf("a trainability check of an unchanged world hashed %d files, want 0", d)
+	}
+	ws := filepath.Join(runDir, "workspace")
+	for _, rel := range []string{"pkg3/f003.py", "pkg3/f199.py", "notes/n.txt"} {
+		a, err1 := os.Stat(filepath.Join(ws, rel))
+		b, err2 := os.Stat(filepath.Join(w.Workspace(), rel))
+		if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+			t.Errorf("%s is not kept as a link to the store: %v %v", rel, err1, err2)
+		}
+	}
+}
+
+// What a rollout changed is delivered, and only that is moved: a rewritten
+// file, a new file in a new directory; a removed file and a removed
+// directory's files are absent; the store is unchanged.
+func TestFinishDeliversOnlyTheChanges(t *testing.T) {
+	w := storedWithFiles(t, 30)
+	runDir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	r, err := world.Stage(w, runDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Record.Sandbox != world.SandboxOverlay {
+		t.Skipf("no overlay here (%s)", r.Record.Fallback)
+	}
+	moved := world.Moved()
+	os.WriteFile(filepath.Join(r.Workspace, "pkg1", "f001.py"), []byte("changed\n"), 0o644)
+	os.MkdirAll(filepath.Join(r.Workspace, "new", "deep"), 0o755)
+	os.WriteFile(filepath.Join(r.Workspace, "new", "deep", "n.py"), []byte("new\n"), 0o644)
+	os.Remove(filepath.Join(r.Workspace, "pkg2", "f002.py"))
+	if err := os.RemoveAll(filepath.Join(r.Workspace, "pkg3")); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(r.Workspace, "pkg3"), 0o755) // opaque: lower's pkg3 stays hidden
+	os.WriteFile(filepath.Join(r.Workspace, "pkg3", "only.py"), []byte("only\n"), 0o644)
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(runDir, "workspace")
+	for rel, want := range map[string]string{"pkg1/f001.py": "changed\n", "new/deep/n.py": "new\n", "pkg3/only.py": "only\n", "pkg4/f004.py": "x = 4\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(b) != want {
+			t.Errorf("%s: %q %v, want %q", rel, b, err, want)
+		}
+	}
+	for _, rel := range []string{"pkg2/f002.py", "pkg3/f003.py", "pkg3/f010.py"} {
+		if _, err := os.Lstat(filepath.Join(ws, rel)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was removed by the rollout but is in its terminal workspace (%v)", rel, err)
+		}
+	}
+	if d := world.Moved() - moved; d != 3 {
+		t.Errorf("finish moved %d files, want the 3 the rollout wrote", d)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.Workspace(), "pkg1", "f001.py")); string(b) != "x = 1\n" {
+		t.Errorf("the store changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "world")); err == nil {
+		t.Error("the overlay's directory is left behind")
+	}
+}
+
+// A store file rewritten in place (same size, same inode: only its times
+// tell) behind the runtime's back is refused, naming it.
+func TestStageRefusesAFileRewrittenInPlace(t *testing.T) {
+	w := storedWithFiles(t, 5)
+	p := filepath.Join(w.Dir, "inputs", "a.txt")
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		os.Chmod(p, 0o644)
+		if f, err = os.OpenFile(p, os.O_WRONLY, 0); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chmod(p, 0o444)
+	}
+	f.Write([]byte("y\n"))
+	f.Close()
+	runDir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	_, err = world.Stage(w, runDir, nil)
+	if !errors.Is(err, world.ErrChanged) || !strings.Contains(err.Error(), "inputs/a.txt is not the file stored") {
+		t.Fatalf("stage of a world rewritten in place: %v", err)
+	}
+}
+
+// As root, a rollout staged with a Manager that owns views for the sandbox
+// uid records how it owns the lower layer.
+func TestStageRecordsTheIDMap(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("idmapped mounts need root")
+	}
+	w := storedWithFiles(t, 3)
+	wm := worktree.NewManager(nil)
+	defer wm.Close()
+	wm.OwnViews(65534, 65534)
+	runDir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	r, err := world.Stage(w, runDir, wm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Finish()
+	if r.Record.IDMap != worktree.IDMapped && !strings.HasPrefix(r.Record.IDMap, "none: ") {
+		t.Fatalf("record idmap %q", r.Record.IDMap)
+	}
+	fi, err := os.Stat(filepath.Join(r.Workspace, "pkg0", "f000.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; r.Record.IDMap == worktree.IDMapped && uid != 65534 {
+		t.Errorf("idmapped, but a file shows owner %d", uid)
+	}
+}
