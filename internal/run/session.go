@@ -65,7 +65,12 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		release()
 		return nil, fmt.Errorf("run: message inbox: %w", err)
 	}
-	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, limitsOf(cfg.Limits))
+	allow, err := allowNets(cfg.Settings)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, allow, limitsOf(cfg.Limits))
 	ss.sbx, ss.warn = sbx, warn
 	if ss.ev, err = evidenceplane.Open(evidenceplane.Options{Clock: cfg.Clock, Network: cfg.Network, Evidence: cfg.Evidence, EvidenceFrom: cfg.EvidenceFrom, Home: cfg.Home}, dir, fs, log); err != nil {
 		release()
