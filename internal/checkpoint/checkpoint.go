@@ -18,6 +18,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/apodex/apodex/internal/llm"
@@ -74,16 +75,19 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 	}
 	effects := map[string]string{} // agent and call id -> what the call did, from the effects it recorded
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeBoard, record.TypeAssignment:
-			if call, text := effectOf(e); call != "" && text != "" {
+		p, err := record.DecodePayload(e)
+		if errors.Is(err, record.ErrUnknownType) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch mr := p.(type) {
+		case *record.Board, *record.Assignment:
+			if call, text := effectOf(p); call != "" && text != "" {
 				effects[e.Agent+"\x00"+call] = text // call ids are unique per agent only
 			}
-		case record.TypeModelRequest:
-			var mr record.ModelRequest
-			if err := e.Decode(&mr); err != nil {
-				return nil, err
-			}
+		case *record.ModelRequest:
 			a := get(e.Agent)
 			if mr.From > len(a.History) {
 				return nil, fmt.Errorf("checkpoint: %s request at seq %d starts at message %d, only %d known", e.Agent, e.Seq, mr.From, len(a.History))
@@ -98,15 +102,7 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 			}
 			a.History, a.AwaitingModel = h, true
 			lastReply[e.Agent], tail[e.Agent] = nil, nil
-		case record.TypeModelResponse:
-			var mr struct {
-				Message json.RawMessage `json:"message"`
-				Usage   llm.Usage       `json:"usage"`
-				Purpose string          `json:"purpose"`
-			}
-			if err := e.Decode(&mr); err != nil {
-				return nil, err
-			}
+		case *record.ModelResponse:
 			switch mr.Purpose {
 			case record.PurposeVerify: // not an agent's conversation
 				continue
@@ -129,13 +125,10 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 			a.AwaitingModel = false
 			lastReply[e.Agent], tail[e.Agent] = &a.History[len(a.History)-1], nil
 			results[e.Agent] = map[string]pendingResult{}
-		case record.TypeToolCall:
+		case *record.ToolCall:
 			get(e.Agent).ToolCalls++
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if err := e.Decode(&tr); err != nil {
-				return nil, err
-			}
+		case *record.ToolResult:
+			tr := mr
 			if r, ok := results[e.Agent]; ok {
 				r[tr.CallID] = pendingResult{tr.Output, tr.IsError}
 			}
@@ -153,25 +146,18 @@ func Agents(dir string, events []record.Event) (map[string]*Agent, error) {
 				a := get(e.Agent)
 				a.Finished, a.FinishArgs = &args.Summary, raw
 			}
-		case record.TypeTextFinish: // a tool-free answer taken as finish
-			var tf record.TextFinish
-			if e.Decode(&tf) == nil && tf.Accepted {
+		case *record.TextFinish: // a tool-free answer taken as finish
+			if mr.Accepted {
 				a := get(e.Agent)
-				a.Finished = &tf.Summary
+				a.Finished = &mr.Summary
 			}
-		case record.TypeObservation:
-			var o record.Observation
-			if e.Decode(&o) == nil && o.Kind != "finalize" {
+		case *record.Observation:
+			if o := mr; o.Kind != "finalize" {
 				m := llm.Message{Role: llm.RoleUser, Content: "[runtime observation] " + o.Text, Protected: o.Kind == "assignments"}
 				tail[e.Agent] = append(tail[e.Agent], m)
 			}
-		case record.TypeMessage:
-			var um struct {
-				ID, Text, Class, To string
-				Control             string `json:"control"`
-				Answer              string `json:"answer"`
-			}
-			if e.Decode(&um) == nil && um.To != "" && um.Control == "" && um.Answer == "" {
+		case *record.Message:
+			if um := mr; um.To != "" && um.Control == "" && um.Answer == "" {
 				tail[um.To] = append(tail[um.To], llm.Message{Role: llm.RoleUser, Content: UserMessage(um.ID, um.Class, um.Text)})
 			}
 		}
@@ -242,30 +228,27 @@ func Stopped(agents map[string]*Agent) map[string][]string {
 
 // effectOf reads the call that caused a coordination event, and what the
 // call's result said, as far as the event tells.
-func effectOf(e record.Event) (call, text string) {
-	var ev struct {
-		Op, ID, State, Item, Assignment string
-		CallID                          string `json:"call_id"`
-		Reopened                        []string
-	}
-	if e.Decode(&ev) != nil || ev.CallID == "" {
-		return "", ""
-	}
-	switch {
-	case e.Type == record.TypeAssignment && ev.State == "created":
-		return ev.CallID, fmt.Sprintf("dispatched %s on %s; call wait to collect its report", ev.Assignment, ev.Item)
-	case e.Type == record.TypeBoard:
-		switch ev.Op {
+func effectOf(p any) (call, text string) {
+	switch p := p.(type) {
+	case *record.Assignment:
+		if p.CallID != "" && p.State == "created" {
+			return p.CallID, fmt.Sprintf("dispatched %s on %s; call wait to collect its report", p.Assignment, p.Item)
+		}
+	case *record.Board:
+		if p.CallID == "" {
+			break
+		}
+		switch p.Op {
 		case "add":
-			return ev.CallID, "added " + ev.ID
+			return p.CallID, "added " + p.ID
 		case "update":
-			return ev.CallID, "updated " + ev.ID
+			return p.CallID, "updated " + p.ID
 		case "resolve":
-			return ev.CallID, "resolved " + ev.ID
+			return p.CallID, "resolved " + p.ID
 		case "cancel":
-			return ev.CallID, "cancelled " + ev.ID
+			return p.CallID, "cancelled " + p.ID
 		case "reopen":
-			return ev.CallID, "reopened " + ev.ID
+			return p.CallID, "reopened " + p.ID
 		}
 	}
 	return "", ""

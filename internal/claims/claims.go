@@ -32,6 +32,7 @@
 package claims
 
 import (
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -119,80 +120,110 @@ func (l *Ledger) Get(id string) (Claim, bool) {
 // Decisive reports whether a verdict settles a claim one way or the other.
 func Decisive(v string) bool { return v == "supported" || v == "refuted" || v == "format_violation" }
 
-type verdictEvent struct {
-	ClaimID string `json:"claim_id"`
-	Verdict
+// deliverablesOf is the part of a contract's canonical JSON the ledger reads.
+type deliverablesOf struct {
+	Deliverables []struct {
+		Path string `json:"path"`
+	} `json:"deliverables"`
 }
 
-type contractEvent struct {
-	Contract struct {
-		Deliverables []struct {
-			Path string `json:"path"`
-		} `json:"deliverables"`
-	} `json:"contract"`
+// Facts is what the record has said about claims so far: the claims with
+// their verdicts, the lead's marks, the reopened items, the board and what
+// the deliverables rest on. It advances one decoded event at a time
+// (Apply); Ledger derives the ledger from it. runstate keeps one per run.
+type Facts struct {
+	Claims   []Claim                     `json:"claims,omitempty"` // as stated, with their verdicts
+	Marks    map[string]record.ClaimMark `json:"marks,omitempty"`  // claim id -> the lead's last mark
+	Reopened map[string]int64            `json:"reopened,omitempty"`
+	// Board is the board as the ledger sees it: an event the board refuses
+	// is left out (and the next ones still apply).
+	Board       *board.Board   `json:"-"`
+	boardEvents []record.Board // the board events Board applied, in order
+	w           *weights
+	index       map[string]int
 }
 
-// Fold builds the ledger from a run's events.
-func Fold(events []record.Event) *Ledger {
-	l := &Ledger{}
-	index := map[string]int{}
-	b := &board.Board{} // a board event the board refuses is left out
-	w := newWeights()
-	reopened := map[string]int64{} // item -> seq of its last reopen
-	for _, e := range events {
-		switch e.Type {
-		case record.TypeClaim:
-			var k record.Claim
-			if e.Decode(&k) == nil && k.ID != "" {
-				index[k.ID] = len(l.Claims)
-				l.Claims = append(l.Claims, Claim{ID: k.ID, Seq: e.Seq, Text: k.Text, StatedBy: k.StatedBy, Item: k.Item,
-					Assignment: k.Assignment, Evidence: k.Evidence, Artifacts: k.Artifacts})
-			}
-		case record.TypeVerdict:
-			var v verdictEvent
-			if e.Decode(&v) == nil {
-				if i, ok := index[v.ClaimID]; ok {
-					v.Verdict.Seq, v.Verdict.By = e.Seq, e.Agent
-					l.Claims[i].Verdicts = append(l.Claims[i].Verdicts, v.Verdict)
-				}
-			}
-		case record.TypeClaimMark:
-			var m record.ClaimMark
-			if e.Decode(&m) == nil {
-				if i, ok := index[m.Claim]; ok {
-					l.Claims[i].mark, l.Claims[i].markWhy = m.Mark, m.Reason
-				}
-			}
-		case record.TypeBoard:
-			var be board.Event
-			if e.Decode(&be) == nil && b.Apply(b.Seq()+1, be) == nil && be.Op == board.OpReopen {
-				for _, id := range append([]string{be.ID}, be.Reopened...) {
-					reopened[id] = e.Seq
-				}
-			}
-		case record.TypeContract:
-			var ce contractEvent
-			if e.Decode(&ce) == nil {
-				w.declared = w.declared[:0]
-				for _, d := range ce.Contract.Deliverables {
-					w.declared = append(w.declared, d.Path)
-				}
-			}
-		default:
-			w.fold(e)
+// NewFacts is the facts before the first event.
+func NewFacts() *Facts {
+	return &Facts{Marks: map[string]record.ClaimMark{}, Reopened: map[string]int64{}, Board: &board.Board{}, w: newWeights(), index: map[string]int{}}
+}
+
+// Apply takes what one event says about claims; p is its payload as
+// record.DecodePayload returns it.
+func (f *Facts) Apply(e record.Event, p any) {
+	switch p := p.(type) {
+	case *record.Claim:
+		if p.ID != "" {
+			f.index[p.ID] = len(f.Claims)
+			f.Claims = append(f.Claims, Claim{ID: p.ID, Seq: e.Seq, Text: p.Text, StatedBy: p.StatedBy, Item: p.Item,
+				Assignment: p.Assignment, Evidence: p.Evidence, Artifacts: p.Artifacts})
 		}
+	case *record.Verdict:
+		if i, ok := f.index[p.ClaimID]; ok {
+			f.Claims[i].Verdicts = append(f.Claims[i].Verdicts, Verdict{Seq: e.Seq, By: e.Agent, Verdict: p.Verdict,
+				Location: p.Location, Repair: p.Repair, Checks: p.Checks, Evidence: p.Evidence})
+		}
+	case *record.ClaimMark:
+		if _, ok := f.index[p.Claim]; ok {
+			f.Marks[p.Claim] = *p
+		}
+	case *record.Board:
+		if f.Board.Apply(f.Board.Seq()+1, *p) != nil {
+			break
+		}
+		f.boardEvents = append(f.boardEvents, *p)
+		if p.Op == board.OpReopen {
+			for _, id := range append([]string{p.ID}, p.Reopened...) {
+				f.Reopened[id] = e.Seq
+			}
+		}
+	case *record.Contract:
+		var c deliverablesOf
+		if json.Unmarshal(p.Contract, &c) == nil {
+			f.w.declared = f.w.declared[:0]
+			for _, d := range c.Deliverables {
+				f.w.declared = append(f.w.declared, d.Path)
+			}
+		}
+	default:
+		f.w.fold(e, p)
+	}
+}
+
+// Fold builds the ledger from a run's events (a reader with the events in
+// hand; a run's live state keeps Facts instead). An event whose payload does
+// not decode is left out.
+func Fold(events []record.Event) *Ledger {
+	f := NewFacts()
+	for _, e := range events {
+		if p, err := record.DecodePayload(e); err == nil {
+			f.Apply(e, p)
+		}
+	}
+	return f.Ledger()
+}
+
+// Ledger is the ledger the facts give now. The facts are not changed.
+func (f *Facts) Ledger() *Ledger {
+	l := &Ledger{}
+	for _, c := range f.Claims {
+		c.Verdicts = slices.Clone(c.Verdicts)
+		if m, ok := f.Marks[c.ID]; ok {
+			c.mark, c.markWhy = m.Mark, m.Reason
+		}
+		l.Claims = append(l.Claims, c)
 	}
 	for i := range l.Claims {
 		c := &l.Claims[i]
 		switch {
 		case c.mark == MarkWithdrawn:
 			c.Withdrawn = "withdrawn by the lead: " + c.markWhy
-		case c.Item != "" && reopened[c.Item] > c.Seq:
+		case c.Item != "" && f.Reopened[c.Item] > c.Seq:
 			c.Withdrawn = "its item " + c.Item + " was reopened after it"
 		}
 	}
 	l.settle()
-	w.weigh(l, b)
+	f.w.weigh(l, f.Board)
 	return l
 }
 

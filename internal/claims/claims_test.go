@@ -2,6 +2,7 @@ package claims_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -155,5 +156,43 @@ func TestLoadBearing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Facts read back from their JSON are the facts they were, and advance
+// as they would have: the ledger of facts serialized midway and then fed
+// the rest is the ledger of all the events.
+func TestFactsJSONRoundTrip(t *testing.T) {
+	evs := []record.Event{boardEv(1, "add", "T1"), boardEv(2, "add", "T2", "T1"), assigned(3, "A1", "T1"),
+		claim(4, "K1", "The total is 45.", "A1", "T1", "/outputs/r.md"), wrote(5, "A1", "/outputs/r.md"),
+		boardEv(6, "resolve", "T1"), verdict(7, "K1", "supported", "/outputs/r.md"), mark(8, "K1", "side"),
+		claim(9, "K2", "The total is 46.", "A2", "T2"), cites(10, "/outputs/r.md", "K2"), boardEv(11, "reopen", "T1")}
+	apply := func(f *claims.Facts, evs []record.Event) {
+		for _, e := range evs {
+			p, err := record.DecodePayload(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Apply(e, p)
+		}
+	}
+	for cut := range len(evs) + 1 {
+		f := claims.NewFacts()
+		apply(f, evs[:cut])
+		raw, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := claims.NewFacts()
+		if err := json.Unmarshal(raw, back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, f) {
+			t.Fatalf("cut %d: the facts read back differ", cut)
+		}
+		apply(back, evs[cut:])
+		if got, want := back.Ledger(), claims.Fold(evs); !reflect.DeepEqual(got, want) {
+			t.Fatalf("cut %d: ledger\n%+v\nwant\n%+v", cut, got, want)
+		}
 	}
 }

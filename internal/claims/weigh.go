@@ -22,32 +22,27 @@ func newWeights() *weights {
 	return &weights{producers: map[string][]string{}, cites: map[string][]string{}, itemOf: map[string]string{}}
 }
 
-// fold takes what an event says about the deliverables.
-func (w *weights) fold(e record.Event) {
-	switch e.Type {
-	case record.TypeFileDelta:
-		var d record.FileDelta
-		if e.Decode(&d) == nil && output(d.Path) {
-			w.wrote(d.Path, e.Agent)
+// fold takes what an event (p its decoded payload) says about the
+// deliverables.
+func (w *weights) fold(e record.Event, p any) {
+	switch p := p.(type) {
+	case *record.FileDelta:
+		if output(p.Path) {
+			w.wrote(p.Path, e.Agent)
 		}
-	case record.TypeLease:
-		var le record.Lease
-		if e.Decode(&le) == nil && le.Action == "granted" {
-			for _, p := range le.Paths {
-				if output(p) && !slices.Contains(w.written, p) {
-					w.written = append(w.written, p)
+	case *record.Lease:
+		if p.Action == "granted" {
+			for _, path := range p.Paths {
+				if output(path) && !slices.Contains(w.written, path) {
+					w.written = append(w.written, path)
 				}
 			}
 		}
-	case record.TypeCitations:
-		var c record.Citations
-		if e.Decode(&c) == nil {
-			w.cites[c.Path] = c.Claims
-		}
-	case record.TypeAssignment:
-		var a record.Assignment
-		if e.Decode(&a) == nil && a.Item != "" {
-			w.itemOf[a.Assignment] = a.Item
+	case *record.Citations:
+		w.cites[p.Path] = p.Claims
+	case *record.Assignment:
+		if p.Item != "" {
+			w.itemOf[p.Assignment] = p.Item
 		}
 	}
 }

@@ -141,23 +141,34 @@ func FromRecord(dir string) (*Registry, error) {
 }
 
 // Fold is Q as the record holds it: every evidence event's item, by id.
-// An event whose id is out of sequence is an error (the record was edited).
+// An event whose id is out of sequence, or a known event whose payload does
+// not decode, is an error (the record was edited).
 func Fold(events []record.Event) ([]Item, error) {
 	var items []Item
 	for _, e := range events {
-		if e.Type != record.TypeEvidence {
+		p, err := record.DecodePayload(e)
+		if errors.Is(err, record.ErrUnknownType) {
 			continue
 		}
-		var it Item
-		if err := e.Decode(&it); err != nil {
+		if err != nil {
 			return nil, err
 		}
-		if want := "E" + strconv.Itoa(len(items)+1); it.ID != want {
-			return nil, fmt.Errorf("evidence: record seq %d has id %s where %s was next", e.Seq, it.ID, want)
+		if it, ok := p.(*Item); ok {
+			if items, err = Next(items, e, it); err != nil {
+				return nil, err
+			}
 		}
-		items = append(items, it)
 	}
 	return items, nil
+}
+
+// Next is items with it, the evidence of event e, appended; an id out of
+// sequence is an error.
+func Next(items []Item, e record.Event, it *Item) ([]Item, error) {
+	if want := "E" + strconv.Itoa(len(items)+1); it.ID != want {
+		return items, fmt.Errorf("evidence: record seq %d has id %s where %s was next", e.Seq, it.ID, want)
+	}
+	return append(items, *it), nil
 }
 
 // Restore replaces Q with the fold of events (a resumed run).
@@ -275,16 +286,29 @@ func (r *Registry) Text(id string) (string, error) {
 	if ok {
 		return t, nil
 	}
-	b, err := record.ReadBlob(r.dir, it.TextRef)
+	t, err := ReadText(r.dir, it)
 	if err != nil {
-		return "", fmt.Errorf("evidence: text of %s: %w", id, err)
-	}
-	if Hash(string(b)) != it.SHA256 {
-		return "", fmt.Errorf("evidence: the stored text of %s does not match its sha256", id)
+		return "", err
 	}
 	r.mu.Lock()
-	r.texts[i] = string(b)
+	r.texts[i] = t
 	r.mu.Unlock()
+	return t, nil
+}
+
+// ReadText is the exact text of it, an item of the run in dir: inline, or
+// read from its blob and checked against its sha256.
+func ReadText(dir string, it Item) (string, error) {
+	if it.TextRef == "" {
+		return it.Text, nil
+	}
+	b, err := record.ReadBlob(dir, it.TextRef)
+	if err != nil {
+		return "", fmt.Errorf("evidence: text of %s: %w", it.ID, err)
+	}
+	if Hash(string(b)) != it.SHA256 {
+		return "", fmt.Errorf("evidence: the stored text of %s does not match its sha256", it.ID)
+	}
 	return string(b), nil
 }
 

@@ -103,7 +103,7 @@ func TestFoldRefusesOutOfSequence(t *testing.T) {
 
 func TestProducers(t *testing.T) {
 	log := newLog(t)
-	p := NewProducers(log.Dir())
+	p := NewProducers(log)
 	log.Append(record.TypeToolCall, "main", record.ToolCall{CallID: "c1", Name: "bash"})
 	log.Append(record.TypeFileDelta, "main", record.FileDelta{CallID: "c1", Path: "/workspace/out.csv"})
 	log.Append(record.TypeToolCall, "main", record.ToolCall{CallID: "c2", Name: "write_file"})

@@ -38,31 +38,27 @@ func List(dir string, withText bool) (Listing, error) {
 	if err != nil {
 		return Listing{}, err
 	}
-	items, err := Fold(c.Events)
-	if err != nil {
-		return Listing{}, err
-	}
-	q, err := FromRecord(dir)
-	if err != nil {
-		return Listing{}, err
-	}
+	var items []Item
 	agents := map[string]string{}
+	cited := Cited{}
 	list := Listing{RunID: filepath.Base(dir), Evidence: []Entry{}}
 	for _, e := range c.Events {
-		switch e.Type {
-		case record.TypeEvidence:
-			var it record.Evidence
-			if e.Decode(&it) == nil {
-				agents[it.ID] = e.Agent
-			}
-		case record.TypeCorpusIndex:
-			var ci record.CorpusIndex
-			if e.Decode(&ci) == nil {
-				list.Corpus = &ci
-			}
+		p, err := record.DecodePayload(e)
+		if err != nil {
+			continue // another reader says what is wrong with it
 		}
+		switch p := p.(type) {
+		case *Item:
+			if items, err = Next(items, e, p); err != nil {
+				return Listing{}, err
+			}
+			agents[p.ID] = e.Agent
+		case *record.CorpusIndex:
+			list.Corpus = p
+		}
+		cited.Apply(e, p)
 	}
-	uses := Uses(c.Events, filepath.Join(dir, "outputs"))
+	uses := cited.With(filepath.Join(dir, "outputs"))
 	for _, it := range items {
 		en := Entry{ID: it.ID, Kind: it.Kind, Source: it.Source, Span: it.Span, SHA256: it.SHA256,
 			Retrieved: it.Retrieved.UTC().Format("2006-01-02T15:04:05Z"), Agent: agents[it.ID], Query: it.Query, CitedIn: uses[it.ID]}
@@ -70,7 +66,7 @@ func List(dir string, withText bool) (Listing, error) {
 			en.CitedIn = []Use{}
 		}
 		if withText {
-			en.Text, _ = q.Text(it.ID)
+			en.Text, _ = ReadText(dir, it)
 		}
 		list.Evidence = append(list.Evidence, en)
 	}

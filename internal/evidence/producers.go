@@ -1,33 +1,29 @@
 package evidence
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"io"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/apodex/apodex/internal/record"
 )
 
-// Producers answers which tool last changed a file, from the run's record
-// as it grows: a /workspace file a command produced is evidence when read,
-// one the agent wrote itself is not. It reads only the events appended
-// since its previous answer. Safe for concurrent use.
+// Producers answers which tool last changed a file, from the run's log as
+// it grows (in this process, record.Log.Cursor: no file is polled): a
+// /workspace file a command produced is evidence when read, one the agent
+// wrote itself is not. Each answer takes in every tool call and file
+// change appended before it. Safe for concurrent use.
 type Producers struct {
-	dir string
-
-	mu     sync.Mutex
-	offset int64
-	tools  map[string]string // call id -> tool name
-	last   map[string]string // plane path -> tool name of its last change
+	mu    sync.Mutex
+	cur   *record.Cursor
+	err   error             // the cursor failed: nothing counts as produced by a command
+	tools map[string]string // call id -> tool name
+	last  map[string]string // plane path -> tool name of its last change
 }
 
-// NewProducers follows the record in the run directory dir.
-func NewProducers(dir string) *Producers {
-	return &Producers{dir: dir, tools: map[string]string{}, last: map[string]string{}}
+// NewProducers follows log from its first event.
+func NewProducers(log *record.Log) *Producers {
+	p := &Producers{tools: map[string]string{}, last: map[string]string{}}
+	p.cur, p.err = log.Cursor(0, record.TypeToolCall, record.TypeFileDelta)
+	return p
 }
 
 // ByCommand reports whether the last recorded change of planePath was made
@@ -36,42 +32,27 @@ func (p *Producers) ByCommand(planePath string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.catchUp()
-	return p.last[planePath] == "bash"
+	return p.err == nil && p.last[planePath] == "bash"
 }
 
 func (p *Producers) catchUp() {
-	f, err := os.Open(filepath.Join(p.dir, record.EventsFile))
-	if err != nil {
+	if p.err != nil {
 		return
 	}
-	defer f.Close()
-	if _, err := f.Seek(p.offset, io.SeekStart); err != nil {
-		return
+	evs, err := p.cur.Next()
+	if err != nil && err != record.ErrClosed {
+		p.err = err
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil { // a line still being written is read next time
-			return
+	for _, e := range evs {
+		pl, err := record.DecodePayload(e)
+		if err != nil {
+			continue // the runtime wrote it: it decodes
 		}
-		p.offset += int64(len(line))
-		if !bytes.Contains(line, []byte(`"type":"tool_call"`)) && !bytes.Contains(line, []byte(`"type":"file_delta"`)) {
-			continue
-		}
-		var e struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Name   string `json:"name"`
-			Path   string `json:"path"`
-		}
-		if json.Unmarshal(line, &e) != nil {
-			continue
-		}
-		switch e.Type {
-		case record.TypeToolCall:
-			p.tools[e.CallID] = e.Name
-		case record.TypeFileDelta:
-			p.last[e.Path] = p.tools[e.CallID]
+		switch pl := pl.(type) {
+		case *record.ToolCall:
+			p.tools[pl.CallID] = pl.Name
+		case *record.FileDelta:
+			p.last[pl.Path] = p.tools[pl.CallID]
 		}
 	}
 }

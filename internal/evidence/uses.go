@@ -21,47 +21,62 @@ type Use struct {
 // maxScanned bounds the size of a deliverable scanned for citations.
 const maxScanned = 8 << 20
 
+// Cited is where the record cites each evidence id so far: in report
+// claims and in verify and board_resolve calls. It advances one decoded
+// event at a time (Apply); runstate keeps one per run.
+type Cited map[string][]Use
+
+func (c Cited) add(ref string, u Use) {
+	if ref = strings.TrimSpace(ref); IsID(ref) && !slices.Contains(c[ref], u) {
+		c[ref] = append(c[ref], u)
+	}
+}
+
+// Apply takes the citations of one event; p is its payload as
+// record.DecodePayload returns it.
+func (c Cited) Apply(e record.Event, p any) {
+	switch p := p.(type) {
+	case *record.Report: // a subagent's report (package team)
+		for i, cl := range p.Claims {
+			for _, ref := range cl.Evidence {
+				c.add(ref, Use{Where: fmt.Sprintf("report %s claim %d", p.Assignment, i+1), Agent: e.Agent})
+			}
+		}
+	case *record.ToolCall:
+		if p.Name != "verify" && p.Name != "board_resolve" {
+			return
+		}
+		var a struct {
+			Evidence []string `json:"evidence"`
+			Refs     []string `json:"refs"`
+		}
+		if json.Unmarshal([]byte(p.Arguments), &a) == nil {
+			for _, ref := range append(a.Evidence, a.Refs...) {
+				c.add(ref, Use{Where: p.Name + " call " + p.CallID, Agent: e.Agent})
+			}
+		}
+	}
+}
+
 // Uses finds where each id was cited: in report claims and verify calls on
 // the record, and in [E12] markers of the files under outputs (a host
 // directory, seen as /outputs; "" for none).
 func Uses(events []record.Event, outputs string) map[string][]Use {
-	out := map[string][]Use{}
-	add := func(ref string, u Use) {
-		if ref = strings.TrimSpace(ref); IsID(ref) && !slices.Contains(out[ref], u) {
-			out[ref] = append(out[ref], u)
+	c := Cited{}
+	for _, e := range events {
+		if p, err := record.DecodePayload(e); err == nil {
+			c.Apply(e, p)
 		}
 	}
-	for _, e := range events {
-		switch e.Type {
-		case record.TypeReport: // a subagent's report (package team)
-			var r struct {
-				Assignment string `json:"assignment"`
-				Claims     []struct {
-					Evidence []string `json:"evidence"`
-				} `json:"claims"`
-			}
-			if e.Decode(&r) == nil {
-				for i, c := range r.Claims {
-					for _, ref := range c.Evidence {
-						add(ref, Use{Where: fmt.Sprintf("report %s claim %d", r.Assignment, i+1), Agent: e.Agent})
-					}
-				}
-			}
-		case record.TypeToolCall:
-			var tc record.ToolCall
-			if e.Decode(&tc) != nil || (tc.Name != "verify" && tc.Name != "board_resolve") {
-				continue
-			}
-			var a struct {
-				Evidence []string `json:"evidence"`
-				Refs     []string `json:"refs"`
-			}
-			if json.Unmarshal([]byte(tc.Arguments), &a) == nil {
-				for _, ref := range append(a.Evidence, a.Refs...) {
-					add(ref, Use{Where: tc.Name + " call " + tc.CallID, Agent: e.Agent})
-				}
-			}
-		}
+	return c.With(outputs)
+}
+
+// With is c (copied) plus the [E12] markers of the files under outputs (a
+// host directory, seen as /outputs; "" for none).
+func (c Cited) With(outputs string) map[string][]Use {
+	out := Cited{}
+	for id, us := range c {
+		out[id] = slices.Clone(us)
 	}
 	if outputs == "" {
 		return out
@@ -79,9 +94,9 @@ func Uses(events []record.Event, outputs string) map[string][]Use {
 			return nil
 		}
 		plane := "/outputs/" + filepath.ToSlash(rel)
-		for _, c := range Citations(string(data)) {
-			for _, id := range c.IDs {
-				add(id, Use{Where: fmt.Sprintf("%s:%d", plane, c.Line)})
+		for _, ci := range Citations(string(data)) {
+			for _, id := range ci.IDs {
+				out.add(id, Use{Where: fmt.Sprintf("%s:%d", plane, ci.Line)})
 			}
 		}
 		return nil

@@ -109,9 +109,9 @@ func Run(ctx context.Context, dir string, m Models) (*Result, error) {
 		return nil, err
 	}
 	runID := filepath.Base(dir)
-	if len(c.Events) > 0 && c.Events[0].Type == record.TypeRunStarted {
-		var rs record.RunStarted
-		if c.Events[0].Decode(&rs) == nil && rs.RunID != "" {
+	if len(c.Events) > 0 {
+		p, _ := record.DecodePayload(c.Events[0])
+		if rs, ok := p.(*record.RunStarted); ok && rs.RunID != "" {
 			runID = rs.RunID
 		}
 	}

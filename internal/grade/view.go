@@ -35,13 +35,11 @@ func NewView(events []record.Event) View {
 		if record.RuntimeVerifier(e.Agent) {
 			continue
 		}
-		if e.Type == record.TypeModelResponse {
-			var mr record.ModelResponse
-			if e.Decode(&mr) != nil || mr.Purpose != "" {
-				continue
-			}
+		p, _ := record.DecodePayload(e) // nil when it does not decode
+		if mr, ok := p.(*record.ModelResponse); ok && mr.Purpose != "" {
+			continue
 		}
-		for _, x := range transcript.Entries(e, transcript.Options{}) {
+		for _, x := range transcript.EntriesOf(e, p, transcript.Options{}) {
 			if withheld[x.Kind] {
 				continue
 			}

@@ -29,6 +29,7 @@ package otel
 import (
 	"context"
 	"fmt"
+	"iter"
 	"os"
 	"strings"
 	"time"
@@ -113,6 +114,14 @@ func Resource(ctx context.Context, version string) (*resource.Resource, error) {
 // variables name. It returns after the run's run_finished event (or when
 // ctx ends), once everything is flushed.
 func Export(ctx context.Context, dir string, after int64, version string) error {
+	return ExportEvents(ctx, dir, record.Follow(ctx, dir, after), version)
+}
+
+// ExportEvents is Export over events, the events of the run in dir from
+// where the export starts: record.Follow's (another process's run) or the
+// run's own log's (record.Log.Subscribe, in the process that runs it: no
+// polling). It returns when events end, once everything is flushed.
+func ExportEvents(ctx context.Context, dir string, events iter.Seq2[record.Event, error], version string) error {
 	res, err := Resource(ctx, version)
 	if err != nil {
 		return fmt.Errorf("otel: resource: %w", err)
@@ -141,7 +150,7 @@ func Export(ctx context.Context, dir string, after int64, version string) error 
 		sp.meters(mp.Meter("github.com/apodex/apodex"))
 	}
 	defer sp.close()
-	for e, err := range record.Follow(ctx, dir, after) {
+	for e, err := range events {
 		if err != nil {
 			return fmt.Errorf("otel: %w", err)
 		}

@@ -119,55 +119,41 @@ func (s *spans) add(ctx context.Context, e record.Event) {
 	if !s.workflowLast.IsZero() || s.workflow != nil {
 		s.workflowLast = e.Time
 	}
-	switch e.Type {
-	case record.TypeRunStarted:
-		var rs record.RunStarted
-		if e.Decode(&rs) == nil {
-			s.started(rs, e.Time)
-		}
-	case record.TypeRunFinished:
+	p, _ := record.DecodePayload(e) // nil for a type this version does not know
+	switch p := p.(type) {
+	case *record.RunStarted:
+		s.started(*p, e.Time)
+	case *record.RunFinished:
 		s.close()
-	case record.TypeAssignment:
-		var a record.Assignment
-		if e.Decode(&a) == nil && a.State == "created" {
-			s.assign[a.Assignment], s.parent[a.Assignment], s.roles[a.Assignment] = a.CallID, e.Agent, a.Role
+	case *record.Assignment:
+		if p.State == "created" {
+			s.assign[p.Assignment], s.parent[p.Assignment], s.roles[p.Assignment] = p.CallID, e.Agent, p.Role
 		}
-	case record.TypeModelRequest:
-		s.request(e)
-	case record.TypeModelResponse:
-		s.response(ctx, e)
-	case record.TypeModelRetry:
-		var mr record.ModelRetry
-		if e.Decode(&mr) == nil {
-			l := s.pendingLoop(e.Agent)
-			attrs := append(s.chatAttrs(l), attribute.Int("apodex.attempt", mr.Attempt), attribute.String(errorType, errorClass(mr.Error)), attribute.Int64("apodex.seq", e.Seq))
-			s.child(l, spanName("chat", s.model.Name), trace.SpanKindClient, e.Time, e.Time, attrs, mr.Error)
-			s.record(ctx, 0, 0, 0, "", errorClass(mr.Error))
-		}
-	case record.TypeModelError:
-		var me record.ModelError
-		e.Decode(&me)
+	case *record.ModelRequest:
+		s.request(e, p)
+	case *record.ModelResponse:
+		s.response(ctx, e, p)
+	case *record.ModelRetry:
 		l := s.pendingLoop(e.Agent)
-		s.child(l, spanName("chat", s.model.Name), trace.SpanKindClient, e.Time, e.Time, append(s.chatAttrs(l), attribute.String(errorType, errorClass(me.Error))), me.Error)
-		s.record(ctx, 0, 0, 0, "", errorClass(me.Error))
-	case record.TypeToolCall:
-		var tc record.ToolCall
-		if e.Decode(&tc) == nil {
-			l := s.byCall[e.Agent+"\x00"+tc.CallID]
-			if l == nil {
-				l = s.latest(e.Agent, e.Time)
-			}
-			tctx, span := s.tracer.Start(l.ctx, spanName("execute_tool", tc.Name), trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindInternal))
-			s.tools[e.Agent+"\x00"+tc.CallID] = &toolSpan{ctx: tctx, span: span, name: tc.Name, args: tc.Arguments, start: e.Time}
-			l.last = e.Time
+		attrs := append(s.chatAttrs(l), attribute.Int("apodex.attempt", p.Attempt), attribute.String(errorType, errorClass(p.Error)), attribute.Int64("apodex.seq", e.Seq))
+		s.child(l, spanName("chat", s.model.Name), trace.SpanKindClient, e.Time, e.Time, attrs, p.Error)
+		s.record(ctx, 0, 0, 0, "", errorClass(p.Error))
+	case *record.ModelError:
+		l := s.pendingLoop(e.Agent)
+		s.child(l, spanName("chat", s.model.Name), trace.SpanKindClient, e.Time, e.Time, append(s.chatAttrs(l), attribute.String(errorType, errorClass(p.Error))), p.Error)
+		s.record(ctx, 0, 0, 0, "", errorClass(p.Error))
+	case *record.ToolCall:
+		l := s.byCall[e.Agent+"\x00"+p.CallID]
+		if l == nil {
+			l = s.latest(e.Agent, e.Time)
 		}
-	case record.TypeToolResult:
-		s.toolResult(e)
-	case record.TypeVerdict:
-		var v record.Verdict
-		if e.Decode(&v) == nil {
-			s.verdict(v, e)
-		}
+		tctx, span := s.tracer.Start(l.ctx, spanName("execute_tool", p.Name), trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindInternal))
+		s.tools[e.Agent+"\x00"+p.CallID] = &toolSpan{ctx: tctx, span: span, name: p.Name, args: p.Arguments, start: e.Time}
+		l.last = e.Time
+	case *record.ToolResult:
+		s.toolResult(e, p)
+	case *record.Verdict:
+		s.verdict(*p, e)
 	default:
 		if ls := s.byAgent[e.Agent]; len(ls) > 0 {
 			ls[len(ls)-1].last = e.Time
@@ -200,11 +186,7 @@ func (s *spans) started(rs record.RunStarted, at time.Time) {
 }
 
 // request continues its loop (follows) or starts a new one.
-func (s *spans) request(e record.Event) {
-	var mr record.ModelRequest
-	if e.Decode(&mr) != nil {
-		return
-	}
+func (s *spans) request(e record.Event, mr *record.ModelRequest) {
 	var msgs []llm.Message
 	if s.capture || (mr.From == 0 && mr.Follows == 0) {
 		for _, raw := range mr.Messages {
@@ -313,11 +295,7 @@ func (s *spans) startingTool(l *loop) *toolSpan {
 	return nil
 }
 
-func (s *spans) response(ctx context.Context, e record.Event) {
-	var mr record.ModelResponse
-	if e.Decode(&mr) != nil {
-		return
-	}
+func (s *spans) response(ctx context.Context, e record.Event, mr *record.ModelResponse) {
 	l := s.byReq[mr.Request]
 	if l == nil || mr.Request == 0 {
 		if mr.Purpose == record.PurposeSummary {
@@ -375,11 +353,7 @@ func (s *spans) response(ctx context.Context, e record.Event) {
 	l.last = e.Time
 }
 
-func (s *spans) toolResult(e record.Event) {
-	var tr record.ToolResult
-	if e.Decode(&tr) != nil {
-		return
-	}
+func (s *spans) toolResult(e record.Event, tr *record.ToolResult) {
 	key := e.Agent + "\x00" + tr.CallID
 	t := s.tools[key]
 	delete(s.tools, key)

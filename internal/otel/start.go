@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"time"
+
+	"github.com/apodex/apodex/internal/record"
 )
 
 // telemetryWait is how long a command waits, after its run ended, for the
@@ -16,6 +19,17 @@ const telemetryWait = 10 * time.Second
 // export error is one line on stderr. stop(started) waits for the export
 // (at most telemetryWait) when the run started, else drops it.
 func Start(ctx context.Context, dir string, after int64, version string, stderr io.Writer) (stop func(started bool)) {
+	return start(ctx, dir, version, stderr, func(ctx context.Context) iter.Seq2[record.Event, error] { return record.Follow(ctx, dir, after) })
+}
+
+// StartLog is Start for the run whose log is in this process: the events
+// come from the log itself (record.Log.Subscribe), never from polling the
+// file; the export ends when the log is closed.
+func StartLog(ctx context.Context, log *record.Log, after int64, version string, stderr io.Writer) (stop func(started bool)) {
+	return start(ctx, log.Dir(), version, stderr, func(ctx context.Context) iter.Seq2[record.Event, error] { return log.Subscribe(ctx, after) })
+}
+
+func start(ctx context.Context, dir, version string, stderr io.Writer, events func(context.Context) iter.Seq2[record.Event, error]) (stop func(started bool)) {
 	if !Enabled() {
 		return func(bool) {}
 	}
@@ -23,7 +37,7 @@ func Start(ctx context.Context, dir string, after int64, version string, stderr 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := Export(ctx, dir, after, version); err != nil && ctx.Err() == nil {
+		if err := ExportEvents(ctx, dir, events(ctx), version); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(stderr, "apodex: OpenTelemetry export: %v (check OTEL_EXPORTER_OTLP_ENDPOINT)\n", err)
 		}
 	}()

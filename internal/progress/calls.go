@@ -30,7 +30,7 @@ func (p *Printer) callStarted(who string, x transcript.Entry) {
 // callEnded prints a call's result: its status, and for bash the command's
 // output. The call's arguments are repeated unless its start line is the
 // line right above. The caller holds p.mu.
-func (p *Printer) callEnded(who string, x transcript.Entry, e record.Event) {
+func (p *Printer) callEnded(who string, x transcript.Entry, pl any) {
 	s := p.opt.Style
 	k := callKey{x.Agent, x.CallID}
 	args, started := p.calls[k]
@@ -48,8 +48,7 @@ func (p *Printer) callEnded(who string, x transcript.Entry, e record.Event) {
 		return
 	}
 	out := parseBash(x.Output)
-	var r record.ToolResult
-	if e.Decode(&r) == nil && r.Meta != nil && r.Meta.DurationMS >= 100 {
+	if r, ok := pl.(*record.ToolResult); ok && r.Meta != nil && r.Meta.DurationMS >= 100 {
 		out.status += fmt.Sprintf(" (%s)", shortDuration(time.Duration(r.Meta.DurationMS)*time.Millisecond))
 	}
 	p.line("%s %s → %s %s", who, head, mark, out.status)

@@ -84,29 +84,26 @@ func New(w io.Writer, opt Options) *Printer {
 	return &Printer{w: w, opt: opt, calls: map[callKey]string{}, wait: map[string]*waiting{}}
 }
 
-// note takes in what an event adds to the running totals and to the model
-// calls in flight.
-func (p *Printer) note(e record.Event) {
-	switch e.Type {
-	case record.TypeRunStarted:
+// note takes in what an event (p its decoded payload, nil when it does
+// not decode) adds to the running totals and to the model calls in flight.
+func (p *Printer) note(e record.Event, pl any) {
+	switch pl := pl.(type) {
+	case *record.RunStarted:
 		if p.start.IsZero() {
 			p.start = e.Time
 		}
-	case record.TypeModelRequest:
+	case *record.ModelRequest:
 		if w := p.wait[e.Agent]; w == nil || !w.streamed { // Delta may have opened it first
 			p.wait[e.Agent] = &waiting{since: e.Time}
 		} else {
 			w.since = e.Time
 		}
-	case record.TypeModelResponse:
-		var r record.ModelResponse
-		if e.Decode(&r) == nil {
-			p.tokens += r.Usage.TotalTokens
-		}
+	case *record.ModelResponse:
+		p.tokens += pl.Usage.TotalTokens
 		delete(p.wait, e.Agent)
-	case record.TypeModelError:
+	case *record.ModelError:
 		delete(p.wait, e.Agent)
-	case record.TypeResumed, record.TypeRunFinished: // the calls of a stopped process are over
+	case *record.Resumed, *record.RunFinished: // the calls of a stopped process are over
 		clear(p.wait)
 	}
 }
@@ -115,10 +112,11 @@ func (p *Printer) note(e record.Event) {
 func (p *Printer) Event(e record.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.note(e)
+	pl, _ := record.DecodePayload(e) // nil when it does not decode
+	p.note(e, pl)
 	p.at = e.Time
 	s := p.opt.Style
-	for _, x := range transcript.Entries(e, transcript.Options{}) {
+	for _, x := range transcript.EntriesOf(e, pl, transcript.Options{}) {
 		x = x.ForTerminal() // model text, command output and file names reach a terminal
 		who := p.who(x)
 		switch x.Kind {
@@ -131,7 +129,7 @@ func (p *Printer) Event(e record.Event) {
 		case transcript.KindToolCall:
 			p.callStarted(who, x)
 		case transcript.KindToolResult:
-			p.callEnded(who, x, e)
+			p.callEnded(who, x, pl)
 		case transcript.KindInterrupted:
 			k := callKey{x.Agent, x.CallID}
 			p.line("%s %s %s → %s", who, s.Paint(transcript.Bold, x.Tool), transcript.FirstLine(p.calls[k], 48), s.Paint(transcript.Red, "interrupted"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"time"
 
 	"github.com/apodex/apodex/internal/record"
@@ -20,6 +21,14 @@ func Follow(ctx context.Context, dir string, after int64, w io.Writer, opt Optio
 // count (the start time, the tokens so far). A ticker it owns beats Tick
 // once a second while it follows.
 func (p *Printer) Follow(ctx context.Context, dir string, after int64) error {
+	return p.FollowEvents(ctx, record.Follow(ctx, dir, 0), after)
+}
+
+// FollowEvents is Follow over events, a run's events from seq 1: those of
+// record.Follow (another process's run) or of the run's own log
+// (record.Log.Subscribe, in the process that runs it: no polling). It
+// prints until events end or ctx ends.
+func (p *Printer) FollowEvents(ctx context.Context, events iter.Seq2[record.Event, error], after int64) error {
 	tctx, stopTicks := context.WithCancel(ctx)
 	ticked := make(chan struct{})
 	go func() {
@@ -40,13 +49,14 @@ func (p *Printer) Follow(ctx context.Context, dir string, after int64) error {
 		<-ticked
 		p.End()
 	}()
-	for e, err := range record.Follow(ctx, dir, 0) {
+	for e, err := range events {
 		if err != nil {
 			return err
 		}
 		if e.Seq <= after {
 			p.mu.Lock()
-			p.note(e)
+			pl, _ := record.DecodePayload(e) // nil when it does not decode
+			p.note(e, pl)
 			p.mu.Unlock()
 			continue
 		}
@@ -67,12 +77,23 @@ func Start(ctx context.Context, dir string, after int64, w io.Writer, opt Option
 // does not end it: the run records how it ended, and that is worth
 // printing.
 func (p *Printer) Start(ctx context.Context, dir string, after int64) (stop func(started bool)) {
+	return p.launch(ctx, after, func(ctx context.Context) iter.Seq2[record.Event, error] { return record.Follow(ctx, dir, 0) })
+}
+
+// StartLog is Start for the run whose log is in this process: it takes
+// the events from the log itself (record.Log.Subscribe), never polling
+// the file; they end when the log is closed.
+func (p *Printer) StartLog(ctx context.Context, log *record.Log, after int64) (stop func(started bool)) {
+	return p.launch(ctx, after, func(ctx context.Context) iter.Seq2[record.Event, error] { return log.Subscribe(ctx, 0) })
+}
+
+func (p *Printer) launch(ctx context.Context, after int64, events func(context.Context) iter.Seq2[record.Event, error]) (stop func(started bool)) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	var err error
 	go func() {
 		defer close(done)
-		err = p.Follow(ctx, dir, after)
+		err = p.FollowEvents(ctx, events(ctx), after)
 	}()
 	return func(started bool) {
 		if started {

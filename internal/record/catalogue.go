@@ -90,3 +90,12 @@ func DecodePayload(e Event) (any, error) {
 	}
 	return p, nil
 }
+
+// As is e's payload when e is an event of T's type (T is the payload
+// struct: As[RunFinished]); ok is false for another type and for a payload
+// that does not decode. It spares a caller comparing type strings.
+func As[T any](e Event) (p *T, ok bool) {
+	v, err := DecodePayload(e)
+	p, ok = v.(*T)
+	return p, ok && err == nil
+}

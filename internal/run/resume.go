@@ -89,9 +89,12 @@ func resume(ctx context.Context, dir string, rc ResumeConfig, followUp string) (
 	if err != nil {
 		return Summary{}, err
 	}
+	if cfg.OnLog != nil {
+		cfg.OnLog(log)
+	}
 	if n := len(contents.Events); n > 0 && reason == stoppedReason {
-		var w record.Warning
-		if last := contents.Events[n-1]; last.Type == record.TypeWarning && last.Decode(&w) == nil && w.Code == "stopped" {
+		p, _ := record.DecodePayload(contents.Events[n-1])
+		if w, ok := p.(*record.Warning); ok && w.Code == "stopped" {
 			reason = "the run was stopped (" + w.Message + "); resumed from the record"
 		}
 	}
@@ -185,11 +188,12 @@ const stoppedReason = "the process stopped without finishing (killed or crashed)
 // with --base-url/--model), or with more budget, it goes on.
 func ResumableEnd(dir string) (termination string, ok bool) {
 	e, err := record.Last(dir)
-	if err != nil || e.Type != record.TypeRunFinished {
+	if err != nil {
 		return "", false
 	}
-	var rf record.RunFinished
-	if e.Decode(&rf) != nil {
+	p, _ := record.DecodePayload(e)
+	rf, ok := p.(*record.RunFinished)
+	if !ok {
 		return "", false
 	}
 	return rf.Termination, rf.Status == StatusStopped || rf.Termination == string(agent.ModelError)

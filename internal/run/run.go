@@ -21,7 +21,10 @@
 //
 // Live control (pause, cancel, budgets, message delivery) is package live,
 // the read models (show, status, runs) package runview, the task kept in
-// the run package taskstore; the names run re-exports keep callers working.
+// the run package taskstore; what a run starts from (run directory, inputs,
+// --repo) is run/stage, its evidence plane run/evidenceplane, its final gate
+// (check_deliverables, the repair turn, the verdict, apodex verify)
+// run/gate. The names run re-exports keep callers working.
 package run
 
 import (
@@ -40,6 +43,8 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run/evidenceplane"
+	"github.com/apodex/apodex/internal/run/stage"
 	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
@@ -102,6 +107,11 @@ type Config struct {
 	// Logger receives the runtime's debug log (steps, lifecycle); nil for
 	// none. The CLI's --log-level writes it into the run directory.
 	Logger *slog.Logger
+	// OnLog, when set, is called with the run's log as soon as it is open
+	// (created, or reopened by a resume), before this segment appends to
+	// it: consumers in this process (the progress printer, telemetry)
+	// subscribe to it (record.Log.Subscribe) instead of polling the file.
+	OnLog func(*record.Log)
 	// Clock is the run's one time source: the record's times, deadlines,
 	// the hard timeout, retry backoff, team waits; nil is the system
 	// clock.
@@ -186,8 +196,8 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.InputsDir != "" {
 		c.Inputs = cfg.InputsDir
 	}
-	if err := checkInputs(c.Inputs, cfg.Home); err != nil {
-		return Summary{}, err
+	if err := stage.CheckInputs(c.Inputs, cfg.Home); err != nil {
+		return Summary{}, configErr(err)
 	}
 	home, err := filepath.Abs(cfg.Home)
 	if err != nil {
@@ -195,13 +205,16 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	id := cfg.NewID()
 	dir := filepath.Join(home, "runs", id)
-	fs, err := makeRunDir(dir)
+	fs, err := stage.MakeRunDir(dir)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, configErr(err)
 	}
 	log, err := record.Create(dir, cfg.Clock.Now)
 	if err != nil {
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot create the record in %s: %v", dir, err)}
+	}
+	if cfg.OnLog != nil {
+		cfg.OnLog(log)
 	}
 	var roll *world.Rollout
 	var inputs []record.FileEntry
@@ -211,18 +224,19 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 			defer roll.Finish() // on every early return; a no-op after the one below
 		}
 	} else {
-		inputs, err = copyInputs(c.Inputs, fs.Inputs)
+		inputs, err = stage.CopyInputs(c.Inputs, fs.Inputs)
 	}
 	if err != nil {
 		log.Close()
 		os.RemoveAll(dir)
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot copy inputs from %s: %v", c.Inputs, err)}
 	}
-	more, err := copyCorpus(&cfg, c, fs)
+	more, corpus, err := evidenceplane.CopyCorpus(&cfg.CorpusDir, cfg.Home, c, fs)
+	cfg.Evidence.Corpus = cfg.Evidence.Corpus || corpus
 	if err != nil {
 		log.Close()
 		os.RemoveAll(dir)
-		return Summary{}, err
+		return Summary{}, configErr(err)
 	}
 	inputs = append(inputs, more...)
 	cfg.Settings.Repo = nil
@@ -230,7 +244,8 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		if cfg.World != nil {
 			err = &ConfigError{"--repo and --world both set /workspace: pass one"}
 		} else {
-			cfg.Settings.Repo, err = stageRepo(cfg, log, fs.Workspace)
+			cfg.Settings.Repo, err = stage.Repo(stage.RepoOptions{Repo: cfg.Repo, All: cfg.RepoAll, From: cfg.RepoFrom, Home: cfg.Home}, log, fs.Workspace)
+			err = configErr(err)
 		}
 		if err != nil {
 			log.Close()

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/record"
 )
 
@@ -36,6 +37,11 @@ func (s *State) apply(e record.Event, p any) error {
 		s.Usage = addUsage(s.Usage, p.Usage, s.Replies == 1)
 		a.Replies++
 		a.Usage = addUsage(a.Usage, p.Usage, a.Replies == 1)
+		if n := p.Usage.TotalTokens; n != 0 {
+			a.Tokens += n
+		} else {
+			a.Tokens += p.Usage.PromptTokens + p.Usage.CompletionTokens
+		}
 		if p.Purpose != record.PurposeSummary {
 			a.Turns++
 			if p.Purpose != record.PurposeVerify {
@@ -45,7 +51,13 @@ func (s *State) apply(e record.Event, p any) error {
 	case *record.Review:
 		s.Review = p
 	case *record.Evidence:
+		if s.EvidenceErr == nil {
+			if _, err := evidence.Next(s.Evidence, e, p); err != nil {
+				s.EvidenceErr = err
+			}
+		}
 		s.Evidence = append(s.Evidence, *p)
+		s.EvidenceAgent[p.ID] = e.Agent
 	case *record.CorpusIndex:
 		s.Corpus = p
 	case *record.ModelError:
@@ -119,7 +131,9 @@ func (s *State) apply(e record.Event, p any) error {
 		if a == nil {
 			a = s.newAgent(e.Agent)
 		}
-		a.Role, a.Parent = p.Role, p.Parent
+		a.Role, a.Parent, a.Wave = p.Role, p.Parent, p.Wave
+	case *record.Effort:
+		s.Efforts = append(s.Efforts, *p)
 	case *record.Merge:
 		s.Merges = append(s.Merges, *p)
 		s.touch(e, false)
@@ -128,6 +142,17 @@ func (s *State) apply(e record.Event, p any) error {
 		// folded here once its reader needs it; until then it only counts.
 	}
 	return nil
+}
+
+// views advances the sub-views kept in their own packages.
+func (s *State) views(e record.Event, p any) {
+	s.Claims.Apply(e, p)
+	s.Cited.Apply(e, p)
+	if s.FilesErr == nil {
+		if err := s.Files.ApplyPayload(e, p); err != nil {
+			s.FilesErr = err
+		}
+	}
 }
 
 // touch marks activity of the event's agent; makes, when loop is set (a

@@ -28,16 +28,28 @@ type Loaded struct {
 	// read it whole (Refresh does not recheck).
 	Integrity record.Integrity
 
+	// BytesRead counts the bytes of events.jsonl read by Load and every
+	// Refresh since: what keeping the state live costs.
+	BytesRead int64
+
 	// off is where the events read so far end in events.jsonl; -1 when
 	// that is not known (a torn tail, an error): Refresh then reads it all.
 	off int64
+	// each is called with every event folded (LoadEach).
+	each func(record.Event)
 }
 
 // Load folds the record of the run in dir, streaming it (one line at a
 // time). A garbled line, a seq gap, a line over record.MaxLine or a payload
 // that does not decode is an error naming the line or seq; events of an
 // unknown type are skipped with a warning in Skipped.
-func Load(dir string) (*Loaded, error) {
+func Load(dir string) (*Loaded, error) { return LoadEach(dir, nil) }
+
+// LoadEach is Load that also calls each (when not nil) with every event it
+// folds, then with every event a Refresh folds: a reader that keeps more
+// than the state (the web page's transcript) keeps it in step. After a
+// reload (see Refresh) each sees events again from seq 1.
+func LoadEach(dir string, each func(record.Event)) (*Loaded, error) {
 	head, err := record.ReadHead(dir) // before the events: it never names more than they hold
 	if err != nil {
 		return nil, err
@@ -50,9 +62,10 @@ func Load(dir string) (*Loaded, error) {
 	cr := &countingReader{r: f}
 	sc := record.NewScanner(cr)
 	sc.SetHead(head)
-	l, err := fold(sc)
+	l, err := fold(sc, each)
 	if l != nil {
 		l.Dir = dir
+		l.BytesRead = cr.n
 		if l.RunID == "" {
 			l.RunID = filepath.Base(dir)
 		}
@@ -66,15 +79,18 @@ func Load(dir string) (*Loaded, error) {
 
 // Refresh folds the events appended to the record of a Loaded since Load
 // (or the last Refresh), reading only those; it is what Load would return
-// now. After a torn tail or an error it loads the whole record again.
+// now. After a torn tail or an error, or when the record is shorter than
+// what was read (replaced), it loads the whole record again.
 func (l *Loaded) Refresh() error {
 	if l.off < 0 || l.Dir == "" {
 		if l.Dir == "" {
 			return errors.New("runstate: Refresh needs a state from Load")
 		}
-		nl, err := Load(l.Dir)
+		read := l.BytesRead
+		nl, err := LoadEach(l.Dir, l.each)
 		if nl != nil {
 			*l = *nl
+			l.BytesRead += read
 		}
 		return err
 	}
@@ -83,17 +99,26 @@ func (l *Loaded) Refresh() error {
 		return fmt.Errorf("runstate: open the record: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() < l.off {
+		l.off = -1 // shorter than what was read: not the record read; read it again
+		return l.Refresh()
+	}
 	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
 		return fmt.Errorf("runstate: read the record: %w", err)
 	}
 	cr := &countingReader{r: f}
 	sc := record.NewScannerAfter(cr, l.Seq)
+	defer func() { l.BytesRead += cr.n }()
 	for sc.Next() {
-		if err := l.Apply(sc.Event()); err != nil {
+		e := sc.Event()
+		if err := l.Apply(e); err != nil {
 			l.off = -1
 			return err
 		}
 		l.Events++
+		if l.each != nil {
+			l.each(e)
+		}
 	}
 	l.TornTail = sc.TornTail()
 	l.Skipped = l.Skipped[:0]
@@ -122,15 +147,19 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // Read folds the events of r (see Load); on error it returns the state so
 // far with the error.
-func Read(r io.Reader) (*Loaded, error) { return fold(record.NewScanner(r)) }
+func Read(r io.Reader) (*Loaded, error) { return fold(record.NewScanner(r), nil) }
 
-func fold(sc *record.Scanner) (*Loaded, error) {
-	l := &Loaded{State: New(), off: -1}
+func fold(sc *record.Scanner, each func(record.Event)) (*Loaded, error) {
+	l := &Loaded{State: New(), off: -1, each: each}
 	for sc.Next() {
-		if err := l.Apply(sc.Event()); err != nil {
+		e := sc.Event()
+		if err := l.Apply(e); err != nil {
 			return l, err
 		}
 		l.Events++
+		if each != nil {
+			each(e)
+		}
 	}
 	l.TornTail = sc.TornTail()
 	l.Integrity = sc.Integrity()

@@ -68,3 +68,30 @@ func TestRefreshIsLoad(t *testing.T) {
 		t.Fatalf("after completion: torn %v, seq %d", st.TornTail, st.Seq)
 	}
 }
+
+// A record replaced by a shorter one (another run in the same directory)
+// is read again whole, not taken as "nothing appended".
+func TestRefreshOfAReplacedRecord(t *testing.T) {
+	b := newBuilder(t)
+	b.add(record.TypeRunStarted, "", record.RunStarted{RunID: "first", Objective: "a long objective that makes the first record the longer"})
+	b.add(record.TypeModelResponse, "main", record.ModelResponse{Turn: 1, Usage: usage(100, 10)})
+	b.log.Close()
+	st, err := runstate.Load(b.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(b.dir, record.EventsFile))
+	os.Remove(filepath.Join(b.dir, record.HeadFile))
+	l, err := record.Create(b.dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append(record.TypeRunStarted, "", record.RunStarted{RunID: "second"})
+	l.Close()
+	if err := st.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if st.RunID != "second" || st.Seq != 1 {
+		t.Fatalf("after the record was replaced: run %q at seq %d, want second at 1", st.RunID, st.Seq)
+	}
+}

@@ -2,9 +2,19 @@
 // its events into the run's state — settings, contract versions, the task
 // board and the assignments, every agent's activity and usage, the lease and
 // the manifest, the delivery, the checks and verdicts, the messages and
-// controls, the resumes and the termination. Every reader of a run (resume,
-// show, status, board, runs, replay, and later the web page, grading and
-// export) reads this state instead of folding events itself.
+// controls, the evidence and where it is cited, the claim facts (the
+// ledger derives from them), the files W_t, the resumes and the
+// termination. Every reader of a run (resume, show, status, board, runs,
+// replay, the web page) reads this state instead of folding events itself.
+// The sub-views kept in their own packages (claims.Facts, state.State,
+// evidence.Cited) are advanced by the same Apply, from the payload it
+// decoded once (record.DecodePayload).
+//
+// The state is kept live three ways: Load then Refresh (another process's
+// run: Refresh reads only what was appended), LoadEach (the same, with a
+// callback per event for what a reader keeps beside the state), and Live
+// (the run whose log is open in this process: record.Log.Cursor, no file
+// read after the catch-up).
 //
 // Guarantees:
 //   - Apply takes events in seq order (1, 2, 3, …) and refuses any other;
@@ -29,8 +39,11 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/board"
+	"github.com/apodex/apodex/internal/claims"
+	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/state"
 )
 
 // ErrOrder: an event was applied out of seq order.
@@ -58,6 +71,8 @@ type State struct {
 	Planning bool             `json:"planning"` // the lead is in planning mode
 	Verdicts []record.Verdict `json:"verdicts,omitempty"`
 	Merges   []record.Merge   `json:"merges,omitempty"`
+	// Efforts is every effort event (waves, investigators, outcomes).
+	Efforts []record.Effort `json:"efforts,omitempty"`
 
 	Lease Lease `json:"lease"`
 	// Delivery is the reconciled manifest; Checks every deliverable check
@@ -89,6 +104,20 @@ type State struct {
 	// Corpus is how the corpus index was obtained.
 	Evidence []record.Evidence   `json:"evidence,omitempty"`
 	Corpus   *record.CorpusIndex `json:"corpus,omitempty"`
+	// EvidenceAgent is the agent that retrieved each evidence id;
+	// EvidenceErr the first evidence event whose id was out of sequence (the
+	// record was edited). Cited is where the record cites each id.
+	EvidenceAgent map[string]string `json:"evidence_agent,omitempty"`
+	EvidenceErr   error             `json:"-"`
+	Cited         evidence.Cited    `json:"cited,omitempty"`
+
+	// Claims is what the record says about claims: Claims.Ledger() is the
+	// claim ledger.
+	Claims *claims.Facts `json:"claims"`
+	// Files is W_t = (F, Q, C, I, G, K): the files, their producers and
+	// provenance; FilesErr the first event it refused (it stops there).
+	Files    *state.State `json:"files"`
+	FilesErr error        `json:"-"`
 
 	// Review is a person's decision on a run awaiting review (the last
 	// one), appended after run_finished.
@@ -154,6 +183,11 @@ type Agent struct {
 	ToolErrors  int       `json:"tool_errors"`
 	ModelErrors int       `json:"model_errors,omitempty"`
 	Usage       llm.Usage `json:"usage"`
+	// Tokens sums its responses' tokens, each its total or, when the
+	// provider reported none, prompt + completion.
+	Tokens int `json:"tokens,omitempty"`
+	// Wave is the effort wave that started it (0: none).
+	Wave int `json:"wave,omitempty"`
 }
 
 // Lease is the publishing lease and the manifest.
@@ -206,7 +240,8 @@ type Unknown struct {
 // New returns the state before the first event.
 func New() *State {
 	return &State{Board: &board.Board{}, Agents: []*Agent{}, Steps: []Step{}, Lease: Lease{Manifest: []string{}},
-		Blobs: map[string]int64{}, agents: map[string]*Agent{}, assignments: map[string]*Assignment{}}
+		Blobs: map[string]int64{}, agents: map[string]*Agent{}, assignments: map[string]*Assignment{},
+		EvidenceAgent: map[string]string{}, Cited: evidence.Cited{}, Claims: claims.NewFacts(), Files: state.New()}
 }
 
 // Contract is the contract in force (nil before the first contract event).
@@ -235,7 +270,9 @@ func (s *State) Mode() string {
 	return "react"
 }
 
-// Apply folds one event into the state.
+// Apply folds one event into the state and every sub-view (the board,
+// the claims, the evidence and its citations, the files W_t): the one
+// place a run's events are folded.
 func (s *State) Apply(e record.Event) error {
 	if e.Seq != s.Seq+1 {
 		return fmt.Errorf("%w: seq %d after %d", ErrOrder, e.Seq, s.Seq)
@@ -252,6 +289,7 @@ func (s *State) Apply(e record.Event) error {
 	if err := s.apply(e, p); err != nil {
 		return fmt.Errorf("runstate: %s event at seq %d: %w", e.Type, e.Seq, err)
 	}
+	s.views(e, p)
 	s.blobRefs(e)
 	s.advance(e)
 	return nil

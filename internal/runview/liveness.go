@@ -49,7 +49,11 @@ func Liveness(dir string) string {
 // finished reports whether the record ends with run_finished.
 func finished(dir string) bool {
 	e, err := record.Last(dir)
-	return err == nil && e.Type == record.TypeRunFinished
+	if err != nil {
+		return false
+	}
+	_, ok := record.As[record.RunFinished](e)
+	return ok
 }
 
 // StatusStopped is how a run that can go on is shown: one whose process

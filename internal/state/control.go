@@ -25,26 +25,11 @@ type Lease struct {
 	Reason string   `json:"reason,omitempty"`
 }
 
-// Delivery mirrors publish.Delivery (same JSON), so that reading a record
-// does not need the publication plane.
-type Delivery struct {
-	Entries    []DeliveryEntry `json:"entries"`
-	Undeclared []string        `json:"undeclared,omitempty"`
-	OK         bool            `json:"ok"`
-	Reason     string          `json:"reason,omitempty"`
-}
+// Delivery is the reconciled manifest as the record holds it.
+type Delivery = record.Delivery
 
-// DeliveryEntry mirrors publish.Entry.
-type DeliveryEntry struct {
-	Path     string `json:"path"`
-	Agent    string `json:"agent"`
-	Baseline string `json:"baseline"`
-	SHA256   string `json:"sha256,omitempty"`
-	Bytes    int64  `json:"bytes"`
-	Status   string `json:"status"`
-	Reason   string `json:"reason,omitempty"`
-	Detail   string `json:"detail,omitempty"`
-}
+// DeliveryEntry is one declared path of it.
+type DeliveryEntry = record.DeliveryEntry
 
 // Lease actions and the delivered status, as publish writes them.
 const (
@@ -53,20 +38,9 @@ const (
 	statusDone    = "delivered"
 )
 
-func (s *State) lease(e record.Event) error {
-	// The payload is publish.LeaseEvent; its "agent" (who asked) is the
-	// envelope's agent when the two share the field name.
-	var le struct {
-		Action string   `json:"action"`
-		Agent  string   `json:"agent"`
-		Holder string   `json:"holder"`
-		Paths  []string `json:"paths"`
-		Reason string   `json:"reason"`
-	}
-	if err := e.Decode(&le); err != nil {
-		return err
-	}
-	l := Lease{Seq: e.Seq, Action: le.Action, Agent: le.Agent, Holder: le.Holder, Paths: le.Paths, Reason: le.Reason}
+// lease takes a lease event; who asked is the event's agent.
+func (s *State) lease(e record.Event, le *record.Lease) {
+	l := Lease{Seq: e.Seq, Action: le.Action, Agent: e.Agent, Holder: le.Holder, Paths: le.Paths, Reason: le.Reason}
 	switch l.Action {
 	case leaseGranted:
 		if l.Holder == "" {
@@ -85,16 +59,6 @@ func (s *State) lease(e record.Event) error {
 		}
 	}
 	s.Control.Leases = append(s.Control.Leases, l)
-	return nil
-}
-
-func (s *State) delivery(e record.Event) error {
-	var d Delivery
-	if err := e.Decode(&d); err != nil {
-		return err
-	}
-	s.Control.Delivery = &d
-	return nil
 }
 
 // Missing returns the deliverables (nil: the manifest) that are not there:

@@ -166,44 +166,49 @@ func (s *State) Apply(e record.Event) error {
 	if e.Seq <= s.seq {
 		return fmt.Errorf("%w: seq %d after %d", ErrOrder, e.Seq, s.seq)
 	}
-	var err error
-	switch e.Type {
-	case record.TypeRunStarted:
-		err = s.runStarted(e)
-	case record.TypeToolCall:
-		err = s.toolCall(e)
-	case record.TypeToolResult:
-		err = s.toolResult(e)
-	case record.TypeFileDelta:
-		err = s.fileDelta(e)
-	case record.TypeLease:
-		err = s.lease(e)
-	case record.TypeDelivery:
-		err = s.delivery(e)
+	var p any
+	if record.Known(e.Type) {
+		var err error
+		if p, err = record.DecodePayload(e); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
+	return s.ApplyPayload(e, p)
+}
+
+// ApplyPayload advances the state by one event whose payload p is decoded
+// already (record.DecodePayload; nil for a type this version does not
+// know): runstate's one Apply calls it.
+func (s *State) ApplyPayload(e record.Event, p any) error {
+	if e.Seq <= s.seq {
+		return fmt.Errorf("%w: seq %d after %d", ErrOrder, e.Seq, s.seq)
+	}
+	switch p := p.(type) {
+	case *record.RunStarted:
+		s.runStarted(e, p)
+	case *record.ToolCall:
+		s.toolCall(e, p)
+	case *record.ToolResult:
+		s.toolResult(e, p)
+	case *record.FileDelta:
+		s.fileDelta(e, p)
+	case *record.Lease:
+		s.lease(e, p)
+	case *record.Delivery:
+		d := *p
+		s.Control.Delivery = &d
 	}
 	s.seq = e.Seq
 	return nil
 }
 
-func (s *State) runStarted(e record.Event) error {
-	var rs record.RunStarted
-	if err := e.Decode(&rs); err != nil {
-		return err
-	}
+func (s *State) runStarted(e record.Event, rs *record.RunStarted) {
 	for _, in := range rs.Inputs {
 		s.Files[in.Path] = FileState{Hash: in.SHA256, Bytes: in.Bytes, Step: e.Seq}
 	}
-	return nil
 }
 
-func (s *State) toolCall(e record.Event) error {
-	var tc record.ToolCall
-	if err := e.Decode(&tc); err != nil {
-		return err
-	}
+func (s *State) toolCall(e record.Event, tc *record.ToolCall) {
 	c := &call{seq: e.Seq, agent: e.Agent, id: tc.CallID, tool: tc.Name, turn: tc.Turn, args: tc.Arguments, cmd: -1}
 	if tc.Name == "bash" {
 		var a struct {
@@ -217,14 +222,9 @@ func (s *State) toolCall(e record.Event) error {
 		s.Commands = append(s.Commands, Command{Seq: e.Seq, Agent: e.Agent, CallID: tc.CallID, Turn: tc.Turn, Command: a.Command, ExitCode: -1})
 	}
 	s.calls[callKey(e.Agent, tc.CallID)] = c
-	return nil
 }
 
-func (s *State) toolResult(e record.Event) error {
-	var tr record.ToolResult
-	if err := e.Decode(&tr); err != nil {
-		return err
-	}
+func (s *State) toolResult(e record.Event, tr *record.ToolResult) {
 	c := s.callOf(e, tr.CallID, tr.Name)
 	if c.cmd >= 0 {
 		cmd := &s.Commands[c.cmd]
@@ -246,11 +246,10 @@ func (s *State) toolResult(e record.Event) error {
 	if !tr.IsError {
 		s.retrieved(e, c, tr)
 	}
-	return nil
 }
 
 // retrieved turns a successful read into evidence.
-func (s *State) retrieved(e record.Event, c *call, tr record.ToolResult) {
+func (s *State) retrieved(e record.Event, c *call, tr *record.ToolResult) {
 	var a struct {
 		Path string `json:"path"`
 	}
@@ -282,11 +281,7 @@ func (s *State) retrieved(e record.Event, c *call, tr record.ToolResult) {
 	}
 }
 
-func (s *State) fileDelta(e record.Event) error {
-	var d record.FileDelta
-	if err := e.Decode(&d); err != nil {
-		return err
-	}
+func (s *State) fileDelta(e record.Event, d *record.FileDelta) {
 	p, ok := planePath(d.Path)
 	if !ok {
 		p = d.Path
@@ -308,7 +303,7 @@ func (s *State) fileDelta(e record.Event) error {
 	if d.After == "" {
 		delete(s.Files, p)
 		delete(s.Artifacts, p)
-		return nil
+		return
 	}
 	s.Files[p] = FileState{Hash: d.After, Bytes: d.Bytes, Step: c.seq, Agent: c.agent, CallID: c.id, ContentRef: d.ContentRef}
 	s.Graph.edge(Edge{From: action, To: s.Graph.fileNode(p, d.After), Kind: EdgeWrote, Seq: e.Seq})
@@ -316,7 +311,6 @@ func (s *State) fileDelta(e record.Event) error {
 		s.Artifacts[p] = Artifact{Path: p, Hash: d.After, Bytes: d.Bytes, Producer: c.agent, CallID: c.id, Tool: c.tool,
 			Action: action, Step: c.seq, ContentRef: d.ContentRef}
 	}
-	return nil
 }
 
 // actionNode adds the call's node and its source edges the first time it

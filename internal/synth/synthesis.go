@@ -47,8 +47,11 @@ const WriterPrefix = "W"
 
 // Config is what synthesis needs of the run.
 type Config struct {
-	Model    llm.Model
-	Log      *record.Log
+	Model llm.Model
+	Log   *record.Log
+	// State is the run's live state, shared with the checker (nil: the
+	// writer follows Log itself).
+	State    *claim.State
 	FS       *workspace.FS
 	Evidence *evidence.Registry
 	// Tools builds an agent's standard tools; the writer gets writerTools.
@@ -93,6 +96,9 @@ type Writer struct {
 // New makes a run's synthesis.
 func New(cfg Config, host Host, refs *claim.Checker) *Writer {
 	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.State == nil {
+		cfg.State = claim.NewState(cfg.Log)
+	}
 	return &Writer{cfg: cfg, host: host, refs: refs}
 }
 
@@ -102,20 +108,17 @@ func (w *Writer) Restore(events []record.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeSynthesis:
-			var sy record.Synthesis
-			if e.Decode(&sy) == nil && sy.Phase == record.SynthesisCheck {
+		p, _ := record.DecodePayload(e)
+		switch p := p.(type) {
+		case *record.Synthesis:
+			if p.Phase == record.SynthesisCheck {
 				w.synthesized = true
 			}
-		case record.TypeCitations:
-			var c record.Citations
-			if e.Decode(&c) == nil {
-				if w.citeHash == nil {
-					w.citeHash = map[string]string{}
-				}
-				w.citeHash[c.Path] = c.Hash
+		case *record.Citations:
+			if w.citeHash == nil {
+				w.citeHash = map[string]string{}
 			}
+			w.citeHash[p.Path] = p.Hash
 		}
 	}
 }
@@ -140,7 +143,7 @@ func (w *Writer) Synthesize(ctx context.Context) error {
 	if !w.cfg.Synthesis || len(w.cfg.Reports) == 0 || done {
 		return nil // the writer wrote once: a later finish (a repair) keeps it
 	}
-	l := claim.Ledger(w.cfg.Log)
+	l := w.cfg.State.Ledger()
 	graph, _ := json.Marshal(l)
 	artifacts := artifactsOf(l)
 	existing := w.existingReports()
@@ -182,7 +185,7 @@ func (w *Writer) Failures() []string {
 	if !done {
 		return nil
 	}
-	_, failures := w.checkCitations(claim.Ledger(w.cfg.Log))
+	_, failures := w.checkCitations(w.cfg.State.Ledger())
 	return failures
 }
 

@@ -1,12 +1,6 @@
 package team
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/apodex/apodex/internal/llm"
@@ -31,8 +25,9 @@ const (
 type agentIDs struct {
 	next   map[string]int    // prefix -> last number given
 	byCall map[string]string // the lead's verify call id -> its verifier
-	// off is how far the record was read for verify calls.
-	off int64
+	// cur follows the log for verify calls and agent ids (nil until the
+	// first scan).
+	cur *record.Cursor
 }
 
 // takeID gives the next id of prefix, after every id the record holds
@@ -71,48 +66,34 @@ func (t *Team) scanVerifyCalls() {
 	if t.ids.byCall == nil {
 		t.ids.byCall = map[string]string{}
 	}
-	f, err := os.Open(filepath.Join(t.cfg.Log.Dir(), record.EventsFile))
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if _, err := f.Seek(t.ids.off, io.SeekStart); err != nil {
-		return
-	}
-	br := bufio.NewReaderSize(f, 1<<16)
-	for {
-		line, err := br.ReadBytes('\n')
+	if t.ids.cur == nil {
+		cur, err := t.cfg.Log.Cursor(0, record.TypeToolCall, record.TypeAgentStarted, record.TypeEffort)
 		if err != nil {
-			return // the end, or a line still being written: read it next time
+			return // a closed log: nothing more is recorded
 		}
-		t.ids.off += int64(len(line))
-		if !bytes.Contains(line, []byte(`"type":"tool_call"`)) && !bytes.Contains(line, []byte(`"type":"agent_started"`)) &&
-			!bytes.Contains(line, []byte(`"type":"effort"`)) {
-			continue
+		t.ids.cur = cur
+	}
+	evs, _ := t.ids.cur.Next() // the events before an error are good; a closed log has no more
+	for _, e := range evs {
+		p, err := record.DecodePayload(e)
+		if err != nil {
+			continue // the runtime wrote it: it decodes
 		}
-		var e struct {
-			Type   string `json:"type"`
-			Agent  string `json:"agent"`
-			Name   string `json:"name"`
-			CallID string `json:"call_id"`
-			Role   string `json:"role"`
-			// Investigator names an effort event's investigator.
-			Investigator string `json:"investigator"`
-		}
-		if json.Unmarshal(line, &e) != nil {
-			continue
-		}
-		switch {
-		case e.Type == record.TypeToolCall && e.Name == "verify" && e.Agent == "lead":
-			if _, ok := t.ids.byCall[e.CallID]; !ok {
-				t.ids.byCall[e.CallID] = t.bumpID(verifierPrefix)
+		switch p := p.(type) {
+		case *record.ToolCall:
+			if p.Name == "verify" && e.Agent == "lead" {
+				if _, ok := t.ids.byCall[p.CallID]; !ok {
+					t.ids.byCall[p.CallID] = t.bumpID(verifierPrefix)
+				}
 			}
-		case e.Type == record.TypeEffort && e.Investigator != "":
-			t.noteID(e.Investigator) // a record from before agent_started
-		case e.Type == record.TypeAgentStarted:
+		case *record.Effort:
+			if p.Investigator != "" {
+				t.noteID(p.Investigator) // a record from before agent_started
+			}
+		case *record.AgentStarted:
 			t.noteID(e.Agent)
-			if e.Role == llm.CallerVerifier && e.CallID != "" {
-				t.ids.byCall[e.CallID] = e.Agent
+			if p.Role == llm.CallerVerifier && p.CallID != "" {
+				t.ids.byCall[p.CallID] = e.Agent
 			}
 		}
 	}

@@ -43,7 +43,7 @@ func (t *Team) gate(ctx context.Context) error {
 }
 
 // ledger is the run's claim ledger.
-func (t *Team) ledger() *claims.Ledger { return claim.Ledger(t.cfg.Log) }
+func (t *Team) ledger() *claims.Ledger { return t.runState.Ledger() }
 
 // gateRefuted refuses finish while a load-bearing claim is refuted: the
 // deliverables would rest on something a verifier showed false.

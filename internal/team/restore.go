@@ -48,17 +48,13 @@ func (t *Team) Restore(ctx context.Context, dir string, st *runstate.State, even
 	// The claim ledger and effort waves so far (ids and counts go on; the
 	// runtime's agents are numbered on from the record, agents.go).
 	waves := 0
+	for _, ef := range st.Efforts {
+		waves = max(waves, ef.Wave)
+	}
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeEffort:
-			var ef record.Effort
-			if e.Decode(&ef) == nil {
-				waves = max(waves, ef.Wave)
-			}
-		case record.TypeClaim:
-			var k record.Claim
-			if e.Decode(&k) == nil {
-				t.claims = append(t.claims, k)
+		if p, _ := record.DecodePayload(e); p != nil {
+			if k, ok := p.(*record.Claim); ok {
+				t.claims = append(t.claims, *k)
 				if a := t.assignments[k.Assignment]; a != nil {
 					a.ClaimIDs = append(a.ClaimIDs, k.ID)
 				}
@@ -134,9 +130,12 @@ func (t *Team) restart(ctx context.Context, dir string, events []record.Event, a
 	if cp != nil && cp.Turns > 0 {
 		restore = &agent.Restore{History: cp.History, Turns: cp.Turns, ToolCalls: cp.ToolCalls, Usage: cp.Usage}
 		for _, e := range events {
-			var d record.FileDelta
-			if e.Type == record.TypeFileDelta && e.Agent == a.ID && e.Decode(&d) == nil && d.CallID != "merge:"+a.ID {
-				deltas = append(deltas, seqDelta{e.Seq, d})
+			if e.Agent != a.ID {
+				continue
+			}
+			p, _ := record.DecodePayload(e)
+			if d, ok := p.(*record.FileDelta); ok && d.CallID != "merge:"+a.ID {
+				deltas = append(deltas, seqDelta{e.Seq, *d})
 			}
 		}
 	}

@@ -183,6 +183,9 @@ type Team struct {
 
 	checker *claim.Checker // the verifier and effort (package verify/claim)
 	writer  *synth.Writer  // synthesis (package synth)
+	// runState is the run's state kept in step with the log, shared with the
+	// checker and the writer.
+	runState *claim.State
 
 	slots   *slots
 	wg      sync.WaitGroup
@@ -215,11 +218,12 @@ func New(ctx context.Context, cfg Config) *Team {
 	t := &Team{cfg: cfg, board: &board.Board{}, assignments: map[string]*Assignment{},
 		changed: make(chan struct{}), planning: cfg.Plan, slots: newSlots(cfg.Concurrency)}
 	h := host{t}
-	t.checker = claim.New(claim.Config{Model: cfg.Model, Log: cfg.Log, FS: cfg.FS, Evidence: cfg.Evidence,
+	t.runState = claim.NewState(cfg.Log)
+	t.checker = claim.New(claim.Config{Model: cfg.Model, Log: cfg.Log, State: t.runState, FS: cfg.FS, Evidence: cfg.Evidence,
 		VerifierTools: cfg.VerifierTools, VerifyMaxTurns: cfg.VerifyMaxTurns, SubBudget: cfg.SubBudget,
 		Retry: cfg.Retry, Clock: cfg.Clock, BeforeCall: cfg.SubBeforeCall, OnStep: cfg.OnStep, Concurrency: cfg.Concurrency,
 		Effort: cfg.Effort, EffortWidth: cfg.EffortWidth, EffortWaves: cfg.EffortWaves, EffortBudget: cfg.EffortBudget}, h)
-	t.writer = synth.New(synth.Config{Model: cfg.Model, Log: cfg.Log, FS: cfg.FS, Evidence: cfg.Evidence, Tools: cfg.Tools,
+	t.writer = synth.New(synth.Config{Model: cfg.Model, Log: cfg.Log, State: t.runState, FS: cfg.FS, Evidence: cfg.Evidence, Tools: cfg.Tools,
 		Release: cfg.Release, Budget: cfg.SubBudget, Retry: cfg.Retry, Clock: cfg.Clock, BeforeCall: cfg.SubBeforeCall,
 		OnStep: cfg.OnStep, Synthesis: cfg.Synthesis, Reports: cfg.Reports, Contract: cfg.Contract, Deliverables: cfg.Deliverables}, h, t.checker)
 	t.unwatch = context.AfterFunc(ctx, func() {

@@ -52,12 +52,10 @@ func Label(kind string) string {
 
 // moreEntries renders the event types of moreTypes; ok is false for any
 // other type.
-func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
+func moreEntries(payload any, base Entry) (_ []Entry, ok bool) {
 	one := func(f func(*Entry)) []Entry { x := base; f(&x); return []Entry{x} }
-	switch e.Type {
-	case record.TypeClaim:
-		var p record.Claim
-		e.Decode(&p)
+	switch p := payload.(type) {
+	case *record.Claim:
 		return one(func(x *Entry) {
 			x.Kind, x.Text = KindClaim, p.Text
 			x.Detail = strings.TrimSpace(p.ID + " stated by " + dash(p.StatedBy))
@@ -68,9 +66,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Detail += ", evidence " + strings.Join(p.Evidence, ", ")
 			}
 		}), true
-	case record.TypeEffort:
-		var p record.Effort
-		e.Decode(&p)
+	case *record.Effort:
 		return one(func(x *Entry) {
 			x.Kind = KindEffort
 			switch p.Phase {
@@ -91,9 +87,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Detail = p.Phase
 			}
 		}), true
-	case record.TypeSynthesis:
-		var p record.Synthesis
-		e.Decode(&p)
+	case *record.Synthesis:
 		return one(func(x *Entry) {
 			x.Kind = KindSynthesis
 			switch p.Phase {
@@ -115,16 +109,12 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Detail = p.Phase
 			}
 		}), true
-	case record.TypeReview:
-		var p record.Review
-		e.Decode(&p)
+	case *record.Review:
 		return one(func(x *Entry) {
 			x.Kind, x.Text, x.Error = KindReview, p.Note, p.Decision != record.ReviewApproved
 			x.Detail = p.Decision + " by " + dash(p.By)
 		}), true
-	case record.TypeEvidence:
-		var p record.Evidence
-		e.Decode(&p)
+	case *record.Evidence:
 		return one(func(x *Entry) {
 			x.Kind, x.CallID = KindEvidence, p.CallID
 			x.Detail = fmt.Sprintf("%s from %s %s", p.ID, p.Kind, p.Source)
@@ -135,9 +125,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Detail += fmt.Sprintf(" (search %q)", p.Query)
 			}
 		}), true
-	case record.TypeCorpusIndex:
-		var p record.CorpusIndex
-		e.Decode(&p)
+	case *record.CorpusIndex:
 		return one(func(x *Entry) {
 			x.Kind = KindCorpusIndex
 			x.Detail = fmt.Sprintf("%s: %d documents, %d passages", dash(p.State), p.Docs, p.Passages)
@@ -146,9 +134,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Lines = p.Skipped
 			}
 		}), true
-	case record.TypeTextFinish:
-		var p record.TextFinish
-		e.Decode(&p)
+	case *record.TextFinish:
 		return one(func(x *Entry) {
 			x.Kind, x.Turn, x.Text = KindTextFinish, p.Turn, p.Summary
 			x.Detail = "accepted"
@@ -156,9 +142,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Detail, x.Error = "refused: "+oneLine(p.Refused), true
 			}
 		}), true
-	case record.TypeWorld:
-		var p record.World
-		e.Decode(&p)
+	case *record.World:
 		return one(func(x *Entry) {
 			x.Kind = KindWorld
 			x.Detail = fmt.Sprintf("%s (%s, %s)", p.ID, dash(p.Name), dash(p.Family))
@@ -169,9 +153,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Detail += ", workspace " + p.Sandbox
 			}
 		}), true
-	case record.TypeMerge:
-		var p record.Merge
-		e.Decode(&p)
+	case *record.Merge:
 		return one(func(x *Entry) {
 			x.Kind = KindMerge
 			x.Detail = fmt.Sprintf("%s's worktree into /workspace: %d applied, %d conflicts, %d refused", dash(p.Assignment), len(p.Applied), len(p.Conflicts), len(p.Refused))
@@ -189,23 +171,17 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Lines = append(x.Lines, "error: "+oneLine(p.Error))
 			}
 		}), true
-	case record.TypeClaimMark:
-		var p record.ClaimMark
-		e.Decode(&p)
+	case *record.ClaimMark:
 		return one(func(x *Entry) {
 			x.Kind, x.Detail, x.Text = KindClaimMark, strings.TrimSpace(p.Claim+" "+strings.ReplaceAll(p.Mark, "_", "-")), p.Reason
 		}), true
-	case record.TypeCitations:
-		var p record.Citations
-		e.Decode(&p)
+	case *record.Citations:
 		return one(func(x *Entry) {
 			x.Kind, x.Detail = KindCitations, dash(p.Path)
 			ids := append(append([]string(nil), p.Claims...), p.Evidence...)
 			x.Text = "cites " + strings.Join(orNoneText(ids), ", ")
 		}), true
-	case record.TypePrecheck:
-		var p record.Precheck
-		e.Decode(&p)
+	case *record.Precheck:
 		return one(func(x *Entry) {
 			x.Kind = KindPrecheck
 			x.Detail = fmt.Sprintf("%d checks, %d failed", p.Checks, len(p.Failures))
@@ -220,9 +196,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Lines = append(x.Lines, oneLine(f))
 			}
 		}), true
-	case record.TypeMCPServer:
-		var p record.MCPServer
-		e.Decode(&p)
+	case *record.MCPServer:
 		return one(func(x *Entry) {
 			x.Kind = KindMCPServer
 			x.Detail = strings.TrimSpace(dash(p.Name) + " " + strings.ReplaceAll(p.State, "_", " "))
@@ -245,9 +219,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 				x.Lines = append(x.Lines, "error: "+oneLine(p.Error))
 			}
 		}), true
-	case record.TypePlanning:
-		var p record.Planning
-		e.Decode(&p)
+	case *record.Planning:
 		return one(func(x *Entry) { x.Kind, x.Detail = KindPlanning, strings.TrimSpace(p.Mode+" "+p.State) }), true
 	}
 	return nil, false
@@ -255,9 +227,7 @@ func moreEntries(e record.Event, base Entry) (_ []Entry, ok bool) {
 
 // resumedEntries are a resumed event's: each call it names as cut off, as
 // an interrupted result of its agent, then the note of the resume.
-func resumedEntries(e record.Event, base Entry) []Entry {
-	var p record.Resumed
-	e.Decode(&p)
+func resumedEntries(p *record.Resumed, base Entry) []Entry {
 	var out []Entry
 	for _, agent := range mapsKeys(p.InFlight) {
 		for _, c := range p.InFlight[agent] {

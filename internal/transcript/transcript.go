@@ -20,7 +20,6 @@ package transcript
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -94,34 +93,38 @@ type Options struct {
 
 // Entries renders one event.
 func Entries(e record.Event, opt Options) []Entry {
+	p, _ := record.DecodePayload(e) // nil when it does not decode
+	return EntriesOf(e, p, opt)
+}
+
+// EntriesOf renders one event whose payload p is decoded already
+// (record.DecodePayload; nil when it did not decode).
+func EntriesOf(e record.Event, p any, opt Options) []Entry {
 	base := Entry{Seq: e.Seq, Time: e.Time, Agent: e.Agent}
 	one := func(f func(*Entry)) []Entry { x := base; f(&x); return []Entry{x} }
-	if slices.Contains(Quiet, e.Type) {
-		return nil
+	if p == nil {
+		// A type this version does not know, or a payload that does not
+		// decode: the event is named, never an error.
+		return one(func(x *Entry) { x.Kind, x.Detail = KindEvent, e.Type })
 	}
-	switch e.Type {
-	case record.TypeRunStarted:
-		var p record.RunStarted
-		e.Decode(&p)
+	switch p := p.(type) {
+	case *record.ModelRequest, *record.FileDelta: // Quiet
+		return nil
+	case *record.RunStarted:
 		return one(func(x *Entry) {
 			x.Kind, x.Text = KindRunStarted, p.Objective
 			x.Detail = fmt.Sprintf("run %s: model %s, sandbox %s", p.RunID, strings.TrimSpace(p.Model.Provider+" "+p.Model.Name+" "+p.Model.BaseURL), p.Sandbox.Kind)
 		})
-	case record.TypeContract:
-		var p struct {
-			Version  int    `json:"version"`
-			Reason   string `json:"reason"`
-			File     string `json:"file"`
-			Contract struct {
-				Objective    string `json:"objective"`
-				Deliverables []struct {
-					Path string `json:"path"`
-				} `json:"deliverables"`
-			} `json:"contract"`
+	case *record.Contract:
+		var c struct { // the canonical contract JSON: what a reader is shown of it
+			Objective    string `json:"objective"`
+			Deliverables []struct {
+				Path string `json:"path"`
+			} `json:"deliverables"`
 		}
-		e.Decode(&p)
+		json.Unmarshal(p.Contract, &c)
 		return one(func(x *Entry) {
-			x.Kind, x.Text = KindContract, p.Contract.Objective
+			x.Kind, x.Text = KindContract, c.Objective
 			x.Detail = "contract"
 			if p.File != "" {
 				x.Detail += " from " + p.File
@@ -129,28 +132,22 @@ func Entries(e record.Event, opt Options) []Entry {
 			if p.Version > 0 {
 				x.Detail = fmt.Sprintf("contract version %d (%s)", p.Version, p.Reason)
 			}
-			for _, d := range p.Contract.Deliverables {
+			for _, d := range c.Deliverables {
 				x.Lines = append(x.Lines, "deliverable "+d.Path)
 			}
 		})
-	case record.TypeModelResponse:
-		var p record.ModelResponse
-		e.Decode(&p)
+	case *record.ModelResponse:
 		var m llm.Message
 		json.Unmarshal(p.Message, &m)
 		return one(func(x *Entry) {
 			x.Kind, x.Turn, x.Text, x.Tokens = KindAssistant, p.Turn, strings.TrimSpace(m.Content), p.Usage.TotalTokens
 			x.Detail = p.FinishReason
 		})
-	case record.TypeToolCall:
-		var p record.ToolCall
-		e.Decode(&p)
+	case *record.ToolCall:
 		return one(func(x *Entry) {
 			x.Kind, x.Turn, x.Tool, x.CallID, x.Args = KindToolCall, p.Turn, p.Name, p.CallID, p.Arguments
 		})
-	case record.TypeToolResult:
-		var p record.ToolResult
-		e.Decode(&p)
+	case *record.ToolResult:
 		return one(func(x *Entry) {
 			x.Kind, x.Turn, x.Tool, x.CallID, x.Output, x.Error = KindToolResult, p.Turn, p.Name, p.CallID, p.Output, p.IsError
 			if p.FullRef != "" && p.FullBytes > len(p.Output) {
@@ -164,20 +161,14 @@ func Entries(e record.Event, opt Options) []Entry {
 				}
 			}
 		})
-	case record.TypeModelRetry:
-		var p record.ModelRetry
-		e.Decode(&p)
+	case *record.ModelRetry:
 		return one(func(x *Entry) {
 			x.Kind, x.Turn = KindRetry, p.Turn
 			x.Detail = fmt.Sprintf("attempt %d failed, retrying in %s: %s", p.Attempt, time.Duration(p.WaitMS)*time.Millisecond, oneLine(p.Error))
 		})
-	case record.TypeModelError:
-		var p record.ModelError
-		e.Decode(&p)
+	case *record.ModelError:
 		return one(func(x *Entry) { x.Kind, x.Turn, x.Detail, x.Error = KindModelError, p.Turn, oneLine(p.Error), true })
-	case record.TypeMessage:
-		var p struct{ ID, Text, Class, Sender, To, Control, Answer string }
-		e.Decode(&p)
+	case *record.Message:
 		return one(func(x *Entry) {
 			x.Kind, x.Text, x.Class = KindUser, p.Text, p.Class
 			if p.To != "" { // the message is part of its recipient's conversation
@@ -188,16 +179,9 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Lines = strings.Split(p.Answer, "\n")
 			}
 		})
-	case record.TypeObservation:
-		var p record.Observation
-		e.Decode(&p)
+	case *record.Observation:
 		return one(func(x *Entry) { x.Kind, x.Text, x.Class = KindObservation, p.Text, p.Kind })
-	case record.TypeControl:
-		var p struct {
-			ID, Kind, Result string
-			Args             map[string]string
-		}
-		e.Decode(&p)
+	case *record.Control:
 		return one(func(x *Entry) {
 			x.Kind, x.Class = KindControl, p.Kind
 			var args []string
@@ -209,9 +193,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += ": " + oneLine(p.Result)
 			}
 		})
-	case record.TypeCompaction:
-		var p record.Compaction
-		e.Decode(&p)
+	case *record.Compaction:
 		return one(func(x *Entry) {
 			x.Kind = KindCompaction
 			if p.Stopped != "" {
@@ -224,13 +206,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += fmt.Sprintf(", %d messages summarized", p.Summarized.Messages)
 			}
 		})
-	case record.TypeBoard:
-		var p struct {
-			Op, ID, Note, Owner, By string
-			Title, Objective        *string
-			Deps                    []string
-		}
-		e.Decode(&p)
+	case *record.Board:
 		return one(func(x *Entry) {
 			x.Kind = KindBoard
 			d := p.Op + " " + p.ID
@@ -251,9 +227,7 @@ func Entries(e record.Event, opt Options) []Entry {
 			}
 			x.Detail = d
 		})
-	case record.TypeAssignment:
-		var p struct{ Assignment, Item, Role, State, Reason string }
-		e.Decode(&p)
+	case *record.Assignment:
 		return one(func(x *Entry) {
 			x.Kind = KindAssignment
 			if p.State == "" {
@@ -265,12 +239,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += " (" + oneLine(p.Reason) + ")"
 			}
 		})
-	case record.TypeReport:
-		var p struct {
-			Assignment, Item, Summary string
-			Artifacts                 []string
-		}
-		e.Decode(&p)
+	case *record.Report:
 		return one(func(x *Entry) {
 			x.Kind, x.Text = KindReport, p.Summary
 			x.Detail = fmt.Sprintf("%s for %s", p.Assignment, p.Item)
@@ -278,9 +247,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += ", artifacts " + strings.Join(p.Artifacts, ", ")
 			}
 		})
-	case record.TypeAgentStarted:
-		var p record.AgentStarted
-		e.Decode(&p)
+	case *record.AgentStarted:
 		return one(func(x *Entry) {
 			x.Kind = KindAgent
 			x.Detail = fmt.Sprintf("%s started: %s for %s", e.Agent, p.Role, p.Parent)
@@ -291,12 +258,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += " (claim " + p.Claim + ")"
 			}
 		})
-	case record.TypeVerdict:
-		var p struct {
-			Claim, Verdict, Reason string
-			ClaimID                string `json:"claim_id"`
-		}
-		e.Decode(&p)
+	case *record.Verdict:
 		return one(func(x *Entry) {
 			x.Kind, x.Text, x.Detail = KindVerdict, p.Claim, p.Verdict
 			if p.ClaimID != "" {
@@ -306,12 +268,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += ": " + oneLine(p.Reason)
 			}
 		})
-	case record.TypeLease:
-		var p struct {
-			Action, Holder, Reason string
-			Paths                  []string
-		}
-		e.Decode(&p)
+	case *record.Lease:
 		return one(func(x *Entry) {
 			x.Kind = KindLease
 			x.Detail = fmt.Sprintf("lease %s to %s: %s", p.Action, dash(p.Holder), strings.Join(p.Paths, ", "))
@@ -319,25 +276,11 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail += " (" + p.Reason + ")"
 			}
 		})
-	case record.TypeWarning:
-		var p record.Warning
-		e.Decode(&p)
+	case *record.Warning:
 		return one(func(x *Entry) { x.Kind, x.Class, x.Detail = KindWarning, p.Code, p.Message })
-	case record.TypePartialResult:
-		var p record.PartialResult
-		e.Decode(&p)
+	case *record.PartialResult:
 		return one(func(x *Entry) { x.Kind, x.Text, x.Detail = KindPartial, p.Text, p.Source })
-	case record.TypeDelivery:
-		var p struct {
-			OK      bool   `json:"ok"`
-			Reason  string `json:"reason"`
-			Entries []struct {
-				Path, Agent, Status, Reason string
-				Bytes                       int64
-			} `json:"entries"`
-			Undeclared []string `json:"undeclared"`
-		}
-		e.Decode(&p)
+	case *record.Delivery:
 		return one(func(x *Entry) {
 			x.Kind = KindDelivery
 			x.Detail = "delivered"
@@ -358,13 +301,7 @@ func Entries(e record.Event, opt Options) []Entry {
 				x.Detail = "nothing declared"
 			}
 		})
-	case record.TypeVerification:
-		var p struct {
-			Check, Path, Name, Kind, Detail string
-			Index                           int
-			Passed                          bool
-		}
-		e.Decode(&p)
+	case *record.Verification:
 		return one(func(x *Entry) {
 			x.Kind, x.Error = KindVerification, !p.Passed
 			what := "check " + p.Check + " " + p.Path
@@ -377,11 +314,9 @@ func Entries(e record.Event, opt Options) []Entry {
 			}
 			x.Detail = fmt.Sprintf("%s %s: %s", word, what, oneLine(p.Detail))
 		})
-	case record.TypeResumed:
-		return resumedEntries(e, base)
-	case record.TypeRunFinished:
-		var p record.RunFinished
-		e.Decode(&p)
+	case *record.Resumed:
+		return resumedEntries(p, base)
+	case *record.RunFinished:
 		return one(func(x *Entry) {
 			x.Kind, x.Text, x.Tokens = KindRunFinished, p.Summary, p.Usage.TotalTokens
 			x.Error = p.Status != "completed"
@@ -398,7 +333,7 @@ func Entries(e record.Event, opt Options) []Entry {
 			}
 		})
 	}
-	if out, ok := moreEntries(e, base); ok {
+	if out, ok := moreEntries(p, base); ok {
 		return out
 	}
 	return one(func(x *Entry) { x.Kind, x.Detail = KindEvent, e.Type })

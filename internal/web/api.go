@@ -13,7 +13,6 @@ import (
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runview"
-	"github.com/apodex/apodex/internal/transcript"
 )
 
 // maxFile is the most of one file /files/<path> returns.
@@ -21,15 +20,6 @@ const maxFile = 2 << 20
 
 // planes are the run directories /files/<path> may read.
 var planes = []string{"inputs", "workspace", "outputs"}
-
-func (s *Server) getRun(w http.ResponseWriter, _ *http.Request, dir string) error {
-	d, err := loadRun(dir)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, d)
-	return nil
-}
 
 // afterParam is ?after=SEQ (0 when absent).
 func afterParam(r *http.Request) (int64, error) {
@@ -72,37 +62,13 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, dir string) e
 	return nil
 }
 
-// getView serves what load reads of a run (its board, activity, files,
-// evidence or claims) as JSON.
-func getView[T any](load func(dir string) (T, error)) func(http.ResponseWriter, *http.Request, string) error {
-	return func(w http.ResponseWriter, _ *http.Request, dir string) error {
-		v, err := load(dir)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, v)
-		return nil
-	}
-}
-
 // getTranscript is the readable transcript entries after ?after=SEQ.
 func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, dir string) error {
 	after, err := afterParam(r)
 	if err != nil {
 		return err
 	}
-	c, err := record.Read(dir)
-	if err != nil {
-		return err
-	}
-	out := []transcript.Entry{}
-	for _, e := range c.Events {
-		if e.Seq > after {
-			out = append(out, transcript.Entries(e, transcript.Options{})...)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.getLive(func(l *liveRun) (any, error) { return l.transcriptAfter(after), nil })(w, r, dir)
 }
 
 // planeFile cleans a /files/<path> into a path under one plane, refusing

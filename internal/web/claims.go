@@ -11,7 +11,6 @@ import (
 	"slices"
 
 	"github.com/apodex/apodex/internal/claims"
-	"github.com/apodex/apodex/internal/record"
 )
 
 // claimGraph is /claims: claims and evidence as nodes, "cites" edges.
@@ -42,14 +41,12 @@ type claimEdge struct {
 	Kind string `json:"kind"` // "cites" or "conflicts"
 }
 
-func loadClaims(dir string) (claimGraph, error) {
+func loadClaims(l *liveRun) (any, error) {
 	g := claimGraph{Nodes: []claimNode{}, Edges: []claimEdge{}}
-	if c, err := record.Read(dir); err == nil {
-		if l := claims.Fold(c.Events); len(l.Claims) > 0 {
-			return ledgerGraph(l), nil
-		}
+	if led := l.claimLedger(); len(led.Claims) > 0 {
+		return ledgerGraph(led), nil
 	}
-	items, err := loadEvidence(dir)
+	items, err := evidenceOf(l)
 	if err != nil {
 		return g, err
 	}

@@ -1,7 +1,8 @@
 package web
 
-// This file is the one adapter between the server and run state: when the
-// run-state projection lands, these functions read it instead.
+// This file is the one adapter between the server and run state: every
+// view of a run is read from its live state (live.go), never from the
+// record itself.
 
 import (
 	"maps"
@@ -60,19 +61,9 @@ type runDetail struct {
 	LastSeq  int64  `json:"last_seq"`
 }
 
-func loadRun(dir string) (runDetail, error) {
-	info, err := runview.Load(dir)
-	if err != nil {
-		return runDetail{}, err
-	}
-	d := runDetail{Info: info, Liveness: runview.Liveness(dir)}
+func loadRun(l *liveRun) (any, error) {
+	d := runDetail{Info: l.summary(), Liveness: l.liveness(), Paused: l.st.Paused, LastSeq: l.st.Seq}
 	d.RunDir = "" // the server's file system is not the client's business
-	if p, err := runview.Status(dir); err == nil {
-		d.Paused = p.Paused
-	}
-	if last, err := record.Last(dir); err == nil {
-		d.LastSeq = last.Seq
-	}
 	return d, nil
 }
 
@@ -86,15 +77,12 @@ type boardView struct {
 	LastSeq     int64                    `json:"last_seq"`
 }
 
-func loadBoard(dir string) (boardView, error) {
-	c, err := record.Read(dir)
-	if err != nil {
-		return boardView{}, err
-	}
-	b, found, err := runview.BoardOf(c.Events)
-	v := boardView{Found: found, Items: b.Items(), Counts: b.Counts(), Assignments: runview.Assignments(c.Events), LastSeq: lastSeq(c.Events)}
-	if err != nil {
-		v.Error = err.Error()
+func loadBoard(l *liveRun) (any, error) {
+	st := l.st
+	v := boardView{Found: st.BoardEvents > 0, Items: st.Board.Items(), Counts: st.Board.Counts(),
+		Assignments: runview.AssignmentsOf(st.State), LastSeq: st.Seq}
+	if st.BoardErr != nil {
+		v.Error = st.BoardErr.Error()
 	}
 	if v.Items == nil {
 		v.Items = []board.Item{}
@@ -113,14 +101,10 @@ type activityView struct {
 	LastSeq int64                   `json:"last_seq"`
 }
 
-func loadActivity(dir string) (activityView, error) {
-	c, err := record.Read(dir)
-	if err != nil {
-		return activityView{}, err
-	}
-	v := activityView{Agents: runview.Activity(c.Events), LastSeq: lastSeq(c.Events)}
-	if n := len(c.Events); n > 0 {
-		v.Start, v.End = c.Events[0].Time, c.Events[n-1].Time
+func loadActivity(l *liveRun) (any, error) {
+	v := activityView{Agents: l.summary().Agents, LastSeq: l.st.Seq}
+	if l.st.Seq > 0 {
+		v.Start, v.End = l.first, l.st.LastTime
 	}
 	if v.Agents == nil {
 		v.Agents = []runview.AgentActivity{}
@@ -141,15 +125,11 @@ type filesView struct {
 	Damaged string     `json:"damaged,omitempty"` // the record broke here; the state is the one before
 }
 
-func loadFiles(dir string) (filesView, error) {
-	c, err := record.Read(dir)
-	if err != nil {
-		return filesView{}, err
-	}
-	st, err := state.FromRecord(c.Events)
+func loadFiles(l *liveRun) (any, error) {
+	st := l.st.Files
 	v := filesView{Files: []fileView{}, Missing: st.Missing(nil)}
-	if err != nil {
-		v.Damaged = err.Error()
+	if l.st.FilesErr != nil {
+		v.Damaged = l.st.FilesErr.Error()
 	}
 	for _, p := range slices.Sorted(maps.Keys(st.Artifacts)) {
 		chains := st.Provenance(p)
@@ -171,34 +151,21 @@ type evidenceEntry struct {
 	CitedIn []evidence.Use `json:"cited_in"`
 }
 
-func loadEvidence(dir string) ([]evidenceEntry, error) {
-	c, err := record.Read(dir)
-	if err != nil {
-		return nil, err
-	}
-	items, err := evidence.Fold(c.Events)
-	if err != nil {
-		return nil, err
+func loadEvidence(l *liveRun) (any, error) { return evidenceOf(l) }
+
+func evidenceOf(l *liveRun) ([]evidenceEntry, error) {
+	st := l.st
+	if st.EvidenceErr != nil {
+		return nil, st.EvidenceErr
 	}
 	out := []evidenceEntry{}
-	if len(items) == 0 {
+	if len(st.Evidence) == 0 {
 		return out, nil
 	}
-	q, err := evidence.FromRecord(dir)
-	if err != nil {
-		return nil, err
-	}
-	agents := map[string]string{}
-	for _, e := range c.Events {
-		var it record.Evidence
-		if e.Type == record.TypeEvidence && e.Decode(&it) == nil {
-			agents[it.ID] = e.Agent
-		}
-	}
-	uses := evidence.Uses(c.Events, filepath.Join(dir, "outputs"))
-	for _, it := range items {
-		en := evidenceEntry{Evidence: it, Agent: agents[it.ID], CitedIn: uses[it.ID]}
-		en.Text, _ = q.Text(it.ID) // the exact text, inline or from its blob
+	uses := st.Cited.With(filepath.Join(l.dir, "outputs"))
+	for _, it := range st.Evidence {
+		en := evidenceEntry{Evidence: it, Agent: st.EvidenceAgent[it.ID], CitedIn: uses[it.ID]}
+		en.Text = l.evidenceText(it) // the exact text, inline or from its blob
 		if en.CitedIn == nil {
 			en.CitedIn = []evidence.Use{}
 		}
@@ -207,9 +174,18 @@ func loadEvidence(dir string) ([]evidenceEntry, error) {
 	return out, nil
 }
 
-func lastSeq(evs []record.Event) int64 {
-	if len(evs) == 0 {
-		return 0
+// evidenceText is the exact text of it ("" when its blob cannot be read);
+// a blob is read once.
+func (l *liveRun) evidenceText(it record.Evidence) string {
+	if it.TextRef == "" {
+		return it.Text
 	}
-	return evs[len(evs)-1].Seq
+	if t, ok := l.texts[it.ID]; ok {
+		return t
+	}
+	t, err := evidence.ReadText(l.dir, it)
+	if err == nil {
+		l.texts[it.ID] = t
+	}
+	return t
 }

@@ -26,6 +26,7 @@
 //   - messages and controls go through internal/inbox, the same queue as
 //     apodex say / pause / resume / cancel.
 //
-// Run state is read through data.go and claims.go only, so the projections
-// other packages build can replace them in one place.
+// Run state is read through data.go and claims.go only, from one live
+// state per open run (live.go: the record is folded once, then only what is
+// appended is read); no view re-reads the record.
 package web

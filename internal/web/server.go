@@ -48,8 +48,9 @@ type Config struct {
 
 // Server serves the API and the page. Make it with New.
 type Server struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg  Config
+	mux  *http.ServeMux
+	live lives // one live state per open run
 }
 
 // New returns the server for cfg.
@@ -107,15 +108,15 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, runs)
 	})
 	s.mux.HandleFunc("GET /api/workers", s.getWorkers)
-	api("GET /api/runs/{id}", s.getRun)
+	api("GET /api/runs/{id}", s.getLive(loadRun))
 	api("GET /api/runs/{id}/events", s.getEvents)
 	api("GET /api/runs/{id}/stream", s.stream)
-	api("GET /api/runs/{id}/board", getView(loadBoard))
-	api("GET /api/runs/{id}/activity", getView(loadActivity))
-	api("GET /api/runs/{id}/files", getView(loadFiles))
+	api("GET /api/runs/{id}/board", s.getLive(loadBoard))
+	api("GET /api/runs/{id}/activity", s.getLive(loadActivity))
+	api("GET /api/runs/{id}/files", s.getLive(loadFiles))
 	api("GET /api/runs/{id}/files/{path...}", s.getFile)
-	api("GET /api/runs/{id}/evidence", getView(loadEvidence))
-	api("GET /api/runs/{id}/claims", getView(loadClaims))
+	api("GET /api/runs/{id}/evidence", s.getLive(loadEvidence))
+	api("GET /api/runs/{id}/claims", s.getLive(loadClaims))
 	api("GET /api/runs/{id}/transcript", s.getTranscript)
 	api("POST /api/runs/{id}/messages", s.postMessage)
 	api("POST /api/runs/{id}/control", s.postControl)
@@ -298,13 +299,20 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error": "the answer does not encode as JSON"}`)
+	}
+	writeRaw(w, status, append(body, '\n'))
+}
+
+// writeRaw writes body, JSON already encoded.
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", " ")
-	enc.Encode(v)
+	w.Write(body)
 }
 
 // decodeBody reads a JSON body of at most MaxBody bytes into v, refusing

@@ -127,8 +127,8 @@ func sayBudget(ctx context.Context, home string, words []string, stdout, stderr 
 		if err != nil {
 			return err
 		}
-		var c struct{ Kind, Result string }
-		if e.Type == record.TypeControl && e.Decode(&c) == nil && c.Kind == inbox.ControlBudget {
+		p, _ := record.DecodePayload(e)
+		if c, ok := p.(*record.Control); ok && c.Kind == inbox.ControlBudget {
 			fmt.Fprintf(stdout, "budget of %s: %s\n", filepath.Base(dir), runview.OneLine(c.Result))
 			return nil
 		}

@@ -103,8 +103,9 @@ func goOn(ctx context.Context, dir, home, mcpConfig string, mf *runflags.Model, 
 		}
 	}
 	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers, Halt: cmdline.HaltOf(ctx), HaltNote: "Ctrl-C or SIGTERM"}, Sandbox: sbx}
-	ctx, stop := out.StartProgress(ctx, dir, after, stderr)
-	stopTelemetry := runflags.StartTelemetry(ctx, dir, after, stderr)
+	ctx, progressOn, stop := out.ProgressOnLog(ctx, after, stderr)
+	telemetryOn, stopTelemetry := runflags.TelemetryOnLog(ctx, after, stderr)
+	rc.OnLog = func(l *record.Log) { progressOn(l); telemetryOn(l) } // both read the log in memory
 	var s run.Summary
 	if followUp != "" {
 		s, err = run.Continue(ctx, dir, followUp, rc)
@@ -125,8 +126,8 @@ func segmentModel(dir string, started record.ModelSettings) record.ModelSettings
 	}
 	m := started
 	for _, e := range c.Events {
-		var r record.Resumed
-		if e.Type == record.TypeResumed && e.Decode(&r) == nil && r.Model != nil {
+		p, _ := record.DecodePayload(e)
+		if r, ok := p.(*record.Resumed); ok && r.Model != nil {
 			m = *r.Model
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
 	"github.com/apodex/apodex/internal/world"
 )
@@ -122,8 +123,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Team.EffortBudget == 0 {
 		cfg.Team.EffortBudget = -1 // --effort-budget 0: no budget (the record's 0 means the default)
 	}
-	ctx, stop := f.Out.StartProgress(ctx, dir, 0, stderr)
-	stopTelemetry := runflags.StartTelemetry(ctx, dir, 0, stderr)
+	ctx, progressOn, stop := f.Out.ProgressOnLog(ctx, 0, stderr)
+	telemetryOn, stopTelemetry := runflags.TelemetryOnLog(ctx, 0, stderr)
+	cfg.OnLog = func(l *record.Log) { progressOn(l); telemetryOn(l) } // both read the log in memory
 	s, err := run.Execute(ctx, cfg)
 	stop(s.RunID != "")
 	stopTelemetry(s.RunID != "")

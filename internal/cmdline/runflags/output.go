@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/progress"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runlog"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/transcript"
@@ -56,19 +58,43 @@ func (o *Output) Logger(dir string) (*slog.Logger, func()) {
 	return runlog.New(dir, lvl)
 }
 
-// StartProgress prints the run's progress on w in the background
-// (progress.Printer.Start), unless --quiet. On a terminal it draws a status
-// line (the model calls in flight) and shows the text the model streams:
-// the returned context carries the printer as the clients' llm.TextSink.
-func (o *Output) StartProgress(ctx context.Context, dir string, after int64, w io.Writer) (context.Context, func(started bool)) {
+// ProgressOnLog prints the progress of the run this process executes on w,
+// unless --quiet: onLog (set it as run.Config.OnLog) starts the printer on
+// the run's own log, so it reads each event as it is appended
+// (progress.Printer.StartLog), never polling events.jsonl; stop(started)
+// waits for its end. On a terminal it draws a status line (the model calls
+// in flight) and shows the text the model streams: the returned context
+// carries the printer as the clients' llm.TextSink.
+func (o *Output) ProgressOnLog(ctx context.Context, after int64, w io.Writer) (_ context.Context, onLog func(*record.Log), stop func(started bool)) {
 	if o.Quiet {
-		return ctx, func(bool) {}
+		return ctx, func(*record.Log) {}, func(bool) {}
 	}
 	live := progress.Terminal(w)
-	// progress cleans what it prints and colours it: it writes raw.
 	p := progress.New(termtext.Raw(w), progress.Options{Verbose: o.Verbose, Style: transcript.Style{Color: progress.Colour(w)}, Live: live})
 	if live {
 		ctx = llm.WithTextSink(ctx, p.Delta)
 	}
-	return ctx, p.Start(ctx, dir, after)
+	var s onLogStop
+	return ctx, func(l *record.Log) { s.set(p.StartLog(ctx, l, after)) }, s.stop
+}
+
+// onLogStop is the stop of what a run's OnLog started, if it did.
+type onLogStop struct {
+	mu sync.Mutex
+	f  func(started bool)
+}
+
+func (s *onLogStop) set(f func(started bool)) {
+	s.mu.Lock()
+	s.f = f
+	s.mu.Unlock()
+}
+
+func (s *onLogStop) stop(started bool) {
+	s.mu.Lock()
+	f := s.f
+	s.mu.Unlock()
+	if f != nil {
+		f(started)
+	}
 }

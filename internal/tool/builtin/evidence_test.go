@@ -40,7 +40,7 @@ func evidenceEnv(t *testing.T) (Env, *EvidenceEnv, *record.Log) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	ev := &EvidenceEnv{Q: evidence.New(log, nil), Agent: "main", Corpus: ix, CorpusDir: dir, Producers: evidence.NewProducers(log.Dir())}
+	ev := &EvidenceEnv{Q: evidence.New(log, nil), Agent: "main", Corpus: ix, CorpusDir: dir, Producers: evidence.NewProducers(log)}
 	env.Evidence = ev
 	return env, ev, log
 }

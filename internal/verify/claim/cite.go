@@ -7,6 +7,7 @@ import (
 
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -81,22 +82,17 @@ func fileExists(fs *workspace.FS, ref string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// bashCalls is the set of bash call ids on the record.
+// bashCalls is the set of bash call ids on the record, from the run's
+// live state (not a read of the record).
 func (c *Checker) bashCalls() map[string]bool {
 	out := map[string]bool{}
-	if c.cfg.Log == nil {
-		return out
-	}
-	rc, err := record.Read(c.cfg.Log.Dir())
-	if err != nil {
-		return out
-	}
-	for _, e := range rc.Events {
-		var tc record.ToolCall
-		if e.Type == record.TypeToolCall && e.Decode(&tc) == nil && tc.Name == "bash" {
-			out[tc.CallID] = true
+	c.cfg.State.Read(func(st *runstate.State) {
+		for _, s := range st.Steps {
+			if s.Tool == "bash" {
+				out[s.CallID] = true
+			}
 		}
-	}
+	})
 	return out
 }
 
@@ -131,7 +127,8 @@ func (c *Checker) ExpandRef(ref string) string {
 	return text
 }
 
-// commandText is a recorded bash call's arguments and what it showed.
+// commandText is a recorded bash call's arguments and what it showed. It
+// reads the record (the state keeps no outputs), for the one call.
 func (c *Checker) commandText(id string) string {
 	rc, err := record.Read(c.cfg.Log.Dir())
 	if err != nil {
@@ -139,13 +136,16 @@ func (c *Checker) commandText(id string) string {
 	}
 	var b strings.Builder
 	for _, e := range rc.Events {
-		var tc record.ToolCall
-		var tr record.ToolResult
-		switch {
-		case e.Type == record.TypeToolCall && e.Decode(&tc) == nil && tc.CallID == id:
-			fmt.Fprintf(&b, "command: %s\n", tc.Arguments)
-		case e.Type == record.TypeToolResult && e.Decode(&tr) == nil && tr.CallID == id:
-			fmt.Fprintf(&b, "output:\n%s\n", tr.Output)
+		p, _ := record.DecodePayload(e)
+		switch p := p.(type) {
+		case *record.ToolCall:
+			if p.CallID == id {
+				fmt.Fprintf(&b, "command: %s\n", p.Arguments)
+			}
+		case *record.ToolResult:
+			if p.CallID == id {
+				fmt.Fprintf(&b, "output:\n%s\n", p.Output)
+			}
 		}
 	}
 	return b.String()

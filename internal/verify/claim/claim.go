@@ -16,7 +16,12 @@
 //   - an effort wave targets only load-bearing, unsettled, not withdrawn
 //     claims, gives each claim framings none of its earlier waves used,
 //     runs its agents up to the run's concurrency and stays within effort's
-//     token budget.
+//     token budget;
+//   - what the checks read of the run (the claim ledger, the tokens spent,
+//     the bash calls a ref may name) comes from State, the run's state
+//     folded in memory from its log as it grows (runstate.Live), never
+//     from re-reading events.jsonl; only a bash ref's output is read from
+//     the record, for that call.
 package claim
 
 import (
@@ -45,8 +50,10 @@ const (
 
 // Config is what the verifier and effort need of the run.
 type Config struct {
-	Model    llm.Model
-	Log      *record.Log
+	Model llm.Model
+	Log   *record.Log
+	// State is the run's live state (nil: the checker follows Log itself).
+	State    *State
 	FS       *workspace.FS
 	Evidence *evidence.Registry
 	// VerifierTools, if set, builds the verifier's and investigators'
@@ -92,6 +99,9 @@ type Checker struct {
 // New makes a checker.
 func New(cfg Config, host Host) *Checker {
 	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.State == nil {
+		cfg.State = NewState(cfg.Log)
+	}
 	return &Checker{cfg: cfg, host: host}
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/apodex/apodex/internal/agent"
 	"github.com/apodex/apodex/internal/claims"
-	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/tool"
 )
 
@@ -70,19 +70,6 @@ func effortTargets(l *claims.Ledger) []target {
 	return out
 }
 
-// Ledger folds the run's record into the claim ledger (an empty one
-// without a log or when the record cannot be read).
-func Ledger(log *record.Log) *claims.Ledger {
-	if log == nil {
-		return &claims.Ledger{}
-	}
-	c, err := record.Read(log.Dir())
-	if err != nil {
-		return &claims.Ledger{}
-	}
-	return claims.Fold(c.Events)
-}
-
 // Effort runs the next effort wave when the lead's finish finds
 // unsettled load-bearing claims, waves are left and effort's budget is
 // not spent. It returns the wave's outcome for the lead and the reason
@@ -97,13 +84,13 @@ func (c *Checker) Effort(ctx context.Context) (string, error) {
 	if wave > max(c.cfg.EffortWaves, 0) {
 		return "", nil
 	}
-	evs := c.events()
-	targets := effortTargets(claims.Fold(evs))
+	now := c.effortNow()
+	targets := effortTargets(now.ledger)
 	if len(targets) == 0 {
 		return "", nil
 	}
 	ids, reasons := targetIDs(targets)
-	sp := spendOf(evs)
+	sp := now.spent
 	budget := c.effortBudget(sp)
 	if budget > 0 && sp.effort >= budget {
 		c.cfg.Log.Append(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortBudget, Wave: wave, Claims: ids, Reasons: reasons,
@@ -113,7 +100,7 @@ func (c *Checker) Effort(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	c.waves = wave
 	c.mu.Unlock()
-	outcome := c.effortWave(ctx, wave, targets, evs, sp, budget)
+	outcome := c.effortWave(ctx, wave, targets, now.framings, sp, budget)
 	return outcome, fmt.Errorf("finish deferred: load-bearing claims %s were not settled, so the runtime ran effort wave %d on them; its outcome follows as a runtime observation. Decide again: reopen what was refuted, or finish", strings.Join(ids, ", "), wave)
 }
 
@@ -155,9 +142,8 @@ type investigation struct {
 // to the run's concurrency, and so do the verifiers after them. Every
 // agent's tokens are bounded by what is left of the budget. It records
 // every step as an effort event and returns the outcome for the lead.
-func (c *Checker) effortWave(ctx context.Context, wave int, targets []target, evs []record.Event, sp spend, budget int) string {
+func (c *Checker) effortWave(ctx context.Context, wave int, targets []target, used map[string][]string, sp spend, budget int) string {
 	ids, reasons := targetIDs(targets)
-	used := usedFramings(evs)
 	var jobs []*investigation
 	for _, k := range targets {
 		n := 0
@@ -221,8 +207,8 @@ func (c *Checker) effortWave(ctx context.Context, wave int, targets []target, ev
 		}
 		b.WriteString("\n")
 	}
-	after := c.events()
-	l := claims.Fold(after)
+	after := c.effortNow()
+	l := after.ledger
 	statuses := map[string]string{}
 	for _, id := range ids {
 		k, _ := l.Get(id)
@@ -238,7 +224,7 @@ func (c *Checker) effortWave(ctx context.Context, wave int, targets []target, ev
 		b.WriteString("\n")
 	}
 	c.cfg.Log.Append(record.TypeEffort, "runtime", record.Effort{Phase: record.EffortOutcome, Wave: wave, Claims: ids, Statuses: statuses,
-		BudgetTokens: budget, SpentTokens: spendOf(after).effort})
+		BudgetTokens: budget, SpentTokens: after.spent.effort})
 	return strings.TrimSpace(b.String())
 }
 
@@ -268,11 +254,10 @@ func OrNone(s []string, none string) []string {
 func framingName(f string) string { return strings.SplitN(f, ":", 2)[0] }
 
 // usedFramings are the framings each claim's investigators had so far.
-func usedFramings(evs []record.Event) map[string][]string {
+func usedFramings(st *runstate.State) map[string][]string {
 	out := map[string][]string{}
-	for _, e := range evs {
-		var ef record.Effort
-		if e.Type == record.TypeEffort && e.Decode(&ef) == nil && ef.Phase == record.EffortInvestigator {
+	for _, ef := range st.Efforts {
+		if ef.Phase == record.EffortInvestigator {
 			out[ef.Claim] = append(out[ef.Claim], ef.Framing)
 		}
 	}
@@ -318,48 +303,32 @@ func (c *Checker) investigate(ctx context.Context, wave int, id string, k target
 	return rep, ev
 }
 
-// events is the run's record so far (none without a log).
-func (c *Checker) events() []record.Event {
-	if c.cfg.Log == nil {
-		return nil
-	}
-	rc, err := record.Read(c.cfg.Log.Dir())
-	if err != nil {
-		return nil
-	}
-	return rc.Events
+// effortNow is what effort reads of the run now, from its live state.
+type effortNow struct {
+	ledger   *claims.Ledger
+	spent    spend
+	framings map[string][]string // claim -> the framings its investigators had
+}
+
+func (c *Checker) effortNow() effortNow {
+	now := effortNow{ledger: &claims.Ledger{}, framings: map[string][]string{}}
+	c.cfg.State.Read(func(st *runstate.State) {
+		now = effortNow{ledger: st.Claims.Ledger(), spent: spendOf(st), framings: usedFramings(st)}
+	})
+	return now
 }
 
 // spend is what the run's model calls cost so far, in tokens: effort's
 // agents (investigators and the verifiers a wave started) and the rest.
 type spend struct{ run, effort int }
 
-func spendOf(evs []record.Event) spend {
-	effort := map[string]bool{}
+func spendOf(st *runstate.State) spend {
 	var sp spend
-	for _, e := range evs {
-		switch e.Type {
-		case record.TypeAgentStarted:
-			var a record.AgentStarted
-			if e.Decode(&a) == nil && (a.Wave > 0 || a.Role == CallerInvestigator) {
-				effort[e.Agent] = true
-			}
-		case record.TypeModelResponse:
-			var mr struct {
-				Usage llm.Usage `json:"usage"`
-			}
-			if e.Decode(&mr) != nil {
-				continue
-			}
-			n := mr.Usage.TotalTokens
-			if n == 0 {
-				n = mr.Usage.PromptTokens + mr.Usage.CompletionTokens
-			}
-			if effort[e.Agent] {
-				sp.effort += n
-			} else {
-				sp.run += n
-			}
+	for _, a := range st.Agents {
+		if a.Wave > 0 || a.Role == CallerInvestigator {
+			sp.effort += a.Tokens
+		} else {
+			sp.run += a.Tokens
 		}
 	}
 	return sp
