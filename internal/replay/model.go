@@ -88,19 +88,21 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 	finalizing := map[string]bool{}
 	turnsSoFar := map[string]int{}
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeObservation:
-			var o record.Observation
-			if e.Decode(&o) == nil && o.Kind == "finalize" {
+		p, err := record.DecodePayload(e)
+		if errors.Is(err, record.ErrUnknownType) {
+			continue // Run refuses such a record before it gets here
+		} else if err != nil {
+			return nil, err
+		}
+		switch p := p.(type) {
+		case *record.Observation:
+			if p.Kind == "finalize" {
 				finalizing[e.Agent] = true
 			}
-		case record.TypeModelRequest:
+		case *record.ModelRequest:
 			convs.request(e)
-		case record.TypeModelResponse:
-			var mr record.ModelResponse
-			if err := e.Decode(&mr); err != nil {
-				return nil, err
-			}
+		case *record.ModelResponse:
+			mr := *p
 			if mr.Purpose == record.PurposeSummary || mr.Purpose == record.PurposeVerify {
 				continue // answered from the compaction and verdict events
 			}
@@ -118,23 +120,15 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 			}
 			convs.turn(e.Agent, mr.Turn, recordedTurn{seq: e.Seq, resp: resp})
 			delete(m.modelErrs, e.Agent)
-		case record.TypeModelError:
-			var me record.ModelError
-			if e.Decode(&me) == nil {
-				m.modelErrs[e.Agent] = me.Error
-				convs.answered(e.Agent, me.Turn)
+		case *record.ModelError:
+			m.modelErrs[e.Agent] = p.Error
+			convs.answered(e.Agent, p.Turn)
+		case *record.Compaction:
+			if p.Summarized != nil {
+				m.summaries = append(m.summaries, recordedSummary{seq: e.Seq, agent: e.Agent, turn: turnsSoFar[e.Agent], text: p.Summarized.Summary})
 			}
-		case record.TypeCompaction:
-			var c record.Compaction
-			if e.Decode(&c) == nil && c.Summarized != nil {
-				m.summaries = append(m.summaries, recordedSummary{seq: e.Seq, agent: e.Agent, turn: turnsSoFar[e.Agent], text: c.Summarized.Summary})
-			}
-		case record.TypeVerdict:
-			var v record.Verdict
-			if err := e.Decode(&v); err != nil {
-				return nil, err
-			}
-			m.verdicts = append(m.verdicts, recordedVerdict{seq: e.Seq, v: v})
+		case *record.Verdict:
+			m.verdicts = append(m.verdicts, recordedVerdict{seq: e.Seq, v: *p})
 			convs.verdict(e)
 		}
 	}
@@ -160,10 +154,11 @@ func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) m
 	}
 	coordinator := "main"
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeAssignment:
-			var a struct{ State, Reason string }
-			if e.Decode(&a) != nil || e.Agent == "lead" {
+		p, _ := record.DecodePayload(e) // nil when it does not decode
+		switch p := p.(type) {
+		case *record.Assignment:
+			a := p
+			if e.Agent == "lead" {
 				continue
 			}
 			switch {
@@ -172,14 +167,13 @@ func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) m
 			case a.State == record.AssignmentCancelled && strings.Contains(a.Reason, record.ReasonLeadDone):
 				out[e.Agent] = wait
 			}
-		case record.TypeModelResponse:
+		case *record.ModelResponse:
 			if e.Agent == "lead" {
 				coordinator = "lead"
 			}
-		case record.TypeRunFinished:
-			var rf record.RunFinished
+		case *record.RunFinished:
+			rf := p
 			switch {
-			case e.Decode(&rf) != nil:
 			case byClock(rf.Termination):
 				out[coordinator] = limit
 			case rf.Termination == "cancelled": // the replay delivers the same cancel

@@ -81,17 +81,21 @@ func newOrderGate(events []record.Event, replayDir string, wait time.Duration) *
 		for _, k := range keysOf(e.Type, e.Agent, e.Raw) {
 			g.want[k] = append(g.want[k], e.Seq)
 		}
-		if i, ok := open[e.Agent]; ok && e.Type != record.TypeFileDelta {
-			if e.Type != record.TypeToolResult { // the turn's results are all in
-				g.boundary[e.Agent][i] = e.Seq
+		p, _ := record.DecodePayload(e) // Run decoded the whole record already
+		_, result := p.(*record.ToolResult)
+		if i, ok := open[e.Agent]; ok {
+			if _, delta := p.(*record.FileDelta); !delta {
+				if !result { // the turn's results are all in
+					g.boundary[e.Agent][i] = e.Seq
+				}
+				delete(open, e.Agent)
 			}
-			delete(open, e.Agent)
 		}
-		switch e.Type {
-		case record.TypeToolResult:
+		switch p.(type) {
+		case *record.ToolResult:
 			g.boundary[e.Agent] = append(g.boundary[e.Agent], 0)
 			open[e.Agent] = len(g.boundary[e.Agent]) - 1
-		case record.TypeAssignment:
+		case *record.Assignment:
 			if e.Agent != "lead" {
 				g.ends[e.Agent] = e.Seq
 			}
@@ -111,16 +115,21 @@ func newOrderGate(events []record.Event, replayDir string, wait time.Duration) *
 // subagent's end must wait for that request (see step), and the lead must
 // not wait for that end before its collection.
 func (g *orderGate) notices(events []record.Event) {
+	payloads := make([]any, len(events)) // each event's payload, decoded once
 	lastStep := map[string]int64{}
-	for _, e := range events {
-		if e.Type == record.TypeToolResult {
+	for i, e := range events {
+		payloads[i], _ = record.DecodePayload(e) // Run decoded the whole record already
+		if _, ok := payloads[i].(*record.ToolResult); ok {
 			lastStep[e.Agent] = e.Seq
 		}
 	}
 	endStart := map[string]int64{} // subagent -> first event of its end: its report, or its last state
-	for _, e := range events {
-		if _, sub := g.ends[e.Agent]; sub && endStart[e.Agent] == 0 && e.Seq > lastStep[e.Agent] &&
-			(e.Type == record.TypeReport || e.Type == record.TypeAssignment) {
+	for i, e := range events {
+		if _, sub := g.ends[e.Agent]; !sub || endStart[e.Agent] != 0 || e.Seq <= lastStep[e.Agent] {
+			continue
+		}
+		switch payloads[i].(type) {
+		case *record.Report, *record.Assignment:
 			endStart[e.Agent] = e.Seq
 		}
 	}
@@ -128,21 +137,19 @@ func (g *orderGate) notices(events []record.Event) {
 	for x, end := range g.ends {
 		g.told[x] = never
 		mark := "Assignment " + x + " ("
-		for _, e := range events {
+		for i, e := range events {
 			if e.Seq <= end || e.Agent != "lead" {
 				continue
 			}
 			var text string
-			switch e.Type {
-			case record.TypeToolResult:
-				var tr record.ToolResult
-				if e.Decode(&tr) == nil && tr.Name == "wait" {
-					text = tr.Output
+			switch p := payloads[i].(type) {
+			case *record.ToolResult:
+				if p.Name == "wait" {
+					text = p.Output
 				}
-			case record.TypeObservation:
-				var o record.Observation
-				if e.Decode(&o) == nil && o.Kind == "assignments" {
-					text = o.Text
+			case *record.Observation:
+				if p.Kind == "assignments" {
+					text = p.Text
 				}
 			}
 			if strings.HasPrefix(text, mark) || strings.Contains(text, "\n"+mark) {

@@ -297,8 +297,7 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 func unreplayed(events []record.Event) []string {
 	msgs := 0
 	for _, e := range events {
-		var m record.Message
-		if e.Type == record.TypeMessage && e.Decode(&m) == nil && m.Control == "" {
+		if m, ok := record.As[record.Message](e); ok && m.Control == "" {
 			msgs++
 		}
 	}
