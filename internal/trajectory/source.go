@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/llm"
@@ -44,6 +45,11 @@ type Run struct {
 	// Verified: the run completed and every verification recorded passed
 	// (at least one was recorded).
 	Verified bool
+	// Checked: the record holds a verification (in any segment).
+	Checked bool
+	// StartedAt and FinishedAt are the times of run_started and of the
+	// last run_finished (zero when none).
+	StartedAt, FinishedAt time.Time
 	// Delivered: the reconciled manifest was delivered whole (ok).
 	Delivered   bool
 	HasDelivery bool
@@ -85,7 +91,7 @@ func Load(dir string) (*Run, error) {
 	if !ok {
 		return nil, fmt.Errorf("trajectory: %s: the record does not start with run_started", dir)
 	}
-	r := &Run{Dir: dir, ID: rs.RunID, Objective: rs.Objective, Model: rs.Model, Events: evs}
+	r := &Run{Dir: dir, ID: rs.RunID, Objective: rs.Objective, Model: rs.Model, Events: evs, StartedAt: evs[0].Time}
 	turnTakers := map[string]bool{}
 	toolsRef := map[string]string{}
 	roles := map[string]string{}
@@ -117,11 +123,13 @@ func Load(dir string) (*Run, error) {
 		case *record.AgentStarted:
 			roles[e.Agent], parents[e.Agent], dispatch[e.Agent] = p.Role, p.Parent, p.CallID
 		case *record.Verification:
+			r.Checked = true
 			verifications++
 			failed = failed || !p.Passed
 		case *record.Delivery:
 			r.HasDelivery, r.Delivered = true, p.OK
 		case *record.RunFinished:
+			r.FinishedAt = e.Time
 			r.Status, r.Termination, r.Usage, r.Answer, r.Files = p.Status, p.Termination, p.Usage, p.Summary, p.Files
 			failed = failed || len(p.Failures) > 0
 			ended = true
