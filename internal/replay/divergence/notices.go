@@ -72,10 +72,11 @@ func leadNotices(dir string, events []record.Event) []notice {
 			continue
 		}
 		var text string
-		switch e.Type {
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if e.Decode(&tr) != nil || !leadWait(e.Agent, tr) {
+		p, _ := record.DecodePayload(e) // nil when it does not decode
+		switch p := p.(type) {
+		case *record.ToolResult:
+			tr := p
+			if !leadWait(e.Agent, *tr) {
 				continue
 			}
 			text = tr.Output
@@ -84,12 +85,11 @@ func leadNotices(dir string, events []record.Event) []notice {
 					text = string(b)
 				}
 			}
-		case record.TypeObservation:
-			var o record.Observation
-			if e.Decode(&o) != nil || o.Kind != "assignments" {
+		case *record.Observation:
+			if p.Kind != "assignments" {
 				continue
 			}
-			text = o.Text
+			text = p.Text
 		default:
 			continue
 		}
