@@ -78,7 +78,7 @@ func segmentsOf(events []record.Event) []segment {
 				cur.inputs = append(cur.inputs, userInput{seq: e.Seq, after: e.Time.Sub(lastTracked), text: text})
 			}
 		}
-		if len(keysOf(e.Type, e.Agent, e.Raw)) > 0 {
+		if len(keysOf(p, e.Agent)) > 0 {
 			lastTracked, fresh = e.Time, false
 		}
 		_, lastFinished = p.(*record.RunFinished)
