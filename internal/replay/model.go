@@ -100,7 +100,7 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 				finalizing[e.Agent] = true
 			}
 		case *record.ModelRequest:
-			convs.request(e)
+			convs.request(e, p)
 		case *record.ModelResponse:
 			mr := *p
 			if mr.Purpose == record.PurposeSummary || mr.Purpose == record.PurposeVerify {
@@ -129,7 +129,7 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 			}
 		case *record.Verdict:
 			m.verdicts = append(m.verdicts, recordedVerdict{seq: e.Seq, v: *p})
-			convs.verdict(e)
+			convs.verdict(e.Agent, p)
 		}
 	}
 	convs.pairVerdicts()
