@@ -80,7 +80,7 @@ type storedMessage struct {
 }
 
 // newReplayModel reads the replies out of the original record.
-func newReplayModel(dir string, events []record.Event, st run.Settings, gate *orderGate) (*replayModel, error) {
+func newReplayModel(dir string, events []event, st run.Settings, gate *orderGate) (*replayModel, error) {
 	m := &replayModel{dir: dir,
 		finals: map[string][]llm.Response{}, nextFinal: map[string]int{}, modelErrs: map[string]string{},
 		stopped: stoppedAgents(events, st, gate.wait), gate: gate}
@@ -88,19 +88,13 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 	finalizing := map[string]bool{}
 	turnsSoFar := map[string]int{}
 	for _, e := range events {
-		p, err := record.DecodePayload(e)
-		if errors.Is(err, record.ErrUnknownType) {
-			continue // Run refuses such a record before it gets here
-		} else if err != nil {
-			return nil, err
-		}
-		switch p := p.(type) {
+		switch p := e.p.(type) {
 		case *record.Observation:
 			if p.Kind == "finalize" {
 				finalizing[e.Agent] = true
 			}
 		case *record.ModelRequest:
-			convs.request(e, p)
+			convs.request(e.Event, p)
 		case *record.ModelResponse:
 			mr := *p
 			if mr.Purpose == record.PurposeSummary || mr.Purpose == record.PurposeVerify {
@@ -141,7 +135,7 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 // they worked, and how long a replay waits for the same stop: the run's
 // limit (soft deadline, timeout, a subagent's time budget) and then some,
 // or the order wait for a subagent cancelled when the lead ended.
-func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) map[string]time.Duration {
+func stoppedAgents(events []event, st run.Settings, wait time.Duration) map[string]time.Duration {
 	limit := max(st.SoftDeadline, st.Timeout, st.Team.SubTimeout).D() + wait
 	out := map[string]time.Duration{}
 	byClock := func(reason string) bool {
@@ -154,8 +148,7 @@ func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) m
 	}
 	coordinator := "main"
 	for _, e := range events {
-		p, _ := record.DecodePayload(e) // nil when it does not decode
-		switch p := p.(type) {
+		switch p := e.p.(type) {
 		case *record.Assignment:
 			a := p
 			if e.Agent == "lead" {

@@ -88,13 +88,13 @@ type orderGate struct {
 	broken bool // the order could not be kept once: no longer enforced
 }
 
-func newOrderGate(events []record.Event, replayDir string, wait time.Duration) *orderGate {
+func newOrderGate(events []event, replayDir string, wait time.Duration) *orderGate {
 	g := &orderGate{wait: wait, want: map[orderKey][]int64{}, have: map[orderKey]int{},
 		boundary: map[string][]int64{}, ends: map[string]int64{}, told: map[string]int64{}, done: map[string]int{},
 		path: filepath.Join(replayDir, record.EventsFile)}
 	open := map[string]int{} // agent -> index of its last tool result, while its next event is unknown
 	for _, e := range events {
-		p, _ := record.DecodePayload(e) // Run decoded the whole record already
+		p := e.p
 		for _, k := range keysOf(p, e.Agent) {
 			g.want[k] = append(g.want[k], e.Seq)
 		}
@@ -130,21 +130,19 @@ func newOrderGate(events []record.Event, replayDir string, wait time.Duration) *
 // collection, although the request may be recorded after the end: so the
 // subagent's end must wait for that request (see step), and the lead must
 // not wait for that end before its collection.
-func (g *orderGate) notices(events []record.Event) {
-	payloads := make([]any, len(events)) // each event's payload, decoded once
+func (g *orderGate) notices(events []event) {
 	lastStep := map[string]int64{}
-	for i, e := range events {
-		payloads[i], _ = record.DecodePayload(e) // Run decoded the whole record already
-		if _, ok := payloads[i].(*record.ToolResult); ok {
+	for _, e := range events {
+		if _, ok := e.p.(*record.ToolResult); ok {
 			lastStep[e.Agent] = e.Seq
 		}
 	}
 	endStart := map[string]int64{} // subagent -> first event of its end: its report, or its last state
-	for i, e := range events {
+	for _, e := range events {
 		if _, sub := g.ends[e.Agent]; !sub || endStart[e.Agent] != 0 || e.Seq <= lastStep[e.Agent] {
 			continue
 		}
-		switch payloads[i].(type) {
+		switch e.p.(type) {
 		case *record.Report, *record.Assignment:
 			endStart[e.Agent] = e.Seq
 		}
@@ -153,12 +151,12 @@ func (g *orderGate) notices(events []record.Event) {
 	for x, end := range g.ends {
 		g.told[x] = never
 		mark := "Assignment " + x + " ("
-		for i, e := range events {
+		for _, e := range events {
 			if e.Seq <= end || e.Agent != "lead" {
 				continue
 			}
 			var text string
-			switch p := payloads[i].(type) {
+			switch p := e.p.(type) {
 			case *record.ToolResult:
 				if p.Name == "wait" {
 					text = p.Output

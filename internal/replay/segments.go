@@ -48,14 +48,14 @@ type userInput struct {
 }
 
 // segmentsOf splits a record at its resumed events.
-func segmentsOf(events []record.Event) []segment {
+func segmentsOf(events []event) []segment {
 	segs := []segment{{}}
 	var lastTracked time.Time
 	lastFinished := false // the last event was run_finished
 	fresh := false        // in a resumed segment, before its first tracked event
 	for _, e := range events {
 		cur := &segs[len(segs)-1]
-		p, _ := record.DecodePayload(e) // nil when it does not decode
+		p := e.p
 		switch p := p.(type) {
 		case *record.Resumed:
 			cur.end, cur.finished = p.AfterSeq, lastFinished
