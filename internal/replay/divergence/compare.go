@@ -98,8 +98,9 @@ type eventKey struct {
 	n                      int
 }
 
-// item is one compared event with its payload (a *record.ToolCall,
-// *record.ToolResult or *record.FileDelta), decoded once.
+// item is one event with its payload, decoded once (nil when it does not
+// decode); the compared ones carry a *record.ToolCall, *record.ToolResult
+// or *record.FileDelta.
 type item struct {
 	record.Event
 	p any
@@ -132,10 +133,16 @@ type side struct {
 
 func newSide(dir string, events []record.Event) side {
 	s := side{dir: dir, norm: newNormalizer(dir), events: map[eventKey]item{}, streams: map[streamKey][]int64{},
-		calls: map[[2]string]int64{}, notices: leadNotices(dir, events)}
+		calls: map[[2]string]int64{}}
+	items := make([]item, len(events))
+	for i, e := range events {
+		items[i].Event = e
+		items[i].p, _ = record.DecodePayload(e) // nil when it does not decode
+	}
+	s.notices = leadNotices(dir, items)
 	seen := map[eventKey]int{}
-	for _, e := range events {
-		p, _ := record.DecodePayload(e) // nil when it does not decode
+	for _, it := range items {
+		e, p := it.Event, it.p
 		k := eventKey{agent: e.Agent, typ: e.Type}
 		switch p := p.(type) {
 		case *record.ToolCall:
@@ -155,7 +162,7 @@ func newSide(dir string, events []record.Event) side {
 		}
 		k.n = seen[k] // the n-th event of this key (n is 0 in the lookup)
 		seen[eventKey{agent: k.agent, typ: k.typ, call: k.call, path: k.path}]++
-		s.events[k] = item{e, p}
+		s.events[k] = it
 		s.keys = append(s.keys, k)
 		sk := streamKey{e.Agent, e.Type}
 		s.streams[sk] = append(s.streams[sk], e.Seq)

@@ -65,15 +65,14 @@ func leadWait(agent string, tr record.ToolResult) bool {
 }
 
 // leadNotices is the stream of notices the lead was told, in order.
-func leadNotices(dir string, events []record.Event) []notice {
+func leadNotices(dir string, events []item) []notice {
 	var out []notice
 	for _, e := range events {
 		if e.Agent != "lead" {
 			continue
 		}
 		var text string
-		p, _ := record.DecodePayload(e) // nil when it does not decode
-		switch p := p.(type) {
+		switch p := e.p.(type) {
 		case *record.ToolResult:
 			tr := p
 			if !leadWait(e.Agent, *tr) {
