@@ -71,7 +71,7 @@ func (ss *session) startMCP(ctx context.Context, hold bool) error {
 		Version:   version.Runtime,
 		Hold:      hold,
 		Cite: func(ctx context.Context, source, text string) (string, string) {
-			it, _, err := ss.ev.q.Add(llm.CallerFrom(ctx).Agent, evidence.Item{Kind: record.EvidenceMCP, Source: source,
+			it, _, err := ss.ev.Registry().Add(llm.CallerFrom(ctx).Agent, evidence.Item{Kind: record.EvidenceMCP, Source: source,
 				Span: record.Span{From: 1, To: strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1}, CallID: tool.CallID(ctx)}, text)
 			if err != nil {
 				return "", ""

@@ -21,7 +21,10 @@
 //
 // Live control (pause, cancel, budgets, message delivery) is package live,
 // the read models (show, status, runs) package runview, the task kept in
-// the run package taskstore; the names run re-exports keep callers working.
+// the run package taskstore; what a run starts from (run directory, inputs,
+// --repo) is run/stage, its evidence plane run/evidenceplane, its final gate
+// (check_deliverables, the repair turn, the verdict, apodex verify)
+// run/gate. The names run re-exports keep callers working.
 package run
 
 import (
@@ -40,6 +43,8 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run/evidenceplane"
+	"github.com/apodex/apodex/internal/run/stage"
 	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
@@ -191,8 +196,8 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.InputsDir != "" {
 		c.Inputs = cfg.InputsDir
 	}
-	if err := checkInputs(c.Inputs, cfg.Home); err != nil {
-		return Summary{}, err
+	if err := stage.CheckInputs(c.Inputs, cfg.Home); err != nil {
+		return Summary{}, configErr(err)
 	}
 	home, err := filepath.Abs(cfg.Home)
 	if err != nil {
@@ -200,9 +205,9 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	id := cfg.NewID()
 	dir := filepath.Join(home, "runs", id)
-	fs, err := makeRunDir(dir)
+	fs, err := stage.MakeRunDir(dir)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, configErr(err)
 	}
 	log, err := record.Create(dir, cfg.Clock.Now)
 	if err != nil {
@@ -219,18 +224,19 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 			defer roll.Finish() // on every early return; a no-op after the one below
 		}
 	} else {
-		inputs, err = copyInputs(c.Inputs, fs.Inputs)
+		inputs, err = stage.CopyInputs(c.Inputs, fs.Inputs)
 	}
 	if err != nil {
 		log.Close()
 		os.RemoveAll(dir)
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot copy inputs from %s: %v", c.Inputs, err)}
 	}
-	more, err := copyCorpus(&cfg, c, fs)
+	more, corpus, err := evidenceplane.CopyCorpus(&cfg.CorpusDir, cfg.Home, c, fs)
+	cfg.Evidence.Corpus = cfg.Evidence.Corpus || corpus
 	if err != nil {
 		log.Close()
 		os.RemoveAll(dir)
-		return Summary{}, err
+		return Summary{}, configErr(err)
 	}
 	inputs = append(inputs, more...)
 	cfg.Settings.Repo = nil
@@ -238,7 +244,8 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		if cfg.World != nil {
 			err = &ConfigError{"--repo and --world both set /workspace: pass one"}
 		} else {
-			cfg.Settings.Repo, err = stageRepo(cfg, log, fs.Workspace)
+			cfg.Settings.Repo, err = stage.Repo(stage.RepoOptions{Repo: cfg.Repo, All: cfg.RepoAll, From: cfg.RepoFrom, Home: cfg.Home}, log, fs.Workspace)
+			err = configErr(err)
 		}
 		if err != nil {
 			log.Close()

@@ -15,6 +15,9 @@ import (
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run/evidenceplane"
+	"github.com/apodex/apodex/internal/run/gate"
+	"github.com/apodex/apodex/internal/run/stage"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/sandbox"
@@ -34,7 +37,7 @@ type session struct {
 	plane   *publish.Plane
 	in      *inbox.Inbox
 	kit     *toolkit
-	ev      *evidencePlane
+	ev      *evidenceplane.Plane
 	c       *contract.Contract
 	sbx     record.SandboxSettings
 	warn    *record.Warning
@@ -62,11 +65,16 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		release()
 		return nil, fmt.Errorf("run: message inbox: %w", err)
 	}
-	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, limitsOf(cfg.Limits))
-	ss.sbx, ss.warn = sbx, warn
-	if ss.ev, err = openEvidence(cfg, dir, fs, log); err != nil {
+	allow, err := allowNets(cfg.Settings)
+	if err != nil {
 		release()
 		return nil, err
+	}
+	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, allow, limitsOf(cfg.Limits))
+	ss.sbx, ss.warn = sbx, warn
+	if ss.ev, err = evidenceplane.Open(evidenceplane.Options{Clock: cfg.Clock, Network: cfg.Network, Evidence: cfg.Evidence, EvidenceFrom: cfg.EvidenceFrom, Home: cfg.Home}, dir, fs, log); err != nil {
+		release()
+		return nil, configErr(err)
 	}
 	ss.kit = &toolkit{fs: fs, plane: ss.plane, runner: runner, network: cfg.Network, commandTimeout: durationOf(cfg.CommandTimeout), ev: ss.ev}
 	return ss, nil
@@ -74,7 +82,7 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 
 func (ss *session) close() {
 	ss.kit.hub.Close() // the MCP servers end with the run
-	ss.ev.close()
+	ss.ev.Close()
 	_ = sandbox.Close(ss.kit.runner) // the live sandboxes end with the run
 	// The run's planes, scratch and worktrees are watched no longer.
 	ss.fs.Release()
@@ -85,7 +93,7 @@ func (ss *session) close() {
 // toolNames lists the coordinator's tools, for run_started.
 func (ss *session) toolNames() []string {
 	names := ss.kit.tools("x", ss.fs).With(agent.NewEvicted().Tool()).Names()
-	names = append(names, checkDeliverables)
+	names = append(names, gate.CheckDeliverables)
 	if ss.cfg.Mode == ModeTeam {
 		names = append(names, team.LeadToolNames(ss.cfg.Team.Plan)...)
 	}
@@ -137,7 +145,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if rs != nil {
 		ctl.Replay(rs.st)
 	}
-	ss.ev.noteIndex(log)
+	ss.ev.NoteIndex(log)
 	if err := ss.startMCP(ctx, false); err != nil { // a resume's: a new run's started before run_started
 		return s, err
 	}
@@ -175,14 +183,14 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		spec.Prompt = func(set *tool.Set) string { return base(set) + section }
 	}
 	// The cheap checks before the final gate: a tool, and one repair turn.
-	pc := &precheck{ctl: ctl, plane: ss.plane, log: log, sandboxKind: ss.sbx.Kind, team: tm != nil,
-		env:   verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.q},
-		final: &verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q, Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())}}
+	pc := &gate.Precheck{Ctl: ctl, Plane: ss.plane, Log: log, SandboxKind: ss.sbx.Kind, Team: tm != nil,
+		Env:   verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Evidence: ss.ev.Registry()},
+		Final: &verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.Registry(), Judge: judgeModel(cfg), Deliverables: gate.Deliverables(ctl.Current())}}
 	if rs != nil {
-		pc.repaired = repairGiven(rs.events)
+		pc.Repaired = gate.RepairGiven(rs.events)
 	}
-	spec.Tools = append(spec.Tools, tool.Serial(pc.tool())) // after the writes of its turn
-	spec.Gate = pc.gate(ctx, spec.Gate)
+	spec.Tools = append(spec.Tools, tool.Serial(pc.Tool())) // after the writes of its turn
+	spec.Gate = pc.Gate(ctx, spec.Gate)
 	if soft > 0 {
 		// The salvage call gets a tenth of the soft budget, 5 s to 60 s.
 		fin := min(max(soft/10, 5*time.Second), 60*time.Second)
@@ -207,7 +215,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		}
 	}
 	if !done {
-		out = agent.Run(ctx, ac, taskMessage(ss.c)+ss.ev.taskNote(ss.c))
+		out = agent.Run(ctx, ac, taskMessage(ss.c)+ss.ev.TaskNote(ss.c))
 	}
 	if tm != nil {
 		tm.Shutdown(string(out.Termination))
@@ -237,13 +245,13 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if out.Err != nil {
 		s.Error = out.Err.Error()
 	}
-	conclude(context.WithoutCancel(ctx), &s, ctl.Current(), ss.plane, log,
-		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.q,
-			Judge: judgeModel(cfg), Deliverables: deliverablePaths(ctl.Current())}, pc.kept())
+	settle(&s, gate.Conclude(context.WithoutCancel(ctx), ctl.Current(), ss.plane, log,
+		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.Registry(),
+			Judge: judgeModel(cfg), Deliverables: gate.Deliverables(ctl.Current())}, s.Sandbox, pc.Kept()))
 	if tm != nil {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
-	s.Files, s.FilesOmitted = producedFiles(ss.fs)
+	s.Files, s.FilesOmitted = stage.ProducedFiles(ss.fs)
 	// The kernel's teardown of inotify watches waits out an RCU grace
 	// period (10-20 ms on this machine); done here, it runs while the
 	// record is closed and the summary printed, instead of delaying the

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
+	"net/netip"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
@@ -18,8 +16,6 @@ import (
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/sandbox"
-	"github.com/apodex/apodex/internal/watch"
-	"github.com/apodex/apodex/internal/workspace"
 )
 
 // NewID is a sortable, unique run id: UTC time and 3 random bytes.
@@ -29,51 +25,7 @@ func NewID(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// checkInputs refuses a missing inputs directory, and one that contains the
-// home (the copy would copy itself).
-func checkInputs(dir, home string) error {
-	if dir == "" {
-		return nil
-	}
-	if in, err := filepath.Abs(dir); err == nil {
-		if h, err := filepath.Abs(home); err == nil {
-			in, h = realPath(in), realPath(h)
-			if h == in || strings.HasPrefix(h, in+string(filepath.Separator)) {
-				return &ConfigError{fmt.Sprintf("inputs directory %s contains the runs home %s: pass --home outside the inputs", dir, home)}
-			}
-		}
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return &ConfigError{fmt.Sprintf("inputs directory %s does not exist: pass --inputs an existing directory", dir)}
-	}
-	if !st.IsDir() {
-		return &ConfigError{fmt.Sprintf("inputs %s is not a directory: pass --inputs a directory", dir)}
-	}
-	return nil
-}
-
-func makeRunDir(dir string) (*workspace.FS, error) {
-	// The run directory is private (0700): what commands leave in the
-	// planes is no one else's business on this machine.
-	if err := os.MkdirAll(dir, 0o700); err == nil {
-		_ = os.Chmod(dir, 0o700)
-	}
-	fs := &workspace.FS{
-		Inputs:    filepath.Join(dir, "inputs"),
-		Workspace: filepath.Join(dir, "workspace"),
-		Outputs:   filepath.Join(dir, "outputs"),
-		Watch:     watch.NewSet(), // the run's: its session closes it
-	}
-	for _, d := range []string{fs.Inputs, fs.Workspace, fs.Outputs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, &ConfigError{fmt.Sprintf("cannot create the run directory %s: %v; pass --home (or set APODEX_HOME) to a writable directory", dir, err)}
-		}
-	}
-	return fs, nil
-}
-
-func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (sandbox.Runner, record.SandboxSettings, *record.Warning) {
+func chooseSandbox(kind string, network, hostNetwork bool, allow []netip.Prefix, lim sandbox.Limits) (sandbox.Runner, record.SandboxSettings, *record.Warning) {
 	set := record.SandboxSettings{Kind: "bwrap", Network: network}
 	if network {
 		set.NetworkMode = "outbound"
@@ -100,20 +52,27 @@ func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (
 	// One live sandbox per agent's shape of command (sandbox.Reuse) unless
 	// APODEX_SANDBOX_REUSE=0.
 	set.Reuse = !sandbox.ReuseOff()
-	return sandbox.Reuse(sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork})), set, nil
+	return sandbox.Reuse(sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork, AllowNets: allow})), set, nil
 }
 
-// verifierSandbox is the sandbox verification clauses run in: the kind the
-// run's commands ran under (bwrap or native) where it still works, else
-// the best one here (a verifier needs the planes mapped, which none does
-// not do).
-func verifierSandbox(kind string) (sandbox.Runner, error) {
-	if kind == sandbox.KindBwrap || kind == sandbox.KindNative {
-		if r, err := sandbox.New(kind); err == nil {
-			return r, nil
-		}
+// allowNets reads Settings.NetworkAllow (--network-allow): prefixes, only
+// with --network (outbound), read again from a record as from the flag.
+func allowNets(cfg Settings) ([]netip.Prefix, error) {
+	if len(cfg.NetworkAllow) == 0 {
+		return nil, nil
 	}
-	return sandbox.New(sandbox.KindAuto)
+	if !cfg.Network || cfg.HostNetwork {
+		return nil, &ConfigError{"network_allow (--network-allow) needs --network (outbound; --network host refuses nothing)"}
+	}
+	var out []netip.Prefix
+	for _, v := range cfg.NetworkAllow {
+		p, err := netip.ParsePrefix(v)
+		if err != nil || p.Masked() != p {
+			return nil, &ConfigError{fmt.Sprintf("network_allow %q: not a prefix such as 10.1.2.0/24 or fd00::/64", v)}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func progress(w io.Writer, lg *slog.Logger) func(agent.Step) {
@@ -133,18 +92,6 @@ func progress(w io.Writer, lg *slog.Logger) func(agent.Step) {
 		}
 		fmt.Fprintf(w, "[%s] turn %d %s %s -> %s %s\n", s.Agent, s.Turn, s.Tool, s.Args, mark, s.Output)
 	}
-}
-
-// realPath resolves links in the longest existing prefix of p.
-func realPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	dir, base := filepath.Split(p)
-	if dir == p || dir == "" {
-		return p
-	}
-	return filepath.Join(realPath(filepath.Clean(dir)), base)
 }
 
 // appendEvent records an event; a failure is recorded as a warning.

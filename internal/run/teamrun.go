@@ -30,7 +30,7 @@ func newTeam(ctx context.Context, cfg Config, rt agent.Runtime, kit *toolkit, di
 		}
 	}
 	return team.New(ctx, team.Config{
-		Model: cfg.Model, Log: rt.Log, FS: kit.fs, Evidence: kit.ev.registry(), ProjectInstructions: instructions,
+		Model: cfg.Model, Log: rt.Log, FS: kit.fs, Evidence: kit.ev.Registry(), ProjectInstructions: instructions,
 		Tools:        kit.tools, // recall is added by each subagent's own loop
 		MoreTools:    kit.hub.Names,
 		Release:      func(id, reason string) { kit.plane.Release(id, reason) },
@@ -89,15 +89,4 @@ func synthesisFailed(s *Summary, failures []string) {
 		s.Status, s.Termination = StatusFailed, string(agent.GateFailed)
 		s.Error = "the final gate failed: " + strings.Join(failures, "; ")
 	}
-}
-
-// deliverablePaths are the contract's deliverables, for a rubric's judge.
-func deliverablePaths(c *contract.Contract) []string {
-	var out []string
-	if c != nil {
-		for _, d := range c.Deliverables {
-			out = append(out, d.Path)
-		}
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apodex/apodex/internal/mcp"
 	"github.com/apodex/apodex/internal/publish"
+	"github.com/apodex/apodex/internal/run/evidenceplane"
 	"github.com/apodex/apodex/internal/sandbox"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/tool/builtin"
@@ -21,8 +22,8 @@ type toolkit struct {
 	runner         sandbox.Runner
 	network        bool
 	commandTimeout time.Duration
-	ev             *evidencePlane // nil: no evidence plane (tests)
-	hub            *mcp.Hub       // the run's MCP servers; nil: none
+	ev             *evidenceplane.Plane // nil: no evidence plane (tests)
+	hub            *mcp.Hub             // the run's MCP servers; nil: none
 }
 
 // tools returns agent id's tools acting on fs, a per-agent copy of the
@@ -36,7 +37,7 @@ func (k *toolkit) list(id string, fs *workspace.FS) []tool.Tool {
 	env := builtin.Env{FS: view, Runner: k.runner, Network: k.network, DefaultTimeout: k.commandTimeout, Outputs: k.plane.BashMounts(id)}
 	var evTools []tool.Tool
 	if k.ev != nil {
-		env.Evidence, evTools = k.ev.forAgent(id)
+		env.Evidence, evTools = k.ev.ForAgent(id)
 	}
 	return append(append(append(builtin.Tools(env), evTools...), tool.Serial(publish.ClaimTool(k.plane, id)), tool.FinishTool{}), k.hub.Tools()...)
 }
@@ -53,7 +54,7 @@ func (k *toolkit) readOnly(id string) []tool.Tool {
 	all := builtin.Tools(env)
 	if k.ev != nil {
 		var evTools []tool.Tool
-		env.Evidence, evTools = k.ev.forAgent(id)
+		env.Evidence, evTools = k.ev.ForAgent(id)
 		all = append(builtin.Tools(env), evTools...)
 	}
 	var out []tool.Tool

@@ -1,4 +1,18 @@
-package run
+// Package gate is the final gate of a run (R-CONTRACT): the cheap checks an
+// agent runs with check_deliverables, the one repair turn at its first
+// finish (cheap checks and the contract's costly clauses), the verdict at
+// the end of the run (delivery, deliverable checks, verification clauses
+// in a fresh sandbox) and its rerun on a finished run (apodex verify).
+//
+// Guarantees:
+//   - a finish is refused at most once (a resumed run that had its repair
+//     turn gets none again); every later finish goes to the final gate;
+//   - verification clauses run in a sandbox of the kind the run's commands
+//     ran under where it still works, never without one;
+//   - costly clause results a finish obtained are reused at the end only
+//     when /outputs and /workspace have not changed since;
+//   - every check and clause result is recorded as an event.
+package gate
 
 import (
 	"bufio"
@@ -20,7 +34,7 @@ import (
 	"github.com/apodex/apodex/internal/verify"
 )
 
-// precheck runs the contract's cheap clauses on the deliverables as they
+// Precheck runs the contract's cheap clauses on the deliverables as they
 // stand — the delivery as it would reconcile now, the deliverable checks,
 // the source_alignment clauses and, in a team run, the [K3] citations of
 // the deliverables against the claim ledger — without a sandbox or a
@@ -29,35 +43,37 @@ import (
 // deliverables fail any of them is refused once with the failures (its
 // repair turn), and the next goes to the final gate, which checks
 // everything.
-type precheck struct {
-	ctl   *live.Control
-	plane *publish.Plane
-	env   verify.Env // Inputs, Outputs, Evidence
-	log   *record.Log
-	// final is the final gate's env (Trace, Judge, Deliverables too) and
-	// sandboxKind the run's sandbox; nil final: the costly clauses are
+type Precheck struct {
+	Ctl   *live.Control
+	Plane *publish.Plane
+	Env   verify.Env // Inputs, Outputs, Evidence
+	Log   *record.Log
+	// Final is the final gate's env (Trace, Judge, Deliverables too) and
+	// SandboxKind the run's sandbox; nil Final: the costly clauses are
 	// left to the final gate.
-	final       *verify.Env
-	sandboxKind string
-	// team: only a team's agents state claims; a run without a team has
+	Final       *verify.Env
+	SandboxKind string
+	// Team: only a team's agents state claims; a run without a team has
 	// no ledger to check (and reads no record for it).
-	team bool
+	Team bool
+	// Repaired: the one repair turn was given (set before the agent
+	// runs, from RepairGiven, in a resumed run).
+	Repaired bool
 
-	mu       sync.Mutex
-	repaired bool         // the one repair turn was given
-	last     *verify.Kept // the costly clauses' results at the last finish
+	mu   sync.Mutex
+	last *verify.Kept // the costly clauses' results at the last finish
 }
 
 // run checks the deliverables; it returns how many checks ran and the
 // failures, each with its path (and line where there is one).
-func (p *precheck) run(ctx context.Context) (int, []string) {
-	c := p.ctl.Current()
+func (p *Precheck) run(ctx context.Context) (int, []string) {
+	c := p.Ctl.Current()
 	if c == nil {
 		c = &contract.Contract{}
 	}
 	n := 0
 	var failures []string
-	d := p.plane.Reconcile()
+	d := p.Plane.Reconcile()
 	delivered := map[string]bool{}
 	for _, e := range d.Entries {
 		n++
@@ -73,7 +89,7 @@ func (p *precheck) run(ctx context.Context) (int, []string) {
 		}
 	}
 	if len(c.Deliverables) > 0 {
-		for _, f := range check.Deliverables(c, p.env.Outputs, p.env.Inputs) {
+		for _, f := range check.Deliverables(c, p.Env.Outputs, p.Env.Inputs) {
 			n++
 			if !f.OK {
 				failures = append(failures, fmt.Sprintf("check %s %s: %s", f.Constraint, f.Path, f.Detail))
@@ -86,7 +102,7 @@ func (p *precheck) run(ctx context.Context) (int, []string) {
 			align = append(align, cl)
 		}
 	}
-	for _, r := range verify.RunAll(ctx, p.env, align) {
+	for _, r := range verify.RunAll(ctx, p.Env, align) {
 		n++
 		if r.Passed {
 			continue
@@ -110,11 +126,11 @@ var claimRef = regexp.MustCompile(`\[(K[0-9]+(?:\s*[,;]\s*K[0-9]+)*)\]`)
 // contract's, else the declared paths) against the claim ledger: each
 // must name a claim, and not a refuted one. A run without claims has none
 // to check.
-func (p *precheck) claimCitations(c *contract.Contract, d publish.Delivery) (int, []string) {
-	if p.log == nil || !p.team {
+func (p *Precheck) claimCitations(c *contract.Contract, d publish.Delivery) (int, []string) {
+	if p.Log == nil || !p.Team {
 		return 0, nil
 	}
-	rc, err := record.Read(p.log.Dir())
+	rc, err := record.Read(p.Log.Dir())
 	if err != nil {
 		return 0, nil
 	}
@@ -134,7 +150,7 @@ func (p *precheck) claimCitations(c *contract.Contract, d publish.Delivery) (int
 	n := 0
 	var failures []string
 	for _, pp := range paths {
-		f, err := os.Open(filepath.Join(p.env.Outputs, filepath.FromSlash(strings.TrimPrefix(pp, "/outputs/"))))
+		f, err := os.Open(filepath.Join(p.Env.Outputs, filepath.FromSlash(strings.TrimPrefix(pp, "/outputs/"))))
 		if err != nil {
 			continue
 		}
@@ -170,24 +186,24 @@ func renderPrecheck(n int, failures []string) string {
 	return fmt.Sprintf("%d failure(s) in %d cheap checks; fix each, then check again:\n- %s", len(failures), n, strings.Join(failures, "\n- "))
 }
 
-// checkDeliverables names the precheck's tool.
-const checkDeliverables = "check_deliverables"
+// CheckDeliverables names the precheck's tool.
+const CheckDeliverables = "check_deliverables"
 
-// tool is check_deliverables.
-func (p *precheck) tool() tool.Tool {
-	return tool.Define(checkDeliverables, "Check the deliverables as they stand, as the final gate will: delivery, the contract's deliverable checks, source alignment ([E7] ids exist, each quote is in the evidence of the citation after it) and [K3] citations. Returns each failure with its file:line. Cheap: no sandbox, no model.", 0,
+// Tool is check_deliverables.
+func (p *Precheck) Tool() tool.Tool {
+	return tool.Define(CheckDeliverables, "Check the deliverables as they stand, as the final gate will: delivery, the contract's deliverable checks, source alignment ([E7] ids exist, each quote is in the evidence of the citation after it) and [K3] citations. Returns each failure with its file:line. Cheap: no sandbox, no model.", 0,
 		func(ctx context.Context, _ struct{}) tool.Result {
 			n, failures := p.run(ctx)
-			p.log.Append(record.TypePrecheck, "", record.Precheck{Trigger: record.PrecheckTool, Checks: n, Failures: failures})
+			p.Log.Append(record.TypePrecheck, "", record.Precheck{Trigger: record.PrecheckTool, Checks: n, Failures: failures})
 			return tool.Result{Output: renderPrecheck(n, failures)}
 		})
 }
 
-// gate wraps the agent's finish gate: once next accepts, the first finish
+// Gate wraps the agent's finish gate: once next accepts, the first finish
 // whose deliverables fail the cheap checks or the final gate's costly
 // clauses is refused with the failures; every later one is accepted (the
 // final gate decides).
-func (p *precheck) gate(ctx context.Context, next func(string) error) func(string) error {
+func (p *Precheck) Gate(ctx context.Context, next func(string) error) func(string) error {
 	return func(summary string) error {
 		if next != nil {
 			if err := next(summary); err != nil {
@@ -196,11 +212,11 @@ func (p *precheck) gate(ctx context.Context, next func(string) error) func(strin
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.repaired {
+		if p.Repaired {
 			return nil
 		}
 		n, failures := p.run(ctx)
-		c := p.ctl.Current()
+		c := p.Ctl.Current()
 		if c == nil {
 			c = &contract.Contract{}
 		}
@@ -209,15 +225,15 @@ func (p *precheck) gate(ctx context.Context, next func(string) error) func(strin
 		if len(failures) == 0 {
 			return nil
 		}
-		p.repaired = true
-		p.log.Append(record.TypePrecheck, "", record.Precheck{Trigger: record.PrecheckFinish, Checks: n, Clauses: m, Failures: failures, Refused: true})
+		p.Repaired = true
+		p.Log.Append(record.TypePrecheck, "", record.Precheck{Trigger: record.PrecheckFinish, Checks: n, Clauses: m, Failures: failures, Refused: true})
 		return fmt.Errorf("the final gate would fail: %s\nThis is your one repair turn: fix these, check with check_deliverables, then finish again (the next finish goes to the final gate as it is)", renderPrecheck(n, failures))
 	}
 }
 
-// repairGiven reports whether a resumed run's agent already had its repair
+// RepairGiven reports whether a resumed run's agent already had its repair
 // turn.
-func repairGiven(events []record.Event) bool {
+func RepairGiven(events []record.Event) bool {
 	for _, e := range events {
 		p, _ := record.DecodePayload(e)
 		if pc, ok := p.(*record.Precheck); ok && pc.Refused {

@@ -1,4 +1,17 @@
-package run
+// Package evidenceplane is a run's evidence plane (R-SEARCH): its evidence
+// registry Q (restored from the record on resume, served from the original
+// run's record in a replay), the corpus copied to /inputs/corpus and
+// indexed under <home>/index, and each agent's search and fetch tools.
+//
+// Guarantees:
+//   - every text an agent reads through search, fetch or an MCP tool gets
+//     an evidence id recorded in the run's record, and a resumed run keeps
+//     the ids it had;
+//   - in a replay, fetches of URLs are served from the original run's
+//     evidence, never from the network;
+//   - the corpus never contains the runs home, and never overwrites an
+//     inputs/corpus directory the user's inputs already have.
+package evidenceplane
 
 import (
 	"context"
@@ -7,11 +20,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/apodex/apodex/internal/clock"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/corpus"
 	"github.com/apodex/apodex/internal/evidence"
 	"github.com/apodex/apodex/internal/fetch"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/run/stage"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/tool/builtin"
@@ -21,44 +36,56 @@ import (
 // corpusName is the corpus's directory under /inputs.
 const corpusName = taskstore.CorpusName
 
-// copyCorpus copies the corpus (the flag's, else the contract's) to
-// inputs/corpus and returns its entries for run_started.
-func copyCorpus(cfg *Config, c *contract.Contract, fs *workspace.FS) ([]record.FileEntry, error) {
-	if cfg.CorpusDir == "" {
-		cfg.CorpusDir = c.Corpus
+// Options is what the plane is opened with: the run's Config fields of
+// the same names (package run).
+type Options struct {
+	Clock   clock.Clock
+	Network bool
+	// Evidence: Corpus (the run has a corpus to index) and FetchPrivate.
+	Evidence record.EvidenceSettings
+	// EvidenceFrom, in a replay, is the original run's directory.
+	EvidenceFrom string
+	Home         string // "": <home>/runs/<id> is the run directory's
+}
+
+// CopyCorpus copies the corpus (the flag's, *corpusDir, else the
+// contract's, which then becomes *corpusDir) to inputs/corpus and returns
+// its entries for run_started, and whether there is a corpus.
+func CopyCorpus(corpusDir *string, home string, c *contract.Contract, fs *workspace.FS) ([]record.FileEntry, bool, error) {
+	if *corpusDir == "" {
+		*corpusDir = c.Corpus
 	}
-	src := cfg.CorpusDir
+	src := *corpusDir
 	if src == "" {
-		return nil, nil
+		return nil, false, nil
 	}
-	cfg.Evidence.Corpus = true
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
-		return nil, &ConfigError{fmt.Sprintf("corpus %s is not a directory: pass --corpus (or the task's corpus key) a directory of documents", src)}
+		return nil, true, &stage.ConfigError{Msg: fmt.Sprintf("corpus %s is not a directory: pass --corpus (or the task's corpus key) a directory of documents", src)}
 	}
 	if in, err := filepath.Abs(src); err == nil {
-		if h, err := filepath.Abs(cfg.Home); err == nil {
-			in, h = realPath(in), realPath(h)
+		if h, err := filepath.Abs(home); err == nil {
+			in, h = stage.RealPath(in), stage.RealPath(h)
 			if h == in || strings.HasPrefix(h, in+string(filepath.Separator)) {
-				return nil, &ConfigError{fmt.Sprintf("corpus %s contains the runs home %s: pass --home outside the corpus", src, cfg.Home)}
+				return nil, true, &stage.ConfigError{Msg: fmt.Sprintf("corpus %s contains the runs home %s: pass --home outside the corpus", src, home)}
 			}
 		}
 	}
 	dst := filepath.Join(fs.Inputs, corpusName)
 	if _, err := os.Lstat(dst); err == nil {
-		return nil, &ConfigError{fmt.Sprintf("the inputs already have a %s/ directory, where the corpus %s would go: rename it in the inputs", corpusName, src)}
+		return nil, true, &stage.ConfigError{Msg: fmt.Sprintf("the inputs already have a %s/ directory, where the corpus %s would go: rename it in the inputs", corpusName, src)}
 	}
-	entries, err := copyInputs(src, dst)
+	entries, err := stage.CopyInputs(src, dst)
 	if err != nil {
-		return nil, &ConfigError{fmt.Sprintf("cannot copy the corpus from %s: %v", src, err)}
+		return nil, true, &stage.ConfigError{Msg: fmt.Sprintf("cannot copy the corpus from %s: %v", src, err)}
 	}
 	for i := range entries {
 		entries[i].Path = "/inputs/" + corpusName + entries[i].Path[len("/inputs"):]
 	}
-	return entries, nil
+	return entries, true, nil
 }
 
-// evidencePlane is a run's Q, its corpus index and what fetch may reach.
-type evidencePlane struct {
+// Plane is a run's Q, its corpus index and what fetch may reach.
+type Plane struct {
 	q         *evidence.Registry
 	idx       *corpus.Index // nil: no corpus
 	corpusDir string
@@ -68,10 +95,10 @@ type evidencePlane struct {
 	recorded  *evidence.Registry // a replay's source of URL pages
 }
 
-// openEvidence opens Q (restored from the record when the run has one),
+// Open opens Q (restored from the record when the run has one),
 // and the corpus index, built or reused from <home>/index.
-func openEvidence(cfg Config, dir string, fs *workspace.FS, log *record.Log) (*evidencePlane, error) {
-	p := &evidencePlane{q: evidence.New(log, cfg.Clock.Now), producers: evidence.NewProducers(log), network: cfg.Network,
+func Open(cfg Options, dir string, fs *workspace.FS, log *record.Log) (*Plane, error) {
+	p := &Plane{q: evidence.New(log, cfg.Clock.Now), producers: evidence.NewProducers(log), network: cfg.Network,
 		guard: fetch.Guard{AllowPrivate: cfg.Evidence.FetchPrivate}}
 	if log.Seq() > 0 {
 		c, err := record.Read(dir)
@@ -100,14 +127,14 @@ func openEvidence(cfg Config, dir string, fs *workspace.FS, log *record.Log) (*e
 	}
 	idx, err := corpus.Open(context.Background(), p.corpusDir, filepath.Join(home, "index"))
 	if err != nil {
-		return nil, &ConfigError{fmt.Sprintf("cannot index the corpus: %v", err)}
+		return nil, &stage.ConfigError{Msg: fmt.Sprintf("cannot index the corpus: %v", err)}
 	}
 	p.idx = idx
 	return p, nil
 }
 
-// noteIndex records how the corpus index was obtained.
-func (p *evidencePlane) noteIndex(log *record.Log) {
+// NoteIndex records how the corpus index was obtained.
+func (p *Plane) NoteIndex(log *record.Log) {
 	if p.idx == nil {
 		return
 	}
@@ -116,22 +143,22 @@ func (p *evidencePlane) noteIndex(log *record.Log) {
 		Skipped: in.Skipped, BuildMS: in.Elapsed.Milliseconds(), IndexPath: in.Path})
 }
 
-// forAgent is agent id's evidence hook and its search and fetch tools.
-func (p *evidencePlane) forAgent(id string) (builtin.EvidenceHook, []tool.Tool) {
+// ForAgent is agent id's evidence hook and its search and fetch tools.
+func (p *Plane) ForAgent(id string) (builtin.EvidenceHook, []tool.Tool) {
 	e := &builtin.EvidenceEnv{Q: p.q, Agent: id, Corpus: p.idx, CorpusDir: p.corpusDir, Network: p.network, Guard: p.guard,
 		Recorded: p.recorded, Producers: p.producers}
 	return e, builtin.EvidenceTools(e)
 }
 
-func (p *evidencePlane) close() {
+func (p *Plane) Close() {
 	if p != nil && p.idx != nil {
 		p.idx.Close()
 	}
 }
 
-// recordedQ is the evidence of a finished run, for its verifier; nil when
+// RecordedQ is the evidence of a finished run, for its verifier; nil when
 // the record cannot be read (every citation then fails as unknown).
-func recordedQ(dir string) evidence.Texts {
+func RecordedQ(dir string) evidence.Texts {
 	q, err := evidence.FromRecord(dir)
 	if err != nil {
 		return nil
@@ -139,17 +166,17 @@ func recordedQ(dir string) evidence.Texts {
 	return q
 }
 
-// registry is Q, or nil without an evidence plane.
-func (p *evidencePlane) registry() *evidence.Registry {
+// Registry is Q, or nil without an evidence plane.
+func (p *Plane) Registry() *evidence.Registry {
 	if p == nil {
 		return nil
 	}
 	return p.q
 }
 
-// taskNote tells the agent about the corpus and how citations are checked;
+// TaskNote tells the agent about the corpus and how citations are checked;
 // "" when there is neither.
-func (p *evidencePlane) taskNote(c *contract.Contract) string {
+func (p *Plane) TaskNote(c *contract.Contract) string {
 	var b strings.Builder
 	if p != nil && p.idx != nil {
 		fmt.Fprintf(&b, "\n\nA corpus of %d documents is at /inputs/corpus: find passages with search, read a document with fetch. Every passage, page and input you read gets an evidence id (E1, E2, …); cite what supports a sentence with a marker like [E3] at its end, and put any words you quote from it in double quotes, exactly as the evidence has them.", p.idx.Info.Docs)

@@ -1,12 +1,11 @@
-// Package record is the append-only event log of a run (the replay record),
-// its content-addressed blob store and the catalogue of every event type.
+// Package eventlog is the file behind a run's record: events.jsonl, its
+// hash chain and head, the content-addressed blobs, and the readers,
+// followers and subscribers of the log. It knows the envelope of an event
+// (seq, time, type, agent, prev), never a payload: the event types and
+// their payloads are package record's, whose names for all of this are the
+// ones callers use.
 //
 // Guarantees:
-//   - every event type string and its payload struct are declared in this
-//     package (files events_<domain>.go for each domain), one typed struct
-//     per type, and documented in docs/record.md (tests enforce both);
-//     DecodePayload returns the typed payload, ErrUnknownType for a type
-//     this version does not know;
 //   - events.jsonl holds one JSON object per line with "seq" (1, 2, 3, … with
 //     no gap and no duplicate, also across concurrent writers), "time",
 //     "type" and "agent", in that order, then the event's payload fields at
@@ -26,14 +25,13 @@
 //     (temporary file, fsync, then rename), and referenced as "sha256:<hex>";
 //     ReadBlob reads one back without following a symbolic link (a blob
 //     that is a link to a host file is refused, not read);
-//   - Follow (the subscriber API) yields each event once, in seq order, as
-//     it lands, from another process's writes too, by tailing the file;
-//     Log.Subscribe does the same in the writing process without polling:
-//     Append hands each event to every subscriber in memory, never waiting
-//     for one.
+//   - Follow yields each event once, in seq order, as it lands, from
+//     another process's writes too, by tailing the file; Log.Subscribe
+//     does the same in the writing process without polling: Append hands
+//     each event to every subscriber in memory, never waiting for one.
 //
 // The clock is injected so that a replay can reproduce times exactly.
-package record
+package eventlog
 
 import (
 	"bytes"

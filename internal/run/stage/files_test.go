@@ -1,4 +1,4 @@
-package run
+package stage
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ func TestProducedFilesCapped(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte("r"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, omitted := producedFiles(&workspace.FS{Workspace: ws, Outputs: out})
+	files, omitted := ProducedFiles(&workspace.FS{Workspace: ws, Outputs: out})
 	if len(files) != record.MaxFilesListed || omitted != extra+1 {
 		t.Fatalf("%d files listed, %d omitted; want %d and %d", len(files), omitted, record.MaxFilesListed, extra+1)
 	}

@@ -1,4 +1,4 @@
-package run
+package gate
 
 import (
 	"testing"
@@ -20,7 +20,7 @@ func TestVerifierSandboxFollowsTheRun(t *testing.T) {
 		want[sandbox.KindBwrap] = sandbox.KindBwrap
 	}
 	for kind, w := range want {
-		r, err := verifierSandbox(kind)
+		r, err := Sandbox(kind)
 		if err != nil {
 			t.Fatalf("%q: %v", kind, err)
 		}

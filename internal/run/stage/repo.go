@@ -1,7 +1,8 @@
-package run
+package stage
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,17 +29,26 @@ func (b runBlobs) Get(sha string) ([]byte, error) { return record.ReadBlob(b.dir
 // RepoBlobs reads the file contents of run dir's baseline.
 func RepoBlobs(dir string) repo.Blobs { return runBlobs{dir: dir} }
 
-// stageRepo copies the host tree src into the workspace ws and keeps its
-// baseline (or, in a replay, the baseline of run from) as blobs.
-func stageRepo(cfg Config, log *record.Log, ws string) (*record.RepoSettings, error) {
+// RepoOptions is the host tree a run works on (Config.Repo, RepoAll,
+// RepoFrom and Home of package run).
+type RepoOptions struct {
+	Repo string // the host tree
+	All  bool   // ignored files and .git too
+	From string // in a replay: the original run, whose baseline is staged
+	Home string // the runs home, which the tree must not contain
+}
+
+// Repo copies the host tree cfg.Repo into the workspace ws and keeps its
+// baseline (or, in a replay, the baseline of run cfg.From) as blobs.
+func Repo(cfg RepoOptions, log *record.Log, ws string) (*record.RepoSettings, error) {
 	put := runBlobs{dir: filepath.Dir(ws), log: log}
 	var b *repo.Baseline
-	if cfg.RepoFrom != "" {
-		orig, err := RepoBaseline(cfg.RepoFrom)
+	if cfg.From != "" {
+		orig, err := RepoBaseline(cfg.From)
 		if err != nil {
 			return nil, err
 		}
-		src := RepoBlobs(cfg.RepoFrom)
+		src := RepoBlobs(cfg.From)
 		for _, e := range orig.Files {
 			data, err := src.Get(e.SHA256)
 			if err != nil {
@@ -61,11 +71,11 @@ func stageRepo(cfg Config, log *record.Log, ws string) (*record.RepoSettings, er
 			return nil, &ConfigError{fmt.Sprintf("--repo %s is not a directory: pass the root of the tree to work on", cfg.Repo)}
 		}
 		if h, err := filepath.Abs(cfg.Home); err == nil {
-			if d, h := realPath(dir), realPath(h); h == d || strings.HasPrefix(h, d+string(filepath.Separator)) {
+			if d, h := RealPath(dir), RealPath(h); h == d || strings.HasPrefix(h, d+string(filepath.Separator)) {
 				return nil, &ConfigError{fmt.Sprintf("--repo %s contains the runs home %s: pass --home outside the tree", cfg.Repo, cfg.Home)}
 			}
 		}
-		paths, git, err := repo.List(dir, cfg.RepoAll)
+		paths, git, err := repo.List(dir, cfg.All)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +83,7 @@ func stageRepo(cfg Config, log *record.Log, ws string) (*record.RepoSettings, er
 		if err != nil {
 			return nil, err
 		}
-		b = &repo.Baseline{Dir: dir, Git: git, All: cfg.RepoAll, Files: files}
+		b = &repo.Baseline{Dir: dir, Git: git, All: cfg.All, Files: files}
 	}
 	data, err := json.Marshal(b)
 	if err != nil {
@@ -89,11 +99,21 @@ func stageRepo(cfg Config, log *record.Log, ws string) (*record.RepoSettings, er
 // RepoBaseline reads the baseline of a run on a host tree; a run without
 // one is an error that says so.
 func RepoBaseline(dir string) (*repo.Baseline, error) {
-	rec, err := ReadStarted(dir)
+	first, err := record.First(dir)
 	if err != nil {
 		return nil, err
 	}
-	r := rec.Settings.Repo
+	if first.Type != record.TypeRunStarted {
+		return nil, errors.New("run: the record does not start with run_started")
+	}
+	var rs record.RunStarted
+	if err := first.Decode(&rs); err != nil {
+		return nil, err
+	}
+	var r *record.RepoSettings
+	if rs.Settings != nil {
+		r = rs.Settings.Repo
+	}
 	if r == nil {
 		return nil, &ConfigError{fmt.Sprintf("run %s was not started on a tree (apodex run --repo DIR); its files are in %s", filepath.Base(dir), filepath.Join(dir, "outputs"))}
 	}

@@ -1,4 +1,4 @@
-package run
+package gate
 
 import (
 	"context"
@@ -20,14 +20,14 @@ import (
 // runFinal runs the final gate's costly clauses on the planes as they
 // stand and keeps their results; it returns how many ran and the failures,
 // worded as the final gate words them.
-func (p *precheck) runFinal(ctx context.Context, c *contract.Contract) (int, []string) {
+func (p *Precheck) runFinal(ctx context.Context, c *contract.Contract) (int, []string) {
 	cls := verify.Costly(c)
-	if len(cls) == 0 || p.final == nil {
+	if len(cls) == 0 || p.Final == nil {
 		return 0, nil
 	}
-	env := *p.final
-	env.Deliverables = deliverablePaths(c) // the contract in force now
-	runner, err := verifierSandbox(p.sandboxKind)
+	env := *p.Final
+	env.Deliverables = Deliverables(c) // the contract in force now
+	runner, err := Sandbox(p.SandboxKind)
 	if err != nil && verify.NeedsSandbox(cls) {
 		return 1, []string{"verification: cannot run the verifier without a sandbox: " + err.Error()}
 	}
@@ -44,12 +44,23 @@ func (p *precheck) runFinal(ctx context.Context, c *contract.Contract) (int, []s
 	return len(res), failures
 }
 
-// kept is the final check a finish made, for conclude (nil: none).
-func (p *precheck) kept() *verify.Kept {
+// Kept is the final check a finish made, for Conclude (nil: none).
+func (p *Precheck) Kept() *verify.Kept {
 	if p == nil {
 		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last
+}
+
+// Deliverables are the contract's deliverables, for a rubric's judge.
+func Deliverables(c *contract.Contract) []string {
+	var out []string
+	if c != nil {
+		for _, d := range c.Deliverables {
+			out = append(out, d.Path)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package run
+package gate
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/apodex/apodex/internal/contract/check"
+	"github.com/apodex/apodex/internal/run/evidenceplane"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
@@ -54,11 +55,11 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 		if st.Started != nil {
 			kind = st.Started.Sandbox.Kind
 		}
-		runner, err := verifierSandbox(kind)
+		runner, err := Sandbox(kind)
 		if err != nil && verify.NeedsSandbox(task.Verify) {
 			return rv, err
 		}
-		env.Runner, env.Evidence = runner, recordedQ(dir)
+		env.Runner, env.Evidence = runner, evidenceplane.RecordedQ(dir)
 		rv.Verify = verify.RunAll(ctx, env, task.Verify)
 		for _, r := range rv.Verify {
 			rv.Passed = rv.Passed && r.Passed

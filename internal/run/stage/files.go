@@ -1,4 +1,4 @@
-package run
+package stage
 
 import (
 	"github.com/apodex/apodex/internal/hostfs"
@@ -11,10 +11,10 @@ import (
 	"github.com/apodex/apodex/internal/workspace"
 )
 
-// copyInputs copies the regular files of src into dst and returns them hashed
+// CopyInputs copies the regular files of src into dst and returns them hashed
 // by plane path. Symlinks and special files are not followed: a link could
 // point anywhere on the host, and inputs must be a closed, rebuildable state.
-func copyInputs(src, dst string) ([]record.FileEntry, error) {
+func CopyInputs(src, dst string) ([]record.FileEntry, error) {
 	entries := []record.FileEntry{}
 	if src == "" {
 		return entries, nil
@@ -51,10 +51,10 @@ func copyInputs(src, dst string) ([]record.FileEntry, error) {
 	return entries, err
 }
 
-// producedFiles lists the regular files in /workspace and /outputs at the end
+// ProducedFiles lists the regular files in /workspace and /outputs at the end
 // of the run, hashed: the first record.MaxFilesListed of them (/outputs
 // first), and how many more there were (counted, not hashed).
-func producedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
+func ProducedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
 	files := []record.FileEntry{}
 	omitted := 0
 	for _, root := range []struct{ plane, host string }{{"/outputs", ws.Outputs}, {"/workspace", ws.Workspace}} { // deliverables first
