@@ -335,3 +335,51 @@ func TestBundledSuitesLoad(t *testing.T) {
 		}
 	}
 }
+
+// F12 with a rewrite in place: a stored file rewritten at the same size
+// (same inode, same directory: only its stat tells) lets the rollout
+// start, since its files' stats are checked while the first commands run,
+// but its result is refused: not completed, not trainable, and the record
+// says why, naming the file.
+func TestRunWorldRefusesAStoreFileRewrittenInPlace(t *testing.T) {
+	runtest.NeedSandbox(t)
+	home := t.TempDir()
+	id := genIDs(t, home, "file", "--seed", "3", "--level", "1")[0]
+	w, err := world.NewStore(home).Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(w.Dir, "tests", "expected.txt")
+	old, err := os.ReadFile(p)
+	if err != nil || len(old) == 0 {
+		t.Fatalf("the world's expected total: %v", err)
+	}
+	os.Chmod(p, 0o644)
+	f, err := os.OpenFile(p, os.O_WRONLY, 0) // in place: no new inode, no directory change
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{old[0] ^ 1})
+	f.Close()
+	os.Chmod(p, 0o444)
+	script := filepath.Join(t.TempDir(), "script.json")
+	os.WriteFile(script, []byte(`{"turns": [
+	 {"calls": [{"name": "claim_outputs", "args": {"paths": ["/outputs/total.txt"]}},
+	            {"name": "bash", "args": {"command": "awk -F, 'NR>1 {s+=$3} END {printf \"%.2f\\n\", s}' /inputs/orders.csv > /outputs/total.txt"}}]},
+	 {"calls": [{"name": "finish", "args": {"summary": "summed"}}]}]}`), 0o644)
+	code, stdout, stderr := cli(t, "run", "--home", home, "--world", id, "--provider", "scripted", "--script", script, "--json", "--quiet")
+	if code == 0 {
+		t.Fatalf("run --world of a world rewritten in place succeeded\n%s\n%s", stdout, stderr)
+	}
+	s := decodeSummary(t, stdout)
+	if s.Trainable || s.Status == "completed" || !strings.Contains(strings.Join(s.Failures, "; "), "tests/expected.txt is not the file stored") {
+		t.Errorf("the rollout's result counts: status %s, trainable %v, failures %q", s.Status, s.Trainable, s.Failures)
+	}
+	found := false
+	for _, wn := range decodeAll[record.Warning](t, runtest.Events(t, onlyRun(t, home)), record.TypeWarning) {
+		found = found || wn.Code == "world_changed" && strings.Contains(wn.Message, "tests/expected.txt")
+	}
+	if !found {
+		t.Error("the record does not say the world was changed")
+	}
+}

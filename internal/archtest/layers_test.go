@@ -89,7 +89,7 @@ var outside = []struct {
 	{"go.opentelemetry.io/otel", []string{"internal/otel"}},
 	{"codeberg.org/readeck/go-readability/v2", []string{"internal/readable"}},
 	{"golang.org/x/net", []string{"internal/readable"}},
-	{"golang.org/x/sys", []string{"internal/hostfs", "internal/sandbox/limits", "internal/sandbox/netns", "internal/sandbox/native", "internal/sandbox/live/server", "internal/watch", "internal/worktree"}},
+	{"golang.org/x/sys", []string{"internal/hostfs", "internal/sandbox/limits", "internal/sandbox/netns", "internal/sandbox/native", "internal/sandbox/live/server", "internal/watch", "internal/world", "internal/worktree"}},
 }
 
 // importGraph is every package of the module with its imports (not its

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -49,72 +50,54 @@ func scoreRun(dir string, reflected []bool) (Score, error) {
 		finished  bool
 	)
 	for _, e := range c.Events {
-		switch e.Type {
-		case record.TypeRunStarted:
-			e.Decode(&started)
-		case record.TypeContract:
+		v, err := record.DecodePayload(e)
+		if err != nil {
+			continue // a type this version does not know, or a payload that does not decode
+		}
+		switch p := v.(type) {
+		case *record.RunStarted:
+			started = *p
+		case *record.Contract:
 			var ce struct {
-				Contract struct {
-					Deliverables []struct {
-						Path string `json:"path"`
-					} `json:"deliverables"`
-				} `json:"contract"`
+				Deliverables []struct {
+					Path string `json:"path"`
+				} `json:"deliverables"`
 			}
-			e.Decode(&ce)
+			json.Unmarshal(p.Contract, &ce)
 			declared = declared[:0]
-			for _, d := range ce.Contract.Deliverables {
+			for _, d := range ce.Deliverables {
 				declared = append(declared, d.Path)
 			}
-		case record.TypeToolCall:
-			var tc record.ToolCall
-			if e.Decode(&tc) == nil {
-				tc.CallID = e.Agent + "/" + tc.CallID
-				calls = append(calls, tc)
-			}
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if e.Decode(&tr) == nil {
-				results[e.Agent+"/"+tr.CallID] = tr
-			}
-		case record.TypeFileDelta:
-			var fd record.FileDelta
-			if e.Decode(&fd) == nil && fd.After != "" {
-				produced[fd.Path] = true
-				texts[fd.Path] = fd.Content
-				if fd.Content == "" && fd.ContentRef != "" {
-					if b, err := record.ReadBlob(dir, fd.ContentRef); err == nil && len(b) <= 1<<20 {
-						texts[fd.Path] = string(b)
+		case *record.ToolCall:
+			tc := *p
+			tc.CallID = e.Agent + "/" + tc.CallID
+			calls = append(calls, tc)
+		case *record.ToolResult:
+			results[e.Agent+"/"+p.CallID] = *p
+		case *record.FileDelta:
+			if p.After != "" {
+				produced[p.Path] = true
+				texts[p.Path] = p.Content
+				if p.Content == "" && p.ContentRef != "" {
+					if b, err := record.ReadBlob(dir, p.ContentRef); err == nil && len(b) <= 1<<20 {
+						texts[p.Path] = string(b)
 					}
 				}
 			}
-		case record.TypeDelivery:
-			var d struct {
-				Entries []struct {
-					Path   string `json:"path"`
-					Status string `json:"status"`
-				} `json:"entries"`
-			}
-			e.Decode(&d)
-			for _, en := range d.Entries {
+		case *record.Delivery:
+			for _, en := range p.Entries {
 				if en.Status == "delivered" {
 					delivered[en.Path] = true
 				}
 			}
-		case record.TypeVerification:
-			var v struct {
-				Passed bool `json:"passed"`
-			}
-			e.Decode(&v)
+		case *record.Verification:
 			verified = true
-			failed = failed || !v.Passed
-		case record.TypeRunFinished:
-			var f record.RunFinished
-			if e.Decode(&f) == nil {
-				finished = true
-				s.Tokens, s.ToolCalls = f.Usage.TotalTokens, f.ToolCalls
-				s.WallS = float64(f.DurationMS) / 1000
-				failed = failed || f.Status != "completed"
-			}
+			failed = failed || !p.Passed
+		case *record.RunFinished:
+			finished = true
+			s.Tokens, s.ToolCalls = p.Usage.TotalTokens, p.ToolCalls
+			s.WallS = float64(p.DurationMS) / 1000
+			failed = failed || p.Status != "completed"
 		}
 	}
 	if finished && verified && !failed {

@@ -33,12 +33,15 @@ func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
 	deltas := map[callKey][]record.FileDelta{}
 	var order []string
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeMCPServer:
-			var ev record.MCPServer
-			if err := e.Decode(&ev); err != nil {
-				return nil, err
-			}
+		p, err := record.DecodePayload(e)
+		if errors.Is(err, record.ErrUnknownType) {
+			continue // written by a newer apodex: nothing this hub serves
+		} else if err != nil {
+			return nil, err
+		}
+		switch p := p.(type) {
+		case *record.MCPServer:
+			ev := *p
 			s := byName[ev.Name]
 			if s == nil {
 				s = &server{cfg: config.MCPServer{Name: ev.Name, Command: ev.Command, Args: ev.Args, URL: ev.URL, Network: ev.Network, Planes: ev.Planes, Writable: ev.Writable},
@@ -69,18 +72,11 @@ func Recorded(dir string, events []record.Event, env Env) (*Hub, error) {
 					s.tools = append(s.tools, t)
 				}
 			}
-		case record.TypeFileDelta: // before its call's result
-			var fd record.FileDelta
-			if err := e.Decode(&fd); err != nil {
-				return nil, err
-			}
-			k := callKey{e.Agent, fd.CallID}
-			deltas[k] = append(deltas[k], fd)
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if err := e.Decode(&tr); err != nil {
-				return nil, err
-			}
+		case *record.FileDelta: // before its call's result
+			k := callKey{e.Agent, p.CallID}
+			deltas[k] = append(deltas[k], *p)
+		case *record.ToolResult:
+			tr := *p
 			if tr.Meta == nil || tr.Meta.MCP == nil {
 				continue
 			}

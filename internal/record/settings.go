@@ -37,6 +37,10 @@ type RunSettings struct {
 	// shares the host's (loopback included).
 	Network     bool `json:"network"`
 	HostNetwork bool `json:"host_network,omitempty"`
+	// NetworkAllow are prefixes (CIDR) an outbound sandbox may reach
+	// although they are private, link-local or otherwise refused
+	// (--network-allow).
+	NetworkAllow []string `json:"network_allow,omitempty"`
 	// Limits bound every sandboxed command.
 	Limits LimitSettings `json:"limits,omitzero"`
 	// CommandTimeout is bash's default timeout (0: 120 s); ScratchQuota
@@ -92,6 +96,9 @@ type LimitSettings struct {
 	TmpSize        int64 `json:"tmp_size,omitempty"`
 	WorkspaceQuota int64 `json:"workspace_quota,omitempty"`
 	WorkspaceFiles int64 `json:"workspace_files,omitempty"`
+	// WorkspaceShare is the most one command adds to /workspace, its quota
+	// being a hard bound (--workspace-share); -1: measured instead.
+	WorkspaceShare int64 `json:"workspace_share,omitempty"`
 }
 
 // EvidenceSettings is how the run's evidence plane was set up.

@@ -74,14 +74,9 @@ type verdictCall struct {
 }
 
 // verdict notes a verdict event.
-func (b *convBuilder) verdict(e record.Event) {
-	var v struct {
-		Claim string `json:"claim"`
-		verdictCall
-	}
-	if e.Decode(&v) == nil {
-		b.verdicts = append(b.verdicts, verdictEvent{agent: e.Agent, claim: v.Claim, call: v.verdictCall})
-	}
+func (b *convBuilder) verdict(agent string, v *record.Verdict) {
+	call := verdictCall{Verdict: v.Verdict, Location: v.Location, Repair: v.Repair, Reason: v.Reason, Checks: v.Checks}
+	b.verdicts = append(b.verdicts, verdictEvent{agent: agent, claim: v.Claim, call: call})
 }
 
 // pairVerdicts gives each loop of an id that several loops shared at once,
@@ -136,14 +131,7 @@ func newConvBuilder(m *replayModel) *convBuilder {
 }
 
 // request notes an agent's model_request.
-func (b *convBuilder) request(e record.Event) {
-	var mq struct {
-		Turn     int               `json:"turn"`
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if e.Decode(&mq) != nil {
-		return
-	}
+func (b *convBuilder) request(e record.Event, mq *record.ModelRequest) {
 	if mq.Turn <= 1 {
 		o := opening{seq: e.Seq}
 		for _, raw := range mq.Messages {

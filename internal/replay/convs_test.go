@@ -18,8 +18,13 @@ func TestConversationsUnderOneID(t *testing.T) {
 	seq := int64(0)
 	request := func(turn int, msgs string) {
 		seq++
-		b.request(record.Event{Seq: seq, Type: record.TypeModelRequest, Agent: "verifier",
-			Raw: []byte(fmt.Sprintf(`{"seq":%d,"type":"model_request","agent":"verifier","turn":%d,"messages":[%s]}`, seq, turn, msgs))})
+		e := record.Event{Seq: seq, Type: record.TypeModelRequest, Agent: "verifier",
+			Raw: []byte(fmt.Sprintf(`{"seq":%d,"type":"model_request","agent":"verifier","turn":%d,"messages":[%s]}`, seq, turn, msgs))}
+		mq, ok := record.As[record.ModelRequest](e)
+		if !ok {
+			t.Fatalf("request %d does not decode", seq)
+		}
+		b.request(e, mq)
 	}
 	reply := func(turn int, id, text string) {
 		seq++

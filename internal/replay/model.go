@@ -80,7 +80,7 @@ type storedMessage struct {
 }
 
 // newReplayModel reads the replies out of the original record.
-func newReplayModel(dir string, events []record.Event, st run.Settings, gate *orderGate) (*replayModel, error) {
+func newReplayModel(dir string, events []event, st run.Settings, gate *orderGate) (*replayModel, error) {
 	m := &replayModel{dir: dir,
 		finals: map[string][]llm.Response{}, nextFinal: map[string]int{}, modelErrs: map[string]string{},
 		stopped: stoppedAgents(events, st, gate.wait), gate: gate}
@@ -88,19 +88,15 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 	finalizing := map[string]bool{}
 	turnsSoFar := map[string]int{}
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeObservation:
-			var o record.Observation
-			if e.Decode(&o) == nil && o.Kind == "finalize" {
+		switch p := e.p.(type) {
+		case *record.Observation:
+			if p.Kind == "finalize" {
 				finalizing[e.Agent] = true
 			}
-		case record.TypeModelRequest:
-			convs.request(e)
-		case record.TypeModelResponse:
-			var mr record.ModelResponse
-			if err := e.Decode(&mr); err != nil {
-				return nil, err
-			}
+		case *record.ModelRequest:
+			convs.request(e.Event, p)
+		case *record.ModelResponse:
+			mr := *p
 			if mr.Purpose == record.PurposeSummary || mr.Purpose == record.PurposeVerify {
 				continue // answered from the compaction and verdict events
 			}
@@ -118,24 +114,16 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 			}
 			convs.turn(e.Agent, mr.Turn, recordedTurn{seq: e.Seq, resp: resp})
 			delete(m.modelErrs, e.Agent)
-		case record.TypeModelError:
-			var me record.ModelError
-			if e.Decode(&me) == nil {
-				m.modelErrs[e.Agent] = me.Error
-				convs.answered(e.Agent, me.Turn)
+		case *record.ModelError:
+			m.modelErrs[e.Agent] = p.Error
+			convs.answered(e.Agent, p.Turn)
+		case *record.Compaction:
+			if p.Summarized != nil {
+				m.summaries = append(m.summaries, recordedSummary{seq: e.Seq, agent: e.Agent, turn: turnsSoFar[e.Agent], text: p.Summarized.Summary})
 			}
-		case record.TypeCompaction:
-			var c record.Compaction
-			if e.Decode(&c) == nil && c.Summarized != nil {
-				m.summaries = append(m.summaries, recordedSummary{seq: e.Seq, agent: e.Agent, turn: turnsSoFar[e.Agent], text: c.Summarized.Summary})
-			}
-		case record.TypeVerdict:
-			var v record.Verdict
-			if err := e.Decode(&v); err != nil {
-				return nil, err
-			}
-			m.verdicts = append(m.verdicts, recordedVerdict{seq: e.Seq, v: v})
-			convs.verdict(e)
+		case *record.Verdict:
+			m.verdicts = append(m.verdicts, recordedVerdict{seq: e.Seq, v: *p})
+			convs.verdict(e.Agent, p)
 		}
 	}
 	convs.pairVerdicts()
@@ -147,7 +135,7 @@ func newReplayModel(dir string, events []record.Event, st run.Settings, gate *or
 // they worked, and how long a replay waits for the same stop: the run's
 // limit (soft deadline, timeout, a subagent's time budget) and then some,
 // or the order wait for a subagent cancelled when the lead ended.
-func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) map[string]time.Duration {
+func stoppedAgents(events []event, st run.Settings, wait time.Duration) map[string]time.Duration {
 	limit := max(st.SoftDeadline, st.Timeout, st.Team.SubTimeout).D() + wait
 	out := map[string]time.Duration{}
 	byClock := func(reason string) bool {
@@ -160,10 +148,10 @@ func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) m
 	}
 	coordinator := "main"
 	for _, e := range events {
-		switch e.Type {
-		case record.TypeAssignment:
-			var a struct{ State, Reason string }
-			if e.Decode(&a) != nil || e.Agent == "lead" {
+		switch p := e.p.(type) {
+		case *record.Assignment:
+			a := p
+			if e.Agent == "lead" {
 				continue
 			}
 			switch {
@@ -172,14 +160,13 @@ func stoppedAgents(events []record.Event, st run.Settings, wait time.Duration) m
 			case a.State == record.AssignmentCancelled && strings.Contains(a.Reason, record.ReasonLeadDone):
 				out[e.Agent] = wait
 			}
-		case record.TypeModelResponse:
+		case *record.ModelResponse:
 			if e.Agent == "lead" {
 				coordinator = "lead"
 			}
-		case record.TypeRunFinished:
-			var rf record.RunFinished
+		case *record.RunFinished:
+			rf := p
 			switch {
-			case e.Decode(&rf) != nil:
 			case byClock(rf.Termination):
 				out[coordinator] = limit
 			case rf.Termination == "cancelled": // the replay delivers the same cancel

@@ -16,8 +16,9 @@ import (
 	"github.com/apodex/apodex/internal/record"
 )
 
-// ordered are the event types whose order across agents a replay keeps:
-// the turns, the tool results and file changes (which carry the effects one
+// A stream is what an agent's events count under (keysOf). The ordered
+// streams (the first four) are the events whose order across agents a
+// replay keeps: the turns, the tool results and file changes (which carry the effects one
 // agent can see of another), and assignment state changes. Left out: what
 // the replay cannot or need not reproduce (user messages and controls,
 // retries, warnings, wall-clock observations such as wrap-up notices,
@@ -25,19 +26,34 @@ import (
 // mutations, leases taken, verdicts), and what a subagent does after its
 // last step (lease release, merge and its file changes, report), where the
 // gate holds it: waiting for those could wait for itself.
-var ordered = map[string]bool{
-	record.TypeModelResponse: true, record.TypeToolResult: true, record.TypeFileDelta: true,
-	record.TypeAssignment: true,
+type stream uint8
+
+const (
+	streamResponse   stream = iota // model_response (a turn; not a summary or verifier reply)
+	streamResult                   // tool_result
+	streamDelta                    // file_delta (not a merge's)
+	streamAssignment               // assignment
+	streamRequest                  // model_request: the agent has taken its notices and messages for the turn
+	streamCall                     // tool_call: a call has started (a control or a stop may cut it)
+	// Finer streams for what decides which notices the lead reads
+	// together: its wait results and its notice observations.
+	streamWait
+	streamNotices
+)
+
+// ordered reports a stream whose order across agents a replay keeps.
+func (s stream) ordered() bool { return s <= streamAssignment }
+
+// String names the stream as a replay's note does.
+func (s stream) String() string {
+	return [...]string{record.TypeModelResponse, record.TypeToolResult, record.TypeFileDelta, record.TypeAssignment,
+		record.TypeModelRequest, record.TypeToolCall, record.TypeToolResult + ":wait", record.TypeObservation + ":assignments"}[s]
 }
 
-type orderKey struct{ agent, typ string }
-
-// Finer keys for what decides which notices the lead reads together: its
-// wait results and its notice observations.
-const (
-	keyWait    = record.TypeToolResult + ":wait"
-	keyNotices = record.TypeObservation + ":assignments"
-)
+type orderKey struct {
+	agent string
+	s     stream
+}
 
 // orderGate holds agents back until the replay's record has caught up with
 // the original's, at three points of an agent's loop:
@@ -72,26 +88,30 @@ type orderGate struct {
 	broken bool // the order could not be kept once: no longer enforced
 }
 
-func newOrderGate(events []record.Event, replayDir string, wait time.Duration) *orderGate {
+func newOrderGate(events []event, replayDir string, wait time.Duration) *orderGate {
 	g := &orderGate{wait: wait, want: map[orderKey][]int64{}, have: map[orderKey]int{},
 		boundary: map[string][]int64{}, ends: map[string]int64{}, told: map[string]int64{}, done: map[string]int{},
 		path: filepath.Join(replayDir, record.EventsFile)}
 	open := map[string]int{} // agent -> index of its last tool result, while its next event is unknown
 	for _, e := range events {
-		for _, k := range keysOf(e.Type, e.Agent, e.Raw) {
+		p := e.p
+		for _, k := range keysOf(p, e.Agent) {
 			g.want[k] = append(g.want[k], e.Seq)
 		}
-		if i, ok := open[e.Agent]; ok && e.Type != record.TypeFileDelta {
-			if e.Type != record.TypeToolResult { // the turn's results are all in
-				g.boundary[e.Agent][i] = e.Seq
+		_, result := p.(*record.ToolResult)
+		if i, ok := open[e.Agent]; ok {
+			if _, delta := p.(*record.FileDelta); !delta {
+				if !result { // the turn's results are all in
+					g.boundary[e.Agent][i] = e.Seq
+				}
+				delete(open, e.Agent)
 			}
-			delete(open, e.Agent)
 		}
-		switch e.Type {
-		case record.TypeToolResult:
+		switch p.(type) {
+		case *record.ToolResult:
 			g.boundary[e.Agent] = append(g.boundary[e.Agent], 0)
 			open[e.Agent] = len(g.boundary[e.Agent]) - 1
-		case record.TypeAssignment:
+		case *record.Assignment:
 			if e.Agent != "lead" {
 				g.ends[e.Agent] = e.Seq
 			}
@@ -110,17 +130,20 @@ func newOrderGate(events []record.Event, replayDir string, wait time.Duration) *
 // collection, although the request may be recorded after the end: so the
 // subagent's end must wait for that request (see step), and the lead must
 // not wait for that end before its collection.
-func (g *orderGate) notices(events []record.Event) {
+func (g *orderGate) notices(events []event) {
 	lastStep := map[string]int64{}
 	for _, e := range events {
-		if e.Type == record.TypeToolResult {
+		if _, ok := e.p.(*record.ToolResult); ok {
 			lastStep[e.Agent] = e.Seq
 		}
 	}
 	endStart := map[string]int64{} // subagent -> first event of its end: its report, or its last state
 	for _, e := range events {
-		if _, sub := g.ends[e.Agent]; sub && endStart[e.Agent] == 0 && e.Seq > lastStep[e.Agent] &&
-			(e.Type == record.TypeReport || e.Type == record.TypeAssignment) {
+		if _, sub := g.ends[e.Agent]; !sub || endStart[e.Agent] != 0 || e.Seq <= lastStep[e.Agent] {
+			continue
+		}
+		switch e.p.(type) {
+		case *record.Report, *record.Assignment:
 			endStart[e.Agent] = e.Seq
 		}
 	}
@@ -133,16 +156,14 @@ func (g *orderGate) notices(events []record.Event) {
 				continue
 			}
 			var text string
-			switch e.Type {
-			case record.TypeToolResult:
-				var tr record.ToolResult
-				if e.Decode(&tr) == nil && tr.Name == "wait" {
-					text = tr.Output
+			switch p := e.p.(type) {
+			case *record.ToolResult:
+				if p.Name == "wait" {
+					text = p.Output
 				}
-			case record.TypeObservation:
-				var o record.Observation
-				if e.Decode(&o) == nil && o.Kind == "assignments" {
-					text = o.Text
+			case *record.Observation:
+				if p.Kind == "assignments" {
+					text = p.Text
 				}
 			}
 			if strings.HasPrefix(text, mark) || strings.Contains(text, "\n"+mark) {
@@ -160,49 +181,51 @@ func (g *orderGate) notices(events []record.Event) {
 	}
 }
 
-// keysOf are the keys an event counts under.
-func keysOf(typ, agent string, line []byte) []orderKey {
-	var ks []orderKey
-	head := line[:min(len(line), 512)]
-	if ordered[typ] && !runtimeCall(typ, head) {
-		if id, _ := field(head, `,"call_id":`); typ != record.TypeFileDelta || !strings.HasPrefix(id, "merge:") {
-			ks = append(ks, orderKey{agent, typ})
+// keysOf are the keys an event of payload p counts under.
+func keysOf(p any, agent string) []orderKey {
+	var ks []stream
+	switch p := p.(type) {
+	case *record.ModelResponse:
+		// A summary or verifier reply is not a turn, and absent from
+		// records of earlier versions, so it orders nothing.
+		if p.Purpose != record.PurposeSummary && p.Purpose != record.PurposeVerify {
+			ks = append(ks, streamResponse)
+		}
+	case *record.ToolResult:
+		ks = append(ks, streamResult)
+		if p.Name == "wait" {
+			ks = append(ks, streamWait)
+		}
+	case *record.FileDelta:
+		if !strings.HasPrefix(p.CallID, "merge:") {
+			ks = append(ks, streamDelta)
+		}
+	case *record.Assignment:
+		ks = append(ks, streamAssignment)
+	case *record.ModelRequest:
+		ks = append(ks, streamRequest)
+	case *record.ToolCall:
+		ks = append(ks, streamCall)
+	case *record.Observation:
+		if p.Kind == "assignments" {
+			ks = append(ks, streamNotices)
 		}
 	}
-	switch typ {
-	case record.TypeModelRequest, // the agent has taken its notices and messages for the turn
-		record.TypeToolCall: // a call has started (a control or a stop may cut it)
-		ks = append(ks, orderKey{agent, typ})
-	case record.TypeToolResult:
-		if name, _ := field(head, `,"name":`); name == "wait" {
-			ks = append(ks, orderKey{agent, keyWait})
-		}
-	case record.TypeObservation:
-		if kind, _ := field(head, `,"kind":`); kind == "assignments" {
-			ks = append(ks, orderKey{agent, keyNotices})
-		}
+	out := make([]orderKey, len(ks))
+	for i, st := range ks {
+		out[i] = orderKey{agent, st}
 	}
-	return ks
-}
-
-// runtimeCall reports a summary or verifier reply: not a turn, and absent
-// from records of earlier versions, so it orders nothing.
-func runtimeCall(typ string, head []byte) bool {
-	if typ != record.TypeModelResponse {
-		return false
-	}
-	p, _ := field(head, `,"purpose":`)
-	return p == record.PurposeSummary || p == record.PurposeVerify
+	return out
 }
 
 // turnKeys are what a turn waits for: every ordered event.
-func turnKeys(k orderKey) bool { return ordered[k.typ] }
+func turnKeys(k orderKey) bool { return k.s.ordered() }
 
 // othersKeys are what an agent between turns waits for: the others'
 // ordered events and notice collections.
 func othersKeys(self string) func(orderKey) bool {
 	return func(k orderKey) bool {
-		return k.agent != self && (ordered[k.typ] || k.typ == keyNotices)
+		return k.agent != self && (k.s.ordered() || k.s == streamNotices)
 	}
 }
 
@@ -211,10 +234,10 @@ func othersKeys(self string) func(orderKey) bool {
 // wait results and notice observations).
 func endKeys(self string) func(orderKey) bool {
 	return func(k orderKey) bool {
-		switch k.typ {
-		case record.TypeAssignment:
+		switch k.s {
+		case streamAssignment:
 			return k.agent != self
-		case keyWait, keyNotices, record.TypeModelRequest:
+		case streamWait, streamNotices, streamRequest:
 			return k.agent == "lead"
 		}
 		return false
@@ -222,7 +245,7 @@ func endKeys(self string) func(orderKey) bool {
 }
 
 // leadRequests are the lead's requests (each marks a collection of notices).
-func leadRequests(k orderKey) bool { return k.agent == "lead" && k.typ == record.TypeModelRequest }
+func leadRequests(k orderKey) bool { return k.agent == "lead" && k.s == streamRequest }
 
 // step is called after each tool result of agent in the replay (by the
 // agent's own goroutine, before it goes on).
@@ -300,7 +323,7 @@ func (g *orderGate) lagging(seq int64, keys func(orderKey) bool) string {
 		}
 		need := sort.Search(len(seqs), func(i int) bool { return seqs[i] >= seq })
 		if g.have[k] < need {
-			return fmt.Sprintf("%s event %d of %s (seq %d)", k.typ, g.have[k]+1, agentName(k.agent), seqs[g.have[k]])
+			return fmt.Sprintf("%s event %d of %s (seq %d)", k.s, g.have[k]+1, agentName(k.agent), seqs[g.have[k]])
 		}
 	}
 	return ""
@@ -333,7 +356,8 @@ func (g *orderGate) refresh() {
 			break
 		}
 		if typ, agent, ok := envelope(rest[:i]); ok {
-			for _, k := range keysOf(typ, agent, rest[:i]) {
+			p, _ := record.DecodePayload(record.Event{Type: typ, Agent: agent, Raw: rest[:i]})
+			for _, k := range keysOf(p, agent) {
 				g.have[k]++
 			}
 		}
@@ -375,7 +399,7 @@ func (g *orderGate) cut(n int) error {
 	g.refresh()
 	g.done = map[string]int{} // the steps kept: one per tool result
 	for k, n := range g.have {
-		if k.typ == record.TypeToolResult {
+		if k.s == streamResult {
 			g.done[k.agent] = n
 		}
 	}

@@ -110,10 +110,13 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	}
 	rep.Events = len(c.Events)
 	proj := runstate.New()
-	for _, e := range c.Events {
+	evs := make([]event, len(c.Events)) // each with its payload, decoded once for the folds below
+	for i, e := range c.Events {
 		if err := proj.Apply(e); err != nil {
 			return rep, err
 		}
+		evs[i].Event = e
+		evs[i].p, _ = record.DecodePayload(e) // it decodes: Apply took it
 	}
 	if len(proj.Unknown) > 0 {
 		u := proj.Unknown[0]
@@ -154,9 +157,9 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	if wait <= 0 {
 		wait = 10 * time.Second
 	}
-	gate := newOrderGate(c.Events, replayDir, wait)
+	gate := newOrderGate(evs, replayDir, wait)
 	defer gate.close()
-	model, err := newReplayModel(dir, c.Events, st, gate)
+	model, err := newReplayModel(dir, evs, st, gate)
 	if err != nil {
 		return rep, err
 	}
@@ -164,7 +167,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	cfg.Contract = replayContract(proj, cfg.Objective)
 	cfg.NewID = func() string { return rep.RunID } // the same id: only the home differs
 	cfg.Progress = stepWriter{gate: gate, next: rc.Progress, notes: model.note}
-	if err := playSegments(ctx, segmentsOf(c.Events), cfg, replayDir, gate, model); err != nil {
+	if err := playSegments(ctx, segmentsOf(evs), cfg, replayDir, gate, model); err != nil {
 		return rep, fmt.Errorf("run: replay: %w", err)
 	}
 	rc2, err := record.Read(replayDir)
@@ -175,7 +178,7 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	rep.Compared = cnt
 	rep.setDivergences(append(ds, append(model.anomalies, model.unconsumed()...)...))
 	rep.Notes = append(rep.Notes, model.notes...)
-	rep.Notes = append(rep.Notes, unreplayed(c.Events)...)
+	rep.Notes = append(rep.Notes, unreplayed(evs)...)
 	rep.DurationMS = time.Since(start).Milliseconds()
 	return rep, nil
 }
@@ -293,12 +296,18 @@ func playSegments(ctx context.Context, segs []segment, cfg run.Config, replayDir
 	return nil
 }
 
+// event is one event of the original record with its payload (nil for
+// a type this version does not know, which Run refuses).
+type event struct {
+	record.Event
+	p any
+}
+
 // unreplayed notes what in the record a replay does not reproduce.
-func unreplayed(events []record.Event) []string {
+func unreplayed(events []event) []string {
 	msgs := 0
 	for _, e := range events {
-		var m record.Message
-		if e.Type == record.TypeMessage && e.Decode(&m) == nil && m.Control == "" {
+		if m, ok := e.p.(*record.Message); ok && m.Control == "" {
 			msgs++
 		}
 	}

@@ -48,46 +48,40 @@ type userInput struct {
 }
 
 // segmentsOf splits a record at its resumed events.
-func segmentsOf(events []record.Event) []segment {
+func segmentsOf(events []event) []segment {
 	segs := []segment{{}}
 	var lastTracked time.Time
-	lastType := ""
-	fresh := false // in a resumed segment, before its first tracked event
+	lastFinished := false // the last event was run_finished
+	fresh := false        // in a resumed segment, before its first tracked event
 	for _, e := range events {
 		cur := &segs[len(segs)-1]
-		switch e.Type {
-		case record.TypeResumed:
-			var r record.Resumed
-			if e.Decode(&r) == nil {
-				cur.end, cur.finished = r.AfterSeq, lastType == record.TypeRunFinished
-				segs = append(segs, segment{followUp: r.FollowUp})
-				fresh = true
-			}
+		p := e.p
+		switch p := p.(type) {
+		case *record.Resumed:
+			cur.end, cur.finished = p.AfterSeq, lastFinished
+			segs = append(segs, segment{followUp: p.FollowUp})
+			fresh = true
 			continue
-		case record.TypeControl:
-			var c record.Control
-			if e.Decode(&c) == nil {
-				in := userInput{seq: e.Seq, after: e.Time.Sub(lastTracked), kind: c.Kind, args: c.Args}
-				if fresh {
-					cur.before = append(cur.before, in)
-				} else {
-					cur.inputs = append(cur.inputs, in)
-				}
+		case *record.Control:
+			in := userInput{seq: e.Seq, after: e.Time.Sub(lastTracked), kind: p.Kind, args: p.Args}
+			if fresh {
+				cur.before = append(cur.before, in)
+			} else {
+				cur.inputs = append(cur.inputs, in)
 			}
-		case record.TypeMessage:
-			var m record.Message
-			if e.Decode(&m) == nil && m.Control != "" {
-				text := m.Original
+		case *record.Message:
+			if p.Control != "" {
+				text := p.Original
 				if text == "" {
-					text = m.Text
+					text = p.Text
 				}
 				cur.inputs = append(cur.inputs, userInput{seq: e.Seq, after: e.Time.Sub(lastTracked), text: text})
 			}
 		}
-		if len(keysOf(e.Type, e.Agent, e.Raw)) > 0 {
+		if len(keysOf(p, e.Agent)) > 0 {
 			lastTracked, fresh = e.Time, false
 		}
-		lastType = e.Type
+		_, lastFinished = p.(*record.RunFinished)
 	}
 	return segs
 }

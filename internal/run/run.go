@@ -275,6 +275,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 		log.Close()
 		return Summary{}, err
 	}
+	ss.roll = roll
 	defer ss.close()
 	if p := cfg.ModelInfo.Script; p != "" && cfg.ModelInfo.ScriptRef == "" {
 		// The run keeps the policy it plays, for resume.

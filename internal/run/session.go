@@ -25,12 +25,14 @@ import (
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
 	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/world"
 )
 
 // session is one run being executed in this process, started fresh or
 // resumed: the record, the planes and the control plane around its agents.
 type session struct {
 	cfg     Config
+	roll    *world.Rollout // a world run's rollout, else nil
 	id, dir string
 	fs      *workspace.FS
 	log     *record.Log
@@ -65,7 +67,12 @@ func open(cfg Config, id, dir string, fs *workspace.FS, log *record.Log, c *cont
 		release()
 		return nil, fmt.Errorf("run: message inbox: %w", err)
 	}
-	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, limitsOf(cfg.Limits))
+	allow, err := allowNets(cfg.Settings)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	runner, sbx, warn := chooseSandbox(cfg.Sandbox, cfg.Network, cfg.HostNetwork, allow, limitsOf(cfg.Limits))
 	ss.sbx, ss.warn = sbx, warn
 	if ss.ev, err = evidenceplane.Open(evidenceplane.Options{Clock: cfg.Clock, Network: cfg.Network, Evidence: cfg.Evidence, EvidenceFrom: cfg.EvidenceFrom, Home: cfg.Home}, dir, fs, log); err != nil {
 		release()
@@ -230,7 +237,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	// temporary file left in a plane (one a stop cut off and something
 	// rewrote after resume's sweep) is garbage, never a deliverable.
 	for _, plane := range []string{ss.fs.Workspace, ss.fs.Outputs} {
-		for _, p := range workspace.RemoveTemps(plane) {
+		for _, p := range workspace.RemoveTempsIn(ss.fs.Watch, plane) { // from the planes' trees: no walk
 			appendEvent(log, record.TypeWarning, "", record.Warning{Code: "temp", Message: "removed a leftover runtime temporary file: " + p})
 		}
 	}
@@ -240,9 +247,12 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if out.Err != nil {
 		s.Error = out.Err.Error()
 	}
-	settle(&s, gate.Conclude(context.WithoutCancel(ctx), ctl.Current(), ss.plane, log,
+	refused := worldRefused(ss.roll, log) // waits for the seal check Stage began
+	v := gate.Conclude(context.WithoutCancel(ctx), ctl.Current(), ss.plane, log,
 		verify.Env{Inputs: ss.fs.Inputs, Workspace: ss.fs.Workspace, Outputs: ss.fs.Outputs, Trace: ss.dir, Evidence: ss.ev.Registry(),
-			Judge: judgeModel(cfg), Deliverables: gate.Deliverables(ctl.Current())}, s.Sandbox, pc.Kept()))
+			Judge: judgeModel(cfg), Deliverables: gate.Deliverables(ctl.Current())}, s.Sandbox, pc.Kept())
+	v.Failures = append(refused, v.Failures...) // a world changed in the store fails the gate
+	settle(&s, v)
 	if tm != nil {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
@@ -266,7 +276,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
 	if folded = keep.close(); folded != nil {
-		s.Trainable, s.NotTrainable = runview.TrainabilityOf(folded)
+		s.Trainable, s.NotTrainable = runview.TrainabilityWith(folded, ss.stagedWorld())
 	} else {
 		s.Trainable, s.NotTrainable = runview.Trainability(ss.dir)
 	}
@@ -280,4 +290,13 @@ func judgeModel(cfg Config) llm.Model {
 		return nil
 	}
 	return llm.WithRetry(cfg.Model, retryOf(cfg.Settings))
+}
+
+// stagedWorld is the world the run staged and its rollout's Intact, for
+// trainability; nil for a run of no world.
+func (ss *session) stagedWorld() *runview.Staged {
+	if ss.roll == nil {
+		return nil
+	}
+	return &runview.Staged{World: ss.roll.World, Intact: ss.roll.Intact()}
 }

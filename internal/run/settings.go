@@ -57,7 +57,7 @@ func Defaults() Settings {
 		ScratchQuota:   publish.DefaultScratchQuota,
 		MaxAttempts:    6,
 		Limits: record.LimitSettings{MemLimit: sandbox.DefaultMemory, PidsLimit: sandbox.DefaultPids, TmpSize: sandbox.DefaultTmpSize,
-			WorkspaceQuota: sandbox.DefaultWorkspaceBytes, WorkspaceFiles: sandbox.DefaultWorkspaceFiles},
+			WorkspaceQuota: sandbox.DefaultWorkspaceBytes, WorkspaceFiles: sandbox.DefaultWorkspaceFiles, WorkspaceShare: sandbox.DefaultWorkspaceRefuseNear},
 	}
 }
 
@@ -92,7 +92,7 @@ func durationOf(d record.Duration) time.Duration       { return time.Duration(d)
 func retryOf(s Settings) llm.RetryPolicy               { return llm.RetryPolicy{MaxAttempts: s.MaxAttempts} }
 func limitsOf(l record.LimitSettings) sandbox.Limits {
 	return sandbox.Limits{Memory: l.MemLimit, Pids: l.PidsLimit, TmpSize: l.TmpSize,
-		Workspace: sandbox.Quota{Bytes: l.WorkspaceQuota, Files: l.WorkspaceFiles}}
+		Workspace: sandbox.Quota{Bytes: l.WorkspaceQuota, Files: l.WorkspaceFiles, RefuseNear: l.WorkspaceShare}}
 }
 
 // Recorded is what the record says a run was started with.

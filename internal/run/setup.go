@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
@@ -24,7 +25,7 @@ func NewID(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (sandbox.Runner, record.SandboxSettings, *record.Warning) {
+func chooseSandbox(kind string, network, hostNetwork bool, allow []netip.Prefix, lim sandbox.Limits) (sandbox.Runner, record.SandboxSettings, *record.Warning) {
 	set := record.SandboxSettings{Kind: "bwrap", Network: network}
 	if network {
 		set.NetworkMode = "outbound"
@@ -51,7 +52,27 @@ func chooseSandbox(kind string, network, hostNetwork bool, lim sandbox.Limits) (
 	// One live sandbox per agent's shape of command (sandbox.Reuse) unless
 	// APODEX_SANDBOX_REUSE=0.
 	set.Reuse = !sandbox.ReuseOff()
-	return sandbox.Reuse(sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork})), set, nil
+	return sandbox.Reuse(sandbox.WithOptions(r, sandbox.Options{Limits: lim, Outbound: network && !hostNetwork, AllowNets: allow})), set, nil
+}
+
+// allowNets reads Settings.NetworkAllow (--network-allow): prefixes, only
+// with --network (outbound), read again from a record as from the flag.
+func allowNets(cfg Settings) ([]netip.Prefix, error) {
+	if len(cfg.NetworkAllow) == 0 {
+		return nil, nil
+	}
+	if !cfg.Network || cfg.HostNetwork {
+		return nil, &ConfigError{"network_allow (--network-allow) needs --network (outbound; --network host refuses nothing)"}
+	}
+	var out []netip.Prefix
+	for _, v := range cfg.NetworkAllow {
+		p, err := netip.ParsePrefix(v)
+		if err != nil || p.Masked() != p {
+			return nil, &ConfigError{fmt.Sprintf("network_allow %q: not a prefix such as 10.1.2.0/24 or fd00::/64", v)}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func progress(w io.Writer, lg *slog.Logger) func(agent.Step) {

@@ -47,3 +47,21 @@ func ReplayWorld(dir string, rs record.RunStarted) *world.World {
 	}
 	return w
 }
+
+// worldRefused waits for the stored world's Intact (Stage began it while
+// the first commands ran) and, when it fails, records why and returns it
+// as a failure of the final gate: a rollout of a world changed in the
+// store is never completed, verified or trainable. nil: no world, or an
+// intact one.
+func worldRefused(r *world.Rollout, log *record.Log) []string {
+	if r == nil {
+		return nil
+	}
+	err := r.Intact()
+	if err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("the stored world %s is not the one stored, so this rollout's result does not count: %v", r.World.ID, err)
+	appendEvent(log, record.TypeWarning, "", record.Warning{Code: "world_changed", Message: msg})
+	return []string{msg}
+}

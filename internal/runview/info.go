@@ -163,7 +163,7 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		if info.Files == nil {
 			info.Files = []record.FileEntry{}
 		}
-		info.NotTrainable = trainability(dir, st)
+		info.NotTrainable = trainability(dir, st, nil)
 		if rv := st.Review; rv != nil && info.Status == StatusAwaitingReview {
 			info.Review = rv
 			info.Status = reviewed(info.Status, rv)

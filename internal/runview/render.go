@@ -68,6 +68,9 @@ func Render(w io.Writer, info Info) {
 		fmt.Fprintf(w, "resumed:     after event %d: %s (%s)\n", r.AfterSeq, m, OneLine(r.Reason))
 	}
 	fmt.Fprintf(w, "sandbox:     %s (network %s)\n", info.Sandbox.Kind, onOff(info.Sandbox.Network))
+	if m := info.Sandbox.Mechanism; m != "" {
+		fmt.Fprintf(w, "limits:      %s\n", m)
+	}
 	for _, m := range info.MCP {
 		fmt.Fprintf(w, "mcp server:  %s\n", mcpLine(m))
 	}

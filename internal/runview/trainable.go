@@ -13,6 +13,7 @@ import (
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/workspace"
+	"github.com/apodex/apodex/internal/world"
 )
 
 // Trainability says whether the run in dir is a trajectory fit to train on
@@ -35,18 +36,32 @@ func Trainability(dir string) (trainable bool, reasons []string) {
 	if err != nil {
 		return false, []string{"the record is incomplete: " + err.Error()}
 	}
-	reasons = trainability(dir, st)
+	reasons = trainability(dir, st, nil)
 	return len(reasons) == 0, reasons
 }
 
 // TrainabilityOf is Trainability for a record the caller has already
 // folded with runstate.Load (and Refresh), up to date.
 func TrainabilityOf(st *runstate.Loaded) (trainable bool, reasons []string) {
-	reasons = trainability(st.Dir, st)
+	return TrainabilityWith(st, nil)
+}
+
+// Staged is the stored world a run staged and the answer of its Intact
+// (world.Rollout.Intact): what the run already knows of it.
+type Staged struct {
+	World  *world.World
+	Intact error
+}
+
+// TrainabilityWith is TrainabilityOf for a world run whose caller holds
+// the world it staged (nil: none): its Intact answer is used instead of
+// the store loaded and checked a second time.
+func TrainabilityWith(st *runstate.Loaded, w *Staged) (trainable bool, reasons []string) {
+	reasons = trainability(st.Dir, st, w)
 	return len(reasons) == 0, reasons
 }
 
-func trainability(dir string, st *runstate.Loaded) []string {
+func trainability(dir string, st *runstate.Loaded, staged *Staged) []string {
 	var why []string
 	rs := st.Started
 	if rs == nil {
@@ -65,7 +80,7 @@ func trainability(dir string, st *runstate.Loaded) []string {
 	if p := InputProblems(dir, rs.Inputs); len(p) > 0 {
 		why = append(why, "the initial state cannot be rebuilt: "+strings.Join(p, "; "))
 	}
-	why = append(why, worldProblems(dir, *rs)...)
+	why = append(why, worldProblems(dir, *rs, staged)...)
 	switch rs.Sandbox.Kind {
 	case "bwrap", "native":
 	case "none":

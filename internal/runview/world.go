@@ -21,17 +21,25 @@ func homeOf(dir string) string { return filepath.Dir(filepath.Dir(dir)) }
 
 // worldProblems says why a world run's initial state cannot be rebuilt:
 // its world is no longer stored, or no longer intact, or came from another
-// generator version.
-func worldProblems(dir string, rs record.RunStarted) []string {
+// generator version. staged, when not nil and the recorded world, is used
+// instead of loading it from the store again.
+func worldProblems(dir string, rs record.RunStarted, staged *Staged) []string {
 	rw, ok := RecordedWorld(rs)
 	if !ok {
 		return nil
 	}
-	w, err := world.NewStore(homeOf(dir)).Get(rw.ID)
-	if err != nil {
-		return []string{fmt.Sprintf("the initial state cannot be rebuilt: world %s: %v", rw.ID, err)}
+	var w *world.World
+	var intact error
+	if staged != nil && staged.World.ID == rw.ID && filepath.Dir(staged.World.Dir) == filepath.Join(homeOf(dir), "worlds") {
+		w, intact = staged.World, staged.Intact
+	} else {
+		var err error
+		if w, err = world.NewStore(homeOf(dir)).Get(rw.ID); err != nil {
+			return []string{fmt.Sprintf("the initial state cannot be rebuilt: world %s: %v", rw.ID, err)}
+		}
+		intact = w.Intact() // its seal: a stat of each file, no read
 	}
-	if w.ID != rw.ID || w.Intact() != nil { // its seal: a stat of each file, no read
+	if w.ID != rw.ID || intact != nil {
 		return []string{fmt.Sprintf("the initial state cannot be rebuilt: the stored world %s was modified", rw.ID)}
 	}
 	if w.Gen.Version != rw.Generator.Version {

@@ -1,6 +1,8 @@
 package sandbox_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,5 +169,80 @@ func TestWorkspaceQuotaHard(t *testing.T) {
 				t.Error("a 1 GiB sparse file was merged into the workspace")
 			}
 		})
+	}
+}
+
+// F6 (issue 25), far from the bound: the workspace quota was hard only
+// within DefaultWorkspaceRefuseNear (1 GiB) of it, and measured further
+// away, so a command that started more than that from the bound could
+// write past it between two measurements. Now it is hard at any distance:
+// one command adds at most its share (RefuseNear, here scaled down to
+// 4 MiB of a 20 MiB quota that starts empty); a write past the share fails
+// in the command, what fit is kept, the note says the next command has the
+// same share; and command after command, the workspace never holds more
+// than the quota.
+func TestWorkspaceQuotaHardFar(t *testing.T) {
+	const quota, share = 20 << 20, 4 << 20
+	for name, r := range trackedOrNot(sandboxes(t)) {
+		tracked := strings.HasSuffix(name, "/tracked")
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)}}
+			lim := Limits{Workspace: Quota{Bytes: quota, RefuseNear: share}}
+			res := run(t, r, Spec{Mounts: mounts, Limits: lim, Timeout: 60 * time.Second, Command: `cd /workspace && echo kept > kept &&
+				head -c 67108864 /dev/zero > big; echo "big=$?"; echo done`})
+			if !strings.Contains(string(res.Stdout), "big=1") || !strings.Contains(string(res.Stdout), "done") || !strings.Contains(string(res.Stderr), "No space left") {
+				t.Errorf("64 MiB written 20 MiB from the bound were not refused: exit %d out %q err %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if res.Limit != "workspace_quota" || !strings.Contains(res.QuotaNote, "from one command") || !strings.Contains(res.QuotaNote, "4MiB") {
+				t.Errorf("limit %q note %q", res.Limit, res.QuotaNote)
+			}
+			if b, _ := limits.Usage(ws, false); b > share+64<<10 {
+				t.Errorf("one command added %d bytes, over its share of %d", b, share)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, "kept")); err != nil || string(b) != "kept\n" {
+				t.Errorf("kept = %q, %v", b, err)
+			}
+			// Eight commands of 3 MiB each, and 8 MiB in parallel: 40 MiB
+			// asked for under a quota of 20 MiB.
+			refused := 0
+			for i := range 8 {
+				res := run(t, r, Spec{Mounts: mounts, Limits: lim, Timeout: 60 * time.Second,
+					Command: fmt.Sprintf(`cd /workspace && head -c 3145728 /dev/urandom > f%d; for j in 1 2; do head -c 1048576 /dev/urandom > p%d-$j & done; wait`, i, i)})
+				if res.Limit == "workspace_quota" {
+					refused++
+				}
+			}
+			if refused == 0 {
+				t.Error("40 MiB written under a 20 MiB quota and nothing refused")
+			}
+			if b, _ := limits.Usage(ws, false); b > quota+64<<10 {
+				t.Errorf("the workspace holds %d bytes, over its quota of %d", b, quota)
+			}
+		})
+	}
+}
+
+// BenchmarkWorkspaceWrite is a command that writes one small file to
+// /workspace under the default quota (hard: a sized overlay, merged after)
+// and under a measured one (RefuseNear -1): what the hard bound costs a
+// command.
+func BenchmarkWorkspaceWrite(b *testing.B) {
+	for name, r := range sandboxes(b) {
+		for _, mode := range []struct {
+			name string
+			q    Quota
+		}{{"hard", Quota{}}, {"measured", Quota{RefuseNear: -1}}} {
+			b.Run(name+"/"+mode.name, func(b *testing.B) {
+				ws := b.TempDir()
+				mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true}}
+				for b.Loop() {
+					res, err := r.Run(context.Background(), Spec{Mounts: mounts, Limits: Limits{Workspace: mode.q}, Command: "echo x > /workspace/f"})
+					if err != nil || res.ExitCode != 0 {
+						b.Fatalf("%+v %v", res, err)
+					}
+				}
+			})
+		}
 	}
 }

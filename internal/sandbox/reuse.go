@@ -38,7 +38,8 @@ func Close(r Runner) error {
 }
 
 // Mechanism says how the limits of a command are enforced, e.g.
-// "memory=cgroup-v1 pids=cgroup-v1 tmp=tmpfs"; it is recorded with the run.
+// "memory=cgroup-v2 pids=cgroup-v2 pidns ipcns tmp=tmpfs workspace=overlay"
+// (limits.Mechanism); it is recorded with the run.
 func Mechanism(lim Limits) string {
 	cg := limits.NewCgroup(lim.WithDefaults())
 	defer cg.Remove()

@@ -123,8 +123,8 @@ const (
 	DefaultTmpSize        = spec.DefaultTmpSize
 	DefaultWorkspaceBytes = spec.DefaultWorkspaceBytes
 	DefaultWorkspaceFiles = spec.DefaultWorkspaceFiles
-	// DefaultWorkspaceRefuseNear is how close to its bound the workspace
-	// quota turns hard (Quota.RefuseNear).
+	// DefaultWorkspaceRefuseNear is the most one command adds to the
+	// workspace (Quota.RefuseNear): its quota is a hard bound.
 	DefaultWorkspaceRefuseNear = spec.DefaultWorkspaceRefuseNear
 )
 

@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"errors"
 	"fmt"
 	"github.com/apodex/apodex/internal/checkpoint"
 	"slices"
@@ -108,22 +109,25 @@ func conversations(dir string, evs []record.Event) ([]*conv, error) {
 	byReq := map[int64]*conv{}
 	byAgent := map[string][]*conv{}
 	for _, e := range evs {
-		switch e.Type {
-		case record.TypeResumed:
+		p, err := record.DecodePayload(e)
+		if errors.Is(err, record.ErrUnknownType) {
+			continue // written by a newer apodex: no part of a conversation this version knows
+		} else if err != nil {
+			return nil, err
+		}
+		switch p := p.(type) {
+		case *record.Resumed:
 			for _, cs := range byAgent {
 				for _, c := range cs {
 					c.marked = true
 				}
 			}
-		case record.TypeCompaction:
+		case *record.Compaction:
 			for _, c := range byAgent[e.Agent] {
 				c.marked = true
 			}
-		case record.TypeModelRequest:
-			var mr record.ModelRequest
-			if err := e.Decode(&mr); err != nil {
-				return nil, err
-			}
+		case *record.ModelRequest:
+			mr := *p
 			msgs := make([]llm.Message, 0, len(mr.Messages))
 			for _, raw := range mr.Messages {
 				m, err := checkpoint.DecodeMessage(dir, raw)
@@ -153,11 +157,8 @@ func conversations(dir string, evs []record.Event) ([]*conv, error) {
 				c.tools = mr.ToolsRef
 			}
 			byReq[e.Seq] = c
-		case record.TypeModelResponse:
-			var mr record.ModelResponse
-			if err := e.Decode(&mr); err != nil {
-				return nil, err
-			}
+		case *record.ModelResponse:
+			mr := p
 			if mr.Purpose == record.PurposeSummary {
 				if cs := byAgent[e.Agent]; len(cs) > 0 {
 					c := cs[len(cs)-1]
@@ -198,11 +199,8 @@ func conversations(dir string, evs []record.Event) ([]*conv, error) {
 			c.since = append(c.since, e.Time)
 			c.last, c.pending = call, 0
 			byResp[e.Seq] = c
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if e.Decode(&tr) != nil {
-				continue
-			}
+		case *record.ToolResult:
+			tr := *p
 			cs := byAgent[e.Agent]
 			for i := len(cs) - 1; i >= 0; i-- {
 				if l := cs[i].last; l != nil && l.Results[tr.CallID] == nil && hasCall(l.Reply, tr.CallID) {

@@ -14,9 +14,11 @@ package trajectory
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apodex/apodex/internal/checkpoint"
 	"github.com/apodex/apodex/internal/llm"
@@ -43,6 +45,11 @@ type Run struct {
 	// Verified: the run completed and every verification recorded passed
 	// (at least one was recorded).
 	Verified bool
+	// Checked: the record holds a verification (in any segment).
+	Checked bool
+	// StartedAt and FinishedAt are the times of run_started and of the
+	// last run_finished (zero when none).
+	StartedAt, FinishedAt time.Time
 	// Delivered: the reconciled manifest was delivered whole (ok).
 	Delivered   bool
 	HasDelivery bool
@@ -74,14 +81,17 @@ func Load(dir string) (*Run, error) {
 		return nil, err
 	}
 	evs := c.Events
-	if len(evs) == 0 || evs[0].Type != record.TypeRunStarted {
+	var first any
+	if len(evs) > 0 {
+		if first, err = record.DecodePayload(evs[0]); err != nil && !errors.Is(err, record.ErrUnknownType) {
+			return nil, err
+		}
+	}
+	rs, ok := first.(*record.RunStarted)
+	if !ok {
 		return nil, fmt.Errorf("trajectory: %s: the record does not start with run_started", dir)
 	}
-	var rs record.RunStarted
-	if err := evs[0].Decode(&rs); err != nil {
-		return nil, err
-	}
-	r := &Run{Dir: dir, ID: rs.RunID, Objective: rs.Objective, Model: rs.Model, Events: evs}
+	r := &Run{Dir: dir, ID: rs.RunID, Objective: rs.Objective, Model: rs.Model, Events: evs, StartedAt: evs[0].Time}
 	turnTakers := map[string]bool{}
 	toolsRef := map[string]string{}
 	roles := map[string]string{}
@@ -90,60 +100,39 @@ func Load(dir string) (*Run, error) {
 	verifications, failed := 0, false
 	ended := false // a run_finished came: a next segment concludes afresh
 	for _, e := range evs {
-		switch e.Type {
-		case record.TypeResumed:
+		p, _ := record.DecodePayload(e) // nil when it does not decode
+		switch p := p.(type) {
+		case *record.Resumed:
 			if ended { // the segment after a resumable end or a continue
 				verifications, failed, r.HasDelivery, r.Delivered, ended = 0, false, false, false, false
 			}
-		case record.TypeModelResponse:
-			var mr record.ModelResponse
-			if e.Decode(&mr) == nil && mr.Purpose == "" {
+		case *record.ModelResponse:
+			if p.Purpose == "" {
 				turnTakers[e.Agent] = true
 			}
-		case record.TypeModelRequest:
-			var mq record.ModelRequest
-			if e.Decode(&mq) == nil && mq.ToolsRef != "" {
-				toolsRef[e.Agent] = mq.ToolsRef
+		case *record.ModelRequest:
+			if p.ToolsRef != "" {
+				toolsRef[e.Agent] = p.ToolsRef
 			}
-		case record.TypeAssignment:
-			var a struct {
-				Assignment string `json:"assignment"`
-				Role       string `json:"role"`
-				State      string `json:"state"`
-				CallID     string `json:"call_id"`
+		case *record.Assignment:
+			if p.State == "created" {
+				roles[p.Assignment] = p.Role
+				parents[p.Assignment] = e.Agent
+				dispatch[p.Assignment] = p.CallID
 			}
-			if e.Decode(&a) == nil && a.State == "created" {
-				roles[a.Assignment] = a.Role
-				parents[a.Assignment] = e.Agent
-				dispatch[a.Assignment] = a.CallID
-			}
-		case record.TypeAgentStarted:
-			var a record.AgentStarted
-			if e.Decode(&a) == nil {
-				roles[e.Agent], parents[e.Agent], dispatch[e.Agent] = a.Role, a.Parent, a.CallID
-			}
-		case record.TypeVerification:
-			var v struct {
-				Passed bool `json:"passed"`
-			}
-			if e.Decode(&v) == nil {
-				verifications++
-				failed = failed || !v.Passed
-			}
-		case record.TypeDelivery:
-			var d struct {
-				OK bool `json:"ok"`
-			}
-			if e.Decode(&d) == nil {
-				r.HasDelivery, r.Delivered = true, d.OK
-			}
-		case record.TypeRunFinished:
-			var rf record.RunFinished
-			if e.Decode(&rf) == nil {
-				r.Status, r.Termination, r.Usage, r.Answer, r.Files = rf.Status, rf.Termination, rf.Usage, rf.Summary, rf.Files
-				failed = failed || len(rf.Failures) > 0
-				ended = true
-			}
+		case *record.AgentStarted:
+			roles[e.Agent], parents[e.Agent], dispatch[e.Agent] = p.Role, p.Parent, p.CallID
+		case *record.Verification:
+			r.Checked = true
+			verifications++
+			failed = failed || !p.Passed
+		case *record.Delivery:
+			r.HasDelivery, r.Delivered = true, p.OK
+		case *record.RunFinished:
+			r.FinishedAt = e.Time
+			r.Status, r.Termination, r.Usage, r.Answer, r.Files = p.Status, p.Termination, p.Usage, p.Summary, p.Files
+			failed = failed || len(p.Failures) > 0
+			ended = true
 		}
 	}
 	r.Verified = r.Status == "completed" && verifications > 0 && !failed
@@ -214,22 +203,16 @@ func (r *Run) Calls() []*Call {
 	var out []*Call
 	open := map[string]*Call{}
 	for _, e := range r.Events {
-		switch e.Type {
-		case record.TypeToolCall:
-			var tc record.ToolCall
-			if e.Decode(&tc) != nil {
-				continue
-			}
+		p, _ := record.DecodePayload(e) // nil when it does not decode
+		switch p := p.(type) {
+		case *record.ToolCall:
+			tc := p
 			c := &Call{Seq: e.Seq, Agent: e.Agent, Name: tc.Name, Arguments: tc.Arguments, CallID: tc.CallID}
 			open[e.Agent+"\x00"+tc.CallID] = c
 			out = append(out, c)
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if e.Decode(&tr) != nil {
-				continue
-			}
-			if c := open[e.Agent+"\x00"+tr.CallID]; c != nil && c.Result == nil {
-				c.Result, c.ResultSeq = &tr, e.Seq
+		case *record.ToolResult:
+			if c := open[e.Agent+"\x00"+p.CallID]; c != nil && c.Result == nil {
+				c.Result, c.ResultSeq = p, e.Seq
 			}
 		}
 	}

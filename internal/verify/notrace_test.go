@@ -106,3 +106,45 @@ func TestDeliverableCannotReachRunner(t *testing.T) {
 		}
 	}
 }
+
+// readsTests is a wrong add() that answers with the value the hidden test
+// expects, read from /tests while it runs.
+const readsTests = `import re
+def add(a, b):
+    return int(re.findall(r'assertEqual\(add\(2, 3\), "(\d+)"\)', open("/tests/test_add.py").read())[0])
+`
+
+// TestConfinedDeliverableCannotReadTests is F4 (issue 25) for any task's
+// clause, as the README advises: a runner that starts the deliverable
+// through the sandbox's confine tool (-hide /tests) keeps the hidden tests
+// from it. A wrong add() that reads the expected value from /tests passes
+// a runner that starts it plainly, and fails (PermissionError) under one
+// that starts it through confine, on both backends.
+func TestConfinedDeliverableCannotReadTests(t *testing.T) {
+	confined := strings.Replace(testAddOutside, `subprocess.run([sys.executable,`, `subprocess.run(["`+sandbox.ConfinePath+`", "-hide", "/tests", "-hide", "/report", "--", sys.executable,`, 1)
+	if confined == testAddOutside {
+		t.Fatal("the runner was not rewritten")
+	}
+	confined = strings.Replace(confined, "timeout=60)", "timeout=60, cwd=\"/tmp\")\n    sys.stderr.write(out.stderr)", 1)
+	for _, kind := range []string{sandbox.KindBwrap, sandbox.KindNative} {
+		runner, err := sandbox.New(kind)
+		if err != nil {
+			t.Logf("%s: %v", kind, err)
+			continue
+		}
+		t.Run(kind, func(t *testing.T) {
+			s := pyState(t, readsTests)
+			s.env.Runner = runner
+			cmd := "python3 -m unittest -v test_add"
+			write(t, s.task, map[string]string{"tests/test_add.py": testAddOutside})
+			if r := pyClause(t, s, cmd, ""); !r.Passed {
+				t.Fatalf("started plainly, the deliverable should read /tests and pass (is the attack broken?): %+v", r)
+			}
+			write(t, s.task, map[string]string{"tests/test_add.py": confined})
+			r := pyClause(t, s, cmd, "")
+			if r.Passed || !strings.Contains(r.Stderr, "PermissionError") {
+				t.Errorf("started through confine, the deliverable read /tests: %+v", r)
+			}
+		})
+	}
+}

@@ -22,9 +22,12 @@
 //     (sandbox.Spec.NoTrace: ptrace, process_vm_readv/_writev and
 //     pidfd_getfd fail, /proc is read-only), so code under test that its
 //     runner starts in a process of its own cannot attach to the runner or
-//     write its memory; it can still read /tests and, unless the runner made
-//     itself non-dumpable, the runner's memory (the README's threat model
-//     says what a runner must do);
+//     write its memory; unless the runner starts it through the sandbox's
+//     confine tool (sandbox.ConfinePath -hide /tests -hide /report), which
+//     only the runner can do, knowing which process is the code under test,
+//     it can still read /tests and, unless the runner made itself
+//     non-dumpable, the runner's memory (the README's threat model says
+//     what a runner must do; generated code worlds do it);
 //   - a tests clause with must_pass passes only if its report (JUnit XML
 //     written under /report, pytest's or unittest's verbose output) shows
 //     every listed test passed; an exit status of 0 alone never does, so a

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"sync"
 
 	"github.com/apodex/apodex/internal/hostfs"
@@ -225,11 +226,41 @@ func isTemp(name string) bool { return hostfs.IsTemp(name) }
 // into place, so nothing that counts is lost. It walks and removes through
 // os.Root, so a link planted under root never leads it outside.
 func RemoveTemps(root string) (removed []string) {
+	return removeTemps(root, nil, true)
+}
+
+// RemoveTempsIn is RemoveTemps where set watches root: the temporary
+// files are found in its tree (no walk of root) and removed through an
+// os.Root as RemoveTemps does; without a tree of root it walks.
+func RemoveTempsIn(set *watch.Set, root string) (removed []string) {
+	var t *watch.Tree
+	if set != nil {
+		t = set.Lookup(root)
+	}
+	if t == nil {
+		return RemoveTemps(root)
+	}
+	found := t.Matching(isTemp)
+	sort.Strings(found)
+	return removeTemps(root, found, false)
+}
+
+// removeTemps removes the temporary files found (slash paths under root),
+// or, with walk, those a walk of root finds.
+func removeTemps(root string, found []string, walk bool) (removed []string) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil
 	}
 	defer r.Close()
+	if !walk {
+		for _, p := range found {
+			if fi, err := r.Lstat(p); err == nil && fi.Mode().IsRegular() && r.Remove(p) == nil {
+				removed = append(removed, filepath.Join(root, filepath.FromSlash(p)))
+			}
+		}
+		return removed
+	}
 	fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() && isTemp(d.Name()) {
 			if r.Remove(p) == nil {

@@ -144,8 +144,10 @@ func TestFinishDeliversOnlyTheChanges(t *testing.T) {
 }
 
 // A store file rewritten in place (same size, same inode: only its times
-// tell) behind the runtime's back is refused, naming it.
-func TestStageRefusesAFileRewrittenInPlace(t *testing.T) {
+// tell) behind the runtime's back: the rollout stages (its directories are
+// as sealed; the files' stats are checked while it runs) but its Intact,
+// which the run asks before verifying, refuses it, naming the file.
+func TestRolloutRefusesAFileRewrittenInPlace(t *testing.T) {
 	w := storedWithFiles(t, 5)
 	p := filepath.Join(w.Dir, "inputs", "a.txt")
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
@@ -160,9 +162,15 @@ func TestStageRefusesAFileRewrittenInPlace(t *testing.T) {
 	f.Close()
 	runDir := filepath.Join(t.TempDir(), "run")
 	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
-	_, err = world.Stage(w, runDir, nil)
-	if !errors.Is(err, world.ErrChanged) || !strings.Contains(err.Error(), "inputs/a.txt is not the file stored") {
-		t.Fatalf("stage of a world rewritten in place: %v", err)
+	r, err := world.Stage(w, runDir, nil)
+	if err != nil {
+		t.Fatalf("stage of a world whose directories are as sealed: %v", err)
+	}
+	defer r.Finish()
+	for range 2 { // the same answer each time it is asked
+		if err := r.Intact(); !errors.Is(err, world.ErrChanged) || !strings.Contains(err.Error(), "inputs/a.txt is not the file stored") {
+			t.Fatalf("the rollout of a world rewritten in place: %v", err)
+		}
 	}
 }
 

@@ -7,12 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
+	"golang.org/x/sys/unix"
 )
 
 // Sandbox kinds of a rollout's /workspace (record.World.Sandbox).
@@ -32,6 +35,19 @@ type Rollout struct {
 	Record    record.World       // what the record says about it
 	runDir    string
 	wt        *worktree.Worktree
+	intact    chan error // the check Stage began
+	checked   struct {
+		once sync.Once
+		err  error
+	}
+}
+
+// Intact waits for the check of the stored world Stage began and returns
+// its answer (World.Intact, taken once per rollout): nil when the world
+// is the one stored, else an error naming the file that is not.
+func (r *Rollout) Intact() error {
+	r.checked.once.Do(func() { r.checked.err = <-r.intact })
+	return r.checked.err
 }
 
 // Stage prepares runDir/inputs (hard links to the store's inputs/ and,
@@ -39,17 +55,33 @@ type Rollout struct {
 // overlay of the store's workspace/ under runDir/world/, or runDir/workspace
 // when the world has none. Finish must be called when the run is over. The
 // overlay is made by wm (the run's, watching in its Set); nil: one of the
-// rollout's own. The stored world is rehashed first (Intact): a world whose
+// rollout's own. The stored world must be intact (Intact): a world whose
 // files changed since it was stored (a replaced test, a new input) is
-// refused, naming the file.
+// refused, naming the file. With a seal, Stage stats only the world's
+// directories before staging (a file added, removed, renamed or replaced
+// changes its directory, so such a world is refused here, named); the
+// stat of every file, which a rewrite in place changes, runs on other
+// goroutines while the first commands do: the caller asks the rollout's
+// Intact before it verifies, delivers or calls the rollout trainable, and
+// refuses the result of a world that fails it. A world without a seal, or
+// whose directories changed, is checked in full first.
 func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
-	if err := w.Intact(); err != nil {
-		return nil, err
+	if rec := w.seal(); rec == nil {
+		if err := w.Intact(); err != nil {
+			return nil, err
+		}
+	} else if ok, _ := w.dirsAsSealed(rec); !ok {
+		if err := w.Intact(); err != nil {
+			return nil, err
+		}
 	}
 	if wm == nil {
 		wm = worktree.NewManager(nil)
 	}
-	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace")}
+	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace"), intact: make(chan error, 1)}
+	// One goroutine: the check is not waited for until the end, and the
+	// first commands (the workspace watch's first walk) need the cores.
+	go func() { r.intact <- w.intact(1) }()
 	r.Record = record.World{ID: w.ID, Name: w.Name, Family: w.Family, Sandbox: SandboxEmpty,
 		Generator: record.WorldGenerator{Name: w.Gen.Name, Version: w.Gen.Version, Seed: w.Gen.Seed, Level: w.Gen.Level}}
 	var err error
@@ -134,26 +166,50 @@ func (r *Rollout) linkUnchanged(dst string, changes []change) error {
 		hidden[c.rel] = c.kind
 	}
 	made := map[string]bool{}
+	var links []string // the store paths to link, in order
 	for _, f := range r.World.Files {
 		rel, ok := strings.CutPrefix(f.Path, "workspace/")
 		if !ok || hiddenBy(hidden, rel) {
 			continue
 		}
-		to := filepath.Join(dst, filepath.FromSlash(rel))
-		if d := filepath.Dir(to); !made[d] {
+		if d := filepath.Dir(filepath.Join(dst, filepath.FromSlash(rel))); !made[d] {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return err
 			}
 			made[d] = true
 		}
-		from := filepath.Join(r.World.Dir, filepath.FromSlash(f.Path))
-		if err := os.Link(from, to); err != nil {
-			if err := hostfs.CopyNew(from, to); err != nil {
-				return err
-			}
-		}
+		links = append(links, f.Path)
 	}
-	return nil
+	// The links themselves (each a system call into the kernel's
+	// directory code) are made on up to 4 goroutines.
+	workers := min(runtime.NumCPU(), 4, max(len(links)/1024, 1))
+	per := (len(links) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		lo, hi := k*per, min((k+1)*per, len(links))
+		wg.Go(func() {
+			var src, to dirAt // each link made between two directory descriptors
+			defer src.close()
+			defer to.close()
+			for _, p := range links[lo:hi] {
+				sfd, name := src.open(r.World.Dir, p)
+				tfd, _ := to.open(dst, strings.TrimPrefix(p, "workspace/"))
+				if sfd >= 0 && tfd >= 0 && unix.Linkat(sfd, name, tfd, name, 0) == nil {
+					continue
+				}
+				from := filepath.Join(r.World.Dir, filepath.FromSlash(p))
+				if err := os.Link(from, filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(p, "workspace/")))); err != nil {
+					if err := hostfs.CopyNew(from, filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(p, "workspace/")))); err != nil {
+						errs[k] = err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // hiddenBy reports whether rel is changed, or below a path that no longer

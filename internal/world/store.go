@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/apodex/apodex/internal/contract"
 )
@@ -44,7 +45,13 @@ type World struct {
 	Bytes    int64              `json:"bytes"`
 	Manifest *Manifest          `json:"-"`
 
-	sealStats []sealStat // by Files, once Intact proved the world by its seal
+	seals *sealOnce // see seal; shared by copies
+}
+
+// sealOnce holds a world's seal once read.
+type sealOnce struct {
+	once sync.Once
+	rec  *sealRecord
 }
 
 // Contract loads the world's task from the store, so that the run's
@@ -89,7 +96,7 @@ func (s *Store) Build(src string) (w *World, fresh bool, err error) {
 	if err := copyWorld(src, tmp, files); err != nil {
 		return nil, false, fmt.Errorf("world: store %s: %w", src, err)
 	}
-	w = &World{ID: id, Dir: dst, Name: m.Name, Family: m.Family, Gen: m.Generator, Diff: m.Difficulty, Files: files, Manifest: m}
+	w = &World{ID: id, Dir: dst, Name: m.Name, Family: m.Family, Gen: m.Generator, Diff: m.Difficulty, Files: files, Manifest: m, seals: &sealOnce{}}
 	for _, f := range files {
 		w.Bytes += f.Bytes
 	}
@@ -207,8 +214,8 @@ func (s *Store) Get(ref string) (*World, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("world: %w", err)
 	}
-	w := &World{}
-	if err := json.Unmarshal(raw, w); err != nil {
+	w := &World{seals: &sealOnce{}}
+	if err := decodeInfo(raw, w); err != nil {
 		return nil, fmt.Errorf("world: %s is damaged: %v", filepath.Join(dir, infoFile), err)
 	}
 	w.Dir = dir
@@ -228,8 +235,11 @@ var ErrChanged = errors.New("world: the stored world changed")
 // every file is rehashed. A changed, missing or added file is an error
 // naming it (the first in path order); a world whose list agrees but whose
 // id does not names world.yaml or .world.json.
-func (w *World) Intact() error {
-	if ok, _ := w.sealed(); ok && filepath.Base(w.Dir) == w.ID && ID(w.Manifest.Canonical, w.Files) == w.ID {
+func (w *World) Intact() error { return w.intact(4) }
+
+// intact is Intact with the seal's file stats on up to workers goroutines.
+func (w *World) intact(workers int) error {
+	if ok, _ := w.sealed(workers); ok && filepath.Base(w.Dir) == w.ID && ID(w.Manifest.Canonical, w.Files) == w.ID {
 		return nil
 	}
 	return w.Rehash()

@@ -69,6 +69,7 @@ func (f *Flags) Register(fs *cmdline.FlagSet) {
 	cmdline.SizeFlag(fs, &s.ScratchQuota, "scratch-quota", d.ScratchQuota, "how much every agent may write under /outputs/scratch, with bash or the file tools, e.g. 256MiB or 1GiB")
 	fs.StringVar(&s.Sandbox, "sandbox", d.Sandbox, "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
 	fs.Var(&networkFlag{on: &s.Network, host: &s.HostNetwork}, "network", "let sandboxed commands reach the network (and fetch reach http(s) URLs): --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
+	fs.Var(&allowFlag{&s.NetworkAllow}, "network-allow", "with --network: prefixes sandboxed commands may reach although they are private, link-local or otherwise refused, e.g. 10.1.2.0/24,fd00::/64 (repeatable)")
 	registerLimits(fs, &s.Limits, d.Limits)
 	f.MCPConfig = MCPConfigFlag(fs)
 	fs.StringVar(&f.Corpus, "corpus", "", "directory of documents the agent searches (search, fetch) and reads at /inputs/corpus (overrides the task file's corpus)")
@@ -119,6 +120,8 @@ func (f *Flags) Check() error {
 		return errors.New("--plan needs --mode team")
 	case s.MaxAttempts < 1 || s.CommandTimeout <= 0:
 		return errors.New("--retries must be ≥ 1 and --command-timeout > 0")
+	case len(s.NetworkAllow) > 0 && (!s.Network || s.HostNetwork):
+		return errors.New("--network-allow needs --network (outbound; --network host refuses nothing)")
 	case s.Context.At <= 0 || s.Context.At > 1 || s.Context.To <= 0 || s.Context.To >= s.Context.At:
 		return errors.New("need 0 < --compact-to < --compact-at ≤ 1 (e.g. --compact-at 0.8 --compact-to 0.5)")
 	}

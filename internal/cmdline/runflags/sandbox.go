@@ -2,6 +2,9 @@ package runflags
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/contract"
@@ -15,6 +18,8 @@ func registerLimits(fs *cmdline.FlagSet, l *record.LimitSettings, d record.Limit
 	cmdline.SizeFlag(fs, &l.TmpSize, "tmp-size", d.TmpSize, "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
 	cmdline.SizeFlag(fs, &l.WorkspaceQuota, "workspace-quota", d.WorkspaceQuota, "allocated bytes /workspace may hold, e.g. 2GiB")
 	fs.Int64Var(&l.WorkspaceFiles, "workspace-files", d.WorkspaceFiles, "files and directories /workspace may hold")
+	l.WorkspaceShare = d.WorkspaceShare
+	fs.Var(&shareFlag{&l.WorkspaceShare}, "workspace-share", "the most one command adds to /workspace, which keeps its quota a hard bound (held in memory until the command ends); off: measure the quota instead (every 100 ms: a burst may pass it)")
 }
 
 // applyContractLimits takes the task budget's limits for flags not given.
@@ -97,4 +102,79 @@ func CheckSandboxOverride(v string) error {
 		return cmdline.Usagef("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", v)
 	}
 	return nil
+}
+
+// allowFlag is --network-allow: comma-separated prefixes (CIDR; a bare
+// address is its own /32 or /128), kept in their canonical form; repeated,
+// the lists add up.
+type allowFlag struct{ p *[]string }
+
+func (f *allowFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		p, err := parseAllow(v)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(*f.p, p.String()) {
+			*f.p = append(*f.p, p.String())
+		}
+	}
+	return nil
+}
+
+func (f *allowFlag) Placeholder() string { return "CIDRS" }
+
+func (f *allowFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strings.Join(*f.p, ",")
+}
+
+// parseAllow reads one --network-allow prefix: CIDR, or an address alone.
+func parseAllow(v string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		a, aerr := netip.ParseAddr(v)
+		if aerr != nil {
+			return netip.Prefix{}, fmt.Errorf("--network-allow %q: not a prefix (10.1.2.0/24, fd00::/64) nor an address", v)
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, fmt.Errorf("--network-allow %q: host bits set; did you mean %s?", v, p.Masked())
+	}
+	return p, nil
+}
+
+// shareFlag is --workspace-share: a size, or off (-1: the workspace quota
+// is measured, not hard).
+type shareFlag struct{ p *int64 }
+
+func (f *shareFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "off" {
+		*f.p = -1
+		return nil
+	}
+	n, err := cmdline.ParseSize(s)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("--workspace-share %q: give a size such as 256MiB, or off", s)
+	}
+	*f.p = n
+	return nil
+}
+
+func (f *shareFlag) Placeholder() string { return "SIZE" }
+
+func (f *shareFlag) String() string {
+	switch {
+	case f.p == nil || *f.p == 0:
+		return ""
+	case *f.p < 0:
+		return "off"
+	}
+	return cmdline.FormatSize(*f.p)
 }

@@ -338,7 +338,7 @@ func (sv *Server) waitRun(ctx context.Context, a waitArgs) tool.Result {
 			return tool.Errorf("reading the run's record: %v", err)
 		}
 		pr.Event(e)
-		if e.Type == record.TypeRunFinished {
+		if _, done := record.As[record.RunFinished](e); done {
 			return sv.outcome(dir)
 		}
 	}

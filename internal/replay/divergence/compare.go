@@ -98,6 +98,23 @@ type eventKey struct {
 	n                      int
 }
 
+// item is one event with its payload, decoded once (nil when it does not
+// decode); the compared ones carry a *record.ToolCall, *record.ToolResult
+// or *record.FileDelta.
+type item struct {
+	record.Event
+	p any
+}
+
+// payload is p as a T, or T's zero value when p is not a *T.
+func payload[T any](p any) T {
+	if v, ok := p.(*T); ok {
+		return *v
+	}
+	var zero T
+	return zero
+}
+
 // streamKey is an agent's events of one type.
 type streamKey struct{ agent, typ string }
 
@@ -105,7 +122,7 @@ type streamKey struct{ agent, typ string }
 type side struct {
 	dir     string
 	norm    normalizer
-	events  map[eventKey]record.Event
+	events  map[eventKey]item
 	keys    []eventKey // in record order
 	streams map[streamKey][]int64
 	calls   map[[2]string]int64 // (agent, call id) -> seq of its tool_call
@@ -115,36 +132,40 @@ type side struct {
 }
 
 func newSide(dir string, events []record.Event) side {
-	s := side{dir: dir, norm: newNormalizer(dir), events: map[eventKey]record.Event{}, streams: map[streamKey][]int64{},
-		calls: map[[2]string]int64{}, notices: leadNotices(dir, events)}
+	s := side{dir: dir, norm: newNormalizer(dir), events: map[eventKey]item{}, streams: map[streamKey][]int64{},
+		calls: map[[2]string]int64{}}
+	items := make([]item, len(events))
+	for i, e := range events {
+		items[i].Event = e
+		items[i].p, _ = record.DecodePayload(e) // nil when it does not decode
+	}
+	s.notices = leadNotices(dir, items)
 	seen := map[eventKey]int{}
-	for _, e := range events {
-		switch e.Type {
-		case record.TypeToolCall, record.TypeToolResult, record.TypeFileDelta:
-			var f struct {
-				CallID string `json:"call_id"`
-				Path   string `json:"path"`
+	for _, it := range items {
+		e, p := it.Event, it.p
+		k := eventKey{agent: e.Agent, typ: e.Type}
+		switch p := p.(type) {
+		case *record.ToolCall:
+			k.call = p.CallID
+			if p.CallID != "" {
+				s.calls[[2]string{e.Agent, p.CallID}] = e.Seq
 			}
-			e.Decode(&f)
-			k := eventKey{agent: e.Agent, typ: e.Type, call: f.CallID}
-			if e.Type == record.TypeFileDelta {
-				k.path = f.Path
-			}
-			k.n = seen[k] // the n-th event of this key (n is 0 in the lookup)
-			seen[eventKey{agent: k.agent, typ: k.typ, call: k.call, path: k.path}]++
-			s.events[k] = e
-			s.keys = append(s.keys, k)
-			sk := streamKey{e.Agent, e.Type}
-			s.streams[sk] = append(s.streams[sk], e.Seq)
-			if e.Type == record.TypeToolCall && f.CallID != "" {
-				s.calls[[2]string{e.Agent, f.CallID}] = e.Seq
-			}
-		case record.TypeRunFinished:
-			var rf record.RunFinished
-			if e.Decode(&rf) == nil {
-				s.final, s.seqEnd = rf.Files, e.Seq
-			}
+		case *record.ToolResult:
+			k.call = p.CallID
+		case *record.FileDelta:
+			k.call, k.path = p.CallID, p.Path
+		case *record.RunFinished:
+			s.final, s.seqEnd = p.Files, e.Seq
+			continue
+		default:
+			continue
 		}
+		k.n = seen[k] // the n-th event of this key (n is 0 in the lookup)
+		seen[eventKey{agent: k.agent, typ: k.typ, call: k.call, path: k.path}]++
+		s.events[k] = it
+		s.keys = append(s.keys, k)
+		sk := streamKey{e.Agent, e.Type}
+		s.streams[sk] = append(s.streams[sk], e.Seq)
 	}
 	return s
 }
@@ -162,7 +183,7 @@ func compare(orig []record.Event, o, r side) ([]Divergence, Compared) {
 	var cnt Compared
 	var out []Divergence
 	for _, k := range o.keys {
-		var got *record.Event
+		var got *item
 		if e, ok := r.events[k]; ok {
 			got = &e
 		}
@@ -184,7 +205,7 @@ func compare(orig []record.Event, o, r side) ([]Divergence, Compared) {
 				after = seqs[len(seqs)-1]
 			}
 		}
-		out = append(out, Divergence{Class: classOf(k.typ), Kind: kindOf(k.typ), Seq: after, After: true, Agent: k.agent,
+		out = append(out, Divergence{Class: classOf(e.p), Kind: kindOf(e.p), Seq: after, After: true, Agent: k.agent,
 			What: fmt.Sprintf("%s %s of %s", k.typ, callName(k), agentName(k.agent)), Expected: "none", Got: describe(e, r.norm)})
 	}
 	out = append(out, compareNotices(o, r)...)
@@ -219,11 +240,12 @@ func callName(k eventKey) string {
 	return s
 }
 
-func kindOf(typ string) string {
-	switch typ {
-	case record.TypeToolCall:
+// kindOf is the kind of a divergence in a compared event of payload p.
+func kindOf(p any) string {
+	switch p.(type) {
+	case *record.ToolCall:
 		return KindToolCall
-	case record.TypeToolResult:
+	case *record.ToolResult:
 		return KindObservation
 	}
 	return KindFile
@@ -232,34 +254,30 @@ func kindOf(typ string) string {
 // classOf is the class of an event one side has and the other has not: a
 // file change is the host's (the same call wrote another file); a call or
 // result is the policy's (what ran differs).
-func classOf(typ string) string {
-	if typ == record.TypeFileDelta {
+func classOf(p any) string {
+	if _, ok := p.(*record.FileDelta); ok {
 		return ClassEnvironment
 	}
 	return ClassPolicy
 }
 
-func compareEvent(e record.Event, got *record.Event, k eventKey, o, r side, cnt *Compared) *Divergence {
-	d := &Divergence{Class: classOf(e.Type), Kind: kindOf(e.Type), Seq: e.Seq, Agent: e.Agent, What: fmt.Sprintf("%s %s of %s", e.Type, callName(k), agentName(e.Agent))}
+func compareEvent(e item, got *item, k eventKey, o, r side, cnt *Compared) *Divergence {
+	d := &Divergence{Class: classOf(e.p), Kind: kindOf(e.p), Seq: e.Seq, Agent: e.Agent, What: fmt.Sprintf("%s %s of %s", e.Type, callName(k), agentName(e.Agent))}
 	d.Expected = describe(e, o.norm)
 	if got == nil {
 		d.Got = "none: the replay made no such event"
 		return d
 	}
-	switch e.Type {
-	case record.TypeToolCall:
+	switch e.p.(type) {
+	case *record.ToolCall:
 		cnt.ToolCalls++
-		var a, b record.ToolCall
-		e.Decode(&a)
-		got.Decode(&b)
+		a, b := payload[record.ToolCall](e.p), payload[record.ToolCall](got.p)
 		if a.Name == b.Name && a.Arguments == b.Arguments {
 			return nil
 		}
-	case record.TypeToolResult:
+	case *record.ToolResult:
 		cnt.Observations++
-		var a, b record.ToolResult
-		e.Decode(&a)
-		got.Decode(&b)
+		a, b := payload[record.ToolResult](e.p), payload[record.ToolResult](got.p)
 		exp, gt, differ := resultDiff(e.Agent, a, b, o, r, false)
 		if !differ {
 			return nil
@@ -273,11 +291,9 @@ func compareEvent(e record.Event, got *record.Event, k eventKey, o, r side, cnt 
 			d.Class = ClassEnvironment
 		}
 		return d
-	case record.TypeFileDelta:
+	case *record.FileDelta:
 		cnt.FileChanges++
-		var a, b record.FileDelta
-		e.Decode(&a)
-		got.Decode(&b)
+		a, b := payload[record.FileDelta](e.p), payload[record.FileDelta](got.p)
 		if a.Path == b.Path && a.After == b.After {
 			return nil
 		}
@@ -397,19 +413,14 @@ func fromLine(lines []string, i int) string {
 }
 
 // describe renders one compared event for a divergence report.
-func describe(e record.Event, n normalizer) string {
-	switch e.Type {
-	case record.TypeToolCall:
-		var c record.ToolCall
-		e.Decode(&c)
-		return fmt.Sprintf("%s %s", c.Name, clip(c.Arguments, 200))
-	case record.TypeToolResult:
-		var t record.ToolResult
-		e.Decode(&t)
-		return fmt.Sprintf("%s result (is_error %v): %q", t.Name, t.IsError, clip(n.text(t.Output), 200))
-	case record.TypeFileDelta:
-		var f record.FileDelta
-		e.Decode(&f)
+func describe(e item, n normalizer) string {
+	switch p := e.p.(type) {
+	case *record.ToolCall:
+		return fmt.Sprintf("%s %s", p.Name, clip(p.Arguments, 200))
+	case *record.ToolResult:
+		return fmt.Sprintf("%s result (is_error %v): %q", p.Name, p.IsError, clip(n.text(p.Output), 200))
+	case *record.FileDelta:
+		f := p
 		after := f.After
 		if after == "" {
 			after = "deleted"

@@ -138,7 +138,7 @@ func TestNoise(t *testing.T) {
 		{"ls -lt reorders", "-rw-r--r-- 1 u g 7 Dec  2 02:58 a\n-rw-r--r-- 1 u g 9 Dec  2 02:57 b\n",
 			"-rw-r--r-- 1 u g 9 Dec  2 03:00 b\n-rw-r--r-- 1 u g 7 Dec  2 03:00 a\n", true, "file times, line order"},
 		{"stat", "  File: a\n  Size: 7         \tBlocks: 8\nDevice: 254,0\tInode: 9981830     Links: 1\nAccess: 2026-12-02 02:58:29.468010455 +0000\nModify: 2026-12-02 02:58:29.466615613 +0000\n Birth: 2026-12-02 02:58:29.466615613 +0000\n",
-			"  File: a\n  Size: 7         \tBlocks: 8\nDevice: 254,0\tInode: 10002569    Links: 1\nAccess: 2026-12-02 03:01:29.1 +0000\nModify: 2026-12-02 03:01:29.2 +0000\n Birth: 2026-12-02 03:01:29.2 +0000\n", true, "clock times, inode numbers"},
+			"  File: a\n  Size: 7         \tBlocks: 8\nDevice: 0,66\tInode: 10002569    Links: 1\nAccess: 2026-12-02 03:01:29.1 +0000\nModify: 2026-12-02 03:01:29.2 +0000\n Birth: 2026-12-02 03:01:29.2 +0000\n", true, "clock times, inode numbers, device numbers"},
 		{"date", "Wed Dec  2 02:58:29 UTC 2026\n", "Wed Dec  2 03:01:00 UTC 2026\n", true, "clock times"},
 		// Kept: what the files say, their sizes, names and modes.
 		{"a size", "-rw-r--r-- 1 u g 7 Dec  2 02:58 a\n", "-rw-r--r-- 1 u g 8 Dec  2 03:00 a\n", false, ""},

@@ -43,7 +43,9 @@ import (
 //     02:58:29 UTC 2026") read <TIME>. The replay's inputs are fresh copies,
 //     and its commands run later.
 //  9. Inode numbers: stat's "Inode: N" and the first column of ls -i read
-//     <INODE>.
+//     <INODE>; device numbers: stat's "Device: N,M" reads <DEV> (each
+//     command writes /workspace through an overlay of its own, so the
+//     device differs from command to command).
 //  10. Byte counts of the output (stdout_bytes, stderr_bytes), which follow
 //     from 8 and 9.
 //  11. Line order: the same lines in another order (ls -t sorts by those
@@ -61,6 +63,7 @@ var (
 	clockTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s?[+-]\d{2}:?\d{2}|\s?UTC|Z)?`)
 	dateTime  = regexp.MustCompile(`\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d{2}:\d{2}:\d{2} (?:[A-Z]{2,5} )?\d{4}\b`)
 	statInode = regexp.MustCompile(`\bInode: \d+ *`) // stat pads it to a width
+	statDev   = regexp.MustCompile(`\bDevice: (?:\d+,\d+|[0-9a-f]+h/\d+d)`)
 
 	// rule 7: the evidence line a fetch result ends with, and the page line
 	// of a URL before it.
@@ -73,6 +76,7 @@ const (
 	ruleFileTimes = "file times"
 	ruleClock     = "clock times"
 	ruleInodes    = "inode numbers"
+	ruleDevices   = "device numbers"
 	ruleOrder     = "line order"
 )
 
@@ -138,6 +142,7 @@ func noise(s string) (string, []string) {
 	apply(ruleClock, clockTime, func(string) string { return "<TIME>" })
 	apply(ruleClock, dateTime, func(string) string { return "<TIME>" })
 	apply(ruleInodes, statInode, func(string) string { return "Inode: <INODE> " })
+	apply(ruleDevices, statDev, func(string) string { return "Device: <DEV>" })
 	return s, used
 }
 

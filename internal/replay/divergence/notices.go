@@ -65,17 +65,17 @@ func leadWait(agent string, tr record.ToolResult) bool {
 }
 
 // leadNotices is the stream of notices the lead was told, in order.
-func leadNotices(dir string, events []record.Event) []notice {
+func leadNotices(dir string, events []item) []notice {
 	var out []notice
 	for _, e := range events {
 		if e.Agent != "lead" {
 			continue
 		}
 		var text string
-		switch e.Type {
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if e.Decode(&tr) != nil || !leadWait(e.Agent, tr) {
+		switch p := e.p.(type) {
+		case *record.ToolResult:
+			tr := p
+			if !leadWait(e.Agent, *tr) {
 				continue
 			}
 			text = tr.Output
@@ -84,12 +84,11 @@ func leadNotices(dir string, events []record.Event) []notice {
 					text = string(b)
 				}
 			}
-		case record.TypeObservation:
-			var o record.Observation
-			if e.Decode(&o) != nil || o.Kind != "assignments" {
+		case *record.Observation:
+			if p.Kind != "assignments" {
 				continue
 			}
-			text = o.Text
+			text = p.Text
 		default:
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -53,11 +54,24 @@ func CopyInputs(src, dst string) ([]record.FileEntry, error) {
 
 // ProducedFiles lists the regular files in /workspace and /outputs at the end
 // of the run, hashed: the first record.MaxFilesListed of them (/outputs
-// first), and how many more there were (counted, not hashed).
+// first), and how many more there were (counted, not hashed). A plane the
+// run's Set watches is listed from its tree, whose hashes are current
+// (only files changed since they were hashed are read: a world's
+// untouched files never are); another is walked and hashed.
 func ProducedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
 	files := []record.FileEntry{}
 	omitted := 0
 	for _, root := range []struct{ plane, host string }{{"/outputs", ws.Outputs}, {"/workspace", ws.Workspace}} { // deliverables first
+		if t := treeOf(ws, root.host); t != nil {
+			listed, more := t.Files(record.MaxFilesListed - len(files))
+			for _, f := range listed {
+				if f.Hashed {
+					files = append(files, record.FileEntry{Path: root.plane + "/" + f.Rel, SHA256: f.Sum.String(), Bytes: f.Size})
+				}
+			}
+			omitted += more
+			continue
+		}
 		filepath.WalkDir(root.host, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return nil
@@ -77,4 +91,12 @@ func ProducedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, omitted
+}
+
+// treeOf is the run's tree of the plane dir, if its Set watches it.
+func treeOf(ws *workspace.FS, dir string) *watch.Tree {
+	if ws.Watch == nil || dir == "" {
+		return nil
+	}
+	return ws.Watch.Lookup(dir)
 }

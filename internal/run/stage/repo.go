@@ -103,12 +103,9 @@ func RepoBaseline(dir string) (*repo.Baseline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if first.Type != record.TypeRunStarted {
-		return nil, errors.New("run: the record does not start with run_started")
-	}
-	var rs record.RunStarted
-	if err := first.Decode(&rs); err != nil {
-		return nil, err
+	rs, ok := record.As[record.RunStarted](first)
+	if !ok {
+		return nil, errors.New("run: the record does not start with a readable run_started")
 	}
 	var r *record.RepoSettings
 	if rs.Settings != nil {

@@ -14,6 +14,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,6 +39,9 @@ type Command struct {
 	// overlay (0 none); Ups receives those layers (nil: no sized mount).
 	Sized []int64
 	Ups   *Uppers
+	// windowed says, by mount, that its upper layer is the quota's window
+	// (Quota.RefuseNear), smaller than what the quota has left.
+	windowed []bool
 
 	quotas *limits.QuotaWatch
 
@@ -91,12 +95,21 @@ func (c *Command) Ready() error {
 	}
 	c.quotas = limits.NewQuotaWatch(c.Mounts, start)
 	for i, m := range c.Mounts {
-		if q := m.Quota; m.Writable && q != nil && q.Bytes > 0 && (q.Refuse || q.RefuseNear > 0 && q.Bytes-start[i][0] <= q.RefuseNear) {
-			if c.Sized == nil {
-				c.Sized = make([]int64, len(c.Mounts))
-			}
-			c.Sized[i] = max(q.Bytes-start[i][0], 1)
+		q := m.Quota
+		if !m.Writable || q == nil || q.Bytes <= 0 || !q.Refuse && q.RefuseNear <= 0 {
+			continue
 		}
+		size, windowed := max(q.Bytes-start[i][0], 1), false
+		if !q.Refuse && size > q.RefuseNear {
+			if hasSubmounts(m.Source) {
+				continue
+			}
+			size, windowed = q.RefuseNear, true
+		}
+		if c.Sized == nil {
+			c.Sized, c.windowed = make([]int64, len(c.Mounts)), make([]bool, len(c.Mounts))
+		}
+		c.Sized[i], c.windowed[i] = size, windowed
 	}
 	if c.Sized != nil {
 		if c.Ups, err = NewUppers(); err != nil {
@@ -104,6 +117,23 @@ func (c *Command) Ready() error {
 		}
 	}
 	return nil
+}
+
+// hasSubmounts says a mount point of the host lies below dir: an overlay of
+// dir would not carry it, so a mount holding one is measured unless it is
+// near its bound (Quota.RefuseNear).
+func hasSubmounts(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	esc := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && strings.HasPrefix(esc.Replace(f[4]), strings.TrimSuffix(dir, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // WatchQuotas measures the quota mounts until stop closes and kills the
@@ -163,9 +193,12 @@ func (c *Command) Finish(res spec.Result, err error, limit func() string) (spec.
 	if full >= 0 {
 		m = c.Mounts[full]
 		res.Limit = m.Quota.Name
-		if filled {
+		switch {
+		case filled && c.windowed[full]:
+			res.QuotaNote = fmt.Sprintf("%s takes at most %s from one command (what a command writes there is held in memory until it ends): writes past it were refused (No space left on device) and what fit is kept; write the rest in further commands (each has the same share, up to the quota of %s)", m.Target, spec.Human(c.Sized[full]), spec.Human(m.Quota.Bytes))
+		case filled:
 			res.QuotaNote = fmt.Sprintf("%s is full: writes past its quota (%s) were refused (No space left on device) and what fit is kept; delete files there to make room for the next command, or raise it with %s", m.Target, spec.Human(m.Quota.Bytes), m.Quota.Hint)
-		} else {
+		default:
 			res.QuotaNote = fmt.Sprintf("sparse files larger than the quota of %s (%s) allows were not kept (a file with holes costs its whole size to hash and copy); write only the data you need, or raise it with %s", m.Target, spec.Human(m.Quota.Bytes), m.Quota.Hint)
 		}
 		if len(sparse) > 0 {

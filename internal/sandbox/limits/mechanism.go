@@ -9,7 +9,14 @@ import (
 )
 
 // Mechanism says how lim is enforced for a command in cg, e.g.
-// "memory=cgroup-v1 pids=cgroup-v1 tmp=tmpfs"; it is recorded with the run.
+// "memory=cgroup-v2 pids=cgroup-v2 pidns ipcns tmp=tmpfs workspace=overlay";
+// it is recorded with the run (run_started.sandbox.limits_mechanism). Every
+// command has a pid namespace of its own (so nothing it starts outlives it
+// and, without a cgroup, RLIMIT_NPROC counts the sandbox uid's processes in
+// it) and an IPC namespace of its own (so no SysV shared memory outlives
+// it), on both backends, live or not; workspace=overlay: the workspace
+// quota is a hard bound (a sized overlay), workspace=measured: it is
+// measured only (Quota.RefuseNear negative, or no quota).
 func Mechanism(cg *Cgroup, lim spec.Limits) string {
 	mem, pids := cg.memory, cg.pids
 	if mem == "" && lim.Memory > 0 {
@@ -27,7 +34,11 @@ func Mechanism(cg *Cgroup, lim spec.Limits) string {
 	if pids == "" {
 		pids = "none"
 	}
-	return fmt.Sprintf("memory=%s pids=%s tmp=tmpfs", mem, pids)
+	ws := "overlay"
+	if w := lim.Workspace; w.Bytes <= 0 || !w.Refuse && w.RefuseNear <= 0 {
+		ws = "measured"
+	}
+	return fmt.Sprintf("memory=%s pids=%s pidns ipcns tmp=tmpfs workspace=%s", mem, pids, ws)
 }
 
 // NprocPerUserns says RLIMIT_NPROC counts the processes of a uid in one

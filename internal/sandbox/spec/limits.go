@@ -13,8 +13,8 @@ type Limits struct {
 	Pids    int64 // processes and threads (cgroup pids, else RLIMIT_NPROC)
 	TmpSize int64 // bytes of the tmpfs /tmp (and /dev/shm)
 	// Workspace is the quota of the mount at /workspace (zero fields: the
-	// defaults; negative: unlimited, and a negative RefuseNear: never
-	// hard); a mount's own Quota wins.
+	// defaults; negative: unlimited, and a negative RefuseNear: measured,
+	// not hard); a mount's own Quota wins.
 	Workspace Quota
 }
 
@@ -91,18 +91,20 @@ func Human(n int64) string {
 
 // Quota bounds what a writable mount may hold: allocated bytes (blocks on
 // disk, so a sparse file counts what it really uses) and entries (files,
-// directories, links). Zero fields are unlimited. The runner measures the
-// mount while the command runs (every 100 ms at most, package limits) and
-// kills the command once it grows a mount past its quota; a write that
-// fits between two measurements is kept and reported in Result.Limit;
-// preallocation cannot outrun a measurement, the seccomp filter refusing
-// fallocate. Nothing already written is removed. With Refuse, or with
-// RefuseNear once the command starts that close to the bound, the bytes
-// are a hard bound instead: the command writes into a sized overlay
-// (package native) and a write past what is left fails in the command
-// (ENOSPC); what it wrote is kept. In that overlay a file changed in place
-// is copied up whole, so it needs room for all of it, and renaming a
+// directories, links). Zero fields are unlimited. With Refuse or a positive
+// RefuseNear the bytes are a hard bound: the command writes into a sized
+// overlay (package native) whose upper layer holds what the quota has left
+// (with RefuseNear, at most RefuseNear of it: one command's share) and a
+// write past it fails in the command (ENOSPC); what it wrote is kept and
+// merged into the mount when it ends. In that overlay a file changed in
+// place is copied up whole, so it needs room for all of it, and renaming a
 // directory that was there before fails (EXDEV; mv copies instead).
+// Otherwise, and for entries, the runner measures the mount while the
+// command runs (every 100 ms at most, package limits) and kills the
+// command once it grows a mount past its quota; a write that fits between
+// two measurements is kept and reported in Result.Limit; preallocation
+// cannot outrun a measurement, the seccomp filter refusing fallocate.
+// Nothing already written is removed.
 type Quota struct {
 	Bytes int64
 	Files int64
@@ -112,10 +114,11 @@ type Quota struct {
 	// Refuse makes Bytes a hard bound for the command (a sized overlay of
 	// the mount) where the kernel allows it.
 	Refuse bool
-	// RefuseNear makes Bytes a hard bound as Refuse does for a command
-	// that starts with at most this many bytes left; further from the
-	// bound the mount is bound as it is and measured, so a command writing
-	// gigabytes pays no copy for them. 0 or negative: never (but see
+	// RefuseNear makes Bytes a hard bound as Refuse does, with one
+	// command's share at most this many bytes (the overlay's upper layer
+	// is a tmpfs, charged to the command's memory): a command writing more
+	// in one go gets ENOSPC, and the next has the same share again, up to
+	// the quota. 0 or negative: the bytes are measured only (but see
 	// Limits.Workspace).
 	RefuseNear int64
 	// Name is the limit's name in Result.Limit and Hint says how to raise
@@ -127,9 +130,9 @@ type Quota struct {
 const (
 	DefaultWorkspaceBytes = 10 << 30
 	DefaultWorkspaceFiles = 1_000_000
-	// DefaultWorkspaceRefuseNear: within 1 GiB of its bound the workspace
-	// quota is hard (Quota.RefuseNear); the overlay's upper layer, a tmpfs
-	// charged to the command's memory, is then at most that large.
+	// DefaultWorkspaceRefuseNear: the workspace quota is a hard bound
+	// (Quota.RefuseNear), a command adding at most 1 GiB to it (its
+	// overlay's upper layer, a tmpfs charged to the command's memory).
 	DefaultWorkspaceRefuseNear = 1 << 30
 )
 

@@ -180,17 +180,12 @@ func Inconsistent(r *trajectory.Run) []string {
 	answered := map[string]bool{}
 	finished := false
 	for _, e := range r.Events {
-		switch e.Type {
-		case record.TypeToolCall:
-			var tc record.ToolCall
-			if e.Decode(&tc) == nil {
-				made[e.Agent+"\x00"+tc.CallID] = true
-			}
-		case record.TypeToolResult:
-			var tr record.ToolResult
-			if e.Decode(&tr) != nil {
-				continue
-			}
+		p, _ := record.DecodePayload(e) // nil when it does not decode
+		switch p := p.(type) {
+		case *record.ToolCall:
+			made[e.Agent+"\x00"+p.CallID] = true
+		case *record.ToolResult:
+			tr := p
 			k := e.Agent + "\x00" + tr.CallID
 			switch {
 			case !made[k]:
@@ -199,7 +194,7 @@ func Inconsistent(r *trajectory.Run) []string {
 				out = append(out, fmt.Sprintf("seq %d: call %s of %s answered twice", e.Seq, tr.CallID, e.Agent))
 			}
 			answered[k] = true
-		case record.TypeRunFinished:
+		case *record.RunFinished:
 			finished = true
 		}
 	}
@@ -220,7 +215,7 @@ func IgnoredObservations(r *trajectory.Run) []string {
 	var out []string
 	deltas := map[int64]bool{}
 	for _, e := range r.Events {
-		if e.Type == record.TypeFileDelta {
+		if _, ok := record.As[record.FileDelta](e); ok {
 			deltas[e.Seq] = true
 		}
 	}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/trajectory"
 	"github.com/apodex/apodex/internal/version"
 )
@@ -117,20 +115,8 @@ func writeTrial(dir string, r *trajectory.Run, cx Context, docs []ATIFDoc) error
 	if cx.Config != "" {
 		res.AgentResult.Metadata["config"] = cx.Config
 	}
-	var started, finished time.Time
-	verifications := false
-	for _, e := range r.Events {
-		switch e.Type {
-		case record.TypeRunStarted:
-			started = e.Time
-		case record.TypeRunFinished:
-			finished = e.Time
-		case record.TypeVerification:
-			verifications = true
-		}
-	}
-	res.StartedAt, res.FinishedAt = stamp(started), stamp(finished)
-	if verifications {
+	res.StartedAt, res.FinishedAt = stamp(r.StartedAt), stamp(r.FinishedAt)
+	if r.Checked {
 		reward := 0.0
 		if r.Verified {
 			reward = 1
@@ -146,9 +132,9 @@ func writeTrial(dir string, r *trajectory.Run, cx Context, docs []ATIFDoc) error
 	switch r.Termination {
 	case "", "completed", "gate_failed":
 	default:
-		at := finished
+		at := r.FinishedAt
 		if at.IsZero() {
-			at = started
+			at = r.StartedAt
 		}
 		res.ExceptionInfo = &harborException{ExceptionType: r.Termination, ExceptionMessage: r.Status + ": " + r.Termination, OccurredAt: stamp(at)}
 	}

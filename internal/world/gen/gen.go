@@ -30,7 +30,7 @@ import (
 
 // Version is the generators' version, recorded in every world and rollout;
 // it changes whenever a generator's output for some seed changes.
-const Version = "2"
+const Version = "3"
 
 // Families this package generates.
 var Families = []string{"file", "search", "code"}

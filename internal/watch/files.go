@@ -1,0 +1,79 @@
+package watch
+
+import (
+	"io/fs"
+	"slices"
+	"strings"
+)
+
+// File is one regular file of a tree as of its last sync.
+type File struct {
+	Rel    string // slash path relative to the root
+	Size   int64
+	Sum    Sum
+	Hashed bool // Sum holds (false: the file could not be read)
+}
+
+// Files syncs the tree, hashes the files whose content may have changed
+// since they were last hashed (only those: the cost grows with the
+// changes), and returns its first limit regular files in the order of a
+// walk that lists each directory sorted by name (filepath.WalkDir's), and
+// how many more regular files it holds. It lists no directory and stats
+// no file: what the tree knows is current once a command has exited.
+// A forgotten tree holds nothing.
+func (t *Tree) Files(limit int) (files []File, more int) {
+	mu.Lock()
+	defer mu.Unlock()
+	t.sync()
+	t.hashStale()
+	total := 0
+	for id := int32(1); id < t.nodes.n; id++ {
+		if n := t.nodes.at(id); n.parent != free && n.e.Mode.IsRegular() {
+			total++
+		}
+	}
+	var kids []int32
+	var walk func(id int32, rel string)
+	walk = func(id int32, rel string) {
+		start := len(kids)
+		for k := t.nodes.at(id).kid; k != none; k = t.nodes.at(k).next {
+			kids = append(kids, k)
+		}
+		mine := kids[start:]
+		slices.SortFunc(mine, func(a, b int32) int { return strings.Compare(t.nodes.at(a).name, t.nodes.at(b).name) })
+		for _, k := range mine {
+			if len(files) >= limit {
+				break
+			}
+			n := t.nodes.at(k)
+			r := join(rel, n.name)
+			switch {
+			case n.e.Mode.IsRegular():
+				files = append(files, File{Rel: r, Size: n.e.Size, Sum: n.sum, Hashed: n.hashed})
+			case n.e.Mode&fs.ModeType == fs.ModeDir:
+				walk(k, r)
+			}
+		}
+		kids = kids[:start]
+	}
+	if !t.forgotten {
+		walk(0, "")
+	}
+	return files, total - len(files)
+}
+
+// Matching syncs the tree and returns the paths of its regular files
+// whose name match accepts, in no order: a search of what the tree holds,
+// with no directory listed and no file statted.
+func (t *Tree) Matching(match func(name string) bool) []string {
+	mu.Lock()
+	defer mu.Unlock()
+	t.sync()
+	var out []string
+	for id := int32(1); id < t.nodes.n; id++ {
+		if n := t.nodes.at(id); n.parent != free && n.e.Mode.IsRegular() && match(n.name) {
+			out = append(out, t.nodes.rel(id))
+		}
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+package world
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// The file list decodes as encoding/json decodes it, by the fast path or
+// not: escapes, whitespace, other key orders, empty lists and damaged
+// input included.
+func TestFileListDecodesAsJSON(t *testing.T) {
+	files := []File{{Path: "workspace/a b.py", SHA256: "ab", Bytes: 0}, {Path: "inputs/<é>&\"q\"\\", SHA256: "cd", Bytes: 1234567}}
+	written, _ := json.Marshal(files)
+	for _, in := range []string{
+		string(written), `[]`, ` [ ] `, `null`,
+		`[{"bytes":7,"sha256":"x","path":"p"}]`,
+		"[\n {\"path\": \"p\",\n  \"sha256\": \"x\", \"bytes\": 7 },{\"path\":\"q\",\"sha256\":\"y\",\"bytes\":0}]",
+		`[{"path":"p","sha256":"x","bytes":7,"extra":1}]`,
+		`[{"path":"p","path":"q","bytes":7}]`,
+		`[{"path":"p","sha256":"x","bytes":07}]`,
+		`[{"path":"p","sha256":"x","bytes":-1}]`,
+		`[{"path":"p","sha256":"x","bytes":7}`,
+		`[{"path":"p","sha256":"x","bytes":7}] x`,
+		`[{"path":"p\u0041","sha256":"x","bytes":7}]`,
+	} {
+		var want []File
+		werr := json.Unmarshal([]byte(in), &want)
+		var got fileList
+		gerr := json.Unmarshal([]byte(in), &got)
+		if (werr == nil) != (gerr == nil) || werr == nil && !reflect.DeepEqual([]File(got), want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%s: got %+v (%v), want %+v (%v)", in, got, gerr, want, werr)
+		}
+	}
+	if _, ok := parseFiles(written); ok {
+		t.Error("a list with escapes took the fast path")
+	}
+	if got, ok := parseFiles([]byte(`[{"path":"p","sha256":"x","bytes":7}]`)); !ok || len(got) != 1 || got[0] != (File{"p", "x", 7}) {
+		t.Errorf("the store's form did not take the fast path: %v %v", got, ok)
+	}
+}
+
+// .world.json decodes as encoding/json decodes it, whatever its strings
+// hold (a name with `"files":[` in it, escapes in paths), and a damaged
+// one is an error.
+func TestDecodeInfoAsJSON(t *testing.T) {
+	for _, w := range []World{
+		{ID: "w-1", Name: `x","files":[{"path":"evil"}],"y":"`, Files: []File{{"workspace/a", "ab", 1}}, Bytes: 1},
+		{ID: "w-2", Name: `a\`, Diff: map[string]float64{"files": 1}, Files: []File{{"inputs/<b>", "cd", 2}, {"workspace/c", "ef", 3}}},
+		{ID: "w-3", Files: []File{}},
+		{ID: "w-4"},
+	} {
+		compact, _ := json.Marshal(&w)
+		indented, _ := json.MarshalIndent(&w, "", "  ") // as the store writes it
+		for _, raw := range [][]byte{compact, indented} {
+			var want, got World
+			json.Unmarshal(raw, &want)
+			if err := decodeInfo(raw, &got); err != nil || !reflect.DeepEqual(got, want) && !(len(got.Files) == 0 && len(want.Files) == 0 && got.ID == want.ID) {
+				t.Errorf("%s: got %+v (%v), want %+v", raw, got, err, want)
+			}
+			if err := decodeInfo(raw[:len(raw)-1], &got); err == nil {
+				t.Errorf("%s: a damaged .world.json decoded", raw[:len(raw)-1])
+			}
+		}
+	}
+}
