@@ -320,8 +320,11 @@ func checkOneResultEach(t *testing.T, home, id string, total int, not map[string
 		if r.Correct != 1 {
 			t.Errorf("%s: %s %s (run %s, %+v)", r.Key(), r.Status, r.Error, r.RunID, r.Termination)
 			if os.Getenv("APODEX_TEST_NATS_LOG") != "" {
-				ev, _ := os.ReadFile(filepath.Join(home, "runs", r.RunID, "events.jsonl"))
-				t.Logf("run %s:\n%s", r.RunID, ev)
+				ev, err := os.ReadFile(filepath.Join(home, "runs", r.RunID, "events.jsonl"))
+				if len(ev) > 4000 {
+					ev = ev[len(ev)-4000:]
+				}
+				t.Logf("run %s (%v):\n%s", r.RunID, err, ev)
 			}
 		}
 		if not[r.RunID] {
