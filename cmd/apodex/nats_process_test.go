@@ -414,6 +414,9 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 	select {
 	case e = <-done:
 	case <-time.After(4 * time.Minute):
+		for _, w := range workers {
+			t.Logf("worker log:\n%s", w.stderr.String())
+		}
 		t.Fatalf("the eval did not end within 4 minutes of the kill (%d of 24 results)", lines())
 	}
 	if e.code != 0 || !strings.Contains(e.stdout, "24 of 24") {
