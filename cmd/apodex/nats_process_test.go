@@ -321,10 +321,13 @@ func checkOneResultEach(t *testing.T, home, id string, total int, not map[string
 			t.Errorf("%s: %s %s (run %s, %+v)", r.Key(), r.Status, r.Error, r.RunID, r.Termination)
 			if os.Getenv("APODEX_TEST_NATS_LOG") != "" {
 				ev, err := os.ReadFile(filepath.Join(home, "runs", r.RunID, "events.jsonl"))
-				if len(ev) > 4000 {
-					ev = ev[len(ev)-4000:]
+				var lines []string
+				for _, l := range strings.Split(string(ev), "\n") {
+					if strings.Contains(l, `"tool_result"`) || strings.Contains(l, `"run_finished"`) {
+						lines = append(lines, l[:min(len(l), 600)])
+					}
 				}
-				t.Logf("run %s (%v):\n%s", r.RunID, err, ev)
+				t.Logf("run %s (%v):\n%s", r.RunID, err, strings.Join(lines, "\n"))
 			}
 		}
 		if not[r.RunID] {
