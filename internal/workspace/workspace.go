@@ -105,7 +105,7 @@ type FS struct {
 // writes are decided by outputsWrite: one view per agent, so the gate knows
 // who is writing.
 func (w *FS) View(outputsWrite func(planePath string, size int64) error) *FS {
-	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared, ReadOnly: w.ReadOnly, Watch: w.Trees()}
+	return &FS{Inputs: w.Inputs, Workspace: w.Workspace, Outputs: w.Outputs, OutputsWrite: outputsWrite, Own: w.Own, Shared: w.Shared, Upper: w.Upper, ReadOnly: w.ReadOnly, Watch: w.Trees()}
 }
 
 // Path is a resolved location.

@@ -231,7 +231,7 @@ func TestNextRolloutWritesAFileAnEarlierOneLinked(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(r.Workspace, "pkg1", "f001.py")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink < 2 {
 		t.Fatalf("the stored file is not linked by the first rollout (%v)", err)
 	}
-	fs := &workspace.FS{Inputs: t.TempDir(), Workspace: r.Workspace, Outputs: t.TempDir(), Upper: r.Upper}
+	fs := (&workspace.FS{Inputs: t.TempDir(), Workspace: r.Workspace, Outputs: t.TempDir(), Upper: r.Upper}).View(nil) // an agent's view, as the tools get it
 	p, err := fs.ResolveWrite("/workspace/pkg1/f001.py")
 	if err != nil {
 		t.Fatalf("a stored file linked by an earlier rollout: %v", err)
