@@ -193,14 +193,16 @@ func (c *Conn) keepAbandoned(ctx context.Context, home string, l *abandonedLog, 
 }
 
 // fetchRecord fetches run id's record into home/runs/<id> unless there,
-// trying again (up to 5 times) while the servers are unavailable.
+// trying again (up to 5 times) after any failure: a read cut by the loss
+// of a node can end early or start mid-object ("gzip: invalid header"),
+// and a fetch is idempotent (unpacked aside, renamed into place whole).
 func (c *Conn) fetchRecord(ctx context.Context, home, id string) error {
 	var err error
 	for try := 0; try < 5; try++ {
 		fctx, cancel := context.WithTimeout(ctx, 6*apiTimeout)
 		err = getDir(fctx, c.records, id, filepath.Join(home, "runs", id), nil)
 		cancel()
-		if !isUnavailable(err) || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || errors.Is(err, jetstream.ErrObjectNotFound) {
 			return err
 		}
 		time.Sleep(time.Duration(try+1) * 500 * time.Millisecond)

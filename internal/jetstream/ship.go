@@ -86,6 +86,7 @@ func unpackDir(r io.Reader, dst string, check func(dir string) error) error {
 	}
 	zr, err := gzip.NewReader(r)
 	if err != nil {
+		os.RemoveAll(tmp)
 		return err
 	}
 	tr := tar.NewReader(zr)
