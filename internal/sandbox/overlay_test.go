@@ -116,7 +116,7 @@ func mustReadDir(t *testing.T, dir string) []string {
 
 // F6 (issue 25): a workspace quota was measured every 100 ms, so plain
 // writes passed it between two measurements (3 GiB kept under a 50 MiB
-// quota). Within DefaultWorkspaceRefuseNear of its bound it is a hard
+// quota). With a share (RefuseNear, --workspace-share) it is a hard
 // bound: one large write and four parallel ones, together four times the
 // quota, are refused in the command (No space left on device) and the
 // workspace on the host holds at most the quota; what fit is kept, and the
@@ -131,7 +131,7 @@ func TestWorkspaceQuotaHard(t *testing.T) {
 				t.Fatal(err)
 			}
 			mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true, Watch: watchedIf(t, tracked)}}
-			lim := Limits{Workspace: Quota{Bytes: quota}}
+			lim := Limits{Workspace: Quota{Bytes: quota, RefuseNear: 1 << 30}}
 			res := run(t, r, Spec{Mounts: mounts, Limits: lim, Timeout: 60 * time.Second, Command: `cd /workspace && echo kept > kept &&
 				head -c 16777216 /dev/zero > big; echo "big=$?"
 				for i in 1 2 3 4; do head -c 4194304 /dev/urandom > p$i & done; wait; echo done`})
@@ -232,7 +232,7 @@ func BenchmarkWorkspaceWrite(b *testing.B) {
 		for _, mode := range []struct {
 			name string
 			q    Quota
-		}{{"hard", Quota{}}, {"measured", Quota{RefuseNear: -1}}} {
+		}{{"hard", Quota{RefuseNear: 1 << 30}}, {"measured", Quota{RefuseNear: -1}}} {
 			b.Run(name+"/"+mode.name, func(b *testing.B) {
 				ws := b.TempDir()
 				mounts := []Mount{{Source: ws, Target: "/workspace", Writable: true}}

@@ -130,10 +130,12 @@ type Quota struct {
 const (
 	DefaultWorkspaceBytes = 10 << 30
 	DefaultWorkspaceFiles = 1_000_000
-	// DefaultWorkspaceRefuseNear: the workspace quota is a hard bound
-	// (Quota.RefuseNear), a command adding at most 1 GiB to it (its
-	// overlay's upper layer, a tmpfs charged to the command's memory).
-	DefaultWorkspaceRefuseNear = 1 << 30
+	// DefaultWorkspaceRefuseNear: the workspace quota is measured (-1),
+	// not a hard bound, unless asked (--workspace-share SIZE): the hard
+	// bound's per-command overlay hides from a running command what others
+	// write to /workspace meanwhile, holds its writes in memory until it
+	// ends and refuses renaming a directory that was there before.
+	DefaultWorkspaceRefuseNear = -1
 )
 
 // Over says how m is over its quota ("" if it is not).
