@@ -24,13 +24,7 @@ import (
 // TestWorkerChildProcess is the worker a test kills; it only runs as a
 // child.
 func TestWorkerChildProcess(t *testing.T) {
-	raw := os.Getenv("APODEX_WORKER_CHILD_ARGS")
-	if raw == "" {
-		t.Skip("runs only as the child of TestWorkerKilledMidRollout")
-	}
-	var args []string
-	json.Unmarshal([]byte(raw), &args)
-	os.Exit(Run(t.Context(), args, os.Stdout, os.Stderr))
+	runAsChild(t, "APODEX_WORKER_CHILD_ARGS", "TestWorkerKilledMidRollout")
 }
 
 // TestWorkerKilledMidRollout: an `apodex worker` process takes every

@@ -135,15 +135,22 @@ func TestRunWorldRecordsTheWorld(t *testing.T) {
 	}
 }
 
-// TestEvalChildProcess is the eval a test kills; it only runs as a child.
-func TestEvalChildProcess(t *testing.T) {
-	raw := os.Getenv("APODEX_EVAL_CHILD_ARGS")
+// runAsChild runs the CLI with the arguments a parent test put (as a JSON
+// array) in the environment variable env and exits with its code; without
+// it the test is skipped (it only runs as the child of parent).
+func runAsChild(t *testing.T, env, parent string) {
+	raw := os.Getenv(env)
 	if raw == "" {
-		t.Skip("runs only as the child of TestEvalKillAndResume")
+		t.Skip("runs only as the child of " + parent)
 	}
 	var args []string
 	json.Unmarshal([]byte(raw), &args)
 	os.Exit(Run(t.Context(), args, os.Stdout, os.Stderr))
+}
+
+// TestEvalChildProcess is the eval a test kills; it only runs as a child.
+func TestEvalChildProcess(t *testing.T) {
+	runAsChild(t, "APODEX_EVAL_CHILD_ARGS", "TestEvalKillAndResume")
 }
 
 // TestEvalKillAndResume: three worlds × two configurations × two rollouts
