@@ -30,40 +30,65 @@ func freePort(t *testing.T) int {
 
 // cluster starts three JetStream servers routed to each other on
 // loopback and returns them with a client URL listing all three.
+//
+// The route ports are picked free and then given to the servers, so
+// another test process may take one in between (CI runs packages in
+// parallel on many cores: a node once never became ready). A cluster
+// whose nodes do not all come up is shut down and formed again on new
+// ports; client ports are left to the servers.
 func cluster(t *testing.T) ([]*server.Server, string) {
 	t.Helper()
-	var cports, ports []int
+	for attempt := 1; ; attempt++ {
+		nodes, url, err := tryCluster(t)
+		if err == nil {
+			return nodes, url
+		}
+		if attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; again on new ports", attempt, err)
+	}
+}
+
+func tryCluster(t *testing.T) ([]*server.Server, string, error) {
+	var cports []int
 	var routes []string
 	for range 3 {
 		cports = append(cports, freePort(t))
-		ports = append(ports, freePort(t))
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", cports[len(cports)-1]))
 	}
 	var out []*server.Server
 	var urls []string
+	shutdown := func() {
+		for _, s := range out {
+			s.Shutdown()
+		}
+	}
 	for i := range 3 {
-		opts := &server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: ports[i], JetStream: true, StoreDir: t.TempDir(),
+		opts := &server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(),
 			NoSigs: true, NoLog: true, Cluster: server.ClusterOpts{Name: "apodex-test", Host: "127.0.0.1", Port: cports[i]},
 			Routes: server.RoutesFromStr(strings.Join(routes, ","))}
 		s, err := server.NewServer(opts)
 		if err != nil {
-			t.Fatal(err)
+			shutdown()
+			return nil, "", err
 		}
 		if os.Getenv("APODEX_TEST_NATS_LOG") != "" { // the servers' own log, for a failure to read
 			opts.NoLog = false
 			s.SetLoggerV2(testLogger{t, opts.ServerName}, false, false, false)
 		}
 		s.Start()
-		t.Cleanup(s.Shutdown)
 		out = append(out, s)
-		urls = append(urls, s.ClientURL())
 	}
 	for _, s := range out {
 		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatal("cluster node not ready")
+			shutdown()
+			return nil, "", fmt.Errorf("cluster node %s not ready (route ports %v)", s.Name(), cports)
 		}
+		urls = append(urls, s.ClientURL())
 	}
-	return out, strings.Join(urls, ",")
+	t.Cleanup(shutdown)
+	return out, strings.Join(urls, ","), nil
 }
 
 // TestClusterNodeLossLosesNothing: on a 3-node cluster (replicas 3), one
