@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,6 +102,7 @@ type natsNode struct {
 	url        string
 	cmd        *exec.Cmd
 	monitor    int
+	logPath    string
 	killedOnce sync.Once
 }
 
@@ -121,12 +125,13 @@ func natsCluster(t *testing.T, n int) ([]*natsNode, string) {
 			args = append(args, "--cluster_name", "apodex-test", "--cluster", routes[i], "--routes", strings.Join(routes, ","))
 		}
 		cmd := exec.Command(bin, args...)
-		logf, _ := os.Create(filepath.Join(t.TempDir(), name+".log"))
+		logPath := filepath.Join(t.TempDir(), name+".log")
+		logf, _ := os.Create(logPath)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		nd := &natsNode{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", ports[3*i]), cmd: cmd, monitor: ports[3*i+2]}
+		nd := &natsNode{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", ports[3*i]), cmd: cmd, monitor: ports[3*i+2], logPath: logPath}
 		t.Cleanup(func() { nd.kill(); logf.Close() })
 		nodes = append(nodes, nd)
 		urls = append(urls, nd.url)
@@ -189,6 +194,85 @@ func (nd *natsNode) streamInfo(t *testing.T, stream string) (leader string, msgs
 		}
 	}
 	return "", 0, false
+}
+
+// describe is what the node's /jsz says of the queue's streams and their
+// consumers (leader, messages, pending, redelivered), and its log's tail:
+// what a stalled eval is waiting on.
+func (nd *natsNode) describe() string {
+	var b strings.Builder
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz?accounts=true&streams=true&consumers=true", nd.monitor))
+	if err != nil {
+		fmt.Fprintf(&b, "node %s: %v\n", nd.name, err)
+	} else {
+		var jsz struct {
+			Accounts []struct {
+				Streams []struct {
+					Name    string `json:"name"`
+					Cluster struct {
+						Leader string `json:"leader"`
+					} `json:"cluster"`
+					State struct {
+						Msgs uint64 `json:"messages"`
+					} `json:"state"`
+					Consumers []struct {
+						Name    string `json:"name"`
+						Cluster struct {
+							Leader string `json:"leader"`
+						} `json:"cluster"`
+						Pending     uint64 `json:"num_pending"`
+						AckPending  int    `json:"num_ack_pending"`
+						Redelivered int    `json:"num_redelivered"`
+						Waiting     int    `json:"num_waiting"`
+						Delivered   struct {
+							Stream uint64 `json:"stream_seq"`
+						} `json:"delivered"`
+						AckFloor struct {
+							Stream uint64 `json:"stream_seq"`
+						} `json:"ack_floor"`
+					} `json:"consumer_detail"`
+				} `json:"stream_detail"`
+			} `json:"account_details"`
+		}
+		json.NewDecoder(resp.Body).Decode(&jsz)
+		resp.Body.Close()
+		for _, a := range jsz.Accounts {
+			for _, s := range a.Streams {
+				if s.Name != jetstream.RolloutStream && s.Name != jetstream.ResultStream {
+					continue
+				}
+				fmt.Fprintf(&b, "node %s: stream %s leader %s, %d messages\n", nd.name, s.Name, s.Cluster.Leader, s.State.Msgs)
+				for _, c := range s.Consumers {
+					fmt.Fprintf(&b, "  consumer %s leader %s: pending %d, ack pending %d, redelivered %d, waiting %d, delivered %d, ack floor %d\n",
+						c.Name, c.Cluster.Leader, c.Pending, c.AckPending, c.Redelivered, c.Waiting, c.Delivered.Stream, c.AckFloor.Stream)
+				}
+			}
+		}
+	}
+	if raw, err := os.ReadFile(nd.logPath); err == nil {
+		var ls []string // but the retries to reach the killed node
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			if !strings.Contains(l, "Error trying to connect to route") {
+				ls = append(ls, l)
+			}
+		}
+		fmt.Fprintf(&b, "node %s log (last 40 lines):\n%s\n", nd.name, strings.Join(ls[max(0, len(ls)-40):], "\n"))
+	}
+	return b.String()
+}
+
+// goroutinesIn is the stacks of this process's goroutines that run code
+// of pkg: where a stalled in-process command waits.
+func goroutinesIn(pkg string) string {
+	var b bytes.Buffer
+	pprof.Lookup("goroutine").WriteTo(&b, 2)
+	var out []string
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, pkg) {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // oracleSuite writes a suite of rollouts rollouts on one world of each
@@ -370,9 +454,10 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 		stdout, stderr string
 	}
 	done := make(chan exit, 1)
+	var evalOut, evalErr syncBuffer
 	go func() {
-		code, stdout, stderr := cli(t, "eval", suite, "--home", home, "--nats", url, "--wait", "--quiet")
-		done <- exit{code, stdout, stderr}
+		code := Run(context.Background(), []string{"eval", suite, "--home", home, "--nats", url, "--wait", "--quiet"}, &evalOut, &evalErr)
+		done <- exit{code, evalOut.String(), evalErr.String()}
 	}()
 	var id string
 	waitUntil(t, time.Minute, "no eval started", func() bool {
@@ -429,6 +514,10 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 		for _, w := range workers {
 			t.Logf("worker log:\n%s", w.stderr.String())
 		}
+		for nd := range alive {
+			t.Log(nd.describe())
+		}
+		t.Logf("eval's stderr:\n%s\nthe eval's goroutines in the queue's package:\n%s", evalErr.String(), goroutinesIn("internal/jetstream"))
 		t.Fatalf("the eval did not end within 4 minutes of the kill (%d of 24 results)", lines())
 	}
 	if e.code != 0 || !strings.Contains(e.stdout, "24 of 24") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ type Conn struct {
 	js       jetstream.JetStream
 	URL      string
 	LeaseTTL time.Duration
+	// Log gets what collecting recovers from (a reading of the results
+	// cut and resumed); nil: nothing is logged.
+	Log      *slog.Logger
 	Replicas int
 	rollouts jetstream.Stream
 	results  jetstream.Stream
@@ -82,6 +86,13 @@ func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Co
 		return nil, fmt.Errorf("jetstream: set up on %s: %w", url, err)
 	}
 	return c, nil
+}
+
+func (c *Conn) logger() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Log
 }
 
 // Close drains nothing: it drops the connection (what a dead process does).

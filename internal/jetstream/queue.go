@@ -93,8 +93,8 @@ const apiTimeout = 10 * time.Second
 // of the eval so far is read (an abandoned run reported after the last
 // result is kept too), or ctx ends. Abandoned runs go to the eval's
 // abandoned.jsonl, their records to home/runs. A reading that fails (a
-// node lost, a leader being elected) starts again from the first result;
-// col drops those it has.
+// node lost, a leader being elected) starts again, on a new consumer,
+// from the message after the last one taken; col drops those it has.
 func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector) error {
 	return c.collect(ctx, home, plan, col, false)
 }
@@ -102,8 +102,11 @@ func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *e
 // collect is Collect; with now, it ends once it has read what the queue
 // holds, complete or not.
 func (c *Conn) collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector, now bool) error {
-	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		err := c.collectOnce(ctx, home, plan, col, now)
+	next := uint64(0) // stream sequence of the next message to read; 0: the eval's first
+	wait := 250 * time.Millisecond
+	for {
+		from := next
+		err := c.collectOnce(ctx, home, plan, col, now, &next)
 		switch {
 		case err == nil:
 			return nil
@@ -112,20 +115,39 @@ func (c *Conn) collect(ctx context.Context, home string, plan *eval.Plan, col *e
 		case errors.Is(err, errWrite):
 			return err
 		}
+		if next > from {
+			wait = 250 * time.Millisecond // it was reading: no backoff
+		}
+		c.logger().Warn("reading results interrupted; reading on with a new consumer", "eval", plan.ID, "from_seq", next, "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(wait):
 		}
+		wait = min(2*wait, 5*time.Second)
 	}
 }
 
 // errWrite: results.jsonl could not be written; not worth a retry.
 var errWrite = errors.New("jetstream: write results")
 
-func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector, now bool) error {
+// collectOnce reads from stream sequence *next (0: the first) on one
+// ordered consumer, advancing *next past each message it has taken.
+//
+// The consumer may not try to recreate itself more than once: it is an
+// R1 consumer, which the cluster may place on a node that has just died
+// (killed, not shut down: the others count it online for up to minutes),
+// and nats.go would try again under the same name forever, every try
+// answered by nobody or by "consumer offline" (the eval of issue 30
+// stalled so with every result stored). Its first failure ends this
+// reading; the next one starts on a consumer of another name.
+func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector, now bool, next *uint64) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject + plan.ID + ".>", abandonedSubject + plan.ID + ".>"}, MaxResetAttempts: 1}
+	if *next > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, *next
+	}
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	cons, err := c.js.OrderedConsumer(cctx, ResultStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{resultSubject + plan.ID + ".>", abandonedSubject + plan.ID + ".>"}})
+	cons, err := c.js.OrderedConsumer(cctx, ResultStream, cfg)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("jetstream: read results: %w", err)
@@ -147,30 +169,42 @@ func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, co
 		if err != nil {
 			return fmt.Errorf("jetstream: read results: %w", err)
 		}
-		if md, err := msg.Metadata(); err == nil {
-			pending = md.NumPending
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("jetstream: read results: %w", err)
 		}
-		if isAbandonedSubject(msg.Subject()) {
-			if err := c.keepAbandoned(ctx, home, abandoned, msg.Data()); err != nil {
-				return fmt.Errorf("%w: %w", errWrite, err)
-			}
-			continue
+		pending = md.NumPending
+		if err := c.take(ctx, home, abandoned, col, msg); err != nil {
+			return err
 		}
-		var o Outcome
-		if err := json.Unmarshal(msg.Data(), &o); err != nil {
-			continue // not ours to judge; the key never gets a line from it
-		}
-		if o.Record != "" && validRunID(o.Record) {
-			if err := c.fetchRecord(ctx, home, o.Record); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				o.Result.Error = joinErr(o.Result.Error, fmt.Sprintf("record %s not fetched: %v", o.Record, err))
-			}
-		}
-		if _, err := col.Add(o.Result); err != nil {
+		*next = md.Sequence.Stream + 1
+	}
+	return nil
+}
+
+// take adds one message of the result stream to the eval: a result to
+// col (its record fetched), an abandoned run to abandoned.jsonl.
+func (c *Conn) take(ctx context.Context, home string, abandoned *abandonedLog, col *eval.Collector, msg jetstream.Msg) error {
+	if isAbandonedSubject(msg.Subject()) {
+		if err := c.keepAbandoned(ctx, home, abandoned, msg.Data()); err != nil {
 			return fmt.Errorf("%w: %w", errWrite, err)
 		}
+		return nil
+	}
+	var o Outcome
+	if err := json.Unmarshal(msg.Data(), &o); err != nil {
+		return nil // not ours to judge; the key never gets a line from it
+	}
+	if o.Record != "" && validRunID(o.Record) {
+		if err := c.fetchRecord(ctx, home, o.Record); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			o.Result.Error = joinErr(o.Result.Error, fmt.Sprintf("record %s not fetched: %v", o.Record, err))
+		}
+	}
+	if _, err := col.Add(o.Result); err != nil {
+		return fmt.Errorf("%w: %w", errWrite, err)
 	}
 	return nil
 }

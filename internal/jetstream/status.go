@@ -89,6 +89,10 @@ func kvKey(s string) string {
 // eval's with eval "").
 func (c *Conn) Status(ctx context.Context, eval string) (Status, error) {
 	var st Status
+	// Listing keys reads a bucket through an R1 consumer, which a cluster
+	// can place on a node that has just died: never wait for it unbounded.
+	ctx, cancel := context.WithTimeout(ctx, 3*apiTimeout)
+	defer cancel()
 	kv, err := c.workersKV(ctx)
 	if err != nil {
 		return st, fmt.Errorf("jetstream: status: %w", err)

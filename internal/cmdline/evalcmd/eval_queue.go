@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/apodex/apodex/internal/version"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ func evalQueued(ctx context.Context, sub, arg, url string, wait bool, opts eval.
 		return err
 	}
 	defer stop()
+	conn.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var plan *eval.Plan
 	if sub == "resume" {
 		plan, err = conn.FetchPlan(ctx, opts.Home, arg) // this home's, else the queue's
