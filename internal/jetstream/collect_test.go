@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,4 +205,69 @@ func (p *createDropper) drop(subject string) bool {
 	}
 	p.dropped++
 	return true
+}
+
+// TestCollectNowTakesLinesOnly: eval show from another host (CollectNow)
+// writes the result lines and fetches no record and no abandoned run; a
+// later collect of the same home (eval resume --wait, export --follow)
+// fetches the records of the lines it finds and keeps the abandoned runs.
+func TestCollectNowTakesLinesOnly(t *testing.T) {
+	s := embedded(t)
+	c := connect(t, s.URL(), 0)
+	home, plan := prepared(t, 1)
+	jobs := eval.Pending(plan, nil, "v")
+	ctx := context.Background()
+	ship := func(id string) {
+		dir := filepath.Join(t.TempDir(), id)
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte("{}\n"), 0o644)
+		if err := putDir(ctx, c.records, id, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const scored, dropped = "20261202-000000-aaaaaa", "20261202-000000-bbbbbb"
+	ship(scored)
+	ship(dropped)
+	for i, j := range jobs {
+		o := Outcome{Result: eval.Result{World: j.World.ID, Config: j.Config.Name, Rollout: j.Rollout, Status: "completed"}, Worker: "w"}
+		if i == 0 {
+			o.Result.RunID, o.Record = scored, scored
+		}
+		raw, _ := json.Marshal(o)
+		if _, err := c.js.Publish(ctx, resultSubjectOf(j), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, _ := json.Marshal(Abandoned{World: jobs[1].World.ID, Config: jobs[1].Config.Name, RunID: dropped, Worker: "w", Reason: "test", Shipped: true})
+	if _, err := c.js.Publish(ctx, abandonedSubject+leaseKey(jobs[1]), raw); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := c.CollectNow(ctx, eval.Options{Home: home}, plan)
+	if err != nil || n != len(jobs) {
+		t.Fatalf("CollectNow: %d lines, %v; want %d", n, err, len(jobs))
+	}
+	for _, id := range []string{scored, dropped} {
+		if _, err := os.Stat(filepath.Join(home, "runs", id)); err == nil {
+			t.Errorf("CollectNow fetched record %s", id)
+		}
+	}
+	if ab := ReadAbandoned(home, plan.ID); len(ab) != 0 {
+		t.Errorf("CollectNow kept abandoned runs %+v", ab)
+	}
+
+	if n, err := c.CollectEval(ctx, eval.Options{Home: home}, plan); err != nil || n != len(jobs) {
+		t.Fatalf("CollectEval: %d lines, %v; want %d", n, err, len(jobs))
+	}
+	for _, id := range []string{scored, dropped} {
+		if _, err := os.Stat(filepath.Join(home, "runs", id, "events.jsonl")); err != nil {
+			t.Errorf("record %s not fetched by the collect after CollectNow: %v", id, err)
+		}
+	}
+	if ab := ReadAbandoned(home, plan.ID); len(ab) != 1 || ab[0].RunID != dropped || !ab[0].Shipped {
+		t.Errorf("abandoned runs after the collect: %+v, want %s, shipped", ab, dropped)
+	}
+	if rs, _ := eval.ReadResults(home, plan.ID); len(rs) != len(jobs) {
+		t.Errorf("%d result lines, want %d (each once)", len(rs), len(jobs))
+	}
 }

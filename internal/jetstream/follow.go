@@ -68,9 +68,11 @@ func (c *Conn) CollectEval(ctx context.Context, opts eval.Options, plan *eval.Pl
 	return c.collectEval(ctx, opts, plan, false)
 }
 
-// CollectNow is CollectEval up to what the queue holds now: it does not
+// CollectNow is CollectEval up to what the queue holds now, result lines
+// only (eval show from another host fetches what it shows): it does not
 // wait for the rollouts still running, nor for another collector of the
-// home (eval show from another host).
+// home, and fetches no record (CollectEval fetches those of the lines it
+// finds).
 func (c *Conn) CollectNow(ctx context.Context, opts eval.Options, plan *eval.Plan) (int, error) {
 	return c.collectEval(ctx, opts, plan, true)
 }

@@ -100,7 +100,9 @@ func (c *Conn) Collect(ctx context.Context, home string, plan *eval.Plan, col *e
 }
 
 // collect is Collect; with now, it ends once it has read what the queue
-// holds, complete or not.
+// holds, complete or not, and takes the result lines alone: no record is
+// fetched and no abandoned run kept (a later Collect of the home fetches
+// the records of the lines it finds there and keeps those runs).
 func (c *Conn) collect(ctx context.Context, home string, plan *eval.Plan, col *eval.Collector, now bool) error {
 	next := uint64(0) // stream sequence of the next message to read; 0: the eval's first
 	wait := 250 * time.Millisecond
@@ -174,7 +176,7 @@ func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, co
 			return fmt.Errorf("jetstream: read results: %w", err)
 		}
 		pending = md.NumPending
-		if err := c.take(ctx, home, abandoned, col, msg); err != nil {
+		if err := c.take(ctx, home, abandoned, col, msg, !now); err != nil {
 			return err
 		}
 		*next = md.Sequence.Stream + 1
@@ -183,9 +185,13 @@ func (c *Conn) collectOnce(ctx context.Context, home string, plan *eval.Plan, co
 }
 
 // take adds one message of the result stream to the eval: a result to
-// col (its record fetched), an abandoned run to abandoned.jsonl.
-func (c *Conn) take(ctx context.Context, home string, abandoned *abandonedLog, col *eval.Collector, msg jetstream.Msg) error {
+// col (with records, its record fetched unless there), an abandoned run
+// to abandoned.jsonl (only with records).
+func (c *Conn) take(ctx context.Context, home string, abandoned *abandonedLog, col *eval.Collector, msg jetstream.Msg, records bool) error {
 	if isAbandonedSubject(msg.Subject()) {
+		if !records {
+			return nil
+		}
 		if err := c.keepAbandoned(ctx, home, abandoned, msg.Data()); err != nil {
 			return fmt.Errorf("%w: %w", errWrite, err)
 		}
@@ -195,7 +201,7 @@ func (c *Conn) take(ctx context.Context, home string, abandoned *abandonedLog, c
 	if err := json.Unmarshal(msg.Data(), &o); err != nil {
 		return nil // not ours to judge; the key never gets a line from it
 	}
-	if o.Record != "" && validRunID(o.Record) {
+	if records && o.Record != "" && validRunID(o.Record) {
 		if err := c.fetchRecord(ctx, home, o.Record); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
