@@ -51,8 +51,11 @@ type Conn struct {
 }
 
 // Connect dials url (one URL or several, comma-separated) and creates the
-// streams, consumer, bucket and object stores if missing. leaseTTL 0 keeps
-// the queue's TTL (DefaultLeaseTTL for a new queue). An unreachable URL fails at once, naming the URL.
+// streams, consumer, bucket and object stores if missing. leaseTTL 0 is
+// the queue's TTL (DefaultLeaseTTL for a new queue); another TTL than the
+// queue's is refused (ErrLeaseTTL) while the queue has live workers, and
+// otherwise becomes the queue's. An unreachable URL fails at once, naming
+// the URL.
 func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Conn, error) {
 	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
 		// A frozen or cut-off server is left for another within ~20 s
@@ -66,10 +69,22 @@ func Connect(ctx context.Context, url, name string, leaseTTL time.Duration) (*Co
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	if leaseTTL <= 0 { // keep the TTL the queue has, so an eval does not reset its workers'
+	// The lease TTL is the queue's (the work consumer's ack wait and the
+	// lease bucket's TTL): all its workers renew by it.
+	queueTTL := time.Duration(0)
+	if cons, err := js.Consumer(ctx, RolloutStream, WorkConsumer); err == nil {
+		queueTTL = cons.CachedInfo().Config.AckWait
+	}
+	switch {
+	case leaseTTL <= 0 && queueTTL > 0:
+		leaseTTL = queueTTL
+	case leaseTTL <= 0:
 		leaseTTL = DefaultLeaseTTL
-		if cons, err := js.Consumer(ctx, RolloutStream, WorkConsumer); err == nil && cons.CachedInfo().Config.AckWait > 0 {
-			leaseTTL = cons.CachedInfo().Config.AckWait
+	case queueTTL > 0 && leaseTTL != queueTTL:
+		if live := liveWorkers(ctx, js); len(live) > 0 {
+			nc.Close()
+			return nil, fmt.Errorf("jetstream: the queue on %s holds rollouts with a lease TTL of %s, which its live workers (%s) renew by; %s is refused: every worker of a queue uses the same TTL. Omit --lease-ttl to use the queue's, or stop those workers first to change it: %w",
+				url, queueTTL, strings.Join(live, ", "), leaseTTL, ErrLeaseTTL)
 		}
 	}
 	c := &Conn{nc: nc, js: js, URL: url, LeaseTTL: leaseTTL, Replicas: min(3, max(1, len(nc.Servers())))}
@@ -93,6 +108,22 @@ func (c *Conn) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Log
+}
+
+// ErrLeaseTTL: a lease TTL other than the queue's while workers use it.
+var ErrLeaseTTL = errors.New("lease TTL differs from the queue's")
+
+// liveWorkers names the workers with a heartbeat in the worker bucket
+// (none if it cannot be read).
+func liveWorkers(ctx context.Context, js jetstream.JetStream) []string {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, WorkerBucket)
+	if err != nil {
+		return nil
+	}
+	keys, _ := kv.Keys(ctx)
+	return keys
 }
 
 // Close drains nothing: it drops the connection (what a dead process does).

@@ -29,7 +29,7 @@ func Worker(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	host, _ := os.Hostname()
 	name := fs.String("name", fmt.Sprintf("%s-%d", host, os.Getpid()), "this worker's name, as eval show lists it")
 	sbx := fs.String("sandbox", sandbox.KindAuto, "auto (bwrap if usable, else native), bwrap, native, or none (no isolation: only with models you trust with this machine)")
-	ttl := fs.Duration("lease-ttl", jetstream.DefaultLeaseTTL, "how long a rollout stays held after this worker's last renewal (also the queue's ack wait)")
+	ttl := fs.Duration("lease-ttl", 0, fmt.Sprintf("how long a rollout stays held after its worker's last renewal (the queue's ack wait); every worker of a queue uses the queue's: default the queue's (%s for a new queue); another is refused while the queue has live workers, else it becomes the queue's", jetstream.DefaultLeaseTTL))
 	pos, err := fs.Parse(args)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func Worker(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(pos) != 0 {
 		return cmdline.Usagef("worker takes no arguments")
 	}
-	if *parallel < 1 || *ttl < 3*time.Second {
+	if *parallel < 1 || *ttl != 0 && *ttl < 3*time.Second {
 		return cmdline.Usagef("need --parallel ≥ 1 and --lease-ttl ≥ 3s")
 	}
 	if *sbx != "none" {
@@ -61,7 +61,7 @@ func Worker(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return cmdline.Usagef("%v", err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(stderr, "worker %s: pulling rollouts from %s, %d at once; stop with Ctrl-C or SIGTERM (what it holds is handed back)\n", *name, url, *parallel)
+	fmt.Fprintf(stderr, "worker %s: pulling rollouts from %s, %d at once, lease TTL %s; stop with Ctrl-C or SIGTERM (what it holds is handed back)\n", *name, url, *parallel, conn.LeaseTTL)
 	w := &jetstream.Worker{Conn: conn, Name: *name, Parallel: *parallel, Version: version.Runtime, Progress: stderr,
 		Log:     slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Options: eval.Options{Home: h, Sandbox: *sbx, NewModel: evalModel}}
