@@ -432,15 +432,15 @@ func checkOneResultEach(t *testing.T, home, id string, total int, not map[string
 // (SIGKILL). The eval still ends with one passing result per rollout and
 // the result stream holds exactly one message per rollout.
 //
-// Opt-in (APODEX_TEST_NATS_CLUSTER=1): on a clean full run it once hung at
-// 2 of 24 results after the kill (workers had lost leases and their record
-// uploads timed out; the eval side collected nothing more in 4 minutes).
-// Until that stall is understood and fixed it must not fail CI at random;
-// issue 30 stays open for it.
+// It once hung at 2 of 24 results after the kill with every result
+// stored: the eval's reading of the results had to recreate its consumer
+// after the kill, the cluster (which counts a SIGKILLed node online for
+// minutes) placed it on the dead node, and nats.go retried that consumer's
+// name forever. The reading now starts anew on a consumer of another name
+// (internal/jetstream TestCollectSurvivesAConsumerNameNobodyAnswers). On a
+// stall the test logs the workers, each live node's view of the streams
+// and the eval's goroutines in the queue's package.
 func TestNATSClusterProcessesLoseNothing(t *testing.T) {
-	if os.Getenv("APODEX_TEST_NATS_CLUSTER") == "" {
-		t.Skip("set APODEX_TEST_NATS_CLUSTER=1: the 3-node cluster with a node killed mid-eval can still stall (issue 30)")
-	}
 	nodes, url := natsCluster(t, 3)
 	home := t.TempDir()
 	var hold atomic.Bool
@@ -510,7 +510,7 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 	var e exit
 	select {
 	case e = <-done:
-	case <-time.After(4 * time.Minute):
+	case <-time.After(3 * time.Minute):
 		for _, w := range workers {
 			t.Logf("worker log:\n%s", w.stderr.String())
 		}
@@ -518,7 +518,7 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 			t.Log(nd.describe())
 		}
 		t.Logf("eval's stderr:\n%s\nthe eval's goroutines in the queue's package:\n%s", evalErr.String(), goroutinesIn("internal/jetstream"))
-		t.Fatalf("the eval did not end within 4 minutes of the kill (%d of 24 results)", lines())
+		t.Fatalf("the eval did not end within 3 minutes of the kill (%d of 24 results)", lines())
 	}
 	if e.code != 0 || !strings.Contains(e.stdout, "24 of 24") {
 		rs, _ := eval.ReadResults(home, id)
@@ -537,7 +537,7 @@ func TestNATSClusterProcessesLoseNothing(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "results on "+url+": 24 ") {
 		t.Errorf("eval show --nats: want 24 result messages on the queue: exit %d\n%s%s", code, stdout, stderr)
 	}
-	t.Logf("froze %s at %d of 24 results, killed %s at %d", frozen.name, atFreeze, killed.name, atKill)
+	t.Logf("froze %s at %d of 24 results, killed %s at %d; the eval's warnings:\n%s", frozen.name, atFreeze, killed.name, atKill, e.stderr)
 }
 
 // TestStaleWorkerProcessCannotPublish is the issue's stale worker with
