@@ -1,15 +1,11 @@
 package jetstream
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +27,28 @@ import (
 // retried the dead name forever.
 func TestCollectSurvivesAConsumerNameNobodyAnswers(t *testing.T) {
 	s := embedded(t)
-	p := newCreateDropper(t, s.URL())
+	p := newNATSProxy(t, s.URL())
+	var mu sync.Mutex
+	armed, dead, withheld := false, "", 0
+	p.drop = func(subject string) bool { // $JS.API.CONSUMER.CREATE.<stream>.<name>[.<filter>]
+		tok := strings.Split(subject, ".")
+		if len(tok) < 6 || !strings.HasPrefix(subject, "$JS.API.CONSUMER.CREATE."+ResultStream+".") {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !armed {
+			return false
+		}
+		if dead == "" {
+			dead = tok[5]
+		}
+		if tok[5] == dead {
+			withheld++
+			return true
+		}
+		return false
+	}
 	home, plan := prepared(t, 2)
 	pub := connect(t, s.URL(), 0)
 	jobs := eval.Pending(plan, nil, "v")
@@ -46,7 +63,7 @@ func TestCollectSurvivesAConsumerNameNobodyAnswers(t *testing.T) {
 	half := len(jobs) / 2
 	publish(jobs[:half])
 
-	c := connect(t, "nats://"+p.addr(), 0)
+	c := connect(t, p.url(), 0)
 	c.Log = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	col, err := eval.OpenCollector(eval.Options{Home: home}, plan)
 	if err != nil {
@@ -66,13 +83,18 @@ func TestCollectSurvivesAConsumerNameNobodyAnswers(t *testing.T) {
 		}
 	}
 
-	p.arm() // the next consumer named is on the dead node
+	mu.Lock()
+	armed = true // the next consumer named is on the dead node
+	mu.Unlock()
 	p.cut()
 	publish(jobs[half:])
-	if err := <-done; err != nil {
-		t.Fatalf("Collect: %v (%d of %d results; %d creation requests withheld for %q)", err, lines(), len(jobs), p.withheld(), p.deadName())
+	err = <-done
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		t.Fatalf("Collect: %v (%d of %d results; %d creation requests withheld for %q)", err, lines(), len(jobs), withheld, dead)
 	}
-	if p.withheld() == 0 {
+	if withheld == 0 {
 		t.Fatal("no consumer creation was withheld: the test did not reproduce the dead node")
 	}
 	rs, err := eval.ReadResults(home, plan.ID)
@@ -89,122 +111,6 @@ func TestCollectSurvivesAConsumerNameNobodyAnswers(t *testing.T) {
 	if len(seen) != len(jobs) || len(rs) != len(jobs) {
 		t.Fatalf("%d lines, %d rollouts, want %d", len(rs), len(seen), len(jobs))
 	}
-}
-
-// createDropper is a TCP proxy to a NATS server that reads the client's
-// side of the protocol and, once armed, withholds every request to create
-// a consumer of the result stream named as the first one asked for.
-type createDropper struct {
-	t      *testing.T
-	ln     net.Listener
-	target string
-
-	mu      sync.Mutex
-	armed   bool
-	dead    string
-	dropped int
-	conns   []net.Conn
-}
-
-func newCreateDropper(t *testing.T, url string) *createDropper {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &createDropper{t: t, ln: l, target: strings.TrimPrefix(url, "nats://")}
-	t.Cleanup(func() { l.Close(); p.cut() })
-	go func() {
-		for {
-			cc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			sc, err := net.Dial("tcp", p.target)
-			if err != nil {
-				cc.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, cc, sc)
-			p.mu.Unlock()
-			go func() { io.Copy(cc, sc); cc.Close(); sc.Close() }()
-			go func() { p.forward(cc, sc); cc.Close(); sc.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *createDropper) addr() string { return p.ln.Addr().String() }
-
-func (p *createDropper) arm() { p.mu.Lock(); p.armed = true; p.mu.Unlock() }
-
-// cut closes every connection through the proxy (the client reconnects
-// through it).
-func (p *createDropper) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *createDropper) withheld() int    { p.mu.Lock(); defer p.mu.Unlock(); return p.dropped }
-func (p *createDropper) deadName() string { p.mu.Lock(); defer p.mu.Unlock(); return p.dead }
-
-// forward copies the client's protocol to the server, message by message,
-// leaving out what drop picks.
-func (p *createDropper) forward(client io.Reader, server io.Writer) {
-	r := bufio.NewReader(client)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		f := strings.Fields(line)
-		var payload []byte
-		if len(f) >= 3 && (f[0] == "PUB" || f[0] == "HPUB") {
-			n, err := strconv.Atoi(f[len(f)-1])
-			if err != nil {
-				return
-			}
-			payload = make([]byte, n+2)
-			if _, err := io.ReadFull(r, payload); err != nil {
-				return
-			}
-			if p.drop(f[1]) {
-				continue
-			}
-		}
-		if _, err := io.WriteString(server, line); err != nil {
-			return
-		}
-		if _, err := server.Write(payload); err != nil {
-			return
-		}
-	}
-}
-
-// drop reports whether a message to subject is withheld: a creation of
-// the dead consumer ($JS.API.CONSUMER.CREATE.<stream>.<name>[.<filter>]).
-func (p *createDropper) drop(subject string) bool {
-	tok := strings.Split(subject, ".")
-	if len(tok) < 6 || !strings.HasPrefix(subject, "$JS.API.CONSUMER.CREATE."+ResultStream+".") {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.armed {
-		return false
-	}
-	if p.dead == "" {
-		p.dead = tok[5]
-	}
-	if tok[5] != p.dead {
-		return false
-	}
-	p.dropped++
-	return true
 }
 
 // TestCollectNowTakesLinesOnly: eval show from another host (CollectNow)

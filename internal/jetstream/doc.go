@@ -67,5 +67,14 @@
 //   - a record the record store cannot take (full) makes the result a
 //     failure saying so, and the rollout is acked: never a retry loop;
 //   - every API request is bounded (apiTimeout): a request whose reply is
-//     lost while the cluster elects a leader is retried, not waited on.
+//     lost while the cluster elects a leader is retried, not waited on. A
+//     lease commit or result tried again after a lost reply, and refused
+//     because the lost try landed, counts as landed when the entry or the
+//     subject holds exactly what was sent (the run is counted, never also
+//     called abandoned);
+//   - a reading of the results never waits on one consumer name: the R1
+//     consumer of a reading may be placed on a node just killed (a cluster
+//     counts it online for minutes), so a reading whose consumer cannot be
+//     recreated at once starts anew on another, from the message after
+//     the last one taken.
 package jetstream

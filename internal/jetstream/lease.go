@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -80,17 +81,46 @@ func (l *Lease) Commit(ctx context.Context) error {
 	return l.put(ctx)
 }
 
+// put sets the entry under the current token, trying again (up to 3
+// times) while the servers do not answer; a try refused for its token
+// after one whose reply was lost counts if the entry holds what was sent
+// (that try landed).
 func (l *Lease) put(ctx context.Context) error {
 	raw, _ := json.Marshal(l.val)
-	rev, err := l.c.leases.Update(ctx, l.key, raw, l.Token)
-	if err != nil {
-		if isWrongLastSeq(err) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
+	for try := 0; ; try++ {
+		tctx, cancel := context.WithTimeout(ctx, min(tryTimeout, l.c.LeaseTTL/3)) // a try again within the TTL
+		rev, err := l.c.leases.Update(tctx, l.key, raw, l.Token)
+		cancel()
+		switch {
+		case err == nil:
+			l.Token = rev
+			return nil
+		case isWrongLastSeq(err) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound):
+			if try > 0 {
+				if e, gerr := l.c.leases.Get(ctx, l.key); gerr == nil && bytes.Equal(e.Value(), raw) {
+					l.Token = e.Revision()
+					return nil
+				}
+			}
 			return ErrFenced
+		case !isUnavailable(err) || try == 2 || !sleepCtx(ctx, time.Duration(try+1)*250*time.Millisecond):
+			return fmt.Errorf("jetstream: lease %s: %w", l.val.Key, err)
 		}
-		return fmt.Errorf("jetstream: lease %s: %w", l.val.Key, err)
 	}
-	l.Token = rev
-	return nil
+}
+
+// tryTimeout bounds one try of a request that is tried again (a lost
+// reply would otherwise take the caller's whole deadline).
+const tryTimeout = apiTimeout / 2
+
+// sleepCtx waits d unless ctx ends first; it reports whether it waited.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 // Release gives the lease up at once (a failed attempt to be retried).

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,7 +246,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 	}
 	out.Token = lease.Token
 	raw, _ := json.Marshal(out)
-	_, err := w.Conn.js.Publish(ctx, resultSubjectOf(j), raw, jetstream.WithExpectLastSequencePerSubject(0))
+	err := w.Conn.publishResult(ctx, resultSubjectOf(j), raw)
 	switch {
 	case isWrongLastSeq(err):
 		log.Info("rollout was already scored; this run is not counted", "run", res.RunID)
@@ -267,6 +268,32 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, j eval.Job, leas
 			mark = "passed"
 		}
 		fmt.Fprintf(w.Progress, "worker %s: %s %s %s #%d %s (run %s)\n", w.Name, j.Eval, j.World.Name, j.Config.Name, j.Rollout, mark, res.RunID)
+	}
+}
+
+// publishResult publishes a result unless its subject holds one, trying
+// again (up to 3 times) while the servers do not answer; a try refused
+// after one whose ack was lost counts if the subject holds this very
+// result (that try landed: the run is counted, so it must not be called
+// abandoned).
+func (c *Conn) publishResult(ctx context.Context, subject string, raw []byte) error {
+	for try := 0; ; try++ {
+		tctx, cancel := context.WithTimeout(ctx, tryTimeout)
+		_, err := c.js.Publish(tctx, subject, raw, jetstream.WithExpectLastSequencePerSubject(0))
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case isWrongLastSeq(err):
+			if try > 0 {
+				if m, gerr := c.results.GetLastMsgForSubject(ctx, subject); gerr == nil && bytes.Equal(m.Data, raw) {
+					return nil
+				}
+			}
+			return err
+		case !isUnavailable(err) || try == 2 || !sleepCtx(ctx, time.Duration(try+1)*250*time.Millisecond):
+			return err
+		}
 	}
 }
 
