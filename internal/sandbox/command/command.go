@@ -100,10 +100,11 @@ func (c *Command) Ready() error {
 			continue
 		}
 		size, windowed := max(q.Bytes-start[i][0], 1), false
+		if hasSubmounts(m.Source) {
+			return fmt.Errorf("sandbox: the quota of %s (%s) cannot be a hard bound: host mount points lie below %s, which the sized overlay that holds it would not carry; measure it instead (%s: --workspace-share off)",
+				m.Target, spec.Human(q.Bytes), m.Source, q.Name)
+		}
 		if !q.Refuse && size > q.RefuseNear {
-			if hasSubmounts(m.Source) {
-				continue
-			}
 			size, windowed = q.RefuseNear, true
 		}
 		if c.Sized == nil {
@@ -120,8 +121,8 @@ func (c *Command) Ready() error {
 }
 
 // hasSubmounts says a mount point of the host lies below dir: an overlay of
-// dir would not carry it, so a mount holding one is measured unless it is
-// near its bound (Quota.RefuseNear).
+// dir would not carry it, so a hard quota of a mount holding one is
+// refused.
 func hasSubmounts(dir string) bool {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
