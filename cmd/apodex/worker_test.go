@@ -83,18 +83,29 @@ func TestEvalOnNATSWithTwoWorkers(t *testing.T) {
 	}
 
 	// From another host: eval show and eval resume --wait need only the
-	// URL (the plan, results and records come from the queue).
+	// URL (the plan, results and records come from the queue). Show
+	// fetches what it shows, the result lines; resume --wait then fetches
+	// their records.
 	other := t.TempDir()
 	code, stdout, stderr = cli(t, "eval", "show", id, "--home", other, "--nats", srv.URL())
 	if code != 0 || !strings.Contains(stdout, "24/24 rollouts done") || !strings.Contains(stdout, "results on "+srv.URL()+": 24 ") {
 		t.Fatalf("eval show --nats from another home: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if rs, _ := eval.ReadResults(other, id); len(rs) != 24 {
+	rs, _ = eval.ReadResults(other, id)
+	if len(rs) != 24 {
 		t.Fatalf("eval show from another home collected %d results, want 24", len(rs))
 	}
-	code, stdout, stderr = cli(t, "eval", "resume", id, "--home", t.TempDir(), "--nats", srv.URL(), "--wait")
+	if ents, _ := os.ReadDir(filepath.Join(other, "runs")); len(ents) != 0 {
+		t.Fatalf("eval show from another home fetched %d records; it shows none", len(ents))
+	}
+	code, stdout, stderr = cli(t, "eval", "resume", id, "--home", other, "--nats", srv.URL(), "--wait")
 	if code != 0 || !strings.Contains(stdout, "24 of 24") || !strings.Contains(stderr, "0 newly queued") {
 		t.Fatalf("eval resume --nats --wait from another home: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, r := range rs {
+		if _, err := os.Stat(filepath.Join(other, "runs", r.RunID, "events.jsonl")); err != nil {
+			t.Fatalf("after eval show, resume --wait did not fetch the record of %s: %v", r.Key(), err)
+		}
 	}
 
 	// The page's list: apodex serve --nats URL answers /api/workers.
