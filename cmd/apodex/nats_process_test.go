@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -194,85 +192,6 @@ func (nd *natsNode) streamInfo(t *testing.T, stream string) (leader string, msgs
 		}
 	}
 	return "", 0, false
-}
-
-// describe is what the node's /jsz says of the queue's streams and their
-// consumers (leader, messages, pending, redelivered), and its log's tail:
-// what a stalled eval is waiting on.
-func (nd *natsNode) describe() string {
-	var b strings.Builder
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz?accounts=true&streams=true&consumers=true", nd.monitor))
-	if err != nil {
-		fmt.Fprintf(&b, "node %s: %v\n", nd.name, err)
-	} else {
-		var jsz struct {
-			Accounts []struct {
-				Streams []struct {
-					Name    string `json:"name"`
-					Cluster struct {
-						Leader string `json:"leader"`
-					} `json:"cluster"`
-					State struct {
-						Msgs uint64 `json:"messages"`
-					} `json:"state"`
-					Consumers []struct {
-						Name    string `json:"name"`
-						Cluster struct {
-							Leader string `json:"leader"`
-						} `json:"cluster"`
-						Pending     uint64 `json:"num_pending"`
-						AckPending  int    `json:"num_ack_pending"`
-						Redelivered int    `json:"num_redelivered"`
-						Waiting     int    `json:"num_waiting"`
-						Delivered   struct {
-							Stream uint64 `json:"stream_seq"`
-						} `json:"delivered"`
-						AckFloor struct {
-							Stream uint64 `json:"stream_seq"`
-						} `json:"ack_floor"`
-					} `json:"consumer_detail"`
-				} `json:"stream_detail"`
-			} `json:"account_details"`
-		}
-		json.NewDecoder(resp.Body).Decode(&jsz)
-		resp.Body.Close()
-		for _, a := range jsz.Accounts {
-			for _, s := range a.Streams {
-				if s.Name != jetstream.RolloutStream && s.Name != jetstream.ResultStream {
-					continue
-				}
-				fmt.Fprintf(&b, "node %s: stream %s leader %s, %d messages\n", nd.name, s.Name, s.Cluster.Leader, s.State.Msgs)
-				for _, c := range s.Consumers {
-					fmt.Fprintf(&b, "  consumer %s leader %s: pending %d, ack pending %d, redelivered %d, waiting %d, delivered %d, ack floor %d\n",
-						c.Name, c.Cluster.Leader, c.Pending, c.AckPending, c.Redelivered, c.Waiting, c.Delivered.Stream, c.AckFloor.Stream)
-				}
-			}
-		}
-	}
-	if raw, err := os.ReadFile(nd.logPath); err == nil {
-		var ls []string // but the retries to reach the killed node
-		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-			if !strings.Contains(l, "Error trying to connect to route") {
-				ls = append(ls, l)
-			}
-		}
-		fmt.Fprintf(&b, "node %s log (last 40 lines):\n%s\n", nd.name, strings.Join(ls[max(0, len(ls)-40):], "\n"))
-	}
-	return b.String()
-}
-
-// goroutinesIn is the stacks of this process's goroutines that run code
-// of pkg: where a stalled in-process command waits.
-func goroutinesIn(pkg string) string {
-	var b bytes.Buffer
-	pprof.Lookup("goroutine").WriteTo(&b, 2)
-	var out []string
-	for _, g := range strings.Split(b.String(), "\n\n") {
-		if strings.Contains(g, pkg) {
-			out = append(out, g)
-		}
-	}
-	return strings.Join(out, "\n\n")
 }
 
 // oracleSuite writes a suite of rollouts rollouts on one world of each
