@@ -273,7 +273,11 @@ func (c *Conn) fetchWorld(ctx context.Context, home, id string) error {
 	if err := os.MkdirAll(st.Dir, 0o755); err != nil {
 		return err
 	}
-	if err := getDir(ctx, c.worlds, id, filepath.Join(st.Dir, id), sameWorld(id)); err != nil {
+	// The whole download is bounded as a record's is: without a deadline
+	// nats.go would give it its 5 s request timeout.
+	fctx, cancel := context.WithTimeout(ctx, 6*apiTimeout)
+	defer cancel()
+	if err := getDir(fctx, c.worlds, id, filepath.Join(st.Dir, id), sameWorld(id)); err != nil {
 		return fmt.Errorf("jetstream: fetch world %s: %w", id, err)
 	}
 	return nil
