@@ -101,14 +101,31 @@ type natsNode struct {
 	cmd        *exec.Cmd
 	monitor    int
 	logPath    string
+	exited     chan struct{} // closed once the process is waited for
 	killedOnce sync.Once
 }
 
 // natsCluster starts n nats-server processes on loopback (a cluster when
-// n > 1) and waits until each reports JetStream healthy.
+// n > 1) and waits until each reports JetStream healthy. The ports are
+// picked free and then given to the servers, so another process may take
+// one in between (CI runs packages in parallel): a node that exits or
+// never gets healthy makes the cluster start again on new ports.
 func natsCluster(t *testing.T, n int) ([]*natsNode, string) {
 	t.Helper()
 	bin := natsServerBinary(t)
+	for attempt := 1; ; attempt++ {
+		nodes, url, err := tryNATSCluster(t, bin, n)
+		if err == nil {
+			return nodes, url
+		}
+		if attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; again on new ports", attempt, err)
+	}
+}
+
+func tryNATSCluster(t *testing.T, bin string, n int) ([]*natsNode, string, error) {
 	ports := freePorts(t, 3*n)
 	var routes []string
 	for i := range n {
@@ -116,6 +133,12 @@ func natsCluster(t *testing.T, n int) ([]*natsNode, string) {
 	}
 	var nodes []*natsNode
 	var urls []string
+	fail := func(err error) ([]*natsNode, string, error) {
+		for _, nd := range nodes {
+			nd.kill()
+		}
+		return nil, "", err
+	}
 	for i := range n {
 		name := fmt.Sprintf("n%d", i)
 		args := []string{"-n", name, "-a", "127.0.0.1", "-p", fmt.Sprint(ports[3*i]), "-m", fmt.Sprint(ports[3*i+2]), "-js", "-sd", t.TempDir()}
@@ -127,9 +150,11 @@ func natsCluster(t *testing.T, n int) ([]*natsNode, string) {
 		logf, _ := os.Create(logPath)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+			logf.Close()
+			return fail(err)
 		}
-		nd := &natsNode{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", ports[3*i]), cmd: cmd, monitor: ports[3*i+2], logPath: logPath}
+		nd := &natsNode{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", ports[3*i]), cmd: cmd, monitor: ports[3*i+2], logPath: logPath, exited: make(chan struct{})}
+		go func() { cmd.Wait(); close(nd.exited) }()
 		t.Cleanup(func() { nd.kill(); logf.Close() })
 		nodes = append(nodes, nd)
 		urls = append(urls, nd.url)
@@ -144,20 +169,26 @@ func natsCluster(t *testing.T, n int) ([]*natsNode, string) {
 					break
 				}
 			}
+			select {
+			case <-nd.exited:
+				raw, _ := os.ReadFile(nd.logPath)
+				return fail(fmt.Errorf("nats-server %s exited (ports %v):\n%s", nd.name, ports, raw))
+			default:
+			}
 			if time.Now().After(deadline) {
-				t.Fatalf("nats-server %s not healthy after a minute: %v", nd.name, err)
+				return fail(fmt.Errorf("nats-server %s not healthy after a minute (ports %v): %v", nd.name, ports, err))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	return nodes, strings.Join(urls, ",")
+	return nodes, strings.Join(urls, ","), nil
 }
 
 func (nd *natsNode) kill() {
 	nd.killedOnce.Do(func() {
 		nd.cmd.Process.Signal(syscall.SIGCONT)
 		nd.cmd.Process.Kill()
-		nd.cmd.Wait()
+		<-nd.exited
 	})
 }
 
