@@ -113,6 +113,37 @@ func (s *Sub) Take() []string {
 	return slices.Compact(out)
 }
 
+// TakeWhere syncs the tree and returns, sorted, "." and the entries
+// changed since the previous Take whose stat as of this sync keep accepts;
+// removed entries, which have no stat, are left out. A first TakeWhere
+// looks at every entry's stat in memory but builds the path only of
+// those kept: a tree filled from a manifest (Prefill) whose entries need
+// nothing costs no path and no sort per entry.
+func (s *Sub) TakeWhere(keep func(Entry) bool) []string {
+	mu.Lock()
+	defer mu.Unlock()
+	t := s.t
+	t.sync()
+	out := []string{"."}
+	add := func(id int32) {
+		if keep(t.nodes.at(id).e) {
+			out = append(out, t.nodes.rel(id))
+		}
+	}
+	if s.all {
+		for id := int32(1); id < t.nodes.n; id++ {
+			if t.nodes.at(id).parent != free {
+				add(id)
+			}
+		}
+	} else {
+		s.eachID(add)
+	}
+	s.reset()
+	slices.Sort(out[1:])
+	return slices.Compact(out)
+}
+
 // FileChange is a regular file's content before and after: Had (Before)
 // for a file at the Mark or previous Take, Has (After, Size, MTime) for
 // one now. A file that cannot be read counts as none.

@@ -34,6 +34,11 @@
 //     consumer of a directory shares its one tree's hashes;
 //   - Usage is the tree's allocated bytes, regular files' sizes and entry
 //     count after the last Sync, kept as running totals;
+//   - a tree's first For walks its directory, or, given a Prefill (what a
+//     caller vouches the directory holds: a world's stored manifest under
+//     a fresh overlay), stats and watches only its directories and takes
+//     every file's stat and hash from it; a Prefill that does not fit is
+//     dropped and the directory walked;
 //   - trees belong to a Set, the one owner that watches them (a run's
 //     session): For gives the same tree for the same directory within a
 //     Set, so every consumer of a directory shares its one tree's hashes;
@@ -115,6 +120,20 @@ type treeDir struct {
 // forget is Forget of t. mu is held.
 func (t *Tree) forget() {
 	delete(t.home.trees, t.root)
+	t.forgotten = true
+	t.r.Close()
+	t.clear()
+	// Its subscribers see nothing more; a For of the directory makes a
+	// new tree.
+	for _, s := range t.subs {
+		s.reset()
+	}
+	t.subs, t.named = nil, nil
+}
+
+// clear drops every watch and entry of the tree but its root's node. mu
+// is held.
+func (t *Tree) clear() {
 	t.nodes.each(func(id int32, _ string) {
 		if wd := t.nodes.at(id).wd; wd != none {
 			t.unwatch(id, wd)
@@ -123,14 +142,7 @@ func (t *Tree) forget() {
 	if wd := t.nodes.at(0).wd; wd != none {
 		t.unwatch(0, wd)
 	}
-	t.forgotten, t.dirty, t.stale = true, nil, nil
-	t.r.Close()
-	// Its subscribers see nothing more; a For of the directory makes a
-	// new tree.
-	for _, s := range t.subs {
-		s.reset()
-	}
-	t.subs, t.named = nil, nil
+	t.dirty, t.stale = nil, nil
 	t.nodes.init()
 	t.blocks, t.apparent, t.count = 0, 0, 0
 }

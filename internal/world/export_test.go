@@ -9,3 +9,6 @@ func Moved() int64  { return moved.Load() }
 
 // Known is w's seed for the watch of its rollouts' workspaces.
 func Known(w *World) func(rel string, e watch.Entry) (watch.Sum, bool) { return w.known }
+
+// PrefillOf is what w's rollouts' watches are filled from.
+func PrefillOf(w *World) (watch.Prefill, bool) { return w.prefill() }

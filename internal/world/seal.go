@@ -44,7 +44,14 @@ import (
 // hashes would refuse.
 const sealFile = ".seal"
 
-const sealMagic = "apodex-seal-v1\n"
+// The seal's versions: v2 adds, after v1's stats, each file's allocated
+// blocks and the owner of every entry when there is one (what a rollout's
+// watch needs to fill its tree without a stat per file). A v1 seal still
+// proves a world; its rollouts' watches walk the workspace instead.
+const (
+	sealMagic   = "apodex-seal-v2\n"
+	sealMagicV1 = "apodex-seal-v1\n"
+)
 
 // sealStat is what the seal compares of one entry: CTime only for
 // directories but the top one (renaming it into the store changes it).
@@ -81,13 +88,27 @@ func writeSeal(dir string, files []File) error {
 		binary.Write(&buf, binary.LittleEndian, s)
 	}
 	binary.Write(&buf, binary.LittleEndian, uint64(len(files)))
-	for _, f := range files {
-		s, err := lstatSeal(filepath.Join(dir, filepath.FromSlash(f.Path)))
+	blocks := make([]int64, len(files))
+	own := sealOwner{Single: 1}
+	for i, f := range files {
+		var st syscall.Stat_t
+		s, err := lstatSealTo(filepath.Join(dir, filepath.FromSlash(f.Path)), &st)
 		if err != nil {
 			return err
 		}
 		binary.Write(&buf, binary.LittleEndian, s)
+		blocks[i] = st.Blocks
+		own.see(st.Uid, st.Gid, i == 0)
 	}
+	binary.Write(&buf, binary.LittleEndian, blocks)
+	for _, rel := range dirs {
+		var st syscall.Stat_t
+		if _, err := lstatSealTo(filepath.Join(dir, filepath.FromSlash(rel)), &st); err != nil {
+			return err
+		}
+		own.see(st.Uid, st.Gid, len(files) == 0 && rel == ".")
+	}
+	binary.Write(&buf, binary.LittleEndian, own)
 	// The seal's own stat is not recorded: making it writable for a moment
 	// changes only its ctime, writing it no directory.
 	p := filepath.Join(dir, sealFile)
@@ -102,12 +123,29 @@ func writeSeal(dir string, files []File) error {
 	return errors.Join(err, out.Close(), os.Chmod(p, 0o444))
 }
 
+// sealOwner is the owner of every entry of a stored world (Single 1), or
+// Single 0 when entries have different owners.
+type sealOwner struct{ UID, GID, Single uint32 }
+
+func (o *sealOwner) see(uid, gid uint32, first bool) {
+	if first {
+		o.UID, o.GID = uid, gid
+	} else if o.UID != uid || o.GID != gid {
+		o.Single = 0
+	}
+}
+
 // lstatSeal is the seal's stat of p, taken without a FileInfo (a check
 // of 100,000 files allocated 40 MB of them).
 func lstatSeal(p string) (sealStat, error) {
 	var st syscall.Stat_t
+	return lstatSealTo(p, &st)
+}
+
+// lstatSealTo is lstatSeal that leaves the whole stat in st.
+func lstatSealTo(p string, st *syscall.Stat_t) (sealStat, error) {
 	for {
-		err := syscall.Lstat(p, &st)
+		err := syscall.Lstat(p, st)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -124,10 +162,13 @@ func lstatSeal(p string) (sealStat, error) {
 }
 
 // sealRecord is a seal as read: its directories' stats by slash path and
-// its files' stats by w.Files.
+// its files' stats by w.Files; a v2 seal's files' blocks (else nil) and
+// owner.
 type sealRecord struct {
-	dirs  []sealDir
-	files []sealStat
+	dirs   []sealDir
+	files  []sealStat
+	blocks []int64
+	owner  sealOwner
 }
 
 type sealDir struct {
@@ -139,7 +180,8 @@ type sealDir struct {
 // none, or it is damaged, or it does not list w.Files.
 func (w *World) readSeal() *sealRecord {
 	raw, err := os.ReadFile(filepath.Join(w.Dir, sealFile))
-	if err != nil || !bytes.HasPrefix(raw, []byte(sealMagic)) {
+	v2 := bytes.HasPrefix(raw, []byte(sealMagic))
+	if err != nil || !v2 && !bytes.HasPrefix(raw, []byte(sealMagicV1)) {
 		return nil
 	}
 	r := bytes.NewReader(raw[len(sealMagic):])
@@ -167,6 +209,13 @@ func (w *World) readSeal() *sealRecord {
 	rec.files = make([]sealStat, count)
 	if binary.Read(r, binary.LittleEndian, rec.files) != nil {
 		return nil
+	}
+	if v2 {
+		blocks := make([]int64, count)
+		if binary.Read(r, binary.LittleEndian, blocks) != nil || binary.Read(r, binary.LittleEndian, &rec.owner) != nil {
+			return nil
+		}
+		rec.blocks = blocks
 	}
 	return rec
 }

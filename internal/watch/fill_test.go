@@ -1,0 +1,182 @@
+package watch
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// prefillOf is a Prefill of dir's files as they are, but with each file's
+// blocks and hash replaced by made-up values only a tree that took them
+// from the Prefill (no stat, no read) can report.
+func prefillOf(t *testing.T, dir string, dirs, files []string) Prefill {
+	t.Helper()
+	type f struct {
+		rel string
+		e   Entry
+	}
+	var fs []f
+	for _, rel := range files {
+		fi, err := os.Lstat(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := entryOf(fi)
+		e.Blocks, e.UID, e.GID = 1000, 4242, 4242 // made up; UID/GID come from the directory
+		fs = append(fs, f{rel, e})
+	}
+	return Prefill{Dirs: dirs, DirOwner: true, Files: func(yield func(string, Entry, Sum) bool) {
+		for _, x := range fs {
+			if !yield(x.rel, x.e, sumOf("manifest of "+x.rel)) {
+				return
+			}
+		}
+	}}
+}
+
+// A prefilled tree takes each file's stat and hash from the Prefill (its
+// made-up blocks count in Usage, its made-up hash is the content before a
+// change), takes the owner from the file's directory, watches every
+// directory: a change made afterwards is seen with the prefilled hash as
+// its Before, a new file and a removed one too.
+func TestPrefillIsTakenWithoutStatOrRead(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "top.txt"), "t")
+	write(t, filepath.Join(dir, "a/b/deep.txt"), "d")
+	write(t, filepath.Join(dir, "a/x.txt"), "x")
+	must(t, os.Mkdir(filepath.Join(dir, "empty"), 0o755))
+	old := time.Now().Add(-time.Hour)
+	for _, p := range []string{"top.txt", "a/b/deep.txt", "a/x.txt"} {
+		must(t, os.Chtimes(filepath.Join(dir, p), old, old))
+	}
+	set := NewSet()
+	defer set.Close()
+	set.Prefill(dir, prefillOf(t, dir, []string{"a", "a/b", "empty"}, []string{"a/b/deep.txt", "a/x.txt", "top.txt"}))
+	tr, err := set.For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.Watches(); n != 4 {
+		t.Errorf("%d directories watched, want 4 (the root, a, a/b, empty)", n)
+	}
+	blocks, apparent, count := tr.Usage()
+	var dirBlocks int64
+	for _, d := range []string{"a", "a/b", "empty"} {
+		e, _ := tr.Entry(d)
+		dirBlocks += e.Blocks * 512
+		if fi, _ := os.Lstat(filepath.Join(dir, d)); e != entryOf(fi) {
+			t.Errorf("directory %s: %+v, want its lstat %+v", d, e, entryOf(fi))
+		}
+	}
+	if count != 6 || apparent != 3 || blocks != dirBlocks+3*1000*512 {
+		t.Errorf("usage %d blocks, %d bytes, %d entries; want the prefilled blocks (%d), 3 bytes, 6 entries", blocks, apparent, count, dirBlocks+3*1000*512)
+	}
+	e, _ := tr.Entry("a/b/deep.txt")
+	if d, _ := tr.Entry("a/b"); e.UID != d.UID || e.GID != d.GID {
+		t.Errorf("a file's owner %d:%d, want its directory's %d:%d", e.UID, e.GID, d.UID, d.GID)
+	}
+	m := tr.Mark()
+	defer m.Close()
+	write(t, filepath.Join(dir, "a/b/deep.txt"), "changed")
+	write(t, filepath.Join(dir, "empty/new.txt"), "n")
+	must(t, os.Remove(filepath.Join(dir, "top.txt")))
+	got := map[string]FileChange{}
+	for _, c := range m.TakeFiles() {
+		got[c.Rel] = c
+	}
+	if c := got["a/b/deep.txt"]; !c.Had || c.Before != sumOf("manifest of a/b/deep.txt") || c.After != sumOf("changed") {
+		t.Errorf("a changed file: %+v; want the prefilled hash before and the new one after", c)
+	}
+	if c := got["empty/new.txt"]; c.Had || !c.Has || c.After != sumOf("n") {
+		t.Errorf("a new file in a prefilled directory: %+v", c)
+	}
+	if c := got["top.txt"]; !c.Had || c.Has || c.Before != sumOf("manifest of top.txt") {
+		t.Errorf("a removed file: %+v", c)
+	}
+	if len(got) != 3 {
+		t.Errorf("changes %v, want 3", got)
+	}
+	files, _ := tr.Files(10)
+	var rels []string
+	for _, f := range files {
+		rels = append(rels, f.Rel)
+	}
+	if want := []string{"a/b/deep.txt", "a/x.txt", "empty/new.txt"}; !slices.Equal(rels, want) {
+		t.Errorf("Files %v, want %v", rels, want)
+	}
+}
+
+// A Prefill that does not fit the directory (a listed directory missing, a
+// file whose directory is not listed) is dropped whole: the tree is
+// walked, every stat real.
+func TestPrefillThatDoesNotFitIsWalked(t *testing.T) {
+	for name, p := range map[string]func(dir string) Prefill{
+		"a directory missing": func(dir string) Prefill {
+			return prefillOf(t, dir, []string{"a", "gone"}, []string{"a/x.txt"})
+		},
+		"a file outside the directories listed": func(dir string) Prefill {
+			return prefillOf(t, dir, nil, []string{"a/x.txt"})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "a/x.txt"), "x")
+			set := NewSet()
+			defer set.Close()
+			set.Prefill(dir, p(dir))
+			tr, err := set.For(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, ok := tr.Entry("a/x.txt")
+			fi, _ := os.Lstat(filepath.Join(dir, "a/x.txt"))
+			if !ok || e != entryOf(fi) {
+				t.Errorf("a/x.txt %+v, want its lstat %+v", e, entryOf(fi))
+			}
+			if _, _, count := tr.Usage(); count != 2 {
+				t.Errorf("%d entries, want 2", count)
+			}
+			if n := tr.Watches(); n != 2 {
+				t.Errorf("%d watches, want 2 (no watch left from the dropped fill)", n)
+			}
+			files, _ := tr.Files(10)
+			if len(files) != 1 || files[0].Sum != sumOf("x") {
+				t.Errorf("files %+v, want a/x.txt read", files)
+			}
+		})
+	}
+}
+
+// TakeWhere lists "." and the changed entries keep accepts, the first time
+// every entry's stat, then only what changed; removed entries are left out.
+func TestTakeWhereFiltersByStat(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "plain"), "p")
+	write(t, filepath.Join(dir, "d/exec"), "e")
+	must(t, os.Chmod(filepath.Join(dir, "d/exec"), 0o755))
+	set := NewSet()
+	defer set.Close()
+	tr, err := set.For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := tr.Subscribe()
+	defer sub.Close()
+	executable := func(e Entry) bool { return e.Mode.IsRegular() && e.Mode&0o100 != 0 }
+	if got := sub.TakeWhere(executable); !slices.Equal(got, []string{".", "d/exec"}) {
+		t.Errorf("first TakeWhere %v, want . and d/exec", got)
+	}
+	if got := sub.TakeWhere(executable); !slices.Equal(got, []string{"."}) {
+		t.Errorf("TakeWhere with nothing changed %v", got)
+	}
+	write(t, filepath.Join(dir, "new"), "n")
+	must(t, os.Chmod(filepath.Join(dir, "new"), 0o700))
+	must(t, os.Chmod(filepath.Join(dir, "plain"), fs.FileMode(0o600)))
+	must(t, os.Remove(filepath.Join(dir, "d/exec")))
+	if got := sub.TakeWhere(executable); !slices.Equal(got, []string{".", "new"}) {
+		t.Errorf("TakeWhere after changes %v, want . and new", got)
+	}
+}

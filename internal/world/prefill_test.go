@@ -1,0 +1,112 @@
+package world_test
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/apodex/apodex/internal/watch"
+	"github.com/apodex/apodex/internal/worktree"
+	"github.com/apodex/apodex/internal/world"
+)
+
+// lstatEntry is the watch's Entry of p, taken by the test itself.
+func lstatEntry(t *testing.T, p string) watch.Entry {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return watch.Entry{Size: st.Size, Blocks: st.Blocks, Ino: st.Ino, MTime: st.Mtim.Nano(), Mode: fi.Mode(), UID: st.Uid, GID: st.Gid}
+}
+
+// The watch of a rollout's workspace is filled from the store's manifest
+// and seal, and what it is filled with is what the overlay shows: every
+// file's stat, blocks and owner (idmapped or not) as an lstat through the
+// overlay gives them, its hash as stored. So quotas (the tree's usage),
+// the sandbox's ownership step and produced files start from the truth
+// without a stat per file; a change through the overlay is then seen.
+func TestRolloutWatchIsFilledAsTheOverlayShows(t *testing.T) {
+	w := storedWithFiles(t, 120)
+	p, ok := world.PrefillOf(w)
+	if !ok {
+		t.Fatal("a world stored now has no prefill (a v2 seal with one owner)")
+	}
+	wm := worktree.NewManager(nil)
+	defer wm.Close()
+	if os.Geteuid() == 0 {
+		wm.OwnViews(65534, 65534)
+	}
+	runDir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	r, err := world.Stage(w, runDir, wm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Finish()
+	if r.Record.Sandbox != world.SandboxOverlay {
+		t.Skipf("no overlay here (%s)", r.Record.Fallback)
+	}
+	// The prefill is the overlay's truth (but owners, which the fill
+	// takes from each file's directory).
+	n := 0
+	p.Files(func(rel string, e watch.Entry, sum watch.Sum) bool {
+		got := lstatEntry(t, filepath.Join(r.Workspace, rel))
+		dir := lstatEntry(t, filepath.Dir(filepath.Join(r.Workspace, rel)))
+		e.UID, e.GID = dir.UID, dir.GID
+		if e != got {
+			t.Errorf("%s: prefilled %+v, the overlay shows %+v", rel, e, got)
+		}
+		n++
+		return true
+	})
+	for _, d := range p.Dirs {
+		if fi, err := os.Lstat(filepath.Join(r.Workspace, d)); err != nil || !fi.IsDir() {
+			t.Errorf("prefilled directory %s: %v", d, err)
+		}
+	}
+	if n != 121 || len(p.Dirs) != 8 { // 120 files in pkg0..6, notes/n.txt
+		t.Fatalf("prefill of %d files, %d directories", n, len(p.Dirs))
+	}
+	tr, err := wm.Watch().For(r.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks, apparent, count int64
+	filepath.WalkDir(r.Workspace, func(path string, d os.DirEntry, err error) error {
+		if err != nil || path == r.Workspace {
+			return err
+		}
+		rel, _ := filepath.Rel(r.Workspace, path)
+		e := lstatEntry(t, path)
+		if got, ok := tr.Entry(filepath.ToSlash(rel)); !ok || got != e {
+			t.Errorf("the tree's %s: %+v, the overlay's %+v", rel, got, e)
+		}
+		count++
+		blocks += e.Blocks * 512
+		if e.Mode.IsRegular() {
+			apparent += e.Size
+		}
+		return nil
+	})
+	if b, a, c := tr.Usage(); b != blocks || a != apparent || c != count {
+		t.Errorf("usage %d/%d/%d, want the walk's %d/%d/%d", b, a, c, blocks, apparent, count)
+	}
+	m := tr.Mark()
+	defer m.Close()
+	if err := os.WriteFile(filepath.Join(r.Workspace, "pkg1", "new.py"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(r.Workspace, "pkg2", "f002.py")); err != nil {
+		t.Fatal(err)
+	}
+	changes := m.TakeFiles()
+	if len(changes) != 2 || changes[0].Rel != "pkg1/new.py" || !changes[0].Has || changes[1].Rel != "pkg2/f002.py" || !changes[1].Had || changes[1].Has {
+		t.Errorf("changes through the overlay: %+v", changes)
+	}
+	if _, _, c := tr.Usage(); c != count {
+		t.Errorf("%d entries after one added and one removed, want %d", c, count)
+	}
+}
