@@ -11,8 +11,8 @@ import (
 // Set is the trees one owner watches, by directory. Its methods are safe
 // for concurrent use.
 type Set struct {
-	trees  map[string]*Tree // root -> tree; mu guards it
-	known  map[string]Known     // root -> what Seed gave for its first walk
+	trees  map[string]*Tree    // root -> tree; mu guards it
+	known  map[string]Known    // root -> what Seed gave for its first walk
 	pre    map[string]*Prefill // root -> what Prefill gave for its first For
 	closed bool
 }
