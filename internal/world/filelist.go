@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // fileList is a manifest's file list as .world.json holds it, decoded
@@ -88,6 +89,23 @@ func parseFilesPrefix(data []byte) ([]File, int, bool) {
 		return nil, 0, false
 	}
 	files := make([]File, 0, bytes.Count(data, []byte(`"path"`)))
+	// Every path goes into one string, made once the list is parsed
+	// (spans: where each path is in data): no allocation per path.
+	spans := make([][2]int, 0, cap(files))
+	size := 0
+	done := func() ([]File, int, bool) {
+		var all strings.Builder
+		all.Grow(size)
+		for _, s := range spans {
+			all.Write(data[s[0]:s[1]])
+		}
+		paths, start := all.String(), 0
+		for i, s := range spans {
+			files[i].Path = paths[start : start+s[1]-s[0]]
+			start += s[1] - s[0]
+		}
+		return files, p.i, true
+	}
 	if p.byte(']') {
 		return files, p.i, true
 	}
@@ -101,18 +119,22 @@ func parseFilesPrefix(data []byte) ([]File, int, bool) {
 			if k > 0 && !p.byte(',') {
 				return nil, 0, false
 			}
-			key, ok := p.str()
+			key, ok := p.raw()
 			if !ok || !p.byte(':') {
 				return nil, 0, false
 			}
-			switch key {
+			switch string(key) {
 			case "path":
-				f.Path, ok = p.str()
+				var b []byte
+				b, ok = p.raw()
+				spans = append(spans, [2]int{p.i - 1 - len(b), p.i - 1})
+				size += len(b)
 				ok = ok && !seen[0]
 				seen[0] = true
 			case "sha256":
-				f.SHA256, ok = p.str()
-				ok = ok && !seen[1]
+				var b []byte
+				b, ok = p.raw()
+				ok = ok && f.SHA256.decode(b) && !seen[1]
 				seen[1] = true
 			case "bytes":
 				f.Bytes, ok = p.int()
@@ -130,7 +152,7 @@ func parseFilesPrefix(data []byte) ([]File, int, bool) {
 		}
 		files = append(files, f)
 		if p.byte(']') {
-			return files, p.i, true
+			return done()
 		}
 		if !p.byte(',') {
 			return nil, 0, false
@@ -166,23 +188,28 @@ func (p *parser) byte(c byte) bool {
 
 // str consumes a string without escapes or control characters.
 func (p *parser) str() (string, bool) {
+	b, ok := p.raw()
+	return string(b), ok
+}
+
+// raw is str's bytes, in data.
+func (p *parser) raw() ([]byte, bool) {
 	if !p.byte('"') {
-		return "", false
+		return nil, false
 	}
 	start := p.i
 	for p.i < len(p.data) {
 		c := p.data[p.i]
 		switch {
 		case c == '"':
-			s := string(p.data[start:p.i])
 			p.i++
-			return s, true
+			return p.data[start : p.i-1], true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		}
 		p.i++
 	}
-	return "", false
+	return nil, false
 }
 
 // int consumes a non-negative decimal integer.

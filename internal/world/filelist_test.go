@@ -1,28 +1,40 @@
 package world
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
+
+// h is the Hash whose 32 bytes are all the byte hex b.
+func h(b string) Hash {
+	var sum Hash
+	hex.Decode(sum[:], []byte(strings.Repeat(b, 32)))
+	return sum
+}
 
 // The file list decodes as encoding/json decodes it, by the fast path or
 // not: escapes, whitespace, other key orders, empty lists and damaged
 // input included.
 func TestFileListDecodesAsJSON(t *testing.T) {
-	files := []File{{Path: "workspace/a b.py", SHA256: "ab", Bytes: 0}, {Path: "inputs/<é>&\"q\"\\", SHA256: "cd", Bytes: 1234567}}
+	files := []File{{Path: "workspace/a b.py", SHA256: h("ab"), Bytes: 0}, {Path: "inputs/<é>&\"q\"\\", SHA256: h("cd"), Bytes: 1234567}}
+	x, y := strings.Repeat("0a", 32), strings.Repeat("F1", 32)
 	written, _ := json.Marshal(files)
 	for _, in := range []string{
 		string(written), `[]`, ` [ ] `, `null`,
-		`[{"bytes":7,"sha256":"x","path":"p"}]`,
-		"[\n {\"path\": \"p\",\n  \"sha256\": \"x\", \"bytes\": 7 },{\"path\":\"q\",\"sha256\":\"y\",\"bytes\":0}]",
-		`[{"path":"p","sha256":"x","bytes":7,"extra":1}]`,
+		`[{"bytes":7,"sha256":"` + x + `","path":"p"}]`,
+		"[\n {\"path\": \"p\",\n  \"sha256\": \"" + x + "\", \"bytes\": 7 },{\"path\":\"q\",\"sha256\":\"" + y + "\",\"bytes\":0}]",
+		`[{"path":"p","sha256":"` + x + `","bytes":7,"extra":1}]`,
 		`[{"path":"p","path":"q","bytes":7}]`,
-		`[{"path":"p","sha256":"x","bytes":07}]`,
-		`[{"path":"p","sha256":"x","bytes":-1}]`,
-		`[{"path":"p","sha256":"x","bytes":7}`,
-		`[{"path":"p","sha256":"x","bytes":7}] x`,
-		`[{"path":"p\u0041","sha256":"x","bytes":7}]`,
+		`[{"path":"p","sha256":"` + x + `","bytes":07}]`,
+		`[{"path":"p","sha256":"` + x + `","bytes":-1}]`,
+		`[{"path":"p","sha256":"` + x + `","bytes":7}`,
+		`[{"path":"p","sha256":"` + x + `","bytes":7}] x`,
+		`[{"path":"p\u0041","sha256":"` + x + `","bytes":7}]`,
+		`[{"path":"p","sha256":"x","bytes":7}]`,
+		`[{"path":"p","sha256":"` + x + `0","bytes":7}]`,
 	} {
 		var want []File
 		werr := json.Unmarshal([]byte(in), &want)
@@ -35,7 +47,7 @@ func TestFileListDecodesAsJSON(t *testing.T) {
 	if _, ok := parseFiles(written); ok {
 		t.Error("a list with escapes took the fast path")
 	}
-	if got, ok := parseFiles([]byte(`[{"path":"p","sha256":"x","bytes":7}]`)); !ok || len(got) != 1 || got[0] != (File{"p", "x", 7}) {
+	if got, ok := parseFiles([]byte(`[{"path":"p","sha256":"` + x + `","bytes":7},{"path":"dir/q","sha256":"` + y + `","bytes":0}]`)); !ok || len(got) != 2 || got[0] != (File{"p", h("0a"), 7}) || got[1] != (File{"dir/q", h("f1"), 0}) {
 		t.Errorf("the store's form did not take the fast path: %v %v", got, ok)
 	}
 }
@@ -45,8 +57,8 @@ func TestFileListDecodesAsJSON(t *testing.T) {
 // one is an error.
 func TestDecodeInfoAsJSON(t *testing.T) {
 	for _, w := range []World{
-		{ID: "w-1", Name: `x","files":[{"path":"evil"}],"y":"`, Files: []File{{"workspace/a", "ab", 1}}, Bytes: 1},
-		{ID: "w-2", Name: `a\`, Diff: map[string]float64{"files": 1}, Files: []File{{"inputs/<b>", "cd", 2}, {"workspace/c", "ef", 3}}},
+		{ID: "w-1", Name: `x","files":[{"path":"evil"}],"y":"`, Files: []File{{"workspace/a", h("ab"), 1}}, Bytes: 1},
+		{ID: "w-2", Name: `a\`, Diff: map[string]float64{"files": 1}, Files: []File{{"inputs/<b>", h("cd"), 2}, {"workspace/c", h("ef"), 3}}},
 		{ID: "w-3", Files: []File{}},
 		{ID: "w-4"},
 	} {

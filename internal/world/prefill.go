@@ -1,7 +1,6 @@
 package world
 
 import (
-	"encoding/hex"
 	"io/fs"
 	"slices"
 	"strings"
@@ -40,11 +39,7 @@ func (w *World) prefill() (watch.Prefill, bool) {
 				return
 			}
 			e := watch.Entry{Size: st.Size, Blocks: rec.blocks[i], Ino: uint64(st.Ino), MTime: st.MTime, Mode: modeOf(uint32(st.Mode))}
-			var sum watch.Sum
-			if _, err := hex.Decode(sum[:], []byte(f.SHA256)); err != nil {
-				e.Mode = fs.ModeIrregular // not a regular file: the fill gives up, the watch walks
-			}
-			if !yield(rel, e, sum) {
+			if !yield(rel, e, watch.Sum(f.SHA256)) {
 				return
 			}
 		}

@@ -305,7 +305,7 @@ func LinkInputs(w *World, dst string) ([]record.FileEntry, error) {
 				return nil, fmt.Errorf("world: link inputs: %w", err)
 			}
 		}
-		entries = append(entries, record.FileEntry{Path: "/inputs/" + rel, SHA256: workspace.HashPrefix + f.SHA256, Bytes: f.Bytes})
+		entries = append(entries, record.FileEntry{Path: "/inputs/" + rel, SHA256: workspace.HashPrefix + f.SHA256.String(), Bytes: f.Bytes})
 	}
 	return entries, nil
 }

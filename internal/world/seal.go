@@ -3,7 +3,6 @@ package world
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -286,10 +285,7 @@ func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
 	if int64(e.Ino) != st.Ino || e.Size != f.Bytes || e.MTime != st.MTime {
 		return sum, false
 	}
-	if _, err := hex.Decode(sum[:], []byte(f.SHA256)); err != nil {
-		return sum, false
-	}
-	return sum, true
+	return watch.Sum(f.SHA256), true
 }
 
 // filesAsSealed stats every file, on up to workers goroutines (no more
