@@ -3,6 +3,7 @@ package watch
 import (
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -14,10 +15,12 @@ type Prefill struct {
 	// Dirs lists every directory below the root by slash path, each
 	// after its parent (path order does).
 	Dirs []string
-	// Files calls yield with every regular file below the root: its
-	// slash path (after its directory's in Dirs), its stat and its
-	// content hash.
-	Files func(yield func(rel string, e Entry, sum Sum) bool)
+	// Files calls yield with the regular files directly in the
+	// directory Dirs[dir] (dir -1: the root), in name order: name, stat
+	// and content hash. It may be called for a directory more than once,
+	// and at any time until the tree is forgotten: what it gives must
+	// not change.
+	Files func(dir int, yield func(name string, e Entry, sum Sum) bool)
 	// DirOwner: a file's UID and GID are those its directory has when
 	// For stats it (the caller knows every entry has one owner).
 	DirOwner bool
@@ -25,12 +28,17 @@ type Prefill struct {
 
 // Prefill makes the first For of dir (the next, once) build its tree from
 // p: it stats and watches each directory p lists (a hundredth of the
-// entries of a typical repository) and takes each file's stat and hash
-// from p, statting and reading none. Where p does not fit what For finds
-// (a directory missing or not a directory, a file whose directory p does
-// not list) the tree is walked as without it. The caller vouches for the
-// files: a file that differs from what p says is seen only once it
-// changes again (a world's rollout proves its store unchanged, seal by
+// entries of a typical repository) and neither stats nor reads a file. A
+// directory's files stay p's, with no node of their own, until something
+// names one of them (a kernel event, a lookup) or asks for every entry
+// (a first Take): the tree then makes that directory's nodes from p. So a
+// tree of 100,000 untouched files holds about as much as one of its
+// directories, and starts in the time of a stat and a watch per
+// directory plus a pass over p's files for the totals. Where p does not
+// fit what For finds (a directory missing or not a directory, a file that
+// is not regular) the tree is walked as without it. The caller vouches
+// for the files: a file that differs from what p says is seen only once
+// it changes again (a world's rollout proves its store unchanged, seal by
 // seal, before its result counts).
 func (s *Set) Prefill(dir string, p Prefill) {
 	mu.Lock()
@@ -39,6 +47,14 @@ func (s *Set) Prefill(dir string, p Prefill) {
 		s.pre = map[string]*Prefill{}
 	}
 	s.pre[filepath.Clean(dir)] = &p
+}
+
+// lazy is what a prefilled tree still holds only in its Prefill.
+type lazy struct {
+	p        *Prefill
+	dirs     map[int32]int // node -> index in p.Dirs (-1: the root) of a directory whose files have no nodes yet
+	files    int64         // regular files without a node
+	uid, gid uint32        // the root's owner (DirOwner)
 }
 
 // fill builds the tree from p (its root watched already): false, with the
@@ -53,7 +69,17 @@ func (t *Tree) fill(p *Prefill) bool {
 }
 
 func (t *Tree) fillFrom(p *Prefill) bool {
-	for _, rel := range p.Dirs {
+	l := &lazy{p: p, dirs: make(map[int32]int, len(p.Dirs)+1)}
+	if p.DirOwner {
+		fi, err := t.r.Lstat(".")
+		if err != nil {
+			return false
+		}
+		root := entryOf(fi)
+		l.uid, l.gid = root.UID, root.GID
+	}
+	l.dirs[0] = -1
+	for i, rel := range p.Dirs {
 		dir, name := splitRel(rel)
 		parent := t.nodes.find(dir)
 		if parent == none || name == "" || t.nodes.child(parent, name) != none {
@@ -67,40 +93,108 @@ func (t *Tree) fillFrom(p *Prefill) bool {
 		id := t.nodes.add(parent, name, e)
 		t.account(e, 1)
 		t.watchDir(id, rel)
+		l.dirs[id] = i
 	}
+	// The totals count every file now; a file's node, when made, is
+	// counted already.
 	ok := true
-	lastDir, last := "\x00", none
-	p.Files(func(rel string, e Entry, sum Sum) bool {
-		dir, name := splitRel(rel)
-		if dir != lastDir {
-			lastDir, last = dir, t.nodes.find(dir)
+	for i := -1; i < len(p.Dirs) && ok; i++ {
+		p.Files(i, func(name string, e Entry, _ Sum) bool {
+			ok = e.Mode.IsRegular() && name != "" && !strings.Contains(name, "/")
+			t.account(e, 1)
+			l.files++
+			return ok
+		})
+	}
+	if !ok {
+		return false
+	}
+	for id := range l.dirs {
+		t.nodes.at(id).lazy = true
+	}
+	t.lazy = l
+	return true
+}
+
+// expand makes the nodes of the files p holds for the directory id. mu is
+// held.
+func (t *Tree) expand(id int32) {
+	l := t.lazy
+	n := t.nodes.at(id)
+	if l == nil || !n.lazy {
+		return
+	}
+	n.lazy = false
+	i := l.dirs[id]
+	delete(l.dirs, id)
+	uid, gid := l.owner(t, id)
+	l.p.Files(i, func(name string, e Entry, sum Sum) bool {
+		if l.p.DirOwner {
+			e.UID, e.GID = uid, gid
 		}
-		if last == none || name == "" || !e.Mode.IsRegular() || !t.nodes.at(last).e.Mode.IsDir() && last != 0 ||
-			t.nodes.child(last, name) != none {
-			ok = false
-			return false
-		}
-		if p.DirOwner {
-			if last == 0 {
-				fi, err := t.r.Lstat(".")
-				if err != nil {
-					ok = false
-					return false
-				}
-				root := entryOf(fi)
-				e.UID, e.GID = root.UID, root.GID
-			} else {
-				d := t.nodes.at(last).e
-				e.UID, e.GID = d.UID, d.GID
-			}
-		}
-		id := t.nodes.add(last, name, e)
-		n := t.nodes.at(id)
-		n.sum, n.hashed = sum, true
-		t.account(e, 1)
+		k := t.nodes.add(id, name, e)
+		f := t.nodes.at(k)
+		f.sum, f.hashed = sum, true
+		l.files--
 		return true
 	})
-	return ok
+	if len(l.dirs) == 0 {
+		t.lazy = nil
+	}
+}
+
+// owner is the owner the files of the directory id take.
+func (l *lazy) owner(t *Tree, id int32) (uint32, uint32) {
+	if id == 0 {
+		return l.uid, l.gid
+	}
+	e := t.nodes.at(id).e
+	return e.UID, e.GID
+}
+
+// expandAll makes a node of every file still only in the Prefill. mu is
+// held.
+func (t *Tree) expandAll() {
+	for t.lazy != nil {
+		for id := range t.lazy.dirs {
+			t.expand(id)
+			break
+		}
+	}
+}
+
+// eachLazy calls f with every file still only in the Prefill: its
+// directory's node, name, stat and hash. mu is held.
+func (t *Tree) eachLazy(f func(dir int32, name string, e Entry, sum Sum)) {
+	l := t.lazy
+	if l == nil {
+		return
+	}
+	for id, i := range l.dirs {
+		uid, gid := l.owner(t, id)
+		l.p.Files(i, func(name string, e Entry, sum Sum) bool {
+			if l.p.DirOwner {
+				e.UID, e.GID = uid, gid
+			}
+			f(id, name, e, sum)
+			return true
+		})
+	}
+}
+
+// lazyKids is the files of the directory id still only in the Prefill,
+// in name order (none once it has their nodes). mu is held.
+func (t *Tree) lazyKids(id int32) []File {
+	if t.lazy == nil || !t.nodes.at(id).lazy {
+		return nil
+	}
+	var out []File
+	t.lazy.p.Files(t.lazy.dirs[id], func(name string, e Entry, sum Sum) bool {
+		out = append(out, File{Rel: name, Size: e.Size, Sum: sum, Hashed: true})
+		return true
+	})
+	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Rel, b.Rel) })
+	return out
 }
 
 // splitRel is rel's directory ("" the root) and last element.

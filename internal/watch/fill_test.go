@@ -3,6 +3,7 @@ package watch
 import (
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -15,10 +16,10 @@ import (
 func prefillOf(t *testing.T, dir string, dirs, files []string) Prefill {
 	t.Helper()
 	type f struct {
-		rel string
-		e   Entry
+		rel, name string
+		e         Entry
 	}
-	var fs []f
+	byDir := map[int][]f{}
 	for _, rel := range files {
 		fi, err := os.Lstat(filepath.Join(dir, rel))
 		if err != nil {
@@ -26,11 +27,16 @@ func prefillOf(t *testing.T, dir string, dirs, files []string) Prefill {
 		}
 		e := entryOf(fi)
 		e.Blocks, e.UID, e.GID = 1000, 4242, 4242 // made up; UID/GID come from the directory
-		fs = append(fs, f{rel, e})
+		d, name := splitRel(rel)
+		i := slices.Index(dirs, d) // -1: the root
+		if d != "" && i < 0 {
+			t.Fatalf("%s is in no directory listed", rel)
+		}
+		byDir[i] = append(byDir[i], f{rel, name, e})
 	}
-	return Prefill{Dirs: dirs, DirOwner: true, Files: func(yield func(string, Entry, Sum) bool) {
-		for _, x := range fs {
-			if !yield(x.rel, x.e, sumOf("manifest of "+x.rel)) {
+	return Prefill{Dirs: dirs, DirOwner: true, Files: func(i int, yield func(string, Entry, Sum) bool) {
+		for _, x := range byDir[i] {
+			if !yield(x.name, x.e, sumOf("manifest of "+x.rel)) {
 				return
 			}
 		}
@@ -110,15 +116,23 @@ func TestPrefillIsTakenWithoutStatOrRead(t *testing.T) {
 }
 
 // A Prefill that does not fit the directory (a listed directory missing, a
-// file whose directory is not listed) is dropped whole: the tree is
-// walked, every stat real.
+// file that is not a regular file) is dropped whole: the tree is walked,
+// every stat real.
 func TestPrefillThatDoesNotFitIsWalked(t *testing.T) {
 	for name, p := range map[string]func(dir string) Prefill{
 		"a directory missing": func(dir string) Prefill {
 			return prefillOf(t, dir, []string{"a", "gone"}, []string{"a/x.txt"})
 		},
-		"a file outside the directories listed": func(dir string) Prefill {
-			return prefillOf(t, dir, nil, []string{"a/x.txt"})
+		"a file that is not a regular file": func(dir string) Prefill {
+			p := prefillOf(t, dir, []string{"a"}, []string{"a/x.txt"})
+			files := p.Files
+			p.Files = func(i int, yield func(string, Entry, Sum) bool) {
+				files(i, func(name string, e Entry, sum Sum) bool {
+					e.Mode |= fs.ModeSymlink
+					return yield(name, e, sum)
+				})
+			}
+			return p
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -178,5 +192,91 @@ func TestTakeWhereFiltersByStat(t *testing.T) {
 	must(t, os.Remove(filepath.Join(dir, "d/exec")))
 	if got := sub.TakeWhere(executable); !slices.Equal(got, []string{".", "new"}) {
 		t.Errorf("TakeWhere after changes %v, want . and new", got)
+	}
+}
+
+// A prefilled directory's files get nodes only when something names one
+// of them: until then Usage, Files, Matching and a first TakeWhere answer
+// from the Prefill; a directory removed whole reports each of its files
+// removed with its prefilled hash; a first Take lists every entry.
+func TestPrefillKeepsUntouchedDirectoriesLazy(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for _, d := range []string{"p", "q", "q/r"} {
+		for _, n := range []string{"a.py", "b.tmp", "c.py"} {
+			files = append(files, d+"/"+n)
+			write(t, filepath.Join(dir, d, n), d+n)
+		}
+	}
+	write(t, filepath.Join(dir, "top.py"), "top")
+	files = append(files, "top.py")
+	set := NewSet()
+	defer set.Close()
+	set.Prefill(dir, prefillOf(t, dir, []string{"p", "q", "q/r"}, files))
+	tr, err := set.For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := func() int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		return tr.nodes.n - int32(len(tr.nodes.frees))
+	}
+	if n := nodes(); n != 4 {
+		t.Fatalf("%d nodes after the fill, want 4 (the root and 3 directories)", n)
+	}
+	if _, _, count := tr.Usage(); count != 13 {
+		t.Errorf("%d entries, want 13", count)
+	}
+	list, more := tr.Files(100)
+	var rels []string
+	for _, f := range list {
+		rels = append(rels, f.Rel)
+		if f.Sum != sumOf("manifest of "+f.Rel) || !f.Hashed {
+			t.Errorf("%s: not its prefilled hash", f.Rel)
+		}
+	}
+	if want := []string{"p/a.py", "p/b.tmp", "p/c.py", "q/a.py", "q/b.tmp", "q/c.py", "q/r/a.py", "q/r/b.tmp", "q/r/c.py", "top.py"}; !slices.Equal(rels, want) || more != 0 {
+		t.Errorf("Files %v (%d more), want %v", rels, more, want)
+	}
+	if got, _ := tr.Files(4); len(got) != 4 || got[3].Rel != "q/a.py" {
+		t.Errorf("Files(4) %v", got)
+	}
+	tmps := tr.Matching(func(name string) bool { return path.Ext(name) == ".tmp" })
+	slices.Sort(tmps)
+	if want := []string{"p/b.tmp", "q/b.tmp", "q/r/b.tmp"}; !slices.Equal(tmps, want) {
+		t.Errorf("Matching %v, want %v", tmps, want)
+	}
+	sandbox := tr.Shared("sandbox")
+	if got := sandbox.TakeWhere(func(e Entry) bool { return e.Mode.IsDir() || e.Size >= 7 }); !slices.Equal(got, []string{".", "p", "q", "q/r", "q/r/a.py", "q/r/b.tmp", "q/r/c.py"}) {
+		t.Errorf("first TakeWhere %v", got)
+	}
+	if n := nodes(); n != 4 {
+		t.Fatalf("%d nodes after listing, want still 4", n)
+	}
+	m := tr.Mark()
+	defer m.Close()
+	write(t, filepath.Join(dir, "p/a.py"), "changed")
+	must(t, os.RemoveAll(filepath.Join(dir, "q")))
+	got := map[string]FileChange{}
+	for _, c := range m.TakeFiles() {
+		got[c.Rel] = c
+	}
+	if c := got["p/a.py"]; !c.Had || c.Before != sumOf("manifest of p/a.py") || c.After != sumOf("changed") {
+		t.Errorf("p/a.py: %+v", c)
+	}
+	for _, rel := range []string{"q/a.py", "q/r/c.py"} {
+		if c := got[rel]; !c.Had || c.Has || c.Before != sumOf("manifest of "+rel) {
+			t.Errorf("%s, removed with its directory: %+v", rel, c)
+		}
+	}
+	if len(got) != 7 {
+		t.Errorf("%d changes, want 7 (one rewritten, six removed): %v", len(got), got)
+	}
+	if _, _, count := tr.Usage(); count != 5 {
+		t.Errorf("%d entries left, want 5 (p and its 3 files, top.py)", count)
+	}
+	if got := tr.Subscribe().Take(); !slices.Equal(got, []string{".", "p", "p/a.py", "p/b.tmp", "p/c.py", "top.py"}) {
+		t.Errorf("a first Take %v", got)
 	}
 }

@@ -57,6 +57,7 @@ func (s *Set) For(dir string) (*Tree, error) {
 		ifd = inotifyInit()
 	}
 	t := &Tree{home: s, root: dir, r: r}
+	t.nodes.expand = t.expand
 	t.nodes.init()
 	t.now = time.Now().UnixNano()
 	t.watchDir(0, "")

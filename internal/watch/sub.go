@@ -96,6 +96,7 @@ func (s *Sub) Take() []string {
 	t.sync()
 	n := s.nids + len(s.gone) + 1
 	if s.all {
+		t.expandAll()
 		n = int(t.count) + len(s.gone) + 1
 	}
 	out := make([]string, 1, n)
@@ -136,6 +137,11 @@ func (s *Sub) TakeWhere(keep func(Entry) bool) []string {
 				add(id)
 			}
 		}
+		t.eachLazy(func(dir int32, name string, e Entry, _ Sum) {
+			if keep(e) {
+				out = append(out, join(t.nodes.rel(dir), name))
+			}
+		})
 	} else {
 		s.eachID(add)
 	}
@@ -167,6 +173,7 @@ func (s *Sub) TakeFiles() []FileChange {
 	t.hashStale()
 	n := len(s.gone) + len(s.priors)
 	if s.all {
+		t.expandAll()
 		n += int(t.count)
 	}
 	out := make([]FileChange, 0, n)

@@ -98,6 +98,7 @@ type Tree struct {
 	stack     []int32         // directories still to list, during a walk
 	stale     []int32         // files to hash again (see hashStale)
 	known     Known           // during the first walk: see Set.Seed
+	lazy      *lazy           // files still only in the Prefill (fill.go)
 
 	blocks, apparent, count int64
 }
@@ -142,7 +143,7 @@ func (t *Tree) clear() {
 	if wd := t.nodes.at(0).wd; wd != none {
 		t.unwatch(0, wd)
 	}
-	t.dirty, t.stale = nil, nil
+	t.dirty, t.stale, t.lazy = nil, nil, nil
 	t.nodes.init()
 	t.blocks, t.apparent, t.count = 0, 0, 0
 }
@@ -398,6 +399,7 @@ func (t *Tree) mark(id int32) {
 
 // remove forgets id and everything below it.
 func (t *Tree) remove(id int32) {
+	t.expand(id) // its files, each removed with what it held
 	n := t.nodes.at(id)
 	for k := n.kid; k != none; {
 		next := t.nodes.at(k).next

@@ -110,46 +110,12 @@ func parseFilesPrefix(data []byte) ([]File, int, bool) {
 		return files, p.i, true
 	}
 	for {
-		if !p.byte('{') {
+		f, path, ok := p.entry()
+		if !ok {
 			return nil, 0, false
 		}
-		var f File
-		var seen [3]bool
-		for k := 0; k < 3; k++ {
-			if k > 0 && !p.byte(',') {
-				return nil, 0, false
-			}
-			key, ok := p.raw()
-			if !ok || !p.byte(':') {
-				return nil, 0, false
-			}
-			switch string(key) {
-			case "path":
-				var b []byte
-				b, ok = p.raw()
-				spans = append(spans, [2]int{p.i - 1 - len(b), p.i - 1})
-				size += len(b)
-				ok = ok && !seen[0]
-				seen[0] = true
-			case "sha256":
-				var b []byte
-				b, ok = p.raw()
-				ok = ok && f.SHA256.decode(b) && !seen[1]
-				seen[1] = true
-			case "bytes":
-				f.Bytes, ok = p.int()
-				ok = ok && !seen[2]
-				seen[2] = true
-			default:
-				ok = false
-			}
-			if !ok {
-				return nil, 0, false
-			}
-		}
-		if !p.byte('}') {
-			return nil, 0, false
-		}
+		spans = append(spans, [2]int{p.at(path), p.at(path) + len(path)})
+		size += len(path)
 		files = append(files, f)
 		if p.byte(']') {
 			return done()
@@ -159,6 +125,48 @@ func parseFilesPrefix(data []byte) ([]File, int, bool) {
 		}
 	}
 }
+
+// entry consumes one {"path":…,"sha256":…,"bytes":N} (keys in any order,
+// each once): the file without its Path, and the path's bytes in data.
+func (p *parser) entry() (f File, path []byte, ok bool) {
+	if !p.byte('{') {
+		return f, nil, false
+	}
+	var seen [3]bool
+	for k := 0; k < 3; k++ {
+		if k > 0 && !p.byte(',') {
+			return f, nil, false
+		}
+		key, ok := p.raw()
+		if !ok || !p.byte(':') {
+			return f, nil, false
+		}
+		switch string(key) {
+		case "path":
+			path, ok = p.raw()
+			ok = ok && !seen[0]
+			seen[0] = true
+		case "sha256":
+			var b []byte
+			b, ok = p.raw()
+			ok = ok && f.SHA256.decode(b) && !seen[1]
+			seen[1] = true
+		case "bytes":
+			f.Bytes, ok = p.int()
+			ok = ok && !seen[2]
+			seen[2] = true
+		default:
+			ok = false
+		}
+		if !ok {
+			return f, nil, false
+		}
+	}
+	return f, path, p.byte('}')
+}
+
+// at is where b, a slice of data, starts in it.
+func (p *parser) at(b []byte) int { return cap(p.data) - cap(b) }
 
 type parser struct {
 	data []byte

@@ -3,6 +3,9 @@ package world
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -72,6 +75,43 @@ func TestDecodeInfoAsJSON(t *testing.T) {
 			}
 			if err := decodeInfo(raw[:len(raw)-1], &got); err == nil {
 				t.Errorf("%s: a damaged .world.json decoded", raw[:len(raw)-1])
+			}
+		}
+	}
+}
+
+// readInfo, which streams .world.json through a small window, decodes as
+// encoding/json does: lists that span many windows and path chunks, a
+// path longer than an entry may be (left to decodeInfo), escapes, a
+// damaged file (an error).
+func TestReadInfoStreamsAsJSON(t *testing.T) {
+	big := World{ID: "w-big", Name: "big", Diff: map[string]float64{"files": 2}}
+	for i := range 20000 {
+		big.Files = append(big.Files, File{Path: fmt.Sprintf("workspace/pkg%03d/%s/f%05d.py", i/100, strings.Repeat("d", i%50), i), SHA256: h(fmt.Sprintf("%02x", i%256)), Bytes: int64(i)})
+	}
+	long := World{ID: "w-long", Files: []File{{"a", h("01"), 1}, {strings.Repeat("p", 70<<10), h("02"), 2}, {"z", h("03"), 3}}}
+	escaped := World{ID: "w-esc", Files: []File{{"a", h("01"), 1}, {"inputs/<q\"x\">", h("02"), 2}}}
+	dir := t.TempDir()
+	for _, w := range []World{big, long, escaped, {ID: "w-empty", Files: []File{}}, {ID: "w-none"}} {
+		compact, _ := json.Marshal(&w)
+		indented, _ := json.MarshalIndent(&w, "", "  ")
+		for _, raw := range [][]byte{compact, indented} {
+			p := filepath.Join(dir, "info.json")
+			os.WriteFile(p, raw, 0o644)
+			var want, got World
+			json.Unmarshal(raw, &want)
+			if err := readInfo(p, &got); err != nil || !reflect.DeepEqual(got, want) && !(len(got.Files) == 0 && len(want.Files) == 0 && got.ID == want.ID) {
+				t.Errorf("%s (%d bytes): decoded %d files (%v), want %d", w.ID, len(raw), len(got.Files), err, len(want.Files))
+			}
+			if f, _ := os.Open(p); w.ID == "w-big" {
+				if ok, err := streamInfo(f, &World{}); !ok || err != nil {
+					t.Errorf("the store's form was not streamed: %v %v", ok, err)
+				}
+				f.Close()
+			}
+			os.WriteFile(p, raw[:len(raw)*2/3], 0o644)
+			if err := readInfo(p, &got); err == nil {
+				t.Errorf("%s: a truncated .world.json decoded", w.ID)
 			}
 		}
 	}

@@ -15,10 +15,12 @@ import (
 	"github.com/apodex/apodex/internal/world"
 )
 
-// storedWithFiles stores a world whose workspace holds n files.
+// storedWithFiles stores a world whose workspace holds n files in pkg0-6,
+// notes/n.txt and README.md.
 func storedWithFiles(t *testing.T, n int) *world.World {
 	t.Helper()
 	src := tiny(t, "x\n")
+	os.WriteFile(filepath.Join(src, "workspace", "README.md"), []byte("read me\n"), 0o644)
 	for i := range n {
 		p := filepath.Join(src, "workspace", fmt.Sprintf("pkg%d", i%7), fmt.Sprintf("f%03d.py", i))
 		os.MkdirAll(filepath.Dir(p), 0o755)

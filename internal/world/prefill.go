@@ -25,26 +25,49 @@ func (w *World) prefill() (watch.Prefill, bool) {
 		return watch.Prefill{}, false
 	}
 	var dirs []string
+	index := map[string]int{"": -1} // directory -> its index in dirs
 	for _, d := range rec.dirs {
 		if rel, ok := strings.CutPrefix(d.rel, "workspace/"); ok {
+			index[rel] = len(dirs)
 			dirs = append(dirs, rel)
 		}
 	}
+	// Each directory's files, by index in w.Files (path order is name
+	// order within a directory); the root's last.
+	byDir := make([][]int32, len(dirs)+1)
 	lo, _ := slices.BinarySearchFunc(w.Files, "workspace/", func(f File, p string) int { return strings.Compare(f.Path, p) })
-	files := func(yield func(string, watch.Entry, watch.Sum) bool) {
-		for i := lo; i < len(w.Files); i++ {
-			f, st := w.Files[i], rec.files[i]
-			rel, ok := strings.CutPrefix(f.Path, "workspace/")
+	last, at := "\x00", 0
+	for i := lo; i < len(w.Files) && strings.HasPrefix(w.Files[i].Path, "workspace/"); i++ {
+		dir, _ := splitDir(w.Files[i].Path[len("workspace/"):])
+		if dir != last {
+			k, ok := index[dir]
 			if !ok {
-				return
+				return watch.Prefill{}, false // a file in no directory of the seal
 			}
-			e := watch.Entry{Size: st.Size, Blocks: rec.blocks[i], Ino: uint64(st.Ino), MTime: st.MTime, Mode: modeOf(uint32(st.Mode))}
-			if !yield(rel, e, watch.Sum(f.SHA256)) {
+			last, at = dir, (k+len(byDir))%len(byDir)
+		}
+		byDir[at] = append(byDir[at], int32(i))
+	}
+	files := func(dir int, yield func(string, watch.Entry, watch.Sum) bool) {
+		for _, i := range byDir[(dir+len(byDir))%len(byDir)] {
+			f, st := w.Files[i], rec.file(int(i))
+			_, name := splitDir(f.Path)
+			e := watch.Entry{Size: st.Size, Blocks: rec.block(int(i)), Ino: uint64(st.Ino), MTime: st.MTime, Mode: modeOf(uint32(st.Mode))}
+			if !yield(name, e, watch.Sum(f.SHA256)) {
 				return
 			}
 		}
 	}
 	return watch.Prefill{Dirs: dirs, Files: files, DirOwner: true}, true
+}
+
+// splitDir is a slash path's directory ("" for none) and last element.
+func splitDir(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", p
+	}
+	return p[:i], p[i+1:]
 }
 
 // modeOf is the fs.FileMode of a regular file's or directory's stat mode

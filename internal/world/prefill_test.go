@@ -3,6 +3,7 @@ package world_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -30,6 +31,12 @@ func lstatEntry(t *testing.T, p string) watch.Entry {
 // without a stat per file; a change through the overlay is then seen.
 func TestRolloutWatchIsFilledAsTheOverlayShows(t *testing.T) {
 	w := storedWithFiles(t, 120)
+	stored := map[string]watch.Sum{}
+	for _, f := range w.Files {
+		if rel, ok := strings.CutPrefix(f.Path, "workspace/"); ok {
+			stored[rel] = watch.Sum(f.SHA256)
+		}
+	}
 	p, ok := world.PrefillOf(w)
 	if !ok {
 		t.Fatal("a world stored now has no prefill (a v2 seal with one owner)")
@@ -52,22 +59,32 @@ func TestRolloutWatchIsFilledAsTheOverlayShows(t *testing.T) {
 	// The prefill is the overlay's truth (but owners, which the fill
 	// takes from each file's directory).
 	n := 0
-	p.Files(func(rel string, e watch.Entry, sum watch.Sum) bool {
-		got := lstatEntry(t, filepath.Join(r.Workspace, rel))
-		dir := lstatEntry(t, filepath.Dir(filepath.Join(r.Workspace, rel)))
-		e.UID, e.GID = dir.UID, dir.GID
-		if e != got {
-			t.Errorf("%s: prefilled %+v, the overlay shows %+v", rel, e, got)
+	for i := -1; i < len(p.Dirs); i++ {
+		dir := ""
+		if i >= 0 {
+			dir = p.Dirs[i]
 		}
-		n++
-		return true
-	})
+		p.Files(i, func(name string, e watch.Entry, sum watch.Sum) bool {
+			rel := filepath.Join(dir, name)
+			got := lstatEntry(t, filepath.Join(r.Workspace, rel))
+			d := lstatEntry(t, filepath.Join(r.Workspace, dir))
+			e.UID, e.GID = d.UID, d.GID
+			if e != got {
+				t.Errorf("%s: prefilled %+v, the overlay shows %+v", rel, e, got)
+			}
+			if want := stored[filepath.ToSlash(rel)]; sum != want {
+				t.Errorf("%s: prefilled hash %x, stored %x", rel, sum, want)
+			}
+			n++
+			return true
+		})
+	}
 	for _, d := range p.Dirs {
 		if fi, err := os.Lstat(filepath.Join(r.Workspace, d)); err != nil || !fi.IsDir() {
 			t.Errorf("prefilled directory %s: %v", d, err)
 		}
 	}
-	if n != 121 || len(p.Dirs) != 8 { // 120 files in pkg0..6, notes/n.txt
+	if n != 122 || len(p.Dirs) != 8 { // 120 files in pkg0..6, notes/n.txt, README.md
 		t.Fatalf("prefill of %d files, %d directories", n, len(p.Dirs))
 	}
 	tr, err := wm.Watch().For(r.Workspace)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -165,10 +166,23 @@ func lstatSealTo(p string, st *syscall.Stat_t) (sealStat, error) {
 // owner.
 type sealRecord struct {
 	dirs   []sealDir
-	files  []sealStat
-	blocks []int64
+	files  []byte // each file's sealStat as the seal holds it (decoded on use: no copy)
+	blocks []byte // each file's blocks, 8 bytes each (nil: a v1 seal)
 	owner  sealOwner
 }
+
+// sealStatSize is a sealStat's size in a seal.
+const sealStatSize = 5 * 8
+
+// file is the seal's stat of w.Files[i].
+func (r *sealRecord) file(i int) sealStat {
+	b := r.files[i*sealStatSize : (i+1)*sealStatSize]
+	le := binary.LittleEndian
+	return sealStat{int64(le.Uint64(b)), int64(le.Uint64(b[8:])), int64(le.Uint64(b[16:])), int64(le.Uint64(b[24:])), int64(le.Uint64(b[32:]))}
+}
+
+// block is the blocks of w.Files[i] (a v2 seal).
+func (r *sealRecord) block(i int) int64 { return int64(binary.LittleEndian.Uint64(r.blocks[i*8:])) }
 
 type sealDir struct {
 	rel string
@@ -205,16 +219,22 @@ func (w *World) readSeal() *sealRecord {
 	if binary.Read(r, binary.LittleEndian, &count) != nil || count != uint64(len(w.Files)) {
 		return nil
 	}
-	rec.files = make([]sealStat, count)
-	if binary.Read(r, binary.LittleEndian, rec.files) != nil {
+	// The files' stats (and blocks) stay in raw: taken, not copied.
+	take := func(n uint64) []byte {
+		if n > uint64(r.Len()) {
+			return nil
+		}
+		at := len(raw) - r.Len()
+		r.Seek(int64(n), io.SeekCurrent)
+		return raw[at : at+int(n) : at+int(n)]
+	}
+	if rec.files = take(count * sealStatSize); rec.files == nil {
 		return nil
 	}
 	if v2 {
-		blocks := make([]int64, count)
-		if binary.Read(r, binary.LittleEndian, blocks) != nil || binary.Read(r, binary.LittleEndian, &rec.owner) != nil {
+		if rec.blocks = take(count * 8); rec.blocks == nil || binary.Read(r, binary.LittleEndian, &rec.owner) != nil {
 			return nil
 		}
-		rec.blocks = blocks
 	}
 	return rec
 }
@@ -229,7 +249,7 @@ func (w *World) sealed(workers int) (ok bool, n int) {
 		return false, 0
 	}
 	ok, n = w.dirsAsSealed(rec)
-	if !ok || !w.filesAsSealed(rec.files, workers) {
+	if !ok || !w.filesAsSealed(rec, workers) {
 		return false, n
 	}
 	return true, n + len(w.Files)
@@ -281,7 +301,7 @@ func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
 	if !ok {
 		return sum, false
 	}
-	st, f := rec.files[i], w.Files[i]
+	st, f := rec.file(i), w.Files[i]
 	if int64(e.Ino) != st.Ino || e.Size != f.Bytes || e.MTime != st.MTime {
 		return sum, false
 	}
@@ -293,7 +313,7 @@ func (w *World) known(rel string, e watch.Entry) (watch.Sum, bool) {
 // reports whether each has the stat the seal recorded. Each file is
 // statted relative to its directory, opened once per run of files in it
 // (no path to build and resolve per file).
-func (w *World) filesAsSealed(stats []sealStat, workers int) bool {
+func (w *World) filesAsSealed(rec *sealRecord, workers int) bool {
 	workers = max(min(runtime.NumCPU(), workers, len(w.Files)/1024), 1)
 	var bad atomic.Bool
 	var wg sync.WaitGroup
@@ -312,7 +332,7 @@ func (w *World) filesAsSealed(stats []sealStat, workers int) bool {
 					break
 				}
 				got := sealStat{int64(st.Ino), st.Size, st.Mtim.Nano(), 0, int64(st.Mode)}
-				if got != stats[i] || got.Size != f.Bytes {
+				if got != rec.file(i) || got.Size != f.Bytes {
 					bad.Store(true)
 				}
 			}

@@ -208,14 +208,13 @@ func (s *Store) Get(ref string) (*World, error) {
 		}
 	}
 	dir := filepath.Join(s.Dir, id)
-	raw, err := os.ReadFile(filepath.Join(dir, infoFile))
+	w := &World{seals: &sealOnce{}}
+	err := readInfo(filepath.Join(dir, infoFile), w)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no world %s in %s; see `apodex worlds list`", ErrNotFound, id, s.Dir)
-	} else if err != nil {
+	} else if errors.Is(err, fs.ErrPermission) {
 		return nil, fmt.Errorf("world: %w", err)
-	}
-	w := &World{seals: &sealOnce{}}
-	if err := decodeInfo(raw, w); err != nil {
+	} else if err != nil {
 		return nil, fmt.Errorf("world: %s is damaged: %v", filepath.Join(dir, infoFile), err)
 	}
 	w.Dir = dir

@@ -1,0 +1,189 @@
+package world
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+)
+
+// readInfo decodes the .world.json at path into w reading it through a
+// window of a few hundred KiB: a 100,000-file list (16 MB of JSON) is
+// parsed entry by entry and never held whole, its paths kept in a few
+// shared strings. Anything but the store's form is decoded by decodeInfo
+// from the whole file.
+func readInfo(path string, w *World) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if ok, err := streamInfo(f, w); ok || err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	*w = World{seals: w.seals}
+	return decodeInfo(raw, w)
+}
+
+// Sizes of streamInfo's window: an entry longer than maxEntry is left to
+// decodeInfo.
+const (
+	windowSize = 256 << 10
+	maxEntry   = 64 << 10
+	chunkSize  = 256 << 10 // paths are kept in strings of about this size
+)
+
+// window is a buffered view of a reader: buf[lo:hi] is what is read and
+// not consumed.
+type window struct {
+	r      io.Reader
+	buf    []byte
+	lo, hi int
+	eof    bool
+	err    error
+}
+
+// fill makes at least n bytes available, unless the reader ends first.
+func (w *window) fill(n int) {
+	if w.hi-w.lo >= n || w.eof {
+		return
+	}
+	w.hi = copy(w.buf, w.buf[w.lo:w.hi])
+	w.lo = 0
+	for w.hi < len(w.buf) && !w.eof {
+		k, err := w.r.Read(w.buf[w.hi:])
+		w.hi += k
+		if err == io.EOF {
+			w.eof = true
+		} else if err != nil {
+			w.eof, w.err = true, err
+		}
+	}
+}
+
+func (w *window) data() []byte { return w.buf[w.lo:w.hi] }
+
+// streamInfo is decodeInfo reading from r: false (and nothing decoded)
+// when the file is not in the store's form.
+func streamInfo(r io.Reader, w *World) (bool, error) {
+	win := &window{r: r, buf: make([]byte, windowSize)}
+	// The head: everything up to the files array (a few hundred bytes:
+	// id, name, generator, difficulty), found as decodeInfo finds it.
+	var head []byte
+	key := []byte(`"files":`)
+	for off := 0; ; { // off: where to look for the key next
+		found := false
+		for !found {
+			i := bytes.Index(head[off:], key)
+			if i < 0 {
+				off = max(off, len(head)-len(key)) // a key cut by the window's end is found whole next time
+				break
+			}
+			i += off
+			b := bytes.TrimRight(head[:i], " \t\r\n")
+			rest := bytes.TrimLeft(head[i+len(key):], " \t\r\n")
+			switch {
+			case len(rest) == 0 && !win.eof:
+				off = i // what follows the key is in the next window
+			case len(b) == 0 || b[len(b)-1] != ',' && b[len(b)-1] != '{' || len(rest) == 0 || rest[0] != '[':
+				off = i + len(key) // a key "files" elsewhere (difficulty): the next
+				continue
+			default:
+				// Give back what follows the '[' to the window.
+				at := len(head) - len(rest) + 1
+				if len(head)-at > len(win.buf) {
+					return false, win.err
+				}
+				win.lo, win.hi = 0, copy(win.buf, head[at:])
+				head = head[:at-1]
+				found = true
+				continue
+			}
+			break
+		}
+		if found {
+			break
+		}
+		if win.eof || len(head) > 4*windowSize {
+			return false, win.err
+		}
+		win.fill(windowSize)
+		head = append(head, win.data()...)
+		win.lo = win.hi
+	}
+	files, ok := streamFiles(win)
+	if !ok || win.err != nil {
+		return false, win.err
+	}
+	// The tail: everything after the array.
+	tail := append([]byte(nil), win.data()...)
+	for !win.eof {
+		win.lo = win.hi
+		win.fill(windowSize)
+		tail = append(tail, win.data()...)
+	}
+	if win.err != nil {
+		return false, win.err
+	}
+	rest := append(append(head, "null"...), tail...)
+	if err := json.Unmarshal(rest, w); err != nil {
+		return true, err
+	}
+	w.Files = files
+	return true, nil
+}
+
+// streamFiles parses the entries of a file list in the store's form
+// (parseFilesPrefix's) from win, just after its '[', through its ']'.
+func streamFiles(win *window) ([]File, bool) {
+	var files []File
+	var chunk []byte // the paths of files[from:], in order
+	var ends []int   // where each of them ends in chunk
+	from := 0
+	flush := func() {
+		s := string(chunk)
+		start := 0
+		for i, end := range ends {
+			files[from+i].Path = s[start:end]
+			start = end
+		}
+		chunk, ends, from = chunk[:0], ends[:0], len(files)
+	}
+	chunk = make([]byte, 0, chunkSize)
+	win.fill(maxEntry)
+	p := parser{data: win.data()}
+	if p.byte(']') {
+		win.lo += p.i
+		return []File{}, true
+	}
+	for {
+		win.fill(maxEntry)
+		p := parser{data: win.data()}
+		f, path, ok := p.entry()
+		if !ok || p.i > maxEntry {
+			return nil, false
+		}
+		if len(chunk)+len(path) > cap(chunk) {
+			flush()
+		}
+		chunk = append(chunk, path...)
+		ends = append(ends, len(chunk))
+		files = append(files, f)
+		closed := p.byte(']')
+		if !closed && !p.byte(',') {
+			return nil, false
+		}
+		win.lo += p.i
+		if closed {
+			flush()
+			return files, true
+		}
+	}
+}
