@@ -74,49 +74,9 @@ func (w *window) data() []byte { return w.buf[w.lo:w.hi] }
 // when the file is not in the store's form.
 func streamInfo(r io.Reader, w *World) (bool, error) {
 	win := &window{r: r, buf: make([]byte, windowSize)}
-	// The head: everything up to the files array (a few hundred bytes:
-	// id, name, generator, difficulty), found as decodeInfo finds it.
-	var head []byte
-	key := []byte(`"files":`)
-	for off := 0; ; { // off: where to look for the key next
-		found := false
-		for !found {
-			i := bytes.Index(head[off:], key)
-			if i < 0 {
-				off = max(off, len(head)-len(key)) // a key cut by the window's end is found whole next time
-				break
-			}
-			i += off
-			b := bytes.TrimRight(head[:i], " \t\r\n")
-			rest := bytes.TrimLeft(head[i+len(key):], " \t\r\n")
-			switch {
-			case len(rest) == 0 && !win.eof:
-				off = i // what follows the key is in the next window
-			case len(b) == 0 || b[len(b)-1] != ',' && b[len(b)-1] != '{' || len(rest) == 0 || rest[0] != '[':
-				off = i + len(key) // a key "files" elsewhere (difficulty): the next
-				continue
-			default:
-				// Give back what follows the '[' to the window.
-				at := len(head) - len(rest) + 1
-				if len(head)-at > len(win.buf) {
-					return false, win.err
-				}
-				win.lo, win.hi = 0, copy(win.buf, head[at:])
-				head = head[:at-1]
-				found = true
-				continue
-			}
-			break
-		}
-		if found {
-			break
-		}
-		if win.eof || len(head) > 4*windowSize {
-			return false, win.err
-		}
-		win.fill(windowSize)
-		head = append(head, win.data()...)
-		win.lo = win.hi
+	head, ok := infoHead(win)
+	if !ok {
+		return false, win.err
 	}
 	files, ok := streamFiles(win)
 	if !ok || win.err != nil {
@@ -138,6 +98,48 @@ func streamInfo(r io.Reader, w *World) (bool, error) {
 	}
 	w.Files = files
 	return true, nil
+}
+
+// infoHead reads the head of .world.json from win: everything up to the
+// files array (a few hundred bytes: id, name, generator, difficulty),
+// found as decodeInfo finds it, and leaves win just after the array's
+// '['. False when there is no such array.
+func infoHead(win *window) ([]byte, bool) {
+	var head []byte
+	key := []byte(`"files":`)
+	for off := 0; ; { // off: where to look for the key next
+		for {
+			i := bytes.Index(head[off:], key)
+			if i < 0 {
+				off = max(off, len(head)-len(key)) // a key cut by the window's end is found whole next time
+				break
+			}
+			i += off
+			b := bytes.TrimRight(head[:i], " \t\r\n")
+			rest := bytes.TrimLeft(head[i+len(key):], " \t\r\n")
+			if len(rest) == 0 && !win.eof {
+				off = i // what follows the key is in the next window
+				break
+			}
+			if len(b) == 0 || b[len(b)-1] != ',' && b[len(b)-1] != '{' || len(rest) == 0 || rest[0] != '[' {
+				off = i + len(key) // a key "files" elsewhere (difficulty): the next
+				continue
+			}
+			// Give back what follows the '[' to the window.
+			at := len(head) - len(rest) + 1
+			if len(head)-at > len(win.buf) {
+				return nil, false
+			}
+			win.lo, win.hi = 0, copy(win.buf, head[at:])
+			return head[:at-1], true
+		}
+		if win.eof || len(head) > 4*windowSize {
+			return nil, false
+		}
+		win.fill(windowSize)
+		head = append(head, win.data()...)
+		win.lo = win.hi
+	}
 }
 
 // streamFiles parses the entries of a file list in the store's form
