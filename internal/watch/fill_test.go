@@ -280,3 +280,52 @@ func TestPrefillKeepsUntouchedDirectoriesLazy(t *testing.T) {
 		t.Errorf("a first Take %v", got)
 	}
 }
+
+// When notification cannot tell (a queue overflow), a prefilled tree
+// rescans itself like any other: every stat becomes the real one (the
+// made-up blocks go), a file changed meanwhile is seen, and an unchanged
+// file keeps its prefilled hash (no content change reported).
+func TestPrefilledTreeRescans(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{"p/a.py", "p/b.py", "q/c.py"}
+	old := time.Now().Add(-time.Hour)
+	for _, rel := range files {
+		write(t, filepath.Join(dir, rel), rel)
+		must(t, os.Chtimes(filepath.Join(dir, rel), old, old))
+	}
+	set := NewSet()
+	defer set.Close()
+	set.Prefill(dir, prefillOf(t, dir, []string{"p", "q"}, files))
+	tr, err := set.For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tr.Mark()
+	defer m.Close()
+	must(t, os.WriteFile(filepath.Join(dir, "q/c.py"), []byte("new"), 0o644))
+	mu.Lock()
+	tr.rescan = true
+	mu.Unlock()
+	changes := m.TakeFiles()
+	if len(changes) != 1 || changes[0].Rel != "q/c.py" || changes[0].Before != sumOf("manifest of q/c.py") || changes[0].After != sumOf("new") {
+		t.Errorf("changes after a rescan: %+v, want q/c.py only", changes)
+	}
+	fresh := NewSet()
+	defer fresh.Close()
+	walked, err := fresh.For(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, a1, c1 := tr.Usage()
+	b2, a2, c2 := walked.Usage()
+	if b1 != b2 || a1 != a2 || c1 != c2 {
+		t.Errorf("usage after a rescan %d/%d/%d, a walk's %d/%d/%d", b1, a1, c1, b2, a2, c2)
+	}
+	for _, rel := range files {
+		e1, _ := tr.Entry(rel)
+		e2, _ := walked.Entry(rel)
+		if e1 != e2 {
+			t.Errorf("%s after a rescan %+v, a walk's %+v", rel, e1, e2)
+		}
+	}
+}
