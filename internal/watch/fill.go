@@ -21,9 +21,10 @@ type Prefill struct {
 	// and at any time until the tree is forgotten: what it gives must
 	// not change.
 	Files func(dir int, yield func(name string, e Entry, sum Sum) bool)
-	// DirOwner: a file's UID and GID are those its directory has when
-	// For stats it (the caller knows every entry has one owner).
-	DirOwner bool
+	// OneOwner: every file's UID and GID are those the first file has
+	// when For stats it (the caller knows every file has one owner, as
+	// For sees them: a world's store through its overlay).
+	OneOwner bool
 }
 
 // Prefill makes the first For of dir (the next, once) build its tree from
@@ -54,7 +55,7 @@ type lazy struct {
 	p        *Prefill
 	dirs     map[int32]int // node -> index in p.Dirs (-1: the root) of a directory whose files have no nodes yet
 	files    int64         // regular files without a node
-	uid, gid uint32        // the root's owner (DirOwner)
+	uid, gid uint32        // every file's owner (OneOwner)
 }
 
 // fill builds the tree from p (its root watched already): false, with the
@@ -70,14 +71,6 @@ func (t *Tree) fill(p *Prefill) bool {
 
 func (t *Tree) fillFrom(p *Prefill) bool {
 	l := &lazy{p: p, dirs: make(map[int32]int, len(p.Dirs)+1)}
-	if p.DirOwner {
-		fi, err := t.r.Lstat(".")
-		if err != nil {
-			return false
-		}
-		root := entryOf(fi)
-		l.uid, l.gid = root.UID, root.GID
-	}
 	l.dirs[0] = -1
 	for i, rel := range p.Dirs {
 		dir, name := splitRel(rel)
@@ -97,10 +90,21 @@ func (t *Tree) fillFrom(p *Prefill) bool {
 	}
 	// The totals count every file now; a file's node, when made, is
 	// counted already.
-	ok := true
+	ok, owned := true, !p.OneOwner
 	for i := -1; i < len(p.Dirs) && ok; i++ {
 		p.Files(i, func(name string, e Entry, _ Sum) bool {
 			ok = e.Mode.IsRegular() && name != "" && !strings.Contains(name, "/")
+			if ok && !owned { // the one stat of a file
+				dir := ""
+				if i >= 0 {
+					dir = p.Dirs[i]
+				}
+				fi, err := t.r.Lstat(join(dir, name))
+				if ok = err == nil && fi.Mode().IsRegular(); ok {
+					first := entryOf(fi)
+					l.uid, l.gid, owned = first.UID, first.GID, true
+				}
+			}
 			t.account(e, 1)
 			l.files++
 			return ok
@@ -127,10 +131,9 @@ func (t *Tree) expand(id int32) {
 	n.lazy = false
 	i := l.dirs[id]
 	delete(l.dirs, id)
-	uid, gid := l.owner(t, id)
 	l.p.Files(i, func(name string, e Entry, sum Sum) bool {
-		if l.p.DirOwner {
-			e.UID, e.GID = uid, gid
+		if l.p.OneOwner {
+			e.UID, e.GID = l.uid, l.gid
 		}
 		k := t.nodes.add(id, name, e)
 		f := t.nodes.at(k)
@@ -141,15 +144,6 @@ func (t *Tree) expand(id int32) {
 	if len(l.dirs) == 0 {
 		t.lazy = nil
 	}
-}
-
-// owner is the owner the files of the directory id take.
-func (l *lazy) owner(t *Tree, id int32) (uint32, uint32) {
-	if id == 0 {
-		return l.uid, l.gid
-	}
-	e := t.nodes.at(id).e
-	return e.UID, e.GID
 }
 
 // expandAll makes a node of every file still only in the Prefill. mu is
@@ -171,10 +165,9 @@ func (t *Tree) eachLazy(f func(dir int32, name string, e Entry, sum Sum)) {
 		return
 	}
 	for id, i := range l.dirs {
-		uid, gid := l.owner(t, id)
 		l.p.Files(i, func(name string, e Entry, sum Sum) bool {
-			if l.p.DirOwner {
-				e.UID, e.GID = uid, gid
+			if l.p.OneOwner {
+				e.UID, e.GID = l.uid, l.gid
 			}
 			f(id, name, e, sum)
 			return true

@@ -26,7 +26,7 @@ func prefillOf(t *testing.T, dir string, dirs, files []string) Prefill {
 			t.Fatal(err)
 		}
 		e := entryOf(fi)
-		e.Blocks, e.UID, e.GID = 1000, 4242, 4242 // made up; UID/GID come from the directory
+		e.Blocks, e.UID, e.GID = 1000, 4242, 4242 // made up; UID/GID come from a file's stat
 		d, name := splitRel(rel)
 		i := slices.Index(dirs, d) // -1: the root
 		if d != "" && i < 0 {
@@ -34,7 +34,7 @@ func prefillOf(t *testing.T, dir string, dirs, files []string) Prefill {
 		}
 		byDir[i] = append(byDir[i], f{rel, name, e})
 	}
-	return Prefill{Dirs: dirs, DirOwner: true, Files: func(i int, yield func(string, Entry, Sum) bool) {
+	return Prefill{Dirs: dirs, OneOwner: true, Files: func(i int, yield func(string, Entry, Sum) bool) {
 		for _, x := range byDir[i] {
 			if !yield(x.name, x.e, sumOf("manifest of "+x.rel)) {
 				return
@@ -45,7 +45,7 @@ func prefillOf(t *testing.T, dir string, dirs, files []string) Prefill {
 
 // A prefilled tree takes each file's stat and hash from the Prefill (its
 // made-up blocks count in Usage, its made-up hash is the content before a
-// change), takes the owner from the file's directory, watches every
+// change), takes the owner from one file's stat, watches every
 // directory: a change made afterwards is seen with the prefilled hash as
 // its Before, a new file and a removed one too.
 func TestPrefillIsTakenWithoutStatOrRead(t *testing.T) {
@@ -81,8 +81,8 @@ func TestPrefillIsTakenWithoutStatOrRead(t *testing.T) {
 		t.Errorf("usage %d blocks, %d bytes, %d entries; want the prefilled blocks (%d), 3 bytes, 6 entries", blocks, apparent, count, dirBlocks+3*1000*512)
 	}
 	e, _ := tr.Entry("a/b/deep.txt")
-	if d, _ := tr.Entry("a/b"); e.UID != d.UID || e.GID != d.GID {
-		t.Errorf("a file's owner %d:%d, want its directory's %d:%d", e.UID, e.GID, d.UID, d.GID)
+	if fi, _ := os.Lstat(filepath.Join(dir, "a/b/deep.txt")); e.UID != entryOf(fi).UID || e.GID != entryOf(fi).GID {
+		t.Errorf("a file's owner %d:%d, want its stat's", e.UID, e.GID)
 	}
 	m := tr.Mark()
 	defer m.Close()

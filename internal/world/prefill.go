@@ -14,8 +14,8 @@ import (
 // every workspace file with the stat the seal recorded and the hash the
 // manifest did, so the watch of a fresh overlay (whose lower layer shows
 // the store's inodes, sizes, mtimes and modes) stats and reads no file
-// before the first command. Every entry's owner is its directory's: the
-// seal proved there is one owner, and the lower layer maps it as one. It
+// before the first command. Every file has the owner the first one shows:
+// the seal proved there is one owner, and the lower layer maps it as one. It
 // trusts the seal as far as Intact does and no further (see known): a
 // rollout's result counts only once Intact proved every file. False when
 // the seal is a v1 one (no blocks) or entries have several owners.
@@ -58,7 +58,7 @@ func (w *World) prefill() (watch.Prefill, bool) {
 			}
 		}
 	}
-	return watch.Prefill{Dirs: dirs, Files: files, DirOwner: true}, true
+	return watch.Prefill{Dirs: dirs, Files: files, OneOwner: true}, true
 }
 
 // splitDir is a slash path's directory ("" for none) and last element.
