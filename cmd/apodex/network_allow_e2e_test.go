@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runtest"
+	"github.com/apodex/apodex/internal/sandbox"
 )
 
 // F10 (issue 25): --network refuses private and link-local ranges to every
@@ -94,6 +96,19 @@ func TestWorkspaceShareE2E(t *testing.T) {
 	rs := decodeAll[record.RunStarted](t, runtest.Events(t, dir), record.TypeRunStarted)[0]
 	if !strings.Contains(rs.Sandbox.Mechanism, "workspace=overlay") || rs.Settings.Limits.WorkspaceShare != 1<<20 {
 		t.Errorf("mechanism %q, share %d", rs.Sandbox.Mechanism, rs.Settings.Limits.WorkspaceShare)
+	}
+	// A quota asked for is hard without --workspace-share: 3 MiB do not
+	// fit in 2 MiB, what fit stays, and the record says so.
+	dir, res = sandboxRun(t, []string{"--workspace-quota", "2MiB"}, write)
+	if out := res[0].Output; !strings.Contains(out, "rc=1") || !strings.Contains(out, "No space left") || !strings.Contains(out, "--workspace-quota") {
+		t.Errorf("3 MiB under a 2 MiB quota:\n%s", out)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "workspace", "a")); err != nil || st.Size() > 2<<20 || st.Size() == 0 {
+		t.Errorf("what fit of a under the 2 MiB quota: %v %v", st, err)
+	}
+	rs = decodeAll[record.RunStarted](t, runtest.Events(t, dir), record.TypeRunStarted)[0]
+	if !strings.Contains(rs.Sandbox.Mechanism, "workspace=overlay") || rs.Settings.Limits.WorkspaceShare != sandbox.DefaultWorkspaceShare {
+		t.Errorf("asked quota: mechanism %q, share %d", rs.Sandbox.Mechanism, rs.Settings.Limits.WorkspaceShare)
 	}
 	dir, res = sandboxRun(t, []string{"--workspace-share", "off"}, write)
 	if out := res[0].Output; !strings.Contains(out, "rc=0") {

@@ -82,6 +82,7 @@ func rolloutSettings(c Config, b contract.Budget, sbx string) run.Settings {
 		MaxTokens: pick(c.Budget.Tokens, b.Tokens, d.MaxTokens)}
 	s.Timeout = record.Duration(pickDur(c.Budget.Timeout, b.Timeout))
 	s.SoftDeadline = record.Duration(b.SoftDeadline)
+	s.Limits = run.BudgetLimits(s.Limits, b)
 	// A rollout's team has run without effort waves and synthesis; a suite
 	// cannot turn them on yet.
 	s.Team.Effort, s.Team.Synthesis = run.EffortOff, run.SynthesisOff

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
+	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/publish"
 	"github.com/apodex/apodex/internal/record"
@@ -59,6 +60,20 @@ func Defaults() Settings {
 		Limits: record.LimitSettings{MemLimit: sandbox.DefaultMemory, PidsLimit: sandbox.DefaultPids, TmpSize: sandbox.DefaultTmpSize,
 			WorkspaceQuota: sandbox.DefaultWorkspaceBytes, WorkspaceFiles: sandbox.DefaultWorkspaceFiles, WorkspaceShare: sandbox.DefaultWorkspaceRefuseNear},
 	}
+}
+
+// BudgetLimits are l with the sandbox limits a task's budget asks for,
+// as evaluation applies them to a world's rollouts (apodex run lets its
+// flags win, package runflags): a workspace quota asked for is a hard
+// bound, one command adding at most sandbox.DefaultWorkspaceShare.
+func BudgetLimits(l record.LimitSettings, b contract.Budget) record.LimitSettings {
+	l.MemLimit = cmp.Or(b.MemLimit, l.MemLimit)
+	l.PidsLimit = cmp.Or(b.PidsLimit, l.PidsLimit)
+	l.TmpSize = cmp.Or(b.TmpSize, l.TmpSize)
+	if b.WorkspaceQuota > 0 {
+		l.WorkspaceQuota, l.WorkspaceShare = b.WorkspaceQuota, sandbox.DefaultWorkspaceShare
+	}
+	return l
 }
 
 // Values of Settings.Team.Synthesis.

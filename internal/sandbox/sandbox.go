@@ -123,9 +123,12 @@ const (
 	DefaultTmpSize        = spec.DefaultTmpSize
 	DefaultWorkspaceBytes = spec.DefaultWorkspaceBytes
 	DefaultWorkspaceFiles = spec.DefaultWorkspaceFiles
-	// DefaultWorkspaceRefuseNear is the most one command adds to the
-	// workspace (Quota.RefuseNear): its quota is a hard bound.
+	// DefaultWorkspaceRefuseNear: the built-in workspace ceiling is
+	// measured (spec.DefaultWorkspaceRefuseNear).
 	DefaultWorkspaceRefuseNear = spec.DefaultWorkspaceRefuseNear
+	// DefaultWorkspaceShare is one command's share of an asked workspace
+	// quota, which is then a hard bound.
+	DefaultWorkspaceShare = spec.DefaultWorkspaceShare
 )
 
 // Limit names, as in Result.Limit.

@@ -5,7 +5,9 @@
 // budgets, sandbox limits and network, MCP servers, project instructions,
 // and the configuration files' values for flags not given.
 //
-// Guarantees: every flag's default is run.Defaults()' value; a flag given
+// Guarantees: every flag's default is run.Defaults()' value (but
+// --workspace-share's, which Check settles: hard when a workspace quota is
+// asked for, measured otherwise); a flag given
 // on the command line beats the task file's budget, which beats the
 // configuration (ApplyConfig, ApplyContract); a bad value is a usage error
 // (exit 2) that names the flag and the form it takes.
@@ -39,6 +41,9 @@ type Flags struct {
 	Repo           string
 	RepoAll        bool
 	Settings       run.Settings
+	// quotaAsked: a workspace quota was given (flag, configuration or task
+	// budget), which makes it a hard bound unless --workspace-share off.
+	quotaAsked bool
 }
 
 func (f *Flags) Register(fs *cmdline.FlagSet) {
@@ -70,7 +75,7 @@ func (f *Flags) Register(fs *cmdline.FlagSet) {
 	fs.StringVar(&s.Sandbox, "sandbox", d.Sandbox, "auto (bwrap if usable, else native), bwrap (bubblewrap), native (built-in namespaces + Landlock) or none (no isolation: only if you trust the model with your machine)")
 	fs.Var(&networkFlag{on: &s.Network, host: &s.HostNetwork}, "network", "let sandboxed commands reach the network (and fetch reach http(s) URLs): --network gives outbound access through a user-mode stack (pasta) without the host's loopback; --network host shares the host's network, loopback included")
 	fs.Var(&allowFlag{&s.NetworkAllow}, "network-allow", "with --network: prefixes sandboxed commands may reach although they are private, link-local or otherwise refused, e.g. 10.1.2.0/24,fd00::/64 (repeatable)")
-	registerLimits(fs, &s.Limits, d.Limits)
+	registerLimits(fs, &s.Limits, d.Limits, &f.quotaAsked)
 	f.MCPConfig = MCPConfigFlag(fs)
 	fs.StringVar(&f.Corpus, "corpus", "", "directory of documents the agent searches (search, fetch) and reads at /inputs/corpus (overrides the task file's corpus)")
 	fs.BoolVar(&s.Evidence.FetchPrivate, "fetch-private", d.Evidence.FetchPrivate, "with --network: let fetch reach private and loopback addresses")
@@ -96,8 +101,10 @@ func (f *Flags) Register(fs *cmdline.FlagSet) {
 	fs.BoolVar(&s.RequireFinish, "require-finish", d.RequireFinish, "only a finish call ends an agent (default: after one nudge, a second answer without a tool call is taken as the final summary)")
 }
 
-// Check validates the flags' values; the message says what to do.
+// Check validates the flags' values (the message says what to do) and
+// settles the defaults that depend on others (--workspace-share).
 func (f *Flags) Check() error {
+	resolveShare(&f.Settings.Limits, f.quotaAsked)
 	s := f.Settings
 	switch {
 	case s.Sandbox != "auto" && s.Sandbox != "bwrap" && s.Sandbox != "native" && s.Sandbox != "none":
@@ -147,7 +154,7 @@ func (f *Flags) ApplyContract(set map[string]bool, c *contract.Contract) {
 	if b.Timeout > 0 && !set["timeout"] {
 		s.Timeout = record.Duration(b.Timeout)
 	}
-	applyContractLimits(set, b, &s.Limits)
+	applyContractLimits(set, b, &s.Limits, &f.quotaAsked)
 	if b.Concurrency > 0 && !set["concurrency"] {
 		s.Team.Concurrency = b.Concurrency
 	}

@@ -9,21 +9,26 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/contract"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/sandbox/spec"
 )
 
-// registerLimits registers the per-command sandbox limits, bound into l.
-func registerLimits(fs *cmdline.FlagSet, l *record.LimitSettings, d record.LimitSettings) {
+// registerLimits registers the per-command sandbox limits, bound into l;
+// *asked is set when --workspace-quota is given (on the command line or by
+// the configuration).
+func registerLimits(fs *cmdline.FlagSet, l *record.LimitSettings, d record.LimitSettings, asked *bool) {
 	cmdline.SizeFlag(fs, &l.MemLimit, "mem-limit", d.MemLimit, "memory of one sandboxed command, e.g. 256MiB")
 	fs.Int64Var(&l.PidsLimit, "pids-limit", d.PidsLimit, "processes and threads of one sandboxed command")
 	cmdline.SizeFlag(fs, &l.TmpSize, "tmp-size", d.TmpSize, "size of the sandbox's tmpfs /tmp, e.g. 64MiB")
-	cmdline.SizeFlag(fs, &l.WorkspaceQuota, "workspace-quota", d.WorkspaceQuota, "allocated bytes /workspace may hold, e.g. 2GiB")
+	l.WorkspaceQuota = d.WorkspaceQuota
+	fs.Var(&quotaFlag{&l.WorkspaceQuota, asked}, "workspace-quota", "allocated bytes /workspace may hold, e.g. 2GiB: given (or by the task's budget), a hard bound: a write past it fails in the command (see --workspace-share); not given, the default is a ceiling that is only measured")
 	fs.Int64Var(&l.WorkspaceFiles, "workspace-files", d.WorkspaceFiles, "files and directories /workspace may hold")
-	l.WorkspaceShare = d.WorkspaceShare
-	fs.Var(&shareFlag{&l.WorkspaceShare}, "workspace-share", "the most one command adds to /workspace, which keeps its quota a hard bound (held in memory until the command ends); off: measure the quota instead (every 100 ms: a burst may pass it)")
+	l.WorkspaceShare = 0 // auto, until Flags.Check: hard when a quota is asked for
+	fs.Var(&shareFlag{&l.WorkspaceShare}, "workspace-share", "the most one command adds to /workspace, which keeps its quota a hard bound (held in memory until the command ends; default "+cmdline.FormatSize(spec.DefaultWorkspaceShare)+" with --workspace-quota or a task's workspace_quota); off: measure the quota instead (every 100 ms: a burst may pass it)")
 }
 
-// applyContractLimits takes the task budget's limits for flags not given.
-func applyContractLimits(set map[string]bool, b contract.Budget, l *record.LimitSettings) {
+// applyContractLimits takes the task budget's limits for flags not given;
+// a workspace quota taken sets *asked.
+func applyContractLimits(set map[string]bool, b contract.Budget, l *record.LimitSettings, asked *bool) {
 	if b.MemLimit > 0 && !set["mem-limit"] {
 		l.MemLimit = b.MemLimit
 	}
@@ -35,7 +40,45 @@ func applyContractLimits(set map[string]bool, b contract.Budget, l *record.Limit
 	}
 	if b.WorkspaceQuota > 0 && !set["workspace-quota"] {
 		l.WorkspaceQuota = b.WorkspaceQuota
+		*asked = true
 	}
+}
+
+// resolveShare settles --workspace-share left at auto (0): a workspace
+// quota that was asked for is a hard bound, each command holding at most
+// spec.DefaultWorkspaceShare of it; the built-in ceiling is measured.
+func resolveShare(l *record.LimitSettings, asked bool) {
+	if l.WorkspaceShare != 0 {
+		return
+	}
+	l.WorkspaceShare = spec.DefaultWorkspaceRefuseNear
+	if asked {
+		l.WorkspaceShare = spec.DefaultWorkspaceShare
+	}
+}
+
+// quotaFlag is --workspace-quota, which also says it was given.
+type quotaFlag struct {
+	p     *int64
+	asked *bool
+}
+
+func (f *quotaFlag) Set(s string) error {
+	n, err := cmdline.ParseSize(s)
+	if err != nil {
+		return err
+	}
+	*f.p, *f.asked = n, true
+	return nil
+}
+
+func (f *quotaFlag) Placeholder() string { return "SIZE" }
+
+func (f *quotaFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return cmdline.FormatSize(*f.p)
 }
 
 // networkFlag is --network (outbound through a user-mode stack) or
@@ -172,7 +215,7 @@ func (f *shareFlag) Placeholder() string { return "SIZE" }
 func (f *shareFlag) String() string {
 	switch {
 	case f.p == nil || *f.p == 0:
-		return ""
+		return "" // auto
 	case *f.p < 0:
 		return "off"
 	}

@@ -47,10 +47,12 @@ type Command struct {
 
 	hit struct {
 		sync.Mutex
-		m    spec.Mount
-		why  string
-		kill func() // set once the command runs
+		m      spec.Mount
+		why    string
+		memory bool   // the measured memory was past the limit
+		kill   func() // set once the command runs
 	}
+	memStop chan struct{} // ends the memory watch (Running, Finish)
 }
 
 // New checks sp and fills in what it leaves to defaults.
@@ -100,10 +102,11 @@ func (c *Command) Ready() error {
 			continue
 		}
 		size, windowed := max(q.Bytes-start[i][0], 1), false
+		if hasSubmounts(m.Source) {
+			return fmt.Errorf("sandbox: the quota of %s (%s) cannot be a hard bound: host mount points lie below %s, which the sized overlay that holds it would not carry; measure it instead (%s: --workspace-share off)",
+				m.Target, spec.Human(q.Bytes), m.Source, q.Name)
+		}
 		if !q.Refuse && size > q.RefuseNear {
-			if hasSubmounts(m.Source) {
-				continue
-			}
 			size, windowed = q.RefuseNear, true
 		}
 		if c.Sized == nil {
@@ -120,8 +123,8 @@ func (c *Command) Ready() error {
 }
 
 // hasSubmounts says a mount point of the host lies below dir: an overlay of
-// dir would not carry it, so a mount holding one is measured unless it is
-// near its bound (Quota.RefuseNear).
+// dir would not carry it, so a hard quota of a mount holding one is
+// refused.
 func hasSubmounts(dir string) bool {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -150,11 +153,25 @@ func (c *Command) WatchQuotas(stop <-chan struct{}) {
 	})
 }
 
-// Running sets how to kill the command once it runs.
-func (c *Command) Running(kill func()) {
+// Running sets how to kill the command once it runs. Where no cgroup
+// bounds its memory, memRoot is the pid (as the runtime sees it) of the
+// process everything of the command runs below: the memory of that tree is
+// measured until Finish, and the command killed once it is past the limit
+// (limits.MemoryWatch); 0 measures nothing.
+func (c *Command) Running(memRoot int, kill func()) {
 	c.hit.Lock()
 	c.hit.kill = kill
 	c.hit.Unlock()
+	if memRoot > 0 && c.Limits.Memory > 0 && c.memStop == nil {
+		c.memStop = make(chan struct{})
+		go limits.MemoryWatch(memRoot, c.Limits.Memory, c.memStop, func() {
+			c.hit.Lock()
+			c.hit.memory = true
+			k := c.hit.kill
+			c.hit.Unlock()
+			k()
+		})
+	}
 }
 
 // Finish is the runtime's side after the command: it keeps what the command
@@ -162,8 +179,11 @@ func (c *Command) Running(kill func()) {
 // (limit, e.g. a cgroup's) the command ran into, and fills in the UID and
 // the limits.
 func (c *Command) Finish(res spec.Result, err error, limit func() string) (spec.Result, error) {
+	if c.memStop != nil {
+		close(c.memStop)
+	}
 	c.hit.Lock()
-	m, why := c.hit.m, c.hit.why
+	m, why, memory := c.hit.m, c.hit.why, c.hit.memory
 	c.hit.Unlock()
 	full := -1          // the sized mount whose upper layer filled up (or held a sparse giant)
 	filled := false     // its upper layer was full, not only too small for a sparse file
@@ -219,6 +239,9 @@ func (c *Command) Finish(res spec.Result, err error, limit func() string) (spec.
 	}
 	if err == nil && res.Limit == "" {
 		res.Limit = limit()
+		if res.Limit == "" && memory {
+			res.Limit = spec.LimitMemory
+		}
 		if res.Limit == "" && res.ExitCode == spec.HelperExit && strings.HasPrefix(string(res.Stderr), "apodex sandbox:") {
 			res.ExitCode = 1 // a setup failure, as bwrap reports its own
 		}

@@ -20,7 +20,7 @@ import (
 func Mechanism(cg *Cgroup, lim spec.Limits) string {
 	mem, pids := cg.memory, cg.pids
 	if mem == "" && lim.Memory > 0 {
-		mem = "rlimit-as"
+		mem = "rlimit-as+sum" // each process by RLIMIT_AS, their sum measured (MemoryWatch)
 	}
 	if pids == "" && lim.Pids > 0 {
 		pids = "rlimit-nproc"

@@ -118,7 +118,11 @@ func (lv *live) run(ctx context.Context, c *command.Command) (res spec.Result, e
 		ctx, cancel = context.WithTimeout(ctx, c.Spec.Timeout)
 		defer cancel()
 	}
-	c.Running(func() { _ = lv.send(server.Wire{Op: "kill", ID: id}, nil) })
+	memRoot := 0 // where no cgroup bounds memory, the live sandbox's tree is measured, as its cgroup would count it
+	if !lv.cg.BoundsMemory() && lv.proc != nil {
+		memRoot = lv.proc.Pid
+	}
+	c.Running(memRoot, func() { _ = lv.send(server.Wire{Op: "kill", ID: id}, nil) })
 	stopWatch := make(chan struct{})
 	go c.WatchQuotas(stopWatch)
 	// A cancelled or timed-out command is killed through the server; its

@@ -96,7 +96,11 @@ func Launch(ctx context.Context, backend, bwrapPath string, sp spec.Spec) (spec.
 	res, err := command.Supervise(ctx, cmd, sp, &command.Hooks{
 		Start: ob.Start,
 		Started: func(pid int) error {
-			c.Running(func() { command.KillGroup(pid); cg.Kill() })
+			memRoot := pid // no cgroup bounds memory: measure the helper's tree
+			if cg.BoundsMemory() {
+				memRoot = 0
+			}
+			c.Running(memRoot, func() { command.KillGroup(pid); cg.Kill() })
 			planR.Close()
 			if err := cg.Join(pid); err != nil {
 				return err

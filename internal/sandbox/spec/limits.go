@@ -130,12 +130,18 @@ type Quota struct {
 const (
 	DefaultWorkspaceBytes = 10 << 30
 	DefaultWorkspaceFiles = 1_000_000
-	// DefaultWorkspaceRefuseNear: the workspace quota is measured (-1),
-	// not a hard bound, unless asked (--workspace-share SIZE): the hard
+	// DefaultWorkspaceRefuseNear: the built-in ceiling of the workspace
+	// (DefaultWorkspaceBytes, a guard against a runaway command rather than
+	// a quota anyone asked for) is measured (-1), not a hard bound: the hard
 	// bound's per-command overlay hides from a running command what others
 	// write to /workspace meanwhile, holds its writes in memory until it
-	// ends and refuses renaming a directory that was there before.
+	// ends and refuses renaming a directory that was there before. A quota
+	// that is asked for (--workspace-quota, a task's workspace_quota) is a
+	// hard bound with DefaultWorkspaceShare (package runflags, eval).
 	DefaultWorkspaceRefuseNear = -1
+	// DefaultWorkspaceShare is one command's share (Quota.RefuseNear) of a
+	// workspace quota that was asked for: the quota is a hard bound.
+	DefaultWorkspaceShare = 256 << 20
 )
 
 // Over says how m is over its quota ("" if it is not).
