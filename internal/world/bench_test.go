@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apodex/apodex/internal/world"
 	"github.com/apodex/apodex/internal/worktree"
+	"github.com/apodex/apodex/internal/world"
 )
 
 // bigWorld stores a world with n files under plane (workspace or inputs).
