@@ -21,7 +21,7 @@ import (
 // the seal is a v1 one (no blocks) or entries have several owners.
 func (w *World) prefill() (watch.Prefill, bool) {
 	rec := w.seal()
-	if rec == nil || rec.blocks == nil || rec.owner.Single == 0 {
+	if rec == nil || !rec.v2 || rec.owner.Single == 0 {
 		return watch.Prefill{}, false
 	}
 	var dirs []string
@@ -50,7 +50,7 @@ func (w *World) prefill() (watch.Prefill, bool) {
 	}
 	files := func(dir int, yield func(string, watch.Entry, watch.Sum) bool) {
 		for _, i := range byDir[(dir+len(byDir))%len(byDir)] {
-			f, st := w.Files[i], rec.file(int(i))
+			f, st := w.Files[i], rec.file(int(i), w.Files[i].Bytes)
 			_, name := splitDir(f.Path)
 			e := watch.Entry{Size: st.Size, Blocks: rec.block(int(i)), Ino: uint64(st.Ino), MTime: st.MTime, Mode: modeOf(uint32(st.Mode))}
 			if !yield(name, e, watch.Sum(f.SHA256)) {

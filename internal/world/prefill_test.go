@@ -126,3 +126,64 @@ func TestRolloutWatchIsFilledAsTheOverlayShows(t *testing.T) {
 		t.Errorf("%d entries after one added and one removed, want %d", c, count)
 	}
 }
+
+// A world stored before the v2 seal (a v1 seal: no blocks, no owner) is
+// still proven intact by its seal without a read, and its rollout's watch
+// walks the workspace instead of being filled, with the stored hashes.
+func TestV1SealedWorldStillRuns(t *testing.T) {
+	w := storedWithFiles(t, 40)
+	if err := world.WriteSealV1(w); err != nil {
+		t.Fatal(err)
+	}
+	w, err := (&world.Store{Dir: filepath.Dir(w.Dir)}).Get(w.ID) // the seal is read once per loaded world
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := world.PrefillOf(w); ok {
+		t.Fatal("a v1 seal gave a prefill")
+	}
+	hashed := world.Hashed()
+	runDir := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	wm := worktree.NewManager(nil)
+	defer wm.Close()
+	r, err := world.Stage(w, runDir, wm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Finish()
+	if err := r.Intact(); err != nil {
+		t.Fatalf("a v1-sealed world: %v", err)
+	}
+	if d := world.Hashed() - hashed; d != 0 {
+		t.Errorf("proving a v1-sealed world hashed %d files, want 0", d)
+	}
+	if r.Record.Sandbox != world.SandboxOverlay {
+		t.Skipf("no overlay here (%s)", r.Record.Fallback)
+	}
+	tr, err := wm.Watch().For(r.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, more := tr.Files(1000)
+	if len(files) != 42 || more != 0 {
+		t.Errorf("the walked tree lists %d files (%d more), want 42", len(files), more)
+	}
+	for _, f := range files {
+		if want := watch.Sum(fileHash(t, w, "workspace/"+f.Rel)); !f.Hashed || f.Sum != want {
+			t.Errorf("%s: %x, want the stored hash", f.Rel, f.Sum)
+		}
+	}
+}
+
+// fileHash is the stored hash of the world's file p.
+func fileHash(t *testing.T, w *world.World, p string) world.Hash {
+	t.Helper()
+	for _, f := range w.Files {
+		if f.Path == p {
+			return f.SHA256
+		}
+	}
+	t.Fatalf("%s is not stored", p)
+	return world.Hash{}
+}
