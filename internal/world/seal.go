@@ -251,7 +251,7 @@ func (w *World) readSeal() *sealRecord {
 	if rec.files = take(count * size); rec.files == nil {
 		return nil
 	}
-	if v2 && binary.Read(r, binary.LittleEndian, &rec.owner) != nil {
+	if v2 && binary.Read(r, binary.LittleEndian, &rec.owner) != nil || r.Len() != 0 {
 		return nil
 	}
 	return rec
