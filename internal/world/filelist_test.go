@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/apodex/apodex/internal/world/filelist"
 )
 
 // h is the Hash whose 32 bytes are all the byte hex b.
@@ -18,50 +20,13 @@ func h(b string) Hash {
 	return sum
 }
 
-// The file list decodes as encoding/json decodes it, by the fast path or
-// not: escapes, whitespace, other key orders, empty lists and damaged
-// input included.
-func TestFileListDecodesAsJSON(t *testing.T) {
-	files := []File{{Path: "workspace/a b.py", SHA256: h("ab"), Bytes: 0}, {Path: "inputs/<é>&\"q\"\\", SHA256: h("cd"), Bytes: 1234567}}
-	x, y := strings.Repeat("0a", 32), strings.Repeat("F1", 32)
-	written, _ := json.Marshal(files)
-	for _, in := range []string{
-		string(written), `[]`, ` [ ] `, `null`,
-		`[{"bytes":7,"sha256":"` + x + `","path":"p"}]`,
-		"[\n {\"path\": \"p\",\n  \"sha256\": \"" + x + "\", \"bytes\": 7 },{\"path\":\"q\",\"sha256\":\"" + y + "\",\"bytes\":0}]",
-		`[{"path":"p","sha256":"` + x + `","bytes":7,"extra":1}]`,
-		`[{"path":"p","path":"q","bytes":7}]`,
-		`[{"path":"p","sha256":"` + x + `","bytes":07}]`,
-		`[{"path":"p","sha256":"` + x + `","bytes":-1}]`,
-		`[{"path":"p","sha256":"` + x + `","bytes":7}`,
-		`[{"path":"p","sha256":"` + x + `","bytes":7}] x`,
-		`[{"path":"p\u0041","sha256":"` + x + `","bytes":7}]`,
-		`[{"path":"p","sha256":"x","bytes":7}]`,
-		`[{"path":"p","sha256":"` + x + `0","bytes":7}]`,
-	} {
-		var want []File
-		werr := json.Unmarshal([]byte(in), &want)
-		var got fileList
-		gerr := json.Unmarshal([]byte(in), &got)
-		if (werr == nil) != (gerr == nil) || werr == nil && !reflect.DeepEqual([]File(got), want) && !(len(got) == 0 && len(want) == 0) {
-			t.Errorf("%s: got %+v (%v), want %+v (%v)", in, got, gerr, want, werr)
-		}
-	}
-	if _, ok := parseFiles(written); ok {
-		t.Error("a list with escapes took the fast path")
-	}
-	if got, ok := parseFiles([]byte(`[{"path":"p","sha256":"` + x + `","bytes":7},{"path":"dir/q","sha256":"` + y + `","bytes":0}]`)); !ok || len(got) != 2 || got[0] != (File{"p", h("0a"), 7}) || got[1] != (File{"dir/q", h("f1"), 0}) {
-		t.Errorf("the store's form did not take the fast path: %v %v", got, ok)
-	}
-}
-
 // .world.json decodes as encoding/json decodes it, whatever its strings
 // hold (a name with `"files":[` in it, escapes in paths), and a damaged
 // one is an error.
 func TestDecodeInfoAsJSON(t *testing.T) {
 	for _, w := range []World{
-		{ID: "w-1", Name: `x","files":[{"path":"evil"}],"y":"`, Files: []File{{"workspace/a", h("ab"), 1}}, Bytes: 1},
-		{ID: "w-2", Name: `a\`, Diff: map[string]float64{"files": 1}, Files: []File{{"inputs/<b>", h("cd"), 2}, {"workspace/c", h("ef"), 3}}},
+		{ID: "w-1", Name: `x","files":[{"path":"evil"}],"y":"`, Files: []File{{Path: "workspace/a", SHA256: h("ab"), Bytes: 1}}, Bytes: 1},
+		{ID: "w-2", Name: `a\`, Diff: map[string]float64{"files": 1}, Files: []File{{Path: "inputs/<b>", SHA256: h("cd"), Bytes: 2}, {Path: "workspace/c", SHA256: h("ef"), Bytes: 3}}},
 		{ID: "w-3", Files: []File{}},
 		{ID: "w-4"},
 	} {
@@ -89,8 +54,8 @@ func TestReadInfoStreamsAsJSON(t *testing.T) {
 	for i := range 20000 {
 		big.Files = append(big.Files, File{Path: fmt.Sprintf("workspace/pkg%03d/%s/f%05d.py", i/100, strings.Repeat("d", i%50), i), SHA256: h(fmt.Sprintf("%02x", i%256)), Bytes: int64(i)})
 	}
-	long := World{ID: "w-long", Files: []File{{"a", h("01"), 1}, {strings.Repeat("p", 70<<10), h("02"), 2}, {"z", h("03"), 3}}}
-	escaped := World{ID: "w-esc", Files: []File{{"a", h("01"), 1}, {"inputs/<q\"x\">", h("02"), 2}}}
+	long := World{ID: "w-long", Files: []File{{Path: "a", SHA256: h("01"), Bytes: 1}, {Path: strings.Repeat("p", 70<<10), SHA256: h("02"), Bytes: 2}, {Path: "z", SHA256: h("03"), Bytes: 3}}}
+	escaped := World{ID: "w-esc", Files: []File{{Path: "a", SHA256: h("01"), Bytes: 1}, {Path: "inputs/<q\"x\">", SHA256: h("02"), Bytes: 2}}}
 	dir := t.TempDir()
 	for _, w := range []World{big, long, escaped, {ID: "w-empty", Files: []File{}}, {ID: "w-none"}} {
 		compact, _ := json.Marshal(&w)
@@ -104,7 +69,7 @@ func TestReadInfoStreamsAsJSON(t *testing.T) {
 				t.Errorf("%s (%d bytes): decoded %d files (%v), want %d", w.ID, len(raw), len(got.Files), err, len(want.Files))
 			}
 			if f, _ := os.Open(p); w.ID == "w-big" {
-				if ok, err := streamInfo(f, &World{}); !ok || err != nil {
+				if _, _, ok, err := filelist.Stream(f); !ok || err != nil {
 					t.Errorf("the store's form was not streamed: %v %v", ok, err)
 				}
 				f.Close()

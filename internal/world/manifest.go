@@ -51,6 +51,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/world/filelist"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -195,38 +196,12 @@ func decodeStrict(n *yaml.Node, v any) error {
 	return dec.Decode(v)
 }
 
-// File is one file of a world, by slash path relative to its directory.
-type File struct {
-	Path   string `json:"path"`
-	SHA256 Hash   `json:"sha256"`
-	Bytes  int64  `json:"bytes"`
-}
+// File is one file of a world, by slash path relative to its directory
+// (package filelist keeps the stored list's forms).
+type File = filelist.File
 
-// Hash is a file's SHA-256, kept as its 32 bytes (a 100,000-file world's
-// list holds 3.2 MB of them, not 11 MB of hex strings) and written as
-// lowercase hex (.world.json, the id, what `worlds show` prints).
-type Hash [32]byte
-
-func (h Hash) String() string { return hex.EncodeToString(h[:]) }
-
-func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
-
-func (h *Hash) UnmarshalText(b []byte) error {
-	if !h.decode(b) {
-		return fmt.Errorf("world: a sha256 is 64 hex digits, not %q", b)
-	}
-	return nil
-}
-
-// decode sets h from 64 hex digits (upper or lower case): false for
-// anything else.
-func (h *Hash) decode(b []byte) bool {
-	if len(b) != 2*len(h) {
-		return false
-	}
-	_, err := hex.Decode(h[:], b)
-	return err == nil
-}
+// Hash is a file's SHA-256 as its 32 bytes.
+type Hash = filelist.Hash
 
 // Files lists and hashes dir's regular files in path order, leaving out
 // world.yaml and top-level names that start with a dot (the store's own).

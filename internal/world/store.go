@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/world/filelist"
 )
 
 // ErrNotFound is returned for an id no stored world has.
@@ -101,7 +102,7 @@ func (s *Store) Build(src string) (w *World, fresh bool, err error) {
 		w.Bytes += f.Bytes
 	}
 	info, _ := json.MarshalIndent(w, "", "  ")
-	for name, data := range map[string][]byte{taskFile: m.TaskYAML, infoFile: info, listFile: encodeList(files), sealFile: nil} {
+	for name, data := range map[string][]byte{taskFile: m.TaskYAML, infoFile: info, listFile: filelist.Encode(files), sealFile: nil} {
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o444); err != nil {
 			return nil, false, fmt.Errorf("world: %w", err)
 		}

@@ -1,4 +1,4 @@
-package world
+package filelist
 
 import (
 	"bytes"
@@ -7,33 +7,7 @@ import (
 	"os"
 )
 
-// readInfo decodes the .world.json at path into w reading it through a
-// window of a few hundred KiB: a 100,000-file list (16 MB of JSON) is
-// parsed entry by entry and never held whole, its paths kept in a few
-// shared strings. Anything but the store's form is decoded by decodeInfo
-// from the whole file.
-func readInfo(path string, w *World) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if ok, err := streamInfo(f, w); ok || err != nil {
-		return err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	raw, err := io.ReadAll(f)
-	if err != nil {
-		return err
-	}
-	*w = World{seals: w.seals}
-	return decodeInfo(raw, w)
-}
-
-// Sizes of streamInfo's window: an entry longer than maxEntry is left to
-// decodeInfo.
+// Sizes of Stream's window: an entry longer than maxEntry is declined.
 const (
 	windowSize = 256 << 10
 	maxEntry   = 64 << 10
@@ -70,17 +44,19 @@ func (w *window) fill(n int) {
 
 func (w *window) data() []byte { return w.buf[w.lo:w.hi] }
 
-// streamInfo is decodeInfo reading from r: false (and nothing decoded)
-// when the file is not in the store's form.
-func streamInfo(r io.Reader, w *World) (bool, error) {
+// Stream is Split reading from r through a window of a few hundred KiB:
+// the list is parsed entry by entry, never held whole, its paths kept in
+// strings of about 256 KiB. False (and nothing decoded) when the info is
+// not in the store's form.
+func Stream(r io.Reader) (rest []byte, files []File, ok bool, err error) {
 	win := &window{r: r, buf: make([]byte, windowSize)}
 	head, ok := infoHead(win)
 	if !ok {
-		return false, win.err
+		return nil, nil, false, win.err
 	}
-	files, ok := streamFiles(win)
+	files, ok = streamFiles(win)
 	if !ok || win.err != nil {
-		return false, win.err
+		return nil, nil, false, win.err
 	}
 	// The tail: everything after the array.
 	tail := append([]byte(nil), win.data()...)
@@ -90,14 +66,9 @@ func streamInfo(r io.Reader, w *World) (bool, error) {
 		tail = append(tail, win.data()...)
 	}
 	if win.err != nil {
-		return false, win.err
+		return nil, nil, false, win.err
 	}
-	rest := append(append(head, "null"...), tail...)
-	if err := json.Unmarshal(rest, w); err != nil {
-		return true, err
-	}
-	w.Files = files
-	return true, nil
+	return append(append(head, "null"...), tail...), files, true, nil
 }
 
 // infoHead reads the head of .world.json from win: everything up to the
@@ -188,4 +159,27 @@ func streamFiles(win *window) ([]File, bool) {
 			return files, true
 		}
 	}
+}
+
+// Around is the info in f (.world.json) with its list replaced by null,
+// read from its head (up to the list) and its tail (after it) only: the
+// store writes the list last but for "bytes", a number, so the list ends
+// at the file's last ']'. False when f is not in that form.
+func Around(f *os.File) (rest []byte, ok bool, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	const end = 4 << 10
+	tail := make([]byte, min(fi.Size(), end))
+	if _, err := f.ReadAt(tail, fi.Size()-int64(len(tail))); err != nil {
+		return nil, false, err
+	}
+	win := &window{r: f, buf: make([]byte, windowSize)}
+	head, ok := infoHead(win)
+	i := bytes.LastIndexByte(tail, ']')
+	if !ok || i < 0 || !json.Valid(append(append(head, "null"...), tail[i+1:]...)) {
+		return nil, false, win.err
+	}
+	return append(append(head, "null"...), tail[i+1:]...), true, nil
 }
