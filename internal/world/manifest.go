@@ -246,12 +246,11 @@ func ID(canonical []byte, files []File) string {
 	h.Write([]byte("apodex-world-v1\n"))
 	h.Write(canonical)
 	h.Write([]byte("\n"))
-	var line [2*len(Hash{}) + 2]byte // NUL, the hash in hex, newline
-	line[0], line[len(line)-1] = 0, '\n'
+	var line []byte // the path, NUL, the hash in hex, newline: one buffer for every file
 	for _, f := range files {
-		io.WriteString(h, f.Path)
-		hex.Encode(line[1:len(line)-1], f.SHA256[:])
-		h.Write(line[:])
+		line = append(append(line[:0], f.Path...), 0)
+		line = hex.AppendEncode(line, f.SHA256[:])
+		h.Write(append(line, '\n'))
 	}
 	return "w-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
