@@ -36,6 +36,8 @@ func (t *Tree) Files(limit int) (files []File, more int) {
 		}
 	}
 	var kids []int32
+	var lazy []File // the files of the lazy directories being walked, a stack as kids is
+	files = make([]File, 0, max(0, min(limit, total)))
 	var walk func(id int32, rel string)
 	walk = func(id int32, rel string) {
 		start := len(kids)
@@ -45,7 +47,9 @@ func (t *Tree) Files(limit int) (files []File, more int) {
 		mine := kids[start:]
 		slices.SortFunc(mine, func(a, b int32) int { return strings.Compare(t.nodes.at(a).name, t.nodes.at(b).name) })
 		// A lazy directory's files (no nodes yet) merge in by name.
-		pending := t.lazyKids(id)
+		lazyStart := len(lazy)
+		lazy = t.lazyKids(id, lazy)
+		pending := lazy[lazyStart:]
 		for i := 0; i < len(mine) || len(pending) > 0; {
 			if len(files) >= limit {
 				break
@@ -67,7 +71,7 @@ func (t *Tree) Files(limit int) (files []File, more int) {
 				walk(k, r)
 			}
 		}
-		kids = kids[:start]
+		kids, lazy = kids[:start], lazy[:lazyStart]
 	}
 	if !t.forgotten {
 		walk(0, "")

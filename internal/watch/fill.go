@@ -175,18 +175,18 @@ func (t *Tree) eachLazy(f func(dir int32, name string, e Entry, sum Sum)) {
 	}
 }
 
-// lazyKids is the files of the directory id still only in the Prefill,
-// in name order (none once it has their nodes). mu is held.
-func (t *Tree) lazyKids(id int32) []File {
+// lazyKids appends to out the files of the directory id still only in
+// the Prefill, in name order (none once it has their nodes). mu is held.
+func (t *Tree) lazyKids(id int32, out []File) []File {
 	if t.lazy == nil || !t.nodes.at(id).lazy {
-		return nil
+		return out
 	}
-	var out []File
+	start := len(out)
 	t.lazy.p.Files(t.lazy.dirs[id], func(name string, e Entry, sum Sum) bool {
 		out = append(out, File{Rel: name, Size: e.Size, Sum: sum, Hashed: true})
 		return true
 	})
-	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Rel, b.Rel) })
+	slices.SortFunc(out[start:], func(a, b File) int { return strings.Compare(a.Rel, b.Rel) })
 	return out
 }
 
