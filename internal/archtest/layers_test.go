@@ -31,7 +31,7 @@ type layer struct {
 var layers = []layer{
 	{"base", "leaves, importing nothing of the module but each other: the clock, host file access and change notification, sizes, terminal text, the version",
 		[]string{"internal/clock", "internal/hostfs", "internal/watch", "internal/termtext", "internal/procmem", "internal/runlog",
-			"internal/readable", "internal/bytesize", "internal/version", "internal/config", "internal/world/gen", "internal/sandbox/etccopy"},
+			"internal/readable", "internal/bytesize", "internal/version", "internal/config", "internal/world/gen", "internal/world/filelist", "internal/sandbox/etccopy"},
 		[]string{"base"}},
 	{"core", "the vocabulary every layer above speaks: messages and the model interface, the record and its event types, the event log file under it",
 		[]string{"internal/llm", "internal/record", "internal/record/eventlog"},

@@ -27,12 +27,17 @@ func (t *Tree) Files(limit int) (files []File, more int) {
 	t.sync()
 	t.hashStale()
 	total := 0
+	if t.lazy != nil {
+		total = int(t.lazy.files)
+	}
 	for id := int32(1); id < t.nodes.n; id++ {
 		if n := t.nodes.at(id); n.parent != free && n.e.Mode.IsRegular() {
 			total++
 		}
 	}
 	var kids []int32
+	var lazy []File // the files of the lazy directories being walked, a stack as kids is
+	files = make([]File, 0, max(0, min(limit, total)))
 	var walk func(id int32, rel string)
 	walk = func(id int32, rel string) {
 		start := len(kids)
@@ -41,10 +46,22 @@ func (t *Tree) Files(limit int) (files []File, more int) {
 		}
 		mine := kids[start:]
 		slices.SortFunc(mine, func(a, b int32) int { return strings.Compare(t.nodes.at(a).name, t.nodes.at(b).name) })
-		for _, k := range mine {
+		// A lazy directory's files (no nodes yet) merge in by name.
+		lazyStart := len(lazy)
+		lazy = t.lazyKids(id, lazy)
+		pending := lazy[lazyStart:]
+		for i := 0; i < len(mine) || len(pending) > 0; {
 			if len(files) >= limit {
 				break
 			}
+			if len(pending) > 0 && (i == len(mine) || pending[0].Rel < t.nodes.at(mine[i]).name) {
+				f := pending[0]
+				f.Rel = join(rel, f.Rel)
+				files, pending = append(files, f), pending[1:]
+				continue
+			}
+			k := mine[i]
+			i++
 			n := t.nodes.at(k)
 			r := join(rel, n.name)
 			switch {
@@ -54,7 +71,7 @@ func (t *Tree) Files(limit int) (files []File, more int) {
 				walk(k, r)
 			}
 		}
-		kids = kids[:start]
+		kids, lazy = kids[:start], lazy[:lazyStart]
 	}
 	if !t.forgotten {
 		walk(0, "")
@@ -75,5 +92,10 @@ func (t *Tree) Matching(match func(name string) bool) []string {
 			out = append(out, t.nodes.rel(id))
 		}
 	}
+	t.eachLazy(func(dir int32, name string, _ Entry, _ Sum) {
+		if match(name) {
+			out = append(out, join(t.nodes.rel(dir), name))
+		}
+	})
 	return out
 }

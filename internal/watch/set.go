@@ -11,8 +11,9 @@ import (
 // Set is the trees one owner watches, by directory. Its methods are safe
 // for concurrent use.
 type Set struct {
-	trees  map[string]*Tree // root -> tree; mu guards it
-	known  map[string]Known // root -> what Seed gave for its first walk
+	trees  map[string]*Tree    // root -> tree; mu guards it
+	known  map[string]Known    // root -> what Seed gave for its first walk
+	pre    map[string]*Prefill // root -> what Prefill gave for its first For
 	closed bool
 }
 
@@ -56,13 +57,17 @@ func (s *Set) For(dir string) (*Tree, error) {
 		ifd = inotifyInit()
 	}
 	t := &Tree{home: s, root: dir, r: r}
+	t.nodes.expand = t.expand
 	t.nodes.init()
 	t.now = time.Now().UnixNano()
 	t.watchDir(0, "")
 	t.known = s.known[dir]
-	t.walk(0)
+	if p := s.pre[dir]; p == nil || !t.fill(p) {
+		t.walk(0)
+	}
 	t.known = nil
 	delete(s.known, dir)
+	delete(s.pre, dir)
 	s.trees[dir] = t
 	return t, nil
 }

@@ -96,6 +96,7 @@ func (s *Sub) Take() []string {
 	t.sync()
 	n := s.nids + len(s.gone) + 1
 	if s.all {
+		t.expandAll()
 		n = int(t.count) + len(s.gone) + 1
 	}
 	out := make([]string, 1, n)
@@ -107,6 +108,42 @@ func (s *Sub) Take() []string {
 		t.nodes.each(func(_ int32, rel string) { out = append(out, rel) })
 	} else {
 		s.eachID(func(id int32) { out = append(out, t.nodes.rel(id)) })
+	}
+	s.reset()
+	slices.Sort(out[1:])
+	return slices.Compact(out)
+}
+
+// TakeWhere syncs the tree and returns, sorted, "." and the entries
+// changed since the previous Take whose stat as of this sync keep accepts;
+// removed entries, which have no stat, are left out. A first TakeWhere
+// looks at every entry's stat in memory but builds the path only of
+// those kept: a tree filled from a manifest (Prefill) whose entries need
+// nothing costs no path and no sort per entry.
+func (s *Sub) TakeWhere(keep func(Entry) bool) []string {
+	mu.Lock()
+	defer mu.Unlock()
+	t := s.t
+	t.sync()
+	out := []string{"."}
+	add := func(id int32) {
+		if keep(t.nodes.at(id).e) {
+			out = append(out, t.nodes.rel(id))
+		}
+	}
+	if s.all {
+		for id := int32(1); id < t.nodes.n; id++ {
+			if t.nodes.at(id).parent != free {
+				add(id)
+			}
+		}
+		t.eachLazy(func(dir int32, name string, e Entry, _ Sum) {
+			if keep(e) {
+				out = append(out, join(t.nodes.rel(dir), name))
+			}
+		})
+	} else {
+		s.eachID(add)
 	}
 	s.reset()
 	slices.Sort(out[1:])
@@ -136,6 +173,7 @@ func (s *Sub) TakeFiles() []FileChange {
 	t.hashStale()
 	n := len(s.gone) + len(s.priors)
 	if s.all {
+		t.expandAll()
 		n += int(t.count)
 	}
 	out := make([]FileChange, 0, n)

@@ -21,6 +21,7 @@ type node struct {
 	wd              int32 // the watch of a watched directory, else none
 	hashed          bool  // sum holds: a regular file read at its last hash
 	stale           bool  // changed since: to hash again (Tree.stale lists it)
+	lazy            bool  // a directory whose files are still only its tree's Prefill's
 }
 
 const (
@@ -43,13 +44,14 @@ type nodes struct {
 	n      int32   // nodes allocated (live and free)
 	frees  []int32 // free nodes, reused first
 	ids    map[key]int32
+	expand func(id int32) // makes the nodes of a lazy directory's files
 }
 
 func (s *nodes) at(id int32) *node { return &s.chunks[id>>chunkBits][id&(chunkLen-1)] }
 
 // init makes the store hold only the root.
 func (s *nodes) init() {
-	*s = nodes{ids: map[key]int32{}}
+	*s = nodes{ids: map[key]int32{}, expand: s.expand}
 	s.alloc()
 	*s.at(0) = node{parent: none, kid: none, next: none, prev: none, wd: none}
 }
@@ -77,10 +79,15 @@ func (s *nodes) alloc() int32 {
 	return s.n - 1
 }
 
-// child returns the child of parent named name, or none.
+// child returns the child of parent named name, or none; a file of a
+// lazy directory gets its node (and its siblings theirs) first.
 func (s *nodes) child(parent int32, name string) int32 {
 	if id, ok := s.ids[key{parent, name}]; ok {
 		return id
+	}
+	if s.at(parent).lazy {
+		s.expand(parent)
+		return s.child(parent, name)
 	}
 	return none
 }

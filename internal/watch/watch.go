@@ -34,6 +34,11 @@
 //     consumer of a directory shares its one tree's hashes;
 //   - Usage is the tree's allocated bytes, regular files' sizes and entry
 //     count after the last Sync, kept as running totals;
+//   - a tree's first For walks its directory, or, given a Prefill (what a
+//     caller vouches the directory holds: a world's stored manifest under
+//     a fresh overlay), stats and watches only its directories and takes
+//     every file's stat and hash from it; a Prefill that does not fit is
+//     dropped and the directory walked;
 //   - trees belong to a Set, the one owner that watches them (a run's
 //     session): For gives the same tree for the same directory within a
 //     Set, so every consumer of a directory shares its one tree's hashes;
@@ -93,6 +98,7 @@ type Tree struct {
 	stack     []int32         // directories still to list, during a walk
 	stale     []int32         // files to hash again (see hashStale)
 	known     Known           // during the first walk: see Set.Seed
+	lazy      *lazy           // files still only in the Prefill (fill.go)
 
 	blocks, apparent, count int64
 }
@@ -115,6 +121,20 @@ type treeDir struct {
 // forget is Forget of t. mu is held.
 func (t *Tree) forget() {
 	delete(t.home.trees, t.root)
+	t.forgotten = true
+	t.r.Close()
+	t.clear()
+	// Its subscribers see nothing more; a For of the directory makes a
+	// new tree.
+	for _, s := range t.subs {
+		s.reset()
+	}
+	t.subs, t.named = nil, nil
+}
+
+// clear drops every watch and entry of the tree but its root's node. mu
+// is held.
+func (t *Tree) clear() {
 	t.nodes.each(func(id int32, _ string) {
 		if wd := t.nodes.at(id).wd; wd != none {
 			t.unwatch(id, wd)
@@ -123,14 +143,7 @@ func (t *Tree) forget() {
 	if wd := t.nodes.at(0).wd; wd != none {
 		t.unwatch(0, wd)
 	}
-	t.forgotten, t.dirty, t.stale = true, nil, nil
-	t.r.Close()
-	// Its subscribers see nothing more; a For of the directory makes a
-	// new tree.
-	for _, s := range t.subs {
-		s.reset()
-	}
-	t.subs, t.named = nil, nil
+	t.dirty, t.stale, t.lazy = nil, nil, nil
 	t.nodes.init()
 	t.blocks, t.apparent, t.count = 0, 0, 0
 }
@@ -386,6 +399,7 @@ func (t *Tree) mark(id int32) {
 
 // remove forgets id and everything below it.
 func (t *Tree) remove(id int32) {
+	t.expand(id) // its files, each removed with what it held
 	n := t.nodes.at(id)
 	for k := n.kid; k != none; {
 		next := t.nodes.at(k).next

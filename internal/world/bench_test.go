@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/apodex/apodex/internal/worktree"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -82,4 +83,46 @@ func runDirs(b *testing.B, n int) []string {
 		os.MkdirAll(filepath.Join(out[i], "workspace"), 0o755)
 	}
 	return out
+}
+
+// BenchmarkRolloutStart measures what a rollout does before its first
+// command with a stored world of n workspace files: load the world from
+// the store (Get), stage it (Stage) and make the workspace's watch (its
+// first For, filled from the manifest and seal). Each iteration is a
+// fresh run directory; the per-file check Stage starts beside the first
+// commands and finishing are not timed.
+func BenchmarkRolloutStart(b *testing.B) {
+	for _, n := range []int{1, 20000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			w := bigWorld(b, "workspace", n)
+			st := &world.Store{Dir: filepath.Dir(w.Dir)}
+			dirs := runDirs(b, b.N)
+			rs := make([]*world.Rollout, 0, b.N)
+			wm := worktree.NewManager(nil)
+			defer wm.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				loaded, err := st.Get(w.ID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := world.Stage(loaded, dirs[i], wm)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := wm.Watch().For(r.Workspace); err != nil {
+					b.Fatal(err)
+				}
+				rs = append(rs, r)
+				b.StopTimer()
+				r.Intact() // the per-file check runs beside the first commands: not timed
+				b.StartTimer()
+			}
+			b.StopTimer()
+			for _, r := range rs {
+				wm.Watch().Forget(r.Workspace)
+				r.Finish()
+			}
+		})
+	}
 }

@@ -1,59 +1,26 @@
 package world
 
 import (
-	"bytes"
 	"encoding/json"
-	"strconv"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/apodex/apodex/internal/world/filelist"
 )
 
-// fileList is a manifest's file list as .world.json holds it, decoded
-// without reflection: a 100,000-file list (16 MB of JSON) costs one
-// allocation per string and one slice sized in advance, where
-// encoding/json's reflection took 3× the time and grew the slice by
-// doubling. Anything but the form the store writes (an escape in a
-// string, another key, another layout) is decoded by encoding/json.
-type fileList []File
+// listFile (<world>/.files, not hashed) is the stored world's file list in
+// binary (filelist.Encode): what Get reads instead of the list in
+// .world.json, which stays there for people and older readers. Like
+// .world.json, it is trusted only as far as the id: Intact hashes the list
+// as read, with world.yaml, and refuses a world whose id it does not give.
+const listFile = ".files"
 
-func (l *fileList) UnmarshalJSON(data []byte) error {
-	if files, n, ok := parseFilesPrefix(data); ok && (&parser{data: data, i: n}).end() {
-		*l = files
-		return nil
-	}
-	var files []File
-	if err := json.Unmarshal(data, &files); err != nil {
-		return err
-	}
-	*l = files
-	return nil
-}
-
-// decodeInfo decodes .world.json into w. Its file list, when it has the
-// store's form, is parsed here and the rest (a few hundred bytes) given
-// to encoding/json, so that the 16 MB of a 100,000-file list are
-// scanned once, not three times (validated, skipped, decoded).
+// decodeInfo decodes .world.json into w: its list by filelist's fast path
+// when it has the store's form, else all of it by encoding/json.
 func decodeInfo(raw []byte, w *World) error {
-	// A bare quote never occurs inside a JSON string (it is escaped), and
-	// no other value of .world.json holds an array, so the first key
-	// "files" whose value is an array is the top-level one.
-	key := []byte(`"files":`)
-	for off := 0; ; {
-		i := bytes.Index(raw[off:], key)
-		if i < 0 {
-			break
-		}
-		i += off
-		off = i + len(key)
-		b := bytes.TrimRight(raw[:i], " \t\r\n")
-		start := off + len(raw[off:]) - len(bytes.TrimLeft(raw[off:], " \t\r\n"))
-		if len(b) == 0 || b[len(b)-1] != ',' && b[len(b)-1] != '{' || start >= len(raw) || raw[start] != '[' {
-			continue
-		}
-		files, n, ok := parseFilesPrefix(raw[start:])
-		if !ok {
-			break
-		}
-		rest := make([]byte, 0, len(raw)-n+4)
-		rest = append(append(append(rest, raw[:start]...), "null"...), raw[start+n:]...)
+	if rest, files, ok := filelist.Split(raw); ok {
 		if err := json.Unmarshal(rest, w); err != nil {
 			return err
 		}
@@ -62,7 +29,7 @@ func decodeInfo(raw []byte, w *World) error {
 	}
 	var info struct {
 		*World
-		Files fileList `json:"files"`
+		Files filelist.List `json:"files"`
 	}
 	info.World = w
 	if err := json.Unmarshal(raw, &info); err != nil {
@@ -72,135 +39,64 @@ func decodeInfo(raw []byte, w *World) error {
 	return nil
 }
 
-// parseFiles parses [{"path":"…","sha256":"…","bytes":N},…] (keys in
-// any order, each once, whitespace anywhere, strings without escapes);
-// false for anything else.
-func parseFiles(data []byte) ([]File, bool) {
-	files, n, ok := parseFilesPrefix(data)
-	return files, ok && (&parser{data: data, i: n}).end()
+// readInfo decodes the .world.json at path into w, streaming it
+// (filelist.Stream); anything but the store's form is decoded by
+// decodeInfo from the whole file.
+func readInfo(path string, w *World) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if rest, files, ok, err := filelist.Stream(f); err != nil {
+		return err
+	} else if ok {
+		if err := json.Unmarshal(rest, w); err != nil {
+			return err
+		}
+		w.Files = files
+		return nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	return decodeInfo(raw, w)
 }
 
-// parseFilesPrefix is parseFiles of the array data starts with: n is
-// where it ends.
-func parseFilesPrefix(data []byte) ([]File, int, bool) {
-	p := parser{data: data}
-	if !p.byte('[') {
-		return nil, 0, false
+// readStored decodes the stored world in dir's .world.json and file list
+// into w: the list from listFile when there is one (the rest of
+// .world.json read from its two ends, around the list: filelist.Around),
+// else from .world.json (a world stored before listFile existed).
+func readStored(dir string, w *World) error {
+	raw, err := os.ReadFile(filepath.Join(dir, listFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return readInfo(filepath.Join(dir, infoFile), w)
+	} else if err != nil {
+		return err
 	}
-	files := make([]File, 0, bytes.Count(data, []byte(`"path"`)))
-	if p.byte(']') {
-		return files, p.i, true
+	files, err := filelist.Decode(raw)
+	if err != nil {
+		return err
 	}
-	for {
-		if !p.byte('{') {
-			return nil, 0, false
-		}
-		var f File
-		var seen [3]bool
-		for k := 0; k < 3; k++ {
-			if k > 0 && !p.byte(',') {
-				return nil, 0, false
-			}
-			key, ok := p.str()
-			if !ok || !p.byte(':') {
-				return nil, 0, false
-			}
-			switch key {
-			case "path":
-				f.Path, ok = p.str()
-				ok = ok && !seen[0]
-				seen[0] = true
-			case "sha256":
-				f.SHA256, ok = p.str()
-				ok = ok && !seen[1]
-				seen[1] = true
-			case "bytes":
-				f.Bytes, ok = p.int()
-				ok = ok && !seen[2]
-				seen[2] = true
-			default:
-				ok = false
-			}
-			if !ok {
-				return nil, 0, false
-			}
-		}
-		if !p.byte('}') {
-			return nil, 0, false
-		}
-		files = append(files, f)
-		if p.byte(']') {
-			return files, p.i, true
-		}
-		if !p.byte(',') {
-			return nil, 0, false
+	f, err := os.Open(filepath.Join(dir, infoFile))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rest, ok, err := filelist.Around(f)
+	if err != nil {
+		return err
+	}
+	if !ok || json.Unmarshal(rest, w) != nil {
+		*w = World{seals: w.seals}
+		if err := readInfo(filepath.Join(dir, infoFile), w); err != nil {
+			return err
 		}
 	}
-}
-
-type parser struct {
-	data []byte
-	i    int
-}
-
-func (p *parser) space() {
-	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-// byte consumes c (after whitespace) if it is next.
-func (p *parser) byte(c byte) bool {
-	p.space()
-	if p.i < len(p.data) && p.data[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// str consumes a string without escapes or control characters.
-func (p *parser) str() (string, bool) {
-	if !p.byte('"') {
-		return "", false
-	}
-	start := p.i
-	for p.i < len(p.data) {
-		c := p.data[p.i]
-		switch {
-		case c == '"':
-			s := string(p.data[start:p.i])
-			p.i++
-			return s, true
-		case c == '\\' || c < 0x20:
-			return "", false
-		}
-		p.i++
-	}
-	return "", false
-}
-
-// int consumes a non-negative decimal integer.
-func (p *parser) int() (int64, bool) {
-	p.space()
-	start := p.i
-	for p.i < len(p.data) && p.data[p.i] >= '0' && p.data[p.i] <= '9' {
-		p.i++
-	}
-	if p.i == start || p.i-start > 1 && p.data[start] == '0' {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(p.data[start:p.i]), 10, 64)
-	return n, err == nil
-}
-
-// end reports whether only whitespace is left.
-func (p *parser) end() bool {
-	p.space()
-	return p.i == len(p.data)
+	w.Files = files
+	return nil
 }

@@ -1,7 +1,6 @@
 package world_test
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,10 +15,12 @@ import (
 	"github.com/apodex/apodex/internal/world"
 )
 
-// storedWithFiles stores a world whose workspace holds n files.
+// storedWithFiles stores a world whose workspace holds n files in pkg0-6,
+// notes/n.txt and README.md.
 func storedWithFiles(t *testing.T, n int) *world.World {
 	t.Helper()
 	src := tiny(t, "x\n")
+	os.WriteFile(filepath.Join(src, "workspace", "README.md"), []byte("read me\n"), 0o644)
 	for i := range n {
 		p := filepath.Join(src, "workspace", fmt.Sprintf("pkg%d", i%7), fmt.Sprintf("f%03d.py", i))
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -65,7 +66,7 @@ func TestUntouchedWorldIsNeitherHashedNorCopied(t *testing.T) {
 		}
 		st := fi.Sys().(*syscall.Stat_t)
 		sum, ok := known(rel, watch.Entry{Size: fi.Size(), Ino: st.Ino, MTime: st.Mtim.Nano(), Mode: fi.Mode()})
-		if !ok || "sha256:"+hex.EncodeToString(sum[:]) != "sha256:"+f.SHA256 {
+		if !ok || sum != watch.Sum(f.SHA256) {
 			t.Fatalf("%s through the overlay is not known from the manifest (%v)", rel, ok)
 		}
 	}

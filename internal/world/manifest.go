@@ -51,6 +51,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/world/filelist"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -195,12 +196,12 @@ func decodeStrict(n *yaml.Node, v any) error {
 	return dec.Decode(v)
 }
 
-// File is one file of a world, by slash path relative to its directory.
-type File struct {
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
-	Bytes  int64  `json:"bytes"`
-}
+// File is one file of a world, by slash path relative to its directory
+// (package filelist keeps the stored list's forms).
+type File = filelist.File
+
+// Hash is a file's SHA-256 as its 32 bytes.
+type Hash = filelist.Hash
 
 // Files lists and hashes dir's regular files in path order, leaving out
 // world.yaml and top-level names that start with a dot (the store's own).
@@ -245,8 +246,11 @@ func ID(canonical []byte, files []File) string {
 	h.Write([]byte("apodex-world-v1\n"))
 	h.Write(canonical)
 	h.Write([]byte("\n"))
+	var line []byte // the path, NUL, the hash in hex, newline: one buffer for every file
 	for _, f := range files {
-		fmt.Fprintf(h, "%s\x00%s\n", f.Path, f.SHA256)
+		line = append(append(line[:0], f.Path...), 0)
+		line = hex.AppendEncode(line, f.SHA256[:])
+		h.Write(append(line, '\n'))
 	}
 	return "w-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
@@ -254,18 +258,20 @@ func ID(canonical []byte, files []File) string {
 // hashed counts the files hashFile read (tests assert what was hashed).
 var hashed atomic.Int64
 
-func hashFile(p string) (string, int64, error) {
+func hashFile(p string) (Hash, int64, error) {
 	hashed.Add(1)
+	var sum Hash
 	f, err := os.Open(p)
 	if err != nil {
-		return "", 0, err
+		return sum, 0, err
 	}
 	defer f.Close()
 	h := sha256.New()
 	buf := hashBufs.Get().(*[]byte)
 	defer hashBufs.Put(buf)
 	n, err := io.CopyBuffer(struct{ io.Writer }{h}, struct{ io.Reader }{f}, *buf)
-	return hex.EncodeToString(h.Sum(nil)), n, err
+	h.Sum(sum[:0])
+	return sum, n, err
 }
 
 // hashBufs keep hashFile from allocating a buffer per file (io.Copy's

@@ -95,7 +95,14 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 		}
 		r.wt, r.Workspace, r.Upper = wt, wt.Dir, wt.Upper()
 		if wt.Kind == worktree.Overlay {
-			wm.Watch().Seed(wt.Dir, w.known) // no read of the stored files to watch them
+			// No stat or read of the stored files to watch them: the
+			// tree is filled from the manifest and seal (a v1 seal: the
+			// watch walks the workspace but reads no stored file).
+			if p, ok := w.prefill(); ok {
+				wm.Watch().Prefill(wt.Dir, p)
+			} else {
+				wm.Watch().Seed(wt.Dir, w.known)
+			}
 		}
 		r.Record.Sandbox, r.Record.Fallback, r.Record.IDMap = wt.Kind, wt.Fallback, wt.IDMap
 	}
@@ -298,7 +305,7 @@ func LinkInputs(w *World, dst string) ([]record.FileEntry, error) {
 				return nil, fmt.Errorf("world: link inputs: %w", err)
 			}
 		}
-		entries = append(entries, record.FileEntry{Path: "/inputs/" + rel, SHA256: workspace.HashPrefix + f.SHA256, Bytes: f.Bytes})
+		entries = append(entries, record.FileEntry{Path: "/inputs/" + rel, SHA256: workspace.HashPrefix + f.SHA256.String(), Bytes: f.Bytes})
 	}
 	return entries, nil
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/contract"
+	"github.com/apodex/apodex/internal/world/filelist"
 )
 
 // ErrNotFound is returned for an id no stored world has.
@@ -101,7 +102,7 @@ func (s *Store) Build(src string) (w *World, fresh bool, err error) {
 		w.Bytes += f.Bytes
 	}
 	info, _ := json.MarshalIndent(w, "", "  ")
-	for name, data := range map[string][]byte{taskFile: m.TaskYAML, infoFile: info, sealFile: nil} {
+	for name, data := range map[string][]byte{taskFile: m.TaskYAML, infoFile: info, listFile: filelist.Encode(files), sealFile: nil} {
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o444); err != nil {
 			return nil, false, fmt.Errorf("world: %w", err)
 		}
@@ -208,15 +209,14 @@ func (s *Store) Get(ref string) (*World, error) {
 		}
 	}
 	dir := filepath.Join(s.Dir, id)
-	raw, err := os.ReadFile(filepath.Join(dir, infoFile))
+	w := &World{seals: &sealOnce{}}
+	err := readStored(dir, w)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no world %s in %s; see `apodex worlds list`", ErrNotFound, id, s.Dir)
-	} else if err != nil {
+	} else if errors.Is(err, fs.ErrPermission) {
 		return nil, fmt.Errorf("world: %w", err)
-	}
-	w := &World{seals: &sealOnce{}}
-	if err := decodeInfo(raw, w); err != nil {
-		return nil, fmt.Errorf("world: %s is damaged: %v", filepath.Join(dir, infoFile), err)
+	} else if err != nil {
+		return nil, fmt.Errorf("world: the stored world %s is damaged (%v): build it again from its source, or remove %s", id, err, dir)
 	}
 	w.Dir = dir
 	if w.Manifest, err = Load(dir); err != nil {

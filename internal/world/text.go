@@ -18,7 +18,7 @@ func Render(out io.Writer, w *World) {
 	fmt.Fprintf(out, "objective: %s\n", strings.Join(strings.Fields(w.Manifest.Contract.Objective), " "))
 	fmt.Fprintf(out, "stored in %s (read-only), %d files, %d bytes:\n", w.Dir, len(w.Files), w.Bytes)
 	for _, f := range w.Files {
-		fmt.Fprintf(out, "  %s  %d bytes  %s\n", f.Path, f.Bytes, f.SHA256[:12])
+		fmt.Fprintf(out, "  %s  %d bytes  %s\n", f.Path, f.Bytes, f.SHA256.String()[:12])
 	}
 }
 

@@ -155,13 +155,11 @@ func eachChanged(root *os.Root, set *watch.Set, dir string, f func(root *os.Root
 		return fmt.Errorf("sandbox: watch mount %s: %w", dir, err)
 	}
 	var first error
-	for _, rel := range tr.Shared("sandbox").Take() {
-		// An entry the sync just saw owned by the sandbox uid and without
-		// setuid/setgid (a world's file through its idmapped lower layer)
-		// needs nothing: no lstat of each of a large world's files.
-		if e, ok := tr.Entry(rel); ok && settled != nil && settled(e) {
-			continue
-		}
+	// An entry the sync just saw owned by the sandbox uid and without
+	// setuid/setgid (a world's file through its idmapped lower layer)
+	// needs nothing: no path, no lstat for each of a large world's files.
+	need := func(e watch.Entry) bool { return settled == nil || !settled(e) }
+	for _, rel := range tr.Shared("sandbox").TakeWhere(need) {
 		fi, err := root.Lstat(rel)
 		if err != nil {
 			continue // gone again

@@ -1,0 +1,94 @@
+package world
+
+import (
+	"io/fs"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/apodex/apodex/internal/watch"
+)
+
+// prefill is the rollout workspace's tree as the store knows it, for its
+// watch (watch.Prefill): the seal's directories under workspace/, and
+// every workspace file with the stat the seal recorded and the hash the
+// manifest did, so the watch of a fresh overlay (whose lower layer shows
+// the store's inodes, sizes, mtimes and modes) stats and reads no file
+// before the first command. Every file has the owner the first one shows:
+// the seal proved there is one owner, and the lower layer maps it as one. It
+// trusts the seal as far as Intact does and no further (see known): a
+// rollout's result counts only once Intact proved every file. False when
+// the seal is a v1 one (no blocks) or entries have several owners.
+func (w *World) prefill() (watch.Prefill, bool) {
+	rec := w.seal()
+	if rec == nil || !rec.v2 || rec.owner.Single == 0 {
+		return watch.Prefill{}, false
+	}
+	var dirs []string
+	index := map[string]int{"": -1} // directory -> its index in dirs
+	for _, d := range rec.dirs {
+		if rel, ok := strings.CutPrefix(d.rel, "workspace/"); ok {
+			index[rel] = len(dirs)
+			dirs = append(dirs, rel)
+		}
+	}
+	// Each directory's files, by index in w.Files (path order is name
+	// order within a directory); the root's last.
+	byDir := make([][]int32, len(dirs)+1)
+	lo, _ := slices.BinarySearchFunc(w.Files, "workspace/", func(f File, p string) int { return strings.Compare(f.Path, p) })
+	last, at := "\x00", 0
+	for i := lo; i < len(w.Files) && strings.HasPrefix(w.Files[i].Path, "workspace/"); i++ {
+		dir, _ := splitDir(w.Files[i].Path[len("workspace/"):])
+		if dir != last {
+			k, ok := index[dir]
+			if !ok {
+				return watch.Prefill{}, false // a file in no directory of the seal
+			}
+			last, at = dir, (k+len(byDir))%len(byDir)
+		}
+		byDir[at] = append(byDir[at], int32(i))
+	}
+	files := func(dir int, yield func(string, watch.Entry, watch.Sum) bool) {
+		for _, i := range byDir[(dir+len(byDir))%len(byDir)] {
+			f, st := w.Files[i], rec.file(int(i), w.Files[i].Bytes)
+			_, name := splitDir(f.Path)
+			e := watch.Entry{Size: st.Size, Blocks: rec.block(int(i)), Ino: uint64(st.Ino), MTime: st.MTime, Mode: modeOf(uint32(st.Mode))}
+			if !yield(name, e, watch.Sum(f.SHA256)) {
+				return
+			}
+		}
+	}
+	return watch.Prefill{Dirs: dirs, Files: files, OneOwner: true}, true
+}
+
+// splitDir is a slash path's directory ("" for none) and last element.
+func splitDir(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", p
+	}
+	return p[:i], p[i+1:]
+}
+
+// modeOf is the fs.FileMode of a regular file's or directory's stat mode
+// (what a world holds), as os.Lstat gives it.
+func modeOf(sm uint32) fs.FileMode {
+	m := fs.FileMode(sm & 0o777)
+	switch sm & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		m |= fs.ModeDir
+	case syscall.S_IFREG:
+	default:
+		m |= fs.ModeIrregular
+	}
+	if sm&syscall.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if sm&syscall.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if sm&syscall.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
