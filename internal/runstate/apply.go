@@ -148,7 +148,7 @@ func (s *State) apply(e record.Event, p any) error {
 func (s *State) views(e record.Event, p any) {
 	s.Claims.Apply(e, p)
 	s.Cited.Apply(e, p)
-	if s.FilesErr == nil {
+	if s.FilesErr == nil && s.Files != nil { // nil: not kept (LoadViewFrom)
 		if err := s.Files.ApplyPayload(e, p); err != nil {
 			s.FilesErr = err
 		}

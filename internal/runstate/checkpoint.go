@@ -37,7 +37,7 @@ const CheckpointEvery = 1000
 
 // checkpointVersion changes when the file's layout does; a change of
 // State's own shape is caught by stateShape.
-const checkpointVersion = 2
+const checkpointVersion = 3 // 3: Files is the last field (LoadViewFrom stops before it)
 
 // checkpoint is the file's content.
 type checkpoint struct {
@@ -63,6 +63,10 @@ type checkpoint struct {
 // not JSON, because a long run's state is megabytes that every show
 // decodes: gob decodes them several times faster.
 
+// errViewOnly: a state loaded without its file provenance (LoadViewFrom)
+// is not a whole state to checkpoint.
+var errViewOnly = errors.New("runstate: a view without the file provenance is not checkpointed")
+
 // errNotSerializable: the state holds a value JSON cannot carry back (an
 // error, an interface); such a state is not checkpointed.
 var errNotSerializable = errors.New("runstate: the state holds a value a checkpoint cannot keep")
@@ -72,6 +76,9 @@ var errNotSerializable = errors.New("runstate: the state holds a value a checkpo
 // l's end in the record is not known (an error stopped the fold) or the
 // state holds what cannot be serialized (a board event the board refused).
 func (l *Loaded) WriteCheckpoint() error {
+	if l.Files == nil {
+		return errViewOnly
+	}
 	b, ok, err := l.Boundary()
 	if !ok || err != nil {
 		return err
@@ -159,7 +166,14 @@ func (b Boundary) Holds(f *os.File) bool {
 // served). What it returns is what Load returns, Integrity included, for
 // the events after the checkpoint; for those before it, the integrity
 // the checkpoint's writer found.
-func LoadFrom(dir string) (l *Loaded, tail int, err error) {
+func LoadFrom(dir string) (l *Loaded, tail int, err error) { return loadFrom(dir, true) }
+
+// LoadViewFrom is LoadFrom without the file provenance (State.Files is
+// nil): what show, status and runs read, in a fraction of the memory of a
+// run that wrote many files. Its state writes no checkpoint.
+func LoadViewFrom(dir string) (l *Loaded, tail int, err error) { return loadFrom(dir, false) }
+
+func loadFrom(dir string, files bool) (l *Loaded, tail int, err error) {
 	head, err := record.ReadHead(dir)
 	if err != nil {
 		return nil, 0, err
@@ -169,13 +183,16 @@ func LoadFrom(dir string) (l *Loaded, tail int, err error) {
 		return nil, 0, fmt.Errorf("runstate: open the record: %w", err)
 	}
 	defer f.Close()
-	if l, tail, ok := fromCheckpoint(dir, f, head); ok {
+	if l, tail, ok := fromCheckpoint(dir, f, head, files); ok {
 		return l, tail, nil
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, 0, err
 	}
 	l = &Loaded{State: New(), Dir: dir, off: -1}
+	if !files {
+		l.Files = nil
+	}
 	cr := &countingReader{r: f}
 	sc := record.NewScanner(cr)
 	sc.SetHead(head)
@@ -191,7 +208,7 @@ func LoadFrom(dir string) (l *Loaded, tail int, err error) {
 // fromCheckpoint is the state of the checkpoint plus the record after it;
 // ok is false when the checkpoint does not serve (then the caller folds
 // the whole record, which also names any damage exactly).
-func fromCheckpoint(dir string, f *os.File, head record.Head) (l *Loaded, tail int, ok bool) {
+func fromCheckpoint(dir string, f *os.File, head record.Head, files bool) (l *Loaded, tail int, ok bool) {
 	cf, err := os.Open(filepath.Join(dir, CheckpointFile))
 	if err != nil {
 		return nil, 0, false
@@ -208,7 +225,7 @@ func fromCheckpoint(dir string, f *os.File, head record.Head) (l *Loaded, tail i
 		return nil, 0, false // another build's, or the record is not the one it covered
 	}
 	st := New()
-	if decodeState(st, body) != nil || st.Seq != cp.Seq {
+	if decodeState(st, body, files) != nil || st.Seq != cp.Seq {
 		return nil, 0, false
 	}
 	l = &Loaded{State: st, Dir: dir, Events: cp.Events, Integrity: cp.Integrity, off: -1}
@@ -338,11 +355,8 @@ func encodeState(s *State) ([]byte, error) {
 	t := v.Type()
 	var fields []stateField
 	var values []reflect.Value
-	for i := range t.NumField() {
+	for _, i := range checkpointOrder(t) {
 		sf, fv := t.Field(i), v.Field(i)
-		if !sf.IsExported() {
-			continue
-		}
 		f := stateField{Name: sf.Name}
 		switch {
 		case fv.IsZero():
@@ -376,9 +390,31 @@ func encodeState(s *State) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// lastField is the field a checkpoint holds last: the file provenance,
+// most of a long run's state, which LoadViewFrom does not decode.
+const lastField = "Files"
+
+// checkpointOrder is the order of State's exported fields in a checkpoint:
+// as declared, lastField last.
+func checkpointOrder(t reflect.Type) []int {
+	var order []int
+	last := -1
+	for i := range t.NumField() {
+		switch sf := t.Field(i); {
+		case !sf.IsExported():
+		case sf.Name == lastField:
+			last = i
+		default:
+			order = append(order, i)
+		}
+	}
+	return append(order, last)
+}
+
 // decodeState decodes what encodeState wrote into s, then rebuilds what
 // State keeps unexported. A field the data does not name keeps New's value.
-func decodeState(s *State, r io.Reader) error {
+// Without files it stops before lastField, and s.Files is nil.
+func decodeState(s *State, r io.Reader, files bool) error {
 	dec := gob.NewDecoder(r)
 	var fields []stateField
 	if err := dec.Decode(&fields); err != nil {
@@ -389,6 +425,9 @@ func decodeState(s *State, r io.Reader) error {
 		sf, ok := v.Type().FieldByName(f.Name)
 		if !ok || !sf.IsExported() {
 			return fmt.Errorf("runstate: checkpoint: State has no field %s", f.Name)
+		}
+		if f.Name == lastField && !files {
+			break
 		}
 		fv := v.FieldByIndex(sf.Index)
 		fv.SetZero()
@@ -410,6 +449,9 @@ func decodeState(s *State, r io.Reader) error {
 		if err != nil {
 			return fmt.Errorf("runstate: checkpoint %s: %w", f.Name, err)
 		}
+	}
+	if !files {
+		s.Files = nil
 	}
 	s.reindex()
 	return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,7 +156,8 @@ func TestCheckpointThatDoesNotMatchIsIgnored(t *testing.T) {
 		{"deleted", func() { os.Remove(cpPath) }},
 		{"garbled", func() { os.WriteFile(cpPath, good[:len(good)/2], 0o644) }},
 		{"another version", func() {
-			os.WriteFile(cpPath, []byte(strings.Replace(string(good), `"version":2`, `"version":99`, 1)), 0o644)
+			header, body, _ := strings.Cut(string(good), "\n")
+			os.WriteFile(cpPath, []byte(regexp.MustCompile(`"version":\d+`).ReplaceAllString(header, `"version":99`)+"\n"+body), 0o644)
 		}},
 		{"the covered line edited", func() {
 			os.WriteFile(events, []byte(strings.Replace(string(orig), `"command\":\"ls\"`, `"command\":\"rm\"`, 1)), 0o644)
@@ -176,4 +178,69 @@ func TestCheckpointThatDoesNotMatchIsIgnored(t *testing.T) {
 			sameLoad(t, c.name, got)
 		})
 	}
+}
+
+// A view (LoadViewFrom, for show, status and runs) is the whole fold but
+// the file provenance, from the checkpoint plus its tail as from the
+// record alone; it never writes a checkpoint, so the next whole load
+// still gets the provenance.
+func TestViewIsTheFoldWithoutFiles(t *testing.T) {
+	dir := teamRecord(t)
+	whole, err := runstate.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole.Files.Files) == 0 {
+		t.Fatal("the team run wrote no file: nothing to leave out")
+	}
+	check := func(what string) {
+		t.Helper()
+		view, _, err := runstate.LoadViewFrom(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if view.Files != nil {
+			t.Fatalf("%s: the view holds the file provenance", what)
+		}
+		want := *whole.State
+		want.Files = nil
+		if !reflect.DeepEqual(view.State, &want) {
+			t.Fatalf("%s: the view differs from the fold:\n%s", what, diffFields(view.State, &want))
+		}
+		if err := view.WriteCheckpoint(); err == nil {
+			t.Fatalf("%s: a view wrote a checkpoint", what)
+		}
+		full, _, err := runstate.LoadFrom(dir)
+		if err != nil || !reflect.DeepEqual(full.Files, whole.Files) {
+			t.Fatalf("%s: the whole load after the view: %v, files differ %v", what, err, !reflect.DeepEqual(full.Files, whole.Files))
+		}
+	}
+	check("from the run's checkpoint")
+	// A checkpoint mid-run: the view folds the tail without provenance.
+	events, err := os.ReadFile(filepath.Join(dir, record.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := os.ReadFile(filepath.Join(dir, record.HeadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := record.Cut(dir, int(whole.Seq/2)); err != nil {
+		t.Fatal(err)
+	}
+	mid, err := runstate.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mid.WriteCheckpoint(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, record.EventsFile), events, 0o644)
+	os.WriteFile(filepath.Join(dir, record.HeadFile), head, 0o644)
+	if _, tail, err := runstate.LoadViewFrom(dir); err != nil || tail == 0 || int64(tail) >= whole.Seq {
+		t.Fatalf("the mid-run checkpoint did not serve the view: tail %d, %v", tail, err)
+	}
+	check("from a checkpoint mid-run")
+	os.Remove(filepath.Join(dir, runstate.CheckpointFile))
+	check("without a checkpoint")
 }

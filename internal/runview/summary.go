@@ -149,7 +149,7 @@ func RowOf(dir string) (Row, error) {
 		return r, nil
 	}
 	size := fileSize(dir)
-	st, tail, err := runstate.LoadFrom(dir)
+	st, tail, err := runstate.LoadViewFrom(dir)
 	if err != nil {
 		return Row{}, err
 	}
@@ -173,15 +173,20 @@ func repair(dir string, st *runstate.Loaded, tail int, size int64) {
 		writeSummary(dir, st, size)
 	}
 	if tail >= runstate.CheckpointEvery || (tail > 0 && !exists(filepath.Join(dir, runstate.CheckpointFile))) {
-		st.WriteCheckpoint()
+		// st is a view (no file provenance): the checkpoint needs the
+		// whole state, folded once more, and then serves every reader.
+		if whole, _, err := runstate.LoadFrom(dir); err == nil && whole.Seq == st.Seq {
+			whole.WriteCheckpoint()
+		}
 	}
 }
 
-// loadState is the run's projection for show, status and the page: the
-// checkpoint plus the events after it, repairing what is stale.
+// loadState is the run's projection for show and status, without the
+// file provenance (runstate.LoadViewFrom): the checkpoint plus the events
+// after it, repairing what is stale.
 func loadState(dir string) (*runstate.Loaded, error) {
 	size := fileSize(dir)
-	st, tail, err := runstate.LoadFrom(dir)
+	st, tail, err := runstate.LoadViewFrom(dir)
 	if err != nil {
 		return st, err
 	}
