@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -28,6 +29,10 @@ const memoryPoll = 100 * time.Millisecond
 // resident size of a process whose map cannot be read. Processes that end
 // while it reads count what was read of them.
 func TreeMemory(root int) int64 {
+	kids := children
+	if !hasChildrenFiles() {
+		kids = scanParents()
+	}
 	var sum int64
 	seen := map[int]bool{}
 	queue := []int{root}
@@ -39,9 +44,42 @@ func TreeMemory(root int) int64 {
 		}
 		seen[pid] = true
 		sum += processMemory(pid)
-		queue = append(queue, children(pid)...)
+		queue = append(queue, kids(pid)...)
 	}
 	return sum
+}
+
+// hasChildrenFiles says the kernel lists a task's children in
+// /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN).
+var hasChildrenFiles = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+	return err == nil
+})
+
+// scanParents reads the parent of every process in /proc once, for a
+// kernel without the children files; it returns the children of a pid.
+func scanParents() func(int) []int {
+	byParent := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			if f := bytes.Fields(b[i+1:]); len(f) >= 2 {
+				if ppid, err := strconv.Atoi(string(f[1])); err == nil {
+					byParent[ppid] = append(byParent[ppid], pid)
+				}
+			}
+		}
+	}
+	return func(pid int) []int { return byParent[pid] }
 }
 
 // children are the pids of pid's children, over all its threads.

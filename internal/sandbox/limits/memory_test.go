@@ -43,4 +43,14 @@ func TestTreeMemory(t *testing.T) {
 	if got := TreeMemory(1 << 30); got != 0 {
 		t.Errorf("no such process: %d", got)
 	}
+	// A kernel without /proc/PID/task/TID/children: the parents are read
+	// from every process's stat instead, with the same answer.
+	byChildren := map[int]bool{}
+	for _, p := range children(cmd.Process.Pid) {
+		byChildren[p] = true
+	}
+	byScan := scanParents()(cmd.Process.Pid)
+	if len(byScan) != 2 || len(byChildren) != 2 || !byChildren[byScan[0]] || !byChildren[byScan[1]] {
+		t.Errorf("the shell's children: %v from the children files, %v from stat", byChildren, byScan)
+	}
 }
