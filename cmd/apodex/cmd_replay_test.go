@@ -190,3 +190,86 @@ func TestTamperedSandboxRefused(t *testing.T) {
 		}
 	})
 }
+
+// The red team's second pass (issue #25): a rechained record whose
+// settings.limits were raised (pids_limit 64 removed: the default 512)
+// while run_started.sandbox still says 64 is refused naming both, by replay
+// and resume; and a record whose settings.network_allow was widened to the
+// metadata range replays only when the user gives every recorded prefix
+// again.
+func TestRecordCannotRaiseLimitsOrWidenTheNetwork(t *testing.T) {
+	runtest.NeedSandbox(t)
+	// editFirst edits run_started in dir's record (the last match of from)
+	// and rechains it, as anyone with write access could.
+	editFirst := func(dir, from, to string) {
+		t.Helper()
+		p := filepath.Join(dir, record.EventsFile)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, rest, _ := strings.Cut(string(data), "\n")
+		i := strings.LastIndex(first, from)
+		if i < 0 {
+			t.Fatalf("no %s in run_started: %s", from, first)
+		}
+		first = first[:i] + to + first[i+len(from):]
+		if err := os.WriteFile(p, []byte(first+"\n"+rest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := record.Reseal(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raised := func(what string, code int, out, errOut string) {
+		t.Helper()
+		if code != cmdline.ExitUsage || !strings.Contains(errOut, "run_started.sandbox.pids_limit is 64") || !strings.Contains(errOut, "run_started.settings.limits.pids_limit is 512") {
+			t.Errorf("%s of a record whose settings' pids_limit was removed: exit %d\n%s%s", what, code, out, errOut)
+		}
+	}
+	home := t.TempDir()
+	code, out, errOut := cli(t, "run", "--home", home, "--provider", "scripted", "--json", "--quiet", "--pids-limit", "64",
+		"--script", "../../examples/csv-sum/script.json", "--task", "../../examples/csv-sum/task.yaml")
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s%s", code, out, errOut)
+	}
+	s := decodeSummary(t, out)
+	editFirst(s.RunDir, `"pids_limit":64,`, ``)
+	code, out, errOut = cli(t, "replay", "--home", home, s.RunID)
+	raised("replay", code, out, errOut)
+	editFirst(s.RunDir, `"limits":{`, `"limits":{"pids_limit":64,`) // sandbox and settings agree again
+	editFirst(s.RunDir, `"settings":{`, `"settings":{"network_allow":["169.254.0.0/16","10.0.0.0/8"],`)
+	code, out, errOut = cli(t, "replay", "--home", home, s.RunID)
+	if code != cmdline.ExitUsage || !strings.Contains(errOut, "169.254.0.0/16, 10.0.0.0/8 (run_started.settings.network_allow)") || !strings.Contains(errOut, "--network-allow 169.254.0.0/16,10.0.0.0/8") {
+		t.Fatalf("replay of a record with an allow-list the user did not give: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "replay", "--home", home, "--network-allow", "10.0.0.0/8", s.RunID)
+	if code != cmdline.ExitUsage || !strings.Contains(errOut, "169.254.0.0/16") {
+		t.Fatalf("replay giving one of the two prefixes: exit %d\n%s%s", code, out, errOut)
+	}
+	// Given both, the run gets past the consent (and is refused next: an
+	// allow-list needs --network, which this run never had).
+	code, out, errOut = cli(t, "replay", "--home", home, "--network-allow", "169.254.0.0/16,10.0.0.0/8", s.RunID)
+	if strings.Contains(errOut, "is not taken from it") || !strings.Contains(errOut, "needs --network") {
+		t.Fatalf("replay giving both prefixes: exit %d\n%s%s", code, out, errOut)
+	}
+
+	home, dir := stoppedExample(t, 6)
+	first := string(runtest.Events(t, dir)[0].Raw)
+	if !strings.Contains(first, `"pids_limit":512`) {
+		t.Fatalf("the stopped example's limits: %s", first)
+	}
+	editFirst(dir, `"pids_limit":512`, `"pids_limit":1024`)
+	code, out, errOut = cli(t, "resume", "--home", home, "--quiet", filepath.Base(dir))
+	if code != cmdline.ExitUsage || !strings.Contains(errOut, "run_started.sandbox.pids_limit is 512") || !strings.Contains(errOut, "settings.limits.pids_limit is 1024") {
+		t.Errorf("resume of a record whose settings' pids_limit was raised: exit %d\n%s%s", code, out, errOut)
+	}
+	if evs := runtest.Events(t, dir); len(evs) != 6 {
+		t.Fatalf("the refused resume wrote to the record: %d events", len(evs))
+	}
+	editFirst(dir, `"pids_limit":1024`, `"pids_limit":512`)
+	code, out, errOut = cli(t, "resume", "--home", home, "--quiet", "--network-allow", "10.9.0.0/16", filepath.Base(dir))
+	if code != cmdline.ExitUsage || !strings.Contains(errOut, "--network-allow: run") || !strings.Contains(errOut, "recorded no network_allow") {
+		t.Errorf("resume with a prefix the run never had: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -65,6 +65,9 @@ type Config struct {
 	// or a record that contradicts itself, is refused), "none" without
 	// isolation.
 	Sandbox string
+	// NetworkAllow is the user's --network-allow, which must give again
+	// every prefix the run recorded (run.NetworkAllowFor).
+	NetworkAllow []string
 	// Progress receives the replay's step lines; nil for none.
 	Progress io.Writer
 }
@@ -134,6 +137,9 @@ func Run(ctx context.Context, dir string, rc Config) (Report, error) {
 	}
 	st := rec.Settings
 	kind, err := run.SandboxFor(rec.Started, rc.Sandbox)
+	if err == nil {
+		err = run.NetworkAllowFor(rec.Started, rc.NetworkAllow)
+	}
 	if err != nil {
 		return rep, err
 	}

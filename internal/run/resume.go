@@ -30,6 +30,9 @@ type ResumeConfig struct {
 	// Sandbox is the user's --sandbox: "" runs the commands in the sandbox
 	// the run recorded, "none" without isolation (see SandboxFor).
 	Sandbox string
+	// NetworkAllow is the user's --network-allow, which must give again
+	// every prefix the run recorded (NetworkAllowFor).
+	NetworkAllow []string
 }
 
 // Resume continues a run that stopped without finishing (killed, crashed,
@@ -119,6 +122,9 @@ func resume(ctx context.Context, dir string, rc ResumeConfig, followUp string) (
 		return Summary{}, &ConfigError{fmt.Sprintf("run %s is a rollout of world %s, which cannot be resumed yet: start a fresh one with apodex run --world %s (apodex eval resume reruns an eval's unfinished rollouts)", filepath.Base(dir), rw.ID, rw.ID)}
 	}
 	kind, err := SandboxFor(rec.Started, rc.Sandbox)
+	if err == nil {
+		err = NetworkAllowFor(rec.Started, rc.NetworkAllow)
+	}
 	if err != nil {
 		log.Close()
 		return Summary{}, err

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
@@ -171,6 +173,44 @@ func SandboxFor(rs record.RunStarted, asked string) (string, error) {
 	return "", &ConfigError{fmt.Sprintf("run %s: run_started.sandbox.kind is %q, not a sandbox this version knows; pass --sandbox none to run it without isolation anyway", id, kind)}
 }
 
+// NetworkAllowFor checks a recorded allow-list against the user's: the
+// prefixes a recorded run let its outbound sandbox reach although they are
+// private or link-local (settings.network_allow) are a grant the record
+// alone cannot make (a rechained edit could add the metadata range), so a
+// resume or a replay runs with them only when the user gives each again
+// (--network-allow). given without a recorded list is refused too: the
+// run would not use it.
+func NetworkAllowFor(rs record.RunStarted, given []string) error {
+	recorded := SettingsFrom(rs.Settings).NetworkAllow
+	if len(recorded) == 0 {
+		if len(given) > 0 {
+			return &ConfigError{fmt.Sprintf("--network-allow: run %s recorded no network_allow; it runs with the network it recorded", rs.RunID)}
+		}
+		return nil
+	}
+	norm := func(v string) string {
+		if p, err := netip.ParsePrefix(v); err == nil {
+			return p.Masked().String()
+		}
+		return v
+	}
+	have := map[string]bool{}
+	for _, v := range given {
+		have[norm(v)] = true
+	}
+	var missing []string
+	for _, v := range recorded {
+		if !have[norm(v)] {
+			missing = append(missing, v)
+		}
+	}
+	if len(missing) > 0 {
+		return &ConfigError{fmt.Sprintf("run %s lets its sandboxed commands reach %s (run_started.settings.network_allow); a record is input from outside, so that is not taken from it: pass --network-allow %s to run it so",
+			rs.RunID, strings.Join(recorded, ", "), strings.Join(recorded, ","))}
+	}
+	return nil
+}
+
 // contradiction is where a record's settings disagree with the sandbox it
 // says the run had, on the kind or on the network; nil when they agree.
 func contradiction(rs record.RunStarted) error {
@@ -185,6 +225,20 @@ func contradiction(rs record.RunStarted) error {
 		return disagree("sandbox.network", fmt.Sprint(sb.Network), "settings.network", fmt.Sprint(set.Network))
 	case sb.Network && sb.NetworkMode != "" && (sb.NetworkMode == "host") != (set.HostNetwork || sb.Kind == sandbox.KindNone):
 		return disagree("sandbox.network_mode", quoted(sb.NetworkMode), "settings.host_network", fmt.Sprint(set.HostNetwork))
+	}
+	// The limits the sandbox recorded are the settings' with defaults
+	// (zero: not recorded, as for a run without a sandbox).
+	eff := sandbox.Effective(limitsOf(set.Limits))
+	if set.Limits == (record.LimitSettings{}) { // a record from before the settings held limits
+		return nil
+	}
+	for _, l := range []struct {
+		name     string
+		sb, want int64
+	}{{"mem_limit", sb.MemLimit, eff.Memory}, {"pids_limit", sb.PidsLimit, eff.Pids}, {"tmp_size", sb.TmpSize, eff.TmpSize}} {
+		if l.sb != 0 && l.sb != l.want {
+			return disagree("sandbox."+l.name, fmt.Sprint(l.sb), "settings.limits."+l.name, fmt.Sprintf("%d (in effect)", l.want))
+		}
 	}
 	return nil
 }

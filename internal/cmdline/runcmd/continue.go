@@ -22,6 +22,7 @@ func Continue(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var out runflags.Output
 	out.Register(fs)
 	sbx := runflags.SandboxOverride(fs, "continue")
+	allow := runflags.NetworkAllowOverride(fs, "continue")
 	mcpConfig := runflags.MCPConfigFlag(fs)
 	budget := fs.String("budget", "", "change budgets for the new segment, one or more KEY=VALUE as with say --budget: turns=+10 tool_calls=+50 tokens=400000 deadline=+10m")
 	pos, err := fs.Parse(args)
@@ -57,5 +58,5 @@ func Continue(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return fmt.Errorf("run %s has not finished: apodex resume %s goes on with it; continue it once it has ended", filepath.Base(dir), filepath.Base(dir))
 	}
-	return goOn(ctx, dir, *home, *mcpConfig, &mf, &out, *sbx, change, followUp, stdout, stderr)
+	return goOn(ctx, dir, *home, *mcpConfig, &mf, &out, *sbx, *allow, change, followUp, stdout, stderr)
 }

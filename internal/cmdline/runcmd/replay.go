@@ -25,6 +25,7 @@ func Replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	keep := fs.Bool("keep", false, "keep the replay's run directory and print where it is")
 	progress := fs.Bool("progress", false, "print the replay's steps on stderr")
 	sbx := runflags.SandboxOverride(fs, "replay")
+	allow := runflags.NetworkAllowOverride(fs, "replay")
 	var wait time.Duration
 	cmdline.DurationFlag(fs, &wait, "order-wait", 10*time.Second, "how long a turn waits for the recorded order of the agents' effects")
 	pos, err := fs.Parse(args)
@@ -41,7 +42,7 @@ func Replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	rc := replay.Config{Keep: *keep, OrderWait: wait, Sandbox: *sbx}
+	rc := replay.Config{Keep: *keep, OrderWait: wait, Sandbox: *sbx, NetworkAllow: *allow}
 	if *progress {
 		rc.Progress = stderr
 	}

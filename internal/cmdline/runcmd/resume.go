@@ -27,6 +27,7 @@ func Resume(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var out runflags.Output
 	out.Register(fs)
 	sbx := runflags.SandboxOverride(fs, "resume")
+	allow := runflags.NetworkAllowOverride(fs, "resume")
 	mcpConfig := runflags.MCPConfigFlag(fs)
 	budget := fs.String("budget", "", "change budgets before going on, one or more KEY=VALUE as with say --budget: turns=+10 tool_calls=+50 tokens=400000 deadline=+10m")
 	dir, err := fs.OneRun(args, home)
@@ -64,12 +65,12 @@ func Resume(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "resume sent to %s\n", filepath.Base(dir))
 		return nil
 	}
-	return goOn(ctx, dir, *home, *mcpConfig, &mf, &out, *sbx, change, "", stdout, stderr)
+	return goOn(ctx, dir, *home, *mcpConfig, &mf, &out, *sbx, *allow, change, "", stdout, stderr)
 }
 
 // goOn resumes the run in dir in this process — or, with a follow-up,
 // continues it (run.Continue) — after queueing a budget change.
-func goOn(ctx context.Context, dir, home, mcpConfig string, mf *runflags.Model, out *runflags.Output, sbx string, change map[string]string, followUp string, stdout, stderr io.Writer) error {
+func goOn(ctx context.Context, dir, home, mcpConfig string, mf *runflags.Model, out *runflags.Output, sbx string, allow []string, change map[string]string, followUp string, stdout, stderr io.Writer) error {
 	if change != nil { // queued: the run applies it before its next model call
 		if err := inbox.Control(dir, inbox.ControlBudget, change); err != nil {
 			return err
@@ -102,7 +103,7 @@ func goOn(ctx context.Context, dir, home, mcpConfig string, mf *runflags.Model, 
 			servers = append(servers, s)
 		}
 	}
-	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers, Halt: cmdline.HaltOf(ctx), HaltNote: "Ctrl-C or SIGTERM"}, Sandbox: sbx}
+	rc := run.ResumeConfig{Config: run.Config{Model: model, ModelInfo: info, Logger: logger, MCP: servers, Halt: cmdline.HaltOf(ctx), HaltNote: "Ctrl-C or SIGTERM"}, Sandbox: sbx, NetworkAllow: allow}
 	ctx, progressOn, stop := out.ProgressOnLog(ctx, after, stderr)
 	telemetryOn, stopTelemetry := runflags.TelemetryOnLog(ctx, after, stderr)
 	rc.OnLog = func(l *record.Log) { progressOn(l); telemetryOn(l) } // both read the log in memory

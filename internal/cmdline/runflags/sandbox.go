@@ -140,6 +140,15 @@ func SandboxOverride(fs *cmdline.FlagSet, verb string) *string {
 	return fs.String("sandbox", "", "none: "+verb+" without isolation, running the record's commands on this machine as they are (needed for a run recorded with --sandbox none; default: the sandbox the run recorded, and a run recorded without one is refused)")
 }
 
+// NetworkAllowOverride registers --network-allow of resume, continue and
+// replay: a run recorded with an allow-list runs with it only when the
+// user gives it again (run.NetworkAllowFor).
+func NetworkAllowOverride(fs *cmdline.FlagSet, verb string) *[]string {
+	var v []string
+	fs.Var(&allowFlag{&v}, "network-allow", "the prefixes the run recorded with --network-allow, given again to "+verb+" with them (a record alone cannot let commands reach private ranges)")
+	return &v
+}
+
 func CheckSandboxOverride(v string) error {
 	if v != "" && v != "none" {
 		return cmdline.Usagef("--sandbox %q: the only value is none (otherwise the run's recorded sandbox is used)", v)

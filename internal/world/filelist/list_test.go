@@ -72,4 +72,3 @@ func TestListRoundTrip(t *testing.T) {
 		}
 	}
 }
-
