@@ -182,6 +182,12 @@ func (lv *live) run(ctx context.Context, c *command.Command) (res spec.Result, e
 	res = spec.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), StdoutBytes: stdout.Total(), StderrBytes: stderr.Total(), Duration: time.Since(begin)}
 	ws := syscall.WaitStatus(exit.Status)
 	switch {
+	case dead && lv.events.HitSince(before) == spec.LimitMemory:
+		// The memory limit is the whole live sandbox's (its cgroup): the
+		// kernel may kill its server for what the command took (a tmpfs
+		// file, say). The command was killed for its memory, as a
+		// sandbox per command would report it.
+		res.ExitCode = 128 + int(syscall.SIGKILL)
 	case dead:
 		res.ExitCode = -1
 		err = fmt.Errorf("sandbox: the live sandbox ended while command %s ran; run it again", idStr(id))
