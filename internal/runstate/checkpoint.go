@@ -10,7 +10,6 @@ package runstate
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
@@ -21,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -84,7 +82,7 @@ func (l *Loaded) WriteCheckpoint() error {
 	if !ok || err != nil {
 		return err
 	}
-	body, err := encodeState(l.State)
+	body, err := planState(l.State)
 	if errors.Is(err, errNotSerializable) {
 		return nil
 	}
@@ -101,141 +99,14 @@ func (l *Loaded) WriteCheckpoint() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), append(append(data, '\n'), body...))
-}
-
-// Boundary is where in events.jsonl a fold stands: End is where the line
-// of its last event ends (after the newline), LastLen that line's length
-// with its newline, LastHash its hash as the record chains it. A reader
-// that finds the same line there knows the record up to End is the one
-// the fold read (short of an edit that keeps every hash, which only a
-// whole fold can tell).
-type Boundary struct {
-	End      int64  `json:"end"`
-	LastLen  int    `json:"last_len"`
-	LastHash string `json:"last_hash"`
-}
-
-// Boundary reads l's boundary from the record; ok is false when it is not
-// known (no event, an error stopped the fold, or the record no longer
-// holds l's last event there). The last line is hashed as it is read
-// (a run_finished listing thousands of files is megabytes, which need not
-// be held): its seq is read from its head, where apodex writes it.
-func (l *Loaded) Boundary() (Boundary, bool, error) {
-	if l.Dir == "" || l.off <= 0 || l.Seq == 0 {
-		return Boundary{}, false, nil
-	}
-	f, err := os.Open(filepath.Join(l.Dir, record.EventsFile))
-	if err != nil {
-		return Boundary{}, false, err
-	}
-	defer f.Close()
-	b, seq, err := boundaryAt(f, l.off)
-	if err != nil || seq != l.Seq {
-		return Boundary{}, false, nil // the record moved under us (cut, rewritten)
-	}
-	return b, true, nil
-}
-
-// boundaryAt is the boundary of the line of f that ends at off (its
-// newline just before off) and that line's seq.
-func boundaryAt(f *os.File, off int64) (b Boundary, seq int64, err error) {
-	from, err := lineStart(f, off)
-	if err != nil {
-		return Boundary{}, 0, err
-	}
-	n := off - 1 - from // the line's length without its newline
-	var head [64]byte
-	k := min(n, int64(len(head)))
-	if _, err := f.ReadAt(head[:k], from); err != nil {
-		return Boundary{}, 0, err
-	}
-	var last [1]byte
-	seq, ok := seqOf(head[:k])
-	if ok && n > 0 {
-		if _, err := f.ReadAt(last[:], off-2); err != nil {
-			return Boundary{}, 0, err
+	// The state is encoded into the file as it is written, never held
+	// whole: a long run's is megabytes.
+	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), func(w io.Writer) error {
+		if _, err := w.Write(append(data, '\n')); err != nil {
+			return err
 		}
-		ok = last[0] == '}' // no space to trim at either end: the hash is of the bytes as they are
-	}
-	if !ok { // not the head apodex writes: read the line whole and decode it
-		line := make([]byte, n)
-		if _, err := f.ReadAt(line, from); err != nil {
-			return Boundary{}, 0, err
-		}
-		var env struct {
-			Seq int64 `json:"seq"`
-		}
-		if err := json.Unmarshal(line, &env); err != nil {
-			return Boundary{}, 0, err
-		}
-		return Boundary{End: off, LastLen: int(n) + 1, LastHash: lineRef(line)}, env.Seq, nil
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, from, n)); err != nil {
-		return Boundary{}, 0, err
-	}
-	return Boundary{End: off, LastLen: int(n) + 1, LastHash: "sha256:" + hex.EncodeToString(h.Sum(nil))}, seq, nil
-}
-
-// seqOf reads the seq of a line from its head, as apodex writes it
-// ({"seq":N,…); false for any other form.
-func seqOf(head []byte) (int64, bool) {
-	rest, ok := bytes.CutPrefix(head, []byte(`{"seq":`))
-	i := 0
-	for i < len(rest) && i < 19 && rest[i] >= '0' && rest[i] <= '9' {
-		i++
-	}
-	if !ok || i == 0 || i == len(rest) || rest[i] != ',' || (rest[0] == '0' && i > 1) {
-		return 0, false
-	}
-	seq, err := strconv.ParseInt(string(rest[:i]), 10, 64)
-	return seq, err == nil
-}
-
-// lineStart is where the line that ends at off (its newline just before
-// off) begins, found by reading back 64 KiB at a time.
-func lineStart(f *os.File, off int64) (int64, error) {
-	buf := make([]byte, 64<<10)
-	var nl [1]byte
-	if _, err := f.ReadAt(nl[:], off-1); err != nil || nl[0] != '\n' {
-		return 0, errors.New("runstate: the record does not end a line there")
-	}
-	for end := off - 1; end > 0; {
-		from := max(end-int64(len(buf)), 0)
-		chunk := buf[:end-from]
-		if _, err := f.ReadAt(chunk, from); err != nil {
-			return 0, err
-		}
-		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
-			return from + int64(i) + 1, nil
-		}
-		if off-1-from > record.MaxLine {
-			return 0, record.ErrLineTooLong
-		}
-		end = from
-	}
-	return 0, nil
-}
-
-// Holds reports whether the record in dir still has b's line where b
-// says (one read of that line).
-func (b Boundary) Holds(f *os.File) bool {
-	if b.LastLen <= 0 || int64(b.LastLen) > b.End {
-		return false
-	}
-	// Hashed as it is read: a last line can be megabytes (a run_finished
-	// listing thousands of files), which need not be held.
-	from := b.End - int64(b.LastLen)
-	var nl [1]byte
-	if _, err := f.ReadAt(nl[:], b.End-1); err != nil || nl[0] != '\n' {
-		return false
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, from, int64(b.LastLen)-1)); err != nil {
-		return false
-	}
-	return "sha256:"+hex.EncodeToString(h.Sum(nil)) == b.LastHash
+		return body.encode(w)
+	})
 }
 
 // LoadFrom is Load that starts from the run's checkpoint when it still
@@ -381,12 +252,6 @@ func foldTail(l *Loaded, sc *record.Scanner, cr *countingReader, start int64, ch
 	return end, nil
 }
 
-// lineRef is a line's hash as the record's chain names it.
-func lineRef(line []byte) string {
-	sum := sha256.Sum256(bytes.TrimSpace(line))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // A checkpoint's state is one gob stream: the list of State's exported
 // fields (stateField), then the value of each field that has data, in
 // that order. A field goes by its Go name (the JSON views' tags do not
@@ -402,13 +267,20 @@ type stateField struct {
 
 var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 
-// encodeState encodes every exported field of s. A state holding a
-// non-nil interface (an error) is refused: it cannot come back as it was.
-func encodeState(s *State) ([]byte, error) {
+// stateBody is a state's fields as a checkpoint holds them, ready to
+// encode (planState).
+type stateBody struct {
+	fields []stateField
+	values []reflect.Value
+}
+
+// planState lists every exported field of s to encode (the JSON of those
+// that marshal themselves taken now). A state holding a non-nil interface
+// (an error) is refused: it cannot come back as it was.
+func planState(s *State) (*stateBody, error) {
 	v := reflect.ValueOf(s).Elem()
 	t := v.Type()
-	var fields []stateField
-	var values []reflect.Value
+	var b stateBody
 	for _, i := range checkpointOrder(t) {
 		sf, fv := t.Field(i), v.Field(i)
 		f := stateField{Name: sf.Name}
@@ -425,23 +297,28 @@ func encodeState(s *State) ([]byte, error) {
 				return nil, fmt.Errorf("runstate: checkpoint %s: %w", sf.Name, err)
 			}
 			f.JSON = true
-			values = append(values, reflect.ValueOf(data))
+			b.values = append(b.values, reflect.ValueOf(data))
 		default:
-			values = append(values, fv)
+			b.values = append(b.values, fv)
 		}
-		fields = append(fields, f)
+		b.fields = append(b.fields, f)
 	}
-	var b bytes.Buffer
-	enc := gob.NewEncoder(&b)
-	if err := enc.Encode(fields); err != nil {
-		return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+	return &b, nil
+}
+
+// encode writes the fields to w as one gob stream (each field's value is
+// one gob message, the largest thing held).
+func (b *stateBody) encode(w io.Writer) error {
+	enc := gob.NewEncoder(w)
+	if err := enc.Encode(b.fields); err != nil {
+		return fmt.Errorf("runstate: checkpoint: %w", err)
 	}
-	for _, val := range values {
+	for _, val := range b.values {
 		if err := enc.EncodeValue(val); err != nil {
-			return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+			return fmt.Errorf("runstate: checkpoint: %w", err)
 		}
 	}
-	return b.Bytes(), nil
+	return nil
 }
 
 // lastField is the field a checkpoint holds last: the file provenance,
@@ -465,7 +342,7 @@ func checkpointOrder(t reflect.Type) []int {
 	return append(order, last)
 }
 
-// decodeState decodes what encodeState wrote into s, then rebuilds what
+// decodeState decodes what stateBody.encode wrote into s, then rebuilds what
 // State keeps unexported. A field the data does not name keeps New's value.
 // Without files it stops before lastField, and s.Files is nil.
 func decodeState(s *State, r io.Reader, files bool) error {
@@ -565,14 +442,19 @@ var stateShape = sync.OnceValue(func() string {
 	return hex.EncodeToString(sum[:8])
 })
 
-// writeAtomic writes data to path through a temporary file in its
-// directory, renamed over it: a reader sees the old file or the new one.
-func writeAtomic(path string, data []byte) error {
+// writeAtomic writes to path what write writes, through a temporary file
+// in its directory (buffered) renamed over it: a reader sees the old file
+// or the new one.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(data)
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
 	if err == nil {
 		err = tmp.Chmod(0o644) // as the record: readable where the run is
 	}
