@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
@@ -263,7 +264,15 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	// process's exit. The planes are not looked at again.
 	ss.fs.Watch.Close()
 	if ss.cfg.ReleaseWorld && ss.roll != nil {
+		big := len(ss.roll.World.Files) >= 10_000
 		ss.roll.Release() // Finish needs only its workspace's paths
+		if big {
+			// The heap's goal was set while the list was live (twice
+			// its 12 MB at 100,000 files): collected now, its memory
+			// serves the end's allocations instead of the heap growing
+			// past it. One collection of what is left (a few MB).
+			runtime.GC()
+		}
 	}
 	// The run's own projection (keepView) serves the totals and, refreshed
 	// with the run_finished event, the trainability: the record is not
