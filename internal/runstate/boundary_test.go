@@ -69,19 +69,26 @@ func TestBoundaryOfALongLastLine(t *testing.T) {
 			t.Errorf("%d files: a last line of another seq gave the boundary %+v", files, b)
 		}
 	}
-	// Lines in another form than apodex's: decoded whole.
-	dir := t.TempDir()
-	lines := `{"type":"warning","seq":1,"time":"2026-01-01T00:00:00Z","agent":"","code":"x","message":"a"}` + "\n" +
-		`{"type":"warning","time":"2026-01-01T00:00:01Z","agent":"","code":"x","message":"b","seq":2}` + "\n"
-	os.WriteFile(filepath.Join(dir, record.EventsFile), []byte(lines), 0o644)
-	l, err := runstate.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := lastLine(t, dir)
-	sum := sha256.Sum256(line)
-	want := runstate.Boundary{End: int64(len(lines)), LastLen: len(line) + 1, LastHash: "sha256:" + hex.EncodeToString(sum[:])}
-	if got, ok, err := l.Boundary(); !ok || err != nil || got != want {
-		t.Errorf("keys in another order: got %+v %v %v, want %+v", got, ok, err, want)
+	// Lines in another form than apodex's (keys in another order, space
+	// around a line): decoded whole, the hash of the line trimmed as the
+	// chain hashes it, its length as it is.
+	first := `{"type":"warning","seq":1,"time":"2026-01-01T00:00:00Z","agent":"","code":"x","message":"a"}` + "\n"
+	for what, last := range map[string]string{
+		"keys in another order": `{"type":"warning","time":"2026-01-01T00:00:01Z","agent":"","code":"x","message":"b","seq":2}`,
+		"a carriage return":     `{"seq":2,"time":"2026-01-01T00:00:01Z","type":"warning","agent":"","code":"x","message":"b"}` + "\r",
+		"a leading space":       ` {"seq":2,"time":"2026-01-01T00:00:01Z","type":"warning","agent":"","code":"x","message":"b"}`,
+	} {
+		dir := t.TempDir()
+		lines := first + last + "\n"
+		os.WriteFile(filepath.Join(dir, record.EventsFile), []byte(lines), 0o644)
+		l, err := runstate.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(bytes.TrimSpace([]byte(last)))
+		want := runstate.Boundary{End: int64(len(lines)), LastLen: len(last) + 1, LastHash: "sha256:" + hex.EncodeToString(sum[:])}
+		if got, ok, err := l.Boundary(); !ok || err != nil || got != want {
+			t.Errorf("%s: got %+v %v %v, want %+v", what, got, ok, err, want)
+		}
 	}
 }
