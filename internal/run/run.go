@@ -91,6 +91,10 @@ type Config struct {
 	// inputs and /workspace come from the store (see stageWorld), and the
 	// record names the world and its generator version.
 	World *world.World
+	// ReleaseWorld: the run is World's only user, so its file list and
+	// seal are dropped from memory once the workspace is no longer
+	// watched, before the run's last writes (world.Rollout.Release).
+	ReleaseWorld bool
 	// Repo, when set, is a host tree whose files (RepoAll: ignored ones and
 	// .git too) are copied into /workspace at the start, with a baseline
 	// for apodex diff and apply; the tree itself is never written.
@@ -324,7 +328,7 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	ss.warnSandbox()
 	s, err := ss.run(ctx, nil)
 	if roll != nil {
-		if ferr := roll.Finish(); ferr != nil {
+		if ferr := roll.Finish(); ferr != nil { // a run that stopped before finishWorld
 			s.Warnings = append(s.Warnings, "the rollout's workspace was not kept: "+ferr.Error())
 		}
 	}

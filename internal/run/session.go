@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/apodex/apodex/internal/agent"
@@ -262,6 +263,17 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	// record is closed and the summary printed, instead of delaying the
 	// process's exit. The planes are not looked at again.
 	ss.fs.Watch.Close()
+	if ss.cfg.ReleaseWorld && ss.roll != nil {
+		big := len(ss.roll.World.Files) >= 10_000
+		ss.roll.Release() // Finish needs only its workspace's paths
+		if big {
+			// The heap's goal was set while the list was live (twice
+			// its 12 MB at 100,000 files): collected now, its memory
+			// serves the end's allocations instead of the heap growing
+			// past it. One collection of what is left (a few MB).
+			runtime.GC()
+		}
+	}
 	// The run's own projection (keepView) serves the totals and, refreshed
 	// with the run_finished event, the trainability: the record is not
 	// read again, only the events since the keeper's last look.
@@ -275,6 +287,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if err := errors.Join(ferr, log.Close()); err != nil {
 		return s, fmt.Errorf("run: close the record: %w", err)
 	}
+	ss.finishWorld(&s)
 	if folded = keep.close(); folded != nil {
 		s.Trainable, s.NotTrainable = runview.TrainabilityWith(folded, ss.stagedWorld())
 	} else {
@@ -290,6 +303,19 @@ func judgeModel(cfg Config) llm.Model {
 		return nil
 	}
 	return llm.WithRetry(cfg.Model, retryOf(cfg.Settings))
+}
+
+// finishWorld finishes a world run's rollout (Rollout.Finish: the
+// terminal workspace kept) once its record is closed, before the summary
+// and checkpoint are written: what Finish holds (a released world's
+// workspace paths) is gone before they are.
+func (ss *session) finishWorld(s *Summary) {
+	if ss.roll == nil {
+		return
+	}
+	if err := ss.roll.Finish(); err != nil {
+		s.Warnings = append(s.Warnings, "the rollout's workspace was not kept: "+err.Error())
+	}
 }
 
 // stagedWorld is the world the run staged and its rollout's Intact, for

@@ -10,7 +10,6 @@ package runstate
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
@@ -83,7 +82,7 @@ func (l *Loaded) WriteCheckpoint() error {
 	if !ok || err != nil {
 		return err
 	}
-	body, err := encodeState(l.State)
+	body, err := planState(l.State)
 	if errors.Is(err, errNotSerializable) {
 		return nil
 	}
@@ -100,64 +99,14 @@ func (l *Loaded) WriteCheckpoint() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), append(append(data, '\n'), body...))
-}
-
-// Boundary is where in events.jsonl a fold stands: End is where the line
-// of its last event ends (after the newline), LastLen that line's length
-// with its newline, LastHash its hash as the record chains it. A reader
-// that finds the same line there knows the record up to End is the one
-// the fold read (short of an edit that keeps every hash, which only a
-// whole fold can tell).
-type Boundary struct {
-	End      int64  `json:"end"`
-	LastLen  int    `json:"last_len"`
-	LastHash string `json:"last_hash"`
-}
-
-// Boundary reads l's boundary from the record; ok is false when it is not
-// known (no event, an error stopped the fold, or the record no longer
-// holds l's last event there).
-func (l *Loaded) Boundary() (Boundary, bool, error) {
-	if l.Dir == "" || l.off <= 0 || l.Seq == 0 {
-		return Boundary{}, false, nil
-	}
-	f, err := os.Open(filepath.Join(l.Dir, record.EventsFile))
-	if err != nil {
-		return Boundary{}, false, err
-	}
-	line, err := lineBefore(f, l.off)
-	f.Close()
-	if err != nil {
-		return Boundary{}, false, nil
-	}
-	var env struct {
-		Seq int64 `json:"seq"`
-	}
-	if json.Unmarshal(line, &env) != nil || env.Seq != l.Seq {
-		return Boundary{}, false, nil // the record moved under us (cut, rewritten)
-	}
-	return Boundary{End: l.off, LastLen: len(line) + 1, LastHash: lineRef(line)}, true, nil
-}
-
-// Holds reports whether the record in dir still has b's line where b
-// says (one read of that line).
-func (b Boundary) Holds(f *os.File) bool {
-	if b.LastLen <= 0 || int64(b.LastLen) > b.End {
-		return false
-	}
-	// Hashed as it is read: a last line can be megabytes (a run_finished
-	// listing thousands of files), which need not be held.
-	from := b.End - int64(b.LastLen)
-	var nl [1]byte
-	if _, err := f.ReadAt(nl[:], b.End-1); err != nil || nl[0] != '\n' {
-		return false
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, from, int64(b.LastLen)-1)); err != nil {
-		return false
-	}
-	return "sha256:"+hex.EncodeToString(h.Sum(nil)) == b.LastHash
+	// The state is encoded into the file as it is written, never held
+	// whole: a long run's is megabytes.
+	return writeAtomic(filepath.Join(l.Dir, CheckpointFile), func(w io.Writer) error {
+		if _, err := w.Write(append(data, '\n')); err != nil {
+			return err
+		}
+		return body.encode(w)
+	})
 }
 
 // LoadFrom is Load that starts from the run's checkpoint when it still
@@ -303,36 +252,6 @@ func foldTail(l *Loaded, sc *record.Scanner, cr *countingReader, start int64, ch
 	return end, nil
 }
 
-// lineBefore returns the line that ends at off (without its newline).
-func lineBefore(f *os.File, off int64) ([]byte, error) {
-	for size := int64(64 << 10); ; size *= 4 {
-		from := max(off-size, 0)
-		buf := make([]byte, off-from)
-		if _, err := f.ReadAt(buf, from); err != nil {
-			return nil, err
-		}
-		if len(buf) == 0 || buf[len(buf)-1] != '\n' {
-			return nil, errors.New("runstate: the record does not end a line there")
-		}
-		body := buf[:len(buf)-1]
-		if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
-			return body[i+1:], nil
-		}
-		if from == 0 {
-			return body, nil
-		}
-		if size > record.MaxLine {
-			return nil, record.ErrLineTooLong
-		}
-	}
-}
-
-// lineRef is a line's hash as the record's chain names it.
-func lineRef(line []byte) string {
-	sum := sha256.Sum256(bytes.TrimSpace(line))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // A checkpoint's state is one gob stream: the list of State's exported
 // fields (stateField), then the value of each field that has data, in
 // that order. A field goes by its Go name (the JSON views' tags do not
@@ -348,13 +267,20 @@ type stateField struct {
 
 var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 
-// encodeState encodes every exported field of s. A state holding a
-// non-nil interface (an error) is refused: it cannot come back as it was.
-func encodeState(s *State) ([]byte, error) {
+// stateBody is a state's fields as a checkpoint holds them, ready to
+// encode (planState).
+type stateBody struct {
+	fields []stateField
+	values []reflect.Value
+}
+
+// planState lists every exported field of s to encode (the JSON of those
+// that marshal themselves taken now). A state holding a non-nil interface
+// (an error) is refused: it cannot come back as it was.
+func planState(s *State) (*stateBody, error) {
 	v := reflect.ValueOf(s).Elem()
 	t := v.Type()
-	var fields []stateField
-	var values []reflect.Value
+	var b stateBody
 	for _, i := range checkpointOrder(t) {
 		sf, fv := t.Field(i), v.Field(i)
 		f := stateField{Name: sf.Name}
@@ -371,23 +297,28 @@ func encodeState(s *State) ([]byte, error) {
 				return nil, fmt.Errorf("runstate: checkpoint %s: %w", sf.Name, err)
 			}
 			f.JSON = true
-			values = append(values, reflect.ValueOf(data))
+			b.values = append(b.values, reflect.ValueOf(data))
 		default:
-			values = append(values, fv)
+			b.values = append(b.values, fv)
 		}
-		fields = append(fields, f)
+		b.fields = append(b.fields, f)
 	}
-	var b bytes.Buffer
-	enc := gob.NewEncoder(&b)
-	if err := enc.Encode(fields); err != nil {
-		return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+	return &b, nil
+}
+
+// encode writes the fields to w as one gob stream (each field's value is
+// one gob message, the largest thing held).
+func (b *stateBody) encode(w io.Writer) error {
+	enc := gob.NewEncoder(w)
+	if err := enc.Encode(b.fields); err != nil {
+		return fmt.Errorf("runstate: checkpoint: %w", err)
 	}
-	for _, val := range values {
+	for _, val := range b.values {
 		if err := enc.EncodeValue(val); err != nil {
-			return nil, fmt.Errorf("runstate: checkpoint: %w", err)
+			return fmt.Errorf("runstate: checkpoint: %w", err)
 		}
 	}
-	return b.Bytes(), nil
+	return nil
 }
 
 // lastField is the field a checkpoint holds last: the file provenance,
@@ -411,7 +342,7 @@ func checkpointOrder(t reflect.Type) []int {
 	return append(order, last)
 }
 
-// decodeState decodes what encodeState wrote into s, then rebuilds what
+// decodeState decodes what stateBody.encode wrote into s, then rebuilds what
 // State keeps unexported. A field the data does not name keeps New's value.
 // Without files it stops before lastField, and s.Files is nil.
 func decodeState(s *State, r io.Reader, files bool) error {
@@ -511,14 +442,19 @@ var stateShape = sync.OnceValue(func() string {
 	return hex.EncodeToString(sum[:8])
 })
 
-// writeAtomic writes data to path through a temporary file in its
-// directory, renamed over it: a reader sees the old file or the new one.
-func writeAtomic(path string, data []byte) error {
+// writeAtomic writes to path what write writes, through a temporary file
+// in its directory (buffered) renamed over it: a reader sees the old file
+// or the new one.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(data)
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
 	if err == nil {
 		err = tmp.Chmod(0o644) // as the record: readable where the run is
 	}

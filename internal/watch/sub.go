@@ -13,7 +13,12 @@ import (
 type Sum [32]byte
 
 // String is the hash as records carry it ("sha256:<hex>").
-func (s Sum) String() string { return hostfs.HashPrefix + hex.EncodeToString(s[:]) }
+func (s Sum) String() string {
+	var b [len(hostfs.HashPrefix) + 2*len(s)]byte // one allocation, the string's
+	copy(b[:], hostfs.HashPrefix)
+	hex.Encode(b[len(hostfs.HashPrefix):], s[:])
+	return string(b[:])
+}
 
 // Sub is one consumer's view of a tree's changes: a bit per node that
 // changed (a few KiB however many entries change), the paths removed, and

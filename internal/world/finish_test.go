@@ -97,8 +97,16 @@ func TestUntouchedWorldIsNeitherHashedNorCopied(t *testing.T) {
 
 // What a rollout changed is delivered, and only that is moved: a rewritten
 // file, a new file in a new directory; a removed file and a removed
-// directory's files are absent; the store is unchanged.
+// directory's files are absent; the store is unchanged. So too when the
+// rollout released the world's list before it finished (Release: only
+// its workspace paths kept).
 func TestFinishDeliversOnlyTheChanges(t *testing.T) {
+	for _, release := range []bool{false, true} {
+		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) { finishDelivers(t, release) })
+	}
+}
+
+func finishDelivers(t *testing.T, release bool) {
 	w := storedWithFiles(t, 30)
 	runDir := filepath.Join(t.TempDir(), "run")
 	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
@@ -119,6 +127,18 @@ func TestFinishDeliversOnlyTheChanges(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(r.Workspace, "pkg3"), 0o755) // opaque: lower's pkg3 stays hidden
 	os.WriteFile(filepath.Join(r.Workspace, "pkg3", "only.py"), []byte("only\n"), 0o644)
+	var unchanged []string // the workspace files the rollout left as stored
+	for _, f := range w.Files {
+		if rel, ok := strings.CutPrefix(f.Path, "workspace/"); ok && !strings.HasPrefix(rel, "pkg3/") && rel != "pkg1/f001.py" && rel != "pkg2/f002.py" {
+			unchanged = append(unchanged, rel)
+		}
+	}
+	if release {
+		r.Release()
+		if w.Files != nil {
+			t.Fatal("Release kept the world's file list")
+		}
+	}
 	if err := r.Finish(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +147,16 @@ func TestFinishDeliversOnlyTheChanges(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(b) != want {
 			t.Errorf("%s: %q %v, want %q", rel, b, err, want)
 		}
+	}
+	for _, rel := range unchanged {
+		a, err1 := os.Stat(filepath.Join(ws, rel))
+		b, err2 := os.Stat(filepath.Join(w.Workspace(), rel))
+		if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+			t.Errorf("%s is not kept as a link to the store: %v %v", rel, err1, err2)
+		}
+	}
+	if len(unchanged) < 25 {
+		t.Fatalf("only %d unchanged files", len(unchanged))
 	}
 	for _, rel := range []string{"pkg2/f002.py", "pkg3/f003.py", "pkg3/f010.py"} {
 		if _, err := os.Lstat(filepath.Join(ws, rel)); !errors.Is(err, os.ErrNotExist) {

@@ -34,20 +34,35 @@ func (w *World) prefill() (watch.Prefill, bool) {
 	}
 	// Each directory's files, by index in w.Files (path order is name
 	// order within a directory); the root's last.
+	// Two passes: each directory's count, then its files, all in one
+	// slice (no slice grown per directory).
 	byDir := make([][]int32, len(dirs)+1)
 	lo, _ := slices.BinarySearchFunc(w.Files, "workspace/", func(f File, p string) int { return strings.Compare(f.Path, p) })
-	last, at := "\x00", 0
-	for i := lo; i < len(w.Files) && strings.HasPrefix(w.Files[i].Path, "workspace/"); i++ {
-		dir, _ := splitDir(w.Files[i].Path[len("workspace/"):])
-		if dir != last {
-			k, ok := index[dir]
-			if !ok {
-				return watch.Prefill{}, false // a file in no directory of the seal
+	count := make([]int, len(byDir))
+	each := func(f func(i, at int)) bool {
+		last, at := "\x00", 0
+		for i := lo; i < len(w.Files) && strings.HasPrefix(w.Files[i].Path, "workspace/"); i++ {
+			dir, _ := splitDir(w.Files[i].Path[len("workspace/"):])
+			if dir != last {
+				k, ok := index[dir]
+				if !ok {
+					return false // a file in no directory of the seal
+				}
+				last, at = dir, (k+len(byDir))%len(byDir)
 			}
-			last, at = dir, (k+len(byDir))%len(byDir)
+			f(i, at)
 		}
-		byDir[at] = append(byDir[at], int32(i))
+		return true
 	}
+	if !each(func(_, at int) { count[at]++ }) {
+		return watch.Prefill{}, false
+	}
+	all, start := make([]int32, 0, sumInts(count)), 0
+	for at, n := range count {
+		byDir[at] = all[start : start : start+n]
+		start += n
+	}
+	each(func(i, at int) { byDir[at] = append(byDir[at], int32(i)) })
 	files := func(dir int, yield func(string, watch.Entry, watch.Sum) bool) {
 		for _, i := range byDir[(dir+len(byDir))%len(byDir)] {
 			f, st := w.Files[i], rec.file(int(i), w.Files[i].Bytes)
@@ -59,6 +74,13 @@ func (w *World) prefill() (watch.Prefill, bool) {
 		}
 	}
 	return watch.Prefill{Dirs: dirs, Files: files, OneOwner: true}, true
+}
+
+func sumInts(n []int) (s int) {
+	for _, k := range n {
+		s += k
+	}
+	return s
 }
 
 // splitDir is a slash path's directory ("" for none) and last element.

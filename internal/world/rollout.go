@@ -6,6 +6,7 @@ import (
 	"github.com/apodex/apodex/internal/hostfs"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -35,6 +36,7 @@ type Rollout struct {
 	Record    record.World       // what the record says about it
 	runDir    string
 	wt        *worktree.Worktree
+	stored    []string   // the stored workspace's files (Release), else nil: World.Files
 	intact    chan error // the check Stage began
 	checked   struct {
 		once sync.Once
@@ -109,6 +111,43 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 	return r, nil
 }
 
+// Release drops the world's file list and seal from memory
+// (World.Release), once the rollout's Intact is answered, keeping only
+// the paths of its workspace files, which Finish links: for a caller that
+// is the world's only user and no longer watches the workspace.
+func (r *Rollout) Release() {
+	r.Intact()
+	if r.wt != nil && r.wt.Kind == worktree.Overlay && r.stored == nil {
+		n := 0
+		for _, f := range r.World.Files {
+			if strings.HasPrefix(f.Path, "workspace/") {
+				n++
+			}
+		}
+		r.stored = make([]string, 0, n)
+		for _, f := range r.World.Files {
+			if strings.HasPrefix(f.Path, "workspace/") {
+				r.stored = append(r.stored, f.Path)
+			}
+		}
+	}
+	r.World.Release()
+}
+
+// storedPaths calls f with the path of every file of the stored world
+// (only its workspace's once released).
+func (r *Rollout) storedPaths(f func(path string)) {
+	if r.stored != nil {
+		for _, p := range r.stored {
+			f(p)
+		}
+		return
+	}
+	for _, file := range r.World.Files {
+		f(file.Path)
+	}
+}
+
 // Finish keeps the terminal workspace in runDir/workspace (where `apodex
 // verify` and `show` look) and removes the overlay; calling it again does
 // nothing. It reads only the overlay's upper layer, which holds exactly
@@ -172,21 +211,33 @@ func (r *Rollout) linkUnchanged(dst string, changes []change) error {
 	for _, c := range changes {
 		hidden[c.rel] = c.kind
 	}
-	made := map[string]bool{}
-	var links []string // the store paths to link, in order
-	for _, f := range r.World.Files {
-		rel, ok := strings.CutPrefix(f.Path, "workspace/")
-		if !ok || hiddenBy(hidden, rel) {
-			continue
-		}
-		if d := filepath.Dir(filepath.Join(dst, filepath.FromSlash(rel))); !made[d] {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return err
-			}
-			made[d] = true
-		}
-		links = append(links, f.Path)
+	made := map[string]bool{} // directories made, by slash path under dst
+	last := "\x00"            // the directory of the last file (a path's files are together)
+	var links []string        // the store paths to link, in order
+	if r.stored != nil {
+		links = r.stored[:0] // Release's own list, filtered in place
 	}
+	var err error
+	r.storedPaths(func(p string) {
+		rel, ok := strings.CutPrefix(p, "workspace/")
+		if !ok || err != nil || hiddenBy(hidden, rel) {
+			return
+		}
+		if d := path.Dir(rel); d != last {
+			if !made[d] {
+				if err = os.MkdirAll(filepath.Join(dst, filepath.FromSlash(d)), 0o755); err != nil {
+					return
+				}
+				made[d] = true
+			}
+			last = d
+		}
+		links = append(links, p)
+	})
+	if err != nil {
+		return err
+	}
+	r.stored = nil
 	// The links themselves (each a system call into the kernel's
 	// directory code) are made on up to 4 goroutines.
 	workers := min(runtime.NumCPU(), 4, max(len(links)/1024, 1))

@@ -225,6 +225,19 @@ func (s *Store) Get(ref string) (*World, error) {
 	return w, nil
 }
 
+// Release drops w's file list and seal from memory (a 100,000-file
+// world's 12 MB), for a caller that staged and finished w's only rollout
+// and uses neither again: a released World keeps its id, directory and
+// manifest, but is not to be staged, checked or listed again (get it
+// from the store anew).
+func (w *World) Release() {
+	w.Files = nil
+	if w.seals != nil {
+		w.seals.once.Do(func() {}) // not read afterwards either
+		w.seals.rec = nil
+	}
+}
+
 // ErrChanged: a stored world's files no longer match its manifest.
 var ErrChanged = errors.New("world: the stored world changed")
 

@@ -112,7 +112,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := run.Config{
 		Settings: f.Settings, Home: home, Objective: objective, Contract: c, InputsDir: f.Inputs, CorpusDir: f.Corpus,
-		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w, MCP: servers,
+		Model: model, ModelInfo: info, Logger: logger, NewID: func() string { return id }, World: w, ReleaseWorld: w != nil, MCP: servers,
 		Repo: f.Repo, RepoAll: f.RepoAll, Halt: cmdline.HaltOf(ctx), HaltNote: "Ctrl-C or SIGTERM",
 	}
 	if !f.NoInstructions {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/apodex/apodex/internal/record"
@@ -64,6 +65,7 @@ func ProducedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
 	for _, root := range []struct{ plane, host string }{{"/outputs", ws.Outputs}, {"/workspace", ws.Workspace}} { // deliverables first
 		if t := treeOf(ws, root.host); t != nil {
 			listed, more := t.Files(record.MaxFilesListed - len(files))
+			files = slices.Grow(files, len(listed)) // 10,000 entries at most, not grown by doubling
 			for _, f := range listed {
 				if f.Hashed {
 					files = append(files, record.FileEntry{Path: root.plane + "/" + f.Rel, SHA256: f.Sum.String(), Bytes: f.Size})

@@ -1,10 +1,11 @@
 package filelist
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"strings"
+	"io"
 )
 
 // Encode and Decode are the binary form of a list (a stored world's
@@ -12,8 +13,8 @@ import (
 // Its form: the line
 // "apodex-files-v1", the count (uvarint), then per file the path's length
 // (uvarint) and bytes, the 32 bytes of its sha256 and its size (uvarint).
-// A 100,000-file list is 7 MB read in one go and decoded without a
-// string per path, where .world.json's is 16 MB of JSON to parse.
+// A 100,000-file list is 7 MB, streamed and decoded without a string
+// per path, where .world.json's is 16 MB of JSON to parse.
 const listMagic = "apodex-files-v1\n"
 
 // Encode is the binary form of files.
@@ -34,45 +35,89 @@ func Encode(files []File) []byte {
 // ErrDamaged: Decode was given something Encode did not make.
 var ErrDamaged = errors.New("filelist: the binary list is damaged")
 
-// Decode is the list raw (Encode's form) holds; its paths share one
-// string.
+// Decode is the list raw (Encode's form) holds (see Read).
 func Decode(raw []byte) ([]File, error) {
-	r, ok := bytes.CutPrefix(raw, []byte(listMagic))
-	if !ok {
-		return nil, ErrDamaged
+	return Read(bytes.NewReader(raw), int64(len(raw)))
+}
+
+// Read is Decode of the size bytes r holds (a stored world's .files),
+// streamed through a 64 KiB buffer: the list is never held whole beside
+// what it decodes to, and its paths are kept in strings of about 256 KiB
+// (no string per path, no copy of the whole file).
+func Read(r io.Reader, size int64) ([]File, error) {
+	src := &sourceErr{r: r}
+	br := bufio.NewReaderSize(src, 64<<10)
+	fail := func() error {
+		if src.err != nil {
+			return src.err
+		}
+		return ErrDamaged // read, but not Encode's (short, malformed, or more)
 	}
-	count, k := binary.Uvarint(r)
-	if k <= 0 || count > uint64(len(r)) {
-		return nil, ErrDamaged
+	magic := make([]byte, len(listMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != listMagic {
+		return nil, fail()
 	}
-	r = r[k:]
+	count, err := binary.ReadUvarint(br)
+	if err != nil || count > uint64(size)/(1+32+1) { // an entry takes 34 bytes at least
+		return nil, fail()
+	}
 	files := make([]File, count)
-	var paths strings.Builder
-	paths.Grow(len(r) - int(count)*(32+2)) // at most
-	ends := make([]int, count)
+	// The paths of files[from:] go into chunk, each ending at ends[i].
+	chunk := make([]byte, 0, chunkSize)
+	ends := make([]int, 0, 1024)
+	from := 0
+	flush := func(to int) {
+		s, start := string(chunk), 0
+		for i, end := range ends {
+			files[from+i].Path = s[start:end]
+			start = end
+		}
+		chunk, ends, from = chunk[:0], ends[:0], to
+	}
+	left := size - int64(len(listMagic)) // bytes of r not yet read, for the bounds
 	for i := range files {
-		n, k := binary.Uvarint(r)
-		if k <= 0 || n > uint64(len(r)-k) || len(r)-k-int(n) < 32 {
-			return nil, ErrDamaged
+		n, err := binary.ReadUvarint(br)
+		if err != nil || n > uint64(left) {
+			return nil, fail()
 		}
-		paths.Write(r[k : k+int(n)])
-		ends[i] = paths.Len()
-		r = r[k+int(n):]
-		copy(files[i].SHA256[:], r)
-		size, k2 := binary.Uvarint(r[32:])
-		if k2 <= 0 || size > 1<<62 {
-			return nil, ErrDamaged
+		if len(chunk)+int(n) > cap(chunk) {
+			flush(i)
+			if int(n) > cap(chunk) {
+				chunk = make([]byte, 0, n)
+			}
 		}
-		files[i].Bytes = int64(size)
-		r = r[32+k2:]
+		if _, err := io.ReadFull(br, chunk[len(chunk):len(chunk)+int(n)]); err != nil {
+			return nil, fail()
+		}
+		chunk = chunk[:len(chunk)+int(n)]
+		ends = append(ends, len(chunk))
+		left -= int64(n)
+		if _, err := io.ReadFull(br, files[i].SHA256[:]); err != nil {
+			return nil, fail()
+		}
+		sz, err := binary.ReadUvarint(br)
+		if err != nil || sz > 1<<62 {
+			return nil, fail()
+		}
+		files[i].Bytes = int64(sz)
 	}
-	if len(r) != 0 {
-		return nil, ErrDamaged
-	}
-	all, start := paths.String(), 0
-	for i, end := range ends {
-		files[i].Path = all[start:end]
-		start = end
+	flush(len(files))
+	if _, err := br.ReadByte(); err != io.EOF {
+		return nil, fail()
 	}
 	return files, nil
+}
+
+// sourceErr keeps the first error of r other than its end.
+type sourceErr struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceErr) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }

@@ -1,11 +1,16 @@
 package filelist
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // h is the Hash whose 32 bytes are all the byte hex b.
@@ -70,5 +75,28 @@ func TestListRoundTrip(t *testing.T) {
 				t.Errorf("a damaged list of %d files decoded", len(files))
 			}
 		}
+	}
+}
+
+// Read streams a list whose paths span several chunks (and one path
+// longer than a chunk) to what was encoded, and reports the reader's own
+// error, not damage, when the reader fails.
+func TestReadStreamsAcrossChunks(t *testing.T) {
+	var files []File
+	for i := range 30000 {
+		files = append(files, File{Path: fmt.Sprintf("workspace/d%03d/file-%06d.py", i/100, i), SHA256: h(fmt.Sprintf("%02x", i%256)), Bytes: int64(i)})
+	}
+	files = append(files, File{Path: "workspace/z/" + strings.Repeat("long", chunkSize/4+10), SHA256: h("ee"), Bytes: 9})
+	raw := Encode(files)
+	got, err := Read(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil || !reflect.DeepEqual(got, files) {
+		t.Fatalf("got %d files (%v), want %d", len(got), err, len(files))
+	}
+	boom := errors.New("disk on fire")
+	if _, err := Read(io.MultiReader(bytes.NewReader(raw[:len(raw)/2]), iotest.ErrReader(boom)), int64(len(raw))); !errors.Is(err, boom) {
+		t.Errorf("a failing reader: %v, want %v", err, boom)
+	}
+	if _, err := Read(bytes.NewReader(raw[:len(raw)/2]), int64(len(raw))); !errors.Is(err, ErrDamaged) {
+		t.Errorf("a list cut short: %v, want ErrDamaged", err)
 	}
 }
