@@ -31,13 +31,15 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	opt := transcript.Options{Full: *full, Dir: dir}
-	// JSON lines stay exact; the transcript cleans and colours its own text.
+	// JSON lines stay exact (termtext.JSON escapes only what a terminal
+	// would act on); the transcript cleans and colours its own text.
 	raw := termtext.Raw(stdout)
 	tw := &transcript.Writer{W: raw, Full: *full, Style: transcript.Style{Color: !*jsonOut && progress.Colour(stdout)}}
+	jsonW := termtext.JSON(stdout)
 	emit := func(x transcript.Entry) {
 		if *jsonOut {
 			b, _ := json.Marshal(x)
-			fmt.Fprintf(raw, "%s\n", b)
+			fmt.Fprintf(jsonW, "%s\n", b)
 		} else {
 			tw.Write(x)
 		}

@@ -12,10 +12,10 @@ import (
 // hostile is what a model, a command or a file name may carry to take over
 // the operator's terminal (F11): a title change, a screen clear, a
 // clipboard write (OSC 52) and a forged end line after a carriage return.
-const hostile = "\x1b]0;pwned\x07 \x1b[2J \x1b]52;c;cHduZWQ=\x07\r finished: completed \u202eevil"
+const hostile = "\x1b]0;pwned\x07 \x1b[2J \x1b]52;c;cHduZWQ=\x07\r finished: completed \u202eevil \u009b2J"
 
 // The escaped forms people see instead.
-var hostileShown = []string{`\x1b]0;pwned\x07`, `\x1b[2J`, `\x1b]52;c;cHduZWQ=\x07`, `\u202eevil`}
+var hostileShown = []string{`\x1b]0;pwned\x07`, `\x1b[2J`, `\x1b]52;c;cHduZWQ=\x07`, `\u202eevil`, `\u009b2J`}
 
 // rawControls fails when out holds a byte a terminal acts on: a C0 control
 // other than LF and tab (a CR only before LF), DEL, a C1 control or a bidi
@@ -85,7 +85,19 @@ func TestHostileTextIsEscaped(t *testing.T) {
 			}
 		}
 	}
-	// --json stays exact: the model's text decodes to what it sent.
+	// --json and exports stay exact — the model's text decodes to what it
+	// sent — and print nothing a terminal acts on (encoding/json leaves C1
+	// and bidi controls raw: they are \u-escaped).
+	for _, args := range [][]string{{"log", "--json", id}, {"show", "--json", id}, {"export", "--format", "chat", id}, {"export", "--format", "atif", id}} {
+		code, out, errOut := cli(t, append([]string{args[0], "--home", home}, args[1:]...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", args, code, errOut)
+		}
+		rawControls(t, strings.Join(args, " "), out)
+		if args[0] == "export" && !strings.Contains(out, `\u009b2J`) {
+			t.Errorf("%v does not carry the model's text:\n%s", args, out)
+		}
+	}
 	_, js, _ := cli(t, "log", "--home", home, "--json", id)
 	found := false
 	for _, line := range strings.Split(strings.TrimSpace(js), "\n") {

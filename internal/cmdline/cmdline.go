@@ -72,9 +72,10 @@ func ErrorLine(err error) string {
 	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "\n  ")
 }
 
-// WriteJSON prints v as indented JSON, exactly: JSON escapes controls itself.
+// WriteJSON prints v as indented JSON, exactly: JSON escapes C0 controls
+// itself, termtext.JSON the C1 and bidirectional ones.
 func WriteJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(termtext.Raw(w))
+	enc := json.NewEncoder(termtext.JSON(w))
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
 }

@@ -11,8 +11,10 @@
 //     bytes that are not UTF-8), \r, or \uHHHH (runes);
 //   - text without any of them is returned unchanged (same string);
 //   - a Writer applies Clean to everything written through it; Raw gives
-//     the writer under it, for output that must stay exact (JSON) or that
-//     is coloured after its parts were cleaned.
+//     the writer under it, for output that must stay exact (a patch, a
+//     tar) or that is coloured after its parts were cleaned; JSON gives a
+//     writer for JSON text that escapes what encoding/json leaves raw (C1
+//     and bidirectional controls, DEL) without changing what it means.
 package termtext
 
 import (
@@ -122,4 +124,65 @@ func Raw(w io.Writer) io.Writer {
 		return tw.w
 	}
 	return w
+}
+
+// JSON returns a writer for JSON text that escapes, as \uHHHH, the runes a
+// terminal may act on that encoding/json writes raw: the C1 controls
+// U+0080–U+009F (U+009B is a CSI), DEL and the bidirectional controls. In
+// valid JSON they occur only inside strings, where the escape decodes to
+// the same rune: the JSON means exactly what it meant (training data stays
+// exact) and prints safely. A rune split across two writes is held back
+// until its end arrives.
+func JSON(w io.Writer) io.Writer {
+	return &jsonWriter{w: Raw(w)}
+}
+
+type jsonWriter struct {
+	w     io.Writer
+	carry []byte // the start of a rune the last write cut
+}
+
+func (j *jsonWriter) Write(p []byte) (int, error) {
+	buf := append(j.carry, p...)
+	j.carry = nil
+	end := len(buf)
+	// Hold back an incomplete rune at the end (at most 3 bytes).
+	for k := 1; k <= 3 && k <= len(buf); k++ {
+		c := buf[len(buf)-k]
+		if c < utf8.RuneSelf {
+			break
+		}
+		if utf8.RuneStart(c) {
+			if !utf8.FullRune(buf[len(buf)-k:]) {
+				end = len(buf) - k
+			}
+			break
+		}
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < end; {
+		c := buf[i]
+		if c < utf8.RuneSelf && c != 0x7f {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(buf[i:end])
+		if r == 0x7f || r >= 0x80 && r <= 0x9f || unicode.Is(unicode.Bidi_Control, r) {
+			out = append(out, buf[last:i]...)
+			out = fmt.Appendf(out, `\u%04x`, r)
+			last = i + n
+		}
+		i += n
+	}
+	if out != nil {
+		out = append(out, buf[last:end]...)
+	} else {
+		out = buf[:end]
+	}
+	j.carry = append([]byte(nil), buf[end:]...)
+	if _, err := j.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

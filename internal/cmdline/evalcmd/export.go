@@ -83,7 +83,10 @@ func Export(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if (len(pos) == 0) == (*follow == "") {
 		return cmdline.Usagef("give run or eval ids (see `apodex runs`), or --follow EVAL_ID")
 	}
-	o.W = termtext.Raw(stdout) // training data, exactly
+	o.W = termtext.JSON(stdout) // training data, exactly (C1 and bidi controls \u-escaped: the same JSON)
+	if o.Format == "native" {
+		o.W = termtext.Raw(stdout) // a tar
+	}
 	if o.Out != "" && o.Format == "chat" {
 		f, err := os.Create(o.Out)
 		if err != nil {
