@@ -233,6 +233,9 @@ func Execute(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		log.Close()
 		os.RemoveAll(dir)
+		if cfg.World != nil {
+			return Summary{}, &ConfigError{fmt.Sprintf("cannot stage world %s: %v", cfg.World.ID, err)}
+		}
 		return Summary{}, &ConfigError{fmt.Sprintf("cannot copy inputs from %s: %v", c.Inputs, err)}
 	}
 	more, corpus, err := evidenceplane.CopyCorpus(&cfg.CorpusDir, cfg.Home, c, fs)
