@@ -101,20 +101,29 @@ func TestReplayUsage(t *testing.T) {
 // record still says what isolated it.
 func tamperSandbox(t *testing.T, dir string) {
 	t.Helper()
+	rewriteFirstLine(t, dir, func(first string) string {
+		if !strings.Contains(first, `"sandbox":{"kind":"bwrap"`) && !strings.Contains(first, `"sandbox":{"kind":"native"`) {
+			t.Fatalf("run_started does not name an isolating sandbox: %s", first)
+		}
+		edited := strings.Replace(first, `"sandbox":"auto"`, `"sandbox":"none"`, 1)
+		if edited == first {
+			t.Fatalf("no settings.sandbox to tamper with in %s", first)
+		}
+		return edited
+	})
+}
+
+// rewriteFirstLine replaces the first line of dir's record (run_started)
+// by edit's answer, as someone with write access to the run could.
+func rewriteFirstLine(t *testing.T, dir string, edit func(string) string) {
+	t.Helper()
 	p := filepath.Join(dir, record.EventsFile)
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first, rest, _ := strings.Cut(string(data), "\n")
-	if !strings.Contains(first, `"sandbox":{"kind":"bwrap"`) && !strings.Contains(first, `"sandbox":{"kind":"native"`) {
-		t.Fatalf("run_started does not name an isolating sandbox: %s", first)
-	}
-	edited := strings.Replace(first, `"sandbox":"auto"`, `"sandbox":"none"`, 1)
-	if edited == first {
-		t.Fatalf("no settings.sandbox to tamper with in %s", first)
-	}
-	if err := os.WriteFile(p, []byte(edited+"\n"+rest), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(edit(first)+"\n"+rest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -203,20 +212,13 @@ func TestRecordCannotRaiseLimitsOrWidenTheNetwork(t *testing.T) {
 	// and rechains it, as anyone with write access could.
 	editFirst := func(dir, from, to string) {
 		t.Helper()
-		p := filepath.Join(dir, record.EventsFile)
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, rest, _ := strings.Cut(string(data), "\n")
-		i := strings.LastIndex(first, from)
-		if i < 0 {
-			t.Fatalf("no %s in run_started: %s", from, first)
-		}
-		first = first[:i] + to + first[i+len(from):]
-		if err := os.WriteFile(p, []byte(first+"\n"+rest), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		rewriteFirstLine(t, dir, func(first string) string {
+			i := strings.LastIndex(first, from)
+			if i < 0 {
+				t.Fatalf("no %s in run_started: %s", from, first)
+			}
+			return first[:i] + to + first[i+len(from):]
+		})
 		if err := record.Reseal(dir); err != nil {
 			t.Fatal(err)
 		}

@@ -14,46 +14,57 @@ import (
 
 // What the process tests of the queue log when an eval stalls.
 
+// jsz is what a node's /jsz says of its accounts' streams and consumers.
+type jsz struct {
+	Accounts []struct {
+		Streams []struct {
+			Name    string `json:"name"`
+			Cluster struct {
+				Leader string `json:"leader"`
+			} `json:"cluster"`
+			State struct {
+				Msgs uint64 `json:"messages"`
+			} `json:"state"`
+			Consumers []struct {
+				Name    string `json:"name"`
+				Cluster struct {
+					Leader string `json:"leader"`
+				} `json:"cluster"`
+				Pending     uint64 `json:"num_pending"`
+				AckPending  int    `json:"num_ack_pending"`
+				Redelivered int    `json:"num_redelivered"`
+				Waiting     int    `json:"num_waiting"`
+				Delivered   struct {
+					Stream uint64 `json:"stream_seq"`
+				} `json:"delivered"`
+				AckFloor struct {
+					Stream uint64 `json:"stream_seq"`
+				} `json:"ack_floor"`
+			} `json:"consumer_detail"`
+		} `json:"stream_detail"`
+	} `json:"account_details"`
+}
+
+// jsz reads the node's /jsz, with the consumers when asked.
+func (nd *natsNode) jsz(consumers bool) (jsz, error) {
+	var out jsz
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz?accounts=true&streams=true&consumers=%v", nd.monitor, consumers))
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out, err
+}
+
 // describe is what the node's /jsz says of the queue's streams and their
 // consumers (leader, messages, pending, redelivered), and its log's tail:
 // what a stalled eval is waiting on.
 func (nd *natsNode) describe() string {
 	var b strings.Builder
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz?accounts=true&streams=true&consumers=true", nd.monitor))
-	if err != nil {
+	if jsz, err := nd.jsz(true); err != nil {
 		fmt.Fprintf(&b, "node %s: %v\n", nd.name, err)
 	} else {
-		var jsz struct {
-			Accounts []struct {
-				Streams []struct {
-					Name    string `json:"name"`
-					Cluster struct {
-						Leader string `json:"leader"`
-					} `json:"cluster"`
-					State struct {
-						Msgs uint64 `json:"messages"`
-					} `json:"state"`
-					Consumers []struct {
-						Name    string `json:"name"`
-						Cluster struct {
-							Leader string `json:"leader"`
-						} `json:"cluster"`
-						Pending     uint64 `json:"num_pending"`
-						AckPending  int    `json:"num_ack_pending"`
-						Redelivered int    `json:"num_redelivered"`
-						Waiting     int    `json:"num_waiting"`
-						Delivered   struct {
-							Stream uint64 `json:"stream_seq"`
-						} `json:"delivered"`
-						AckFloor struct {
-							Stream uint64 `json:"stream_seq"`
-						} `json:"ack_floor"`
-					} `json:"consumer_detail"`
-				} `json:"stream_detail"`
-			} `json:"account_details"`
-		}
-		json.NewDecoder(resp.Body).Decode(&jsz)
-		resp.Body.Close()
 		for _, a := range jsz.Accounts {
 			for _, s := range a.Streams {
 				if s.Name != jetstream.RolloutStream && s.Name != jetstream.ResultStream {

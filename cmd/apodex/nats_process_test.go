@@ -196,25 +196,10 @@ func (nd *natsNode) kill() {
 // many messages it holds.
 func (nd *natsNode) streamInfo(t *testing.T, stream string) (leader string, msgs uint64, ok bool) {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz?accounts=true&streams=true", nd.monitor))
+	jsz, err := nd.jsz(false)
 	if err != nil {
 		return "", 0, false
 	}
-	defer resp.Body.Close()
-	var jsz struct {
-		Accounts []struct {
-			Streams []struct {
-				Name    string `json:"name"`
-				Cluster struct {
-					Leader string `json:"leader"`
-				} `json:"cluster"`
-				State struct {
-					Msgs uint64 `json:"messages"`
-				} `json:"state"`
-			} `json:"stream_detail"`
-		} `json:"account_details"`
-	}
-	json.NewDecoder(resp.Body).Decode(&jsz)
 	for _, a := range jsz.Accounts {
 		for _, s := range a.Streams {
 			if s.Name == stream {

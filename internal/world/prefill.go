@@ -1,10 +1,8 @@
 package world
 
 import (
-	"io/fs"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/apodex/apodex/internal/watch"
 )
@@ -67,7 +65,7 @@ func (w *World) prefill() (watch.Prefill, bool) {
 		for _, i := range byDir[(dir+len(byDir))%len(byDir)] {
 			f, st := w.Files[i], rec.file(int(i), w.Files[i].Bytes)
 			_, name := splitDir(f.Path)
-			e := watch.Entry{Size: st.Size, Blocks: rec.block(int(i)), Ino: uint64(st.Ino), MTime: st.MTime, Mode: modeOf(uint32(st.Mode))}
+			e := watch.Entry{Size: st.Size, Blocks: rec.block(int(i)), Ino: uint64(st.Ino), MTime: st.MTime, Mode: watch.ModeOf(uint32(st.Mode))}
 			if !yield(name, e, watch.Sum(f.SHA256)) {
 				return
 			}
@@ -90,27 +88,4 @@ func splitDir(p string) (dir, name string) {
 		return "", p
 	}
 	return p[:i], p[i+1:]
-}
-
-// modeOf is the fs.FileMode of a regular file's or directory's stat mode
-// (what a world holds), as os.Lstat gives it.
-func modeOf(sm uint32) fs.FileMode {
-	m := fs.FileMode(sm & 0o777)
-	switch sm & syscall.S_IFMT {
-	case syscall.S_IFDIR:
-		m |= fs.ModeDir
-	case syscall.S_IFREG:
-	default:
-		m |= fs.ModeIrregular
-	}
-	if sm&syscall.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if sm&syscall.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if sm&syscall.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
 }
