@@ -114,8 +114,8 @@ func codeData(rng *rand.Rand, p codeParams, n int, bug string) []codeLine {
 		"parse":   func(l *codeLine) { l.cents = pick(rng, trapCents) },
 		"pricing": func(l *codeLine) { l.qty = fmt.Sprint(p.bulkQty) },
 		"tax": func(l *codeLine) {
-			for (lineCents(*l, p)*p.taxPct)%100 < 50 {
-				l.cents++
+			if !taxRoundsUp(l, p) { // this line's quantity × tax is a multiple of 100
+				taxTrigger(out, l, p)
 			}
 		},
 		"totals": func(l *codeLine) {},
@@ -134,6 +134,39 @@ func codeData(rng *rand.Rand, p codeParams, n int, bug string) []codeLine {
 		f(&out[len(out)-1])
 	}
 	return out
+}
+
+// taxRoundsUp raises l's price until its tax rounds up (line cents × tax
+// % 100 ≥ 50), reporting whether it does within 10,000 cents; if not
+// (the quantity × tax is a multiple of 100, say 4 at 25%: no price moves
+// the remainder), l is left as it was.
+func taxRoundsUp(l *codeLine, p codeParams) bool {
+	cents := l.cents
+	for range 10000 {
+		if (lineCents(*l, p)*p.taxPct)%100 >= 50 {
+			return true
+		}
+		l.cents++
+	}
+	l.cents = cents
+	return false
+}
+
+// taxTrigger places the tax bug's trigger where l could not take it: on
+// another line with a plain quantity, or else on l with the next quantity
+// that lets it (below the bulk quantity).
+func taxTrigger(ls []codeLine, l *codeLine, p codeParams) {
+	for i := range ls {
+		if &ls[i] != l && !strings.HasSuffix(ls[i].qty, "dz") && taxRoundsUp(&ls[i], p) {
+			return
+		}
+	}
+	for q := 1; q < p.bulkQty; q++ {
+		l.qty = fmt.Sprint(q)
+		if taxRoundsUp(l, p) {
+			return
+		}
+	}
 }
 
 func qtyEach(q string) int {
