@@ -44,7 +44,7 @@ var subcommands = map[string][]string{
 // positional is what the positional arguments of a command (or
 // "command subcommand") are.
 var positional = map[string][]string{
-	"show": {complete.Run}, "log": {complete.Run}, "board": {complete.Run}, "verify": {complete.Run}, "evidence": {complete.Run},
+	"show": {complete.Run}, "log": {complete.Run}, "board": {complete.Run}, "verify": {complete.Run}, "workspace": {complete.Run}, "evidence": {complete.Run},
 	"claims": {complete.Run}, "review": {complete.Run}, "replay": {complete.Run}, "grade": {complete.Run}, "pivot": {complete.Run},
 	"say": {complete.Run}, "messages": {complete.Run}, "status": {complete.Run}, "pause": {complete.Run}, "resume": {complete.Run},
 	"cancel": {complete.Run}, "attach": {complete.Run}, "rm": {complete.Run},

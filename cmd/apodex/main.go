@@ -72,6 +72,7 @@ func commands() []command {
 		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", livecmd.Review},
 		{"diff", "print what a run on a tree (run --repo) changed, as a unified diff in git's format", cmdDiff},
 		{"apply", "apply a run's change to its tree (or --to DIR): all or nothing, refusing files changed there since", cmdApply},
+		{"workspace", "say how a run's final /workspace is kept (a world rollout keeps only its changes) and write it whole: workspace --to DIR RUN", cmdWorkspace},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", runcmd.Replay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", livecmd.Say},
 		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", livecmd.Attach},

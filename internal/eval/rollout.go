@@ -11,10 +11,10 @@ import (
 	"sync"
 
 	"github.com/apodex/apodex/internal/contract"
-	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/world"
 )
 
@@ -166,7 +166,7 @@ func (iv *intervener) reflected() []bool {
 		if !ok {
 			continue
 		}
-		b, err := hostfs.ReadFile(iv.dir, filepath.ToSlash(rel), 0)
+		b, err := runfiles.ReadFile(iv.dir, filepath.ToSlash(rel), 0)
 		out[i] = err == nil && strings.Contains(string(b), x.Expect.Contains)
 	}
 	return out

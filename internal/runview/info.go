@@ -9,6 +9,7 @@ import (
 
 	"github.com/apodex/apodex/internal/llm"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/verify"
 )
@@ -20,8 +21,12 @@ type Info struct {
 	Objective string `json:"objective"`
 	Mode      string `json:"mode,omitempty"` // react or team
 	// World is the stored world the run is a rollout of, if any.
-	World  string `json:"world,omitempty"`
-	Status string `json:"status"`
+	World string `json:"world,omitempty"`
+	// WorkspaceBase is the world whose stored workspace holds what the
+	// run's workspace/ does not: a finished rollout keeps only what it
+	// changed (runfiles.Base). Empty when workspace/ is the whole tree.
+	WorkspaceBase string `json:"workspace_base,omitempty"`
+	Status        string `json:"status"`
 	// Review is the decision on a run that awaited review.
 	Review      *record.Review       `json:"review,omitempty"`
 	Termination string               `json:"termination_reason,omitempty"`
@@ -140,6 +145,9 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		info.MCP = rs.MCP
 		if w, ok := RecordedWorld(*rs); ok {
 			info.World = w.ID
+			if b, err := runfiles.ReadBase(dir); err == nil && b != nil {
+				info.WorkspaceBase = b.World
+			}
 		}
 	}
 	info.Resumes = st.Resumes

@@ -36,7 +36,12 @@ func Render(w io.Writer, info Info) {
 	}
 	fmt.Fprintf(w, "termination: %s\n", Dash(info.Termination))
 	fmt.Fprintf(w, "outputs:     %s\n", filepath.Join(info.RunDir, "outputs"))
-	fmt.Fprintf(w, "workspace:   %s\n", filepath.Join(info.RunDir, "workspace"))
+	if info.WorkspaceBase != "" {
+		fmt.Fprintf(w, "workspace:   %s (what the rollout changed; the rest is world %s's, stored: apodex workspace --to DIR %s writes the whole tree)\n",
+			filepath.Join(info.RunDir, "workspace"), info.WorkspaceBase, info.RunID)
+	} else {
+		fmt.Fprintf(w, "workspace:   %s\n", filepath.Join(info.RunDir, "workspace"))
+	}
 	if info.Trainable {
 		fmt.Fprintln(w, "trainable:   yes")
 	} else {

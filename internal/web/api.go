@@ -12,6 +12,7 @@ import (
 	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/runview"
 )
 
@@ -92,20 +93,23 @@ func planeFile(p string) (string, error) {
 	return "", &httpError{http.StatusForbidden, fmt.Sprintf("file path %q is outside the run's planes; it must start with inputs/, workspace/ or outputs/", p)}
 }
 
-// getFile serves one file of the run's planes as text. No symbolic link on
-// the way is followed, not even one that stays in the run directory (an
-// agent's link to blobs/ or to the verifier's files): hostfs.OpenFile.
+// getFile serves one file of the run's planes as text, as the run left it
+// (a world rollout's untouched files from the stored world: runfiles). No
+// symbolic link on the way is followed, not even one that stays in the run
+// directory (an agent's link to blobs/ or to the verifier's files).
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, dir string) error {
 	p, err := planeFile(r.PathValue("path"))
 	if err != nil {
 		return err
 	}
-	f, err := hostfs.OpenFile(dir, p)
+	f, err := runfiles.OpenFile(dir, p)
 	switch {
 	case errors.Is(err, hostfs.ErrLink):
 		return &httpError{http.StatusForbidden, "/" + err.Error()}
 	case errors.Is(err, hostfs.ErrNotRegular):
 		return errNotFound("/%s is not a file; list the files at /files", p)
+	case errors.Is(err, runfiles.ErrBaseMissing):
+		return errNotFound("%v", err)
 	case err != nil:
 		return errNotFound("no file /%s in this run; list the files at /files", p)
 	}

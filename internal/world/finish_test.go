@@ -3,12 +3,15 @@ package world_test
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
@@ -35,15 +38,42 @@ func storedWithFiles(t *testing.T, n int) *world.World {
 	return w
 }
 
+// runDirOf is a fresh run directory in w's home (<home>/runs/<id>, beside
+// <home>/worlds/<id>), as apodex makes them.
+func runDirOf(t *testing.T, w *world.World) string {
+	t.Helper()
+	runs := filepath.Join(filepath.Dir(filepath.Dir(w.Dir)), "runs")
+	os.MkdirAll(runs, 0o755)
+	dir, err := os.MkdirTemp(runs, "r-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "workspace"), 0o755)
+	return dir
+}
+
+// regularFiles counts the regular files below dir.
+func regularFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
 // A rollout that touches nothing: staging proves the world intact from its
 // seal without reading a file, and finishing moves nothing out of the
-// overlay; the terminal workspace still holds every file, linked to the
-// store.
+// overlay and makes nothing per file of the world: the run keeps no file,
+// only its base (the world, nothing removed), and reads every file from
+// the store; materialized, the tree is the store's, linked.
 func TestUntouchedWorldIsNeitherHashedNorCopied(t *testing.T) {
 	w := storedWithFiles(t, 200)
 	hashed, moved := world.Hashed(), world.Moved()
-	runDir := filepath.Join(t.TempDir(), "run")
-	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	runDir := runDirOf(t, w)
 	r, err := world.Stage(w, runDir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -85,31 +115,61 @@ func TestUntouchedWorldIsNeitherHashedNorCopied(t *testing.T) {
 	if d := world.Hashed() - hashed; d != 0 {
 		t.Errorf("a trainability check of an unchanged world hashed %d files, want 0", d)
 	}
-	ws := filepath.Join(runDir, "workspace")
+	if n := regularFiles(t, filepath.Join(runDir, "workspace")); n != 0 {
+		t.Errorf("the run's workspace/ holds %d files after an untouched rollout, want none", n)
+	}
+	b, err := runfiles.ReadBase(runDir)
+	if err != nil || b == nil || b.World != w.ID || len(b.Removed)+len(b.Opaque) != 0 {
+		t.Fatalf("base %+v %v, want world %s and nothing removed", b, err, w.ID)
+	}
+	for rel, want := range map[string]string{"pkg3/f003.py": "x = 3\n", "pkg3/f199.py": "x = 199\n", "README.md": "read me\n"} {
+		if got, err := runfiles.ReadFile(runDir, "workspace/"+rel, 0); err != nil || string(got) != want {
+			t.Errorf("%s reads %q %v, want %q", rel, got, err, want)
+		}
+	}
+	want := 0
+	for _, f := range w.Files {
+		if strings.HasPrefix(f.Path, "workspace/") {
+			want++
+		}
+	}
+	tree := filepath.Join(t.TempDir(), "tree")
+	n, err := runfiles.Materialize(runDir, tree, false)
+	if err != nil || n != want || n < 200 {
+		t.Fatalf("materialized %d files (%v), want the world's %d", n, err, want)
+	}
 	for _, rel := range []string{"pkg3/f003.py", "pkg3/f199.py", "notes/n.txt"} {
-		a, err1 := os.Stat(filepath.Join(ws, rel))
+		a, err1 := os.Stat(filepath.Join(tree, rel))
 		b, err2 := os.Stat(filepath.Join(w.Workspace(), rel))
 		if err1 != nil || err2 != nil || !os.SameFile(a, b) {
-			t.Errorf("%s is not kept as a link to the store: %v %v", rel, err1, err2)
+			t.Errorf("%s is not materialized as a link to the store: %v %v", rel, err1, err2)
 		}
 	}
 }
 
 // What a rollout changed is delivered, and only that is moved: a rewritten
-// file, a new file in a new directory; a removed file and a removed
-// directory's files are absent; the store is unchanged. So too when the
-// rollout released the world's list before it finished (Release: only
-// its workspace paths kept).
+// file, a new file in a new directory; a removed file, a removed
+// directory's files, the files of a directory replaced by a file and a
+// file replaced by a link are absent; the store is unchanged. The run
+// keeps the changes and its base (read through runfiles, materialized);
+// a run outside the world's home (no base can name it) gets the whole
+// tree, untouched files linked. So too when the rollout released the
+// world's list before it finished (Release).
 func TestFinishDeliversOnlyTheChanges(t *testing.T) {
 	for _, release := range []bool{false, true} {
-		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) { finishDelivers(t, release) })
+		for _, home := range []bool{true, false} {
+			t.Run(fmt.Sprintf("release=%v_home=%v", release, home), func(t *testing.T) { finishDelivers(t, release, home) })
+		}
 	}
 }
 
-func finishDelivers(t *testing.T, release bool) {
+func finishDelivers(t *testing.T, release, home bool) {
 	w := storedWithFiles(t, 30)
-	runDir := filepath.Join(t.TempDir(), "run")
-	os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	runDir := runDirOf(t, w)
+	if !home {
+		runDir = filepath.Join(t.TempDir(), "elsewhere", "run")
+		os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+	}
 	r, err := world.Stage(w, runDir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -127,9 +187,16 @@ func finishDelivers(t *testing.T, release bool) {
 	}
 	os.MkdirAll(filepath.Join(r.Workspace, "pkg3"), 0o755) // opaque: lower's pkg3 stays hidden
 	os.WriteFile(filepath.Join(r.Workspace, "pkg3", "only.py"), []byte("only\n"), 0o644)
+	os.RemoveAll(filepath.Join(r.Workspace, "pkg5")) // a file where a directory was
+	os.WriteFile(filepath.Join(r.Workspace, "pkg5"), []byte("flat\n"), 0o644)
+	os.Remove(filepath.Join(r.Workspace, "pkg6", "f006.py")) // a link where a file was: not kept
+	if err := os.Symlink("/etc/passwd", filepath.Join(r.Workspace, "pkg6", "f006.py")); err != nil {
+		t.Fatal(err)
+	}
 	var unchanged []string // the workspace files the rollout left as stored
 	for _, f := range w.Files {
-		if rel, ok := strings.CutPrefix(f.Path, "workspace/"); ok && !strings.HasPrefix(rel, "pkg3/") && rel != "pkg1/f001.py" && rel != "pkg2/f002.py" {
+		if rel, ok := strings.CutPrefix(f.Path, "workspace/"); ok && !strings.HasPrefix(rel, "pkg3/") && !strings.HasPrefix(rel, "pkg5/") &&
+			rel != "pkg1/f001.py" && rel != "pkg2/f002.py" && rel != "pkg6/f006.py" {
 			unchanged = append(unchanged, rel)
 		}
 	}
@@ -142,29 +209,52 @@ func finishDelivers(t *testing.T, release bool) {
 	if err := r.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	ws := filepath.Join(runDir, "workspace")
-	for rel, want := range map[string]string{"pkg1/f001.py": "changed\n", "new/deep/n.py": "new\n", "pkg3/only.py": "only\n", "pkg4/f004.py": "x = 4\n"} {
-		if b, err := os.ReadFile(filepath.Join(ws, rel)); err != nil || string(b) != want {
+	base, err := runfiles.ReadBase(runDir)
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case home && (base == nil || !slices.Equal(base.Removed, []string{"pkg2/f002.py", "pkg6/f006.py"}) || !slices.Equal(base.Opaque, []string{"pkg3"})):
+		t.Errorf("base %+v, want pkg2/f002.py and pkg6/f006.py removed, pkg3 opaque", base)
+	case home && regularFiles(t, filepath.Join(runDir, "workspace")) != 4:
+		t.Errorf("the run's workspace/ holds %d files, want the 4 the rollout wrote", regularFiles(t, filepath.Join(runDir, "workspace")))
+	case !home && base != nil:
+		t.Errorf("a run outside the world's home has a base %+v", base)
+	}
+	for rel, want := range map[string]string{"pkg1/f001.py": "changed\n", "new/deep/n.py": "new\n", "pkg3/only.py": "only\n", "pkg4/f004.py": "x = 4\n", "pkg5": "flat\n"} {
+		if b, err := runfiles.ReadFile(runDir, "workspace/"+rel, 0); err != nil || string(b) != want {
 			t.Errorf("%s: %q %v, want %q", rel, b, err, want)
 		}
 	}
+	tree := filepath.Join(runDir, "workspace")
+	if home {
+		tree = filepath.Join(t.TempDir(), "tree")
+		if _, err := runfiles.Materialize(runDir, tree, false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, rel := range unchanged {
-		a, err1 := os.Stat(filepath.Join(ws, rel))
+		a, err1 := os.Stat(filepath.Join(tree, rel))
 		b, err2 := os.Stat(filepath.Join(w.Workspace(), rel))
 		if err1 != nil || err2 != nil || !os.SameFile(a, b) {
-			t.Errorf("%s is not kept as a link to the store: %v %v", rel, err1, err2)
+			t.Errorf("%s is not a link to the store: %v %v", rel, err1, err2)
+		}
+		if got, err := runfiles.ReadFile(runDir, "workspace/"+rel, 0); err != nil || len(got) == 0 {
+			t.Errorf("%s reads %q %v", rel, got, err)
 		}
 	}
-	if len(unchanged) < 25 {
+	if len(unchanged) < 20 {
 		t.Fatalf("only %d unchanged files", len(unchanged))
 	}
-	for _, rel := range []string{"pkg2/f002.py", "pkg3/f003.py", "pkg3/f010.py"} {
-		if _, err := os.Lstat(filepath.Join(ws, rel)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s was removed by the rollout but is in its terminal workspace (%v)", rel, err)
+	for _, rel := range []string{"pkg2/f002.py", "pkg3/f003.py", "pkg3/f010.py", "pkg5/f005.py", "pkg6/f006.py"} {
+		if _, err := os.Lstat(filepath.Join(tree, rel)); !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			t.Errorf("%s was removed by the rollout but is in its terminal tree (%v)", rel, err)
+		}
+		if _, err := runfiles.ReadFile(runDir, "workspace/"+rel, 0); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was removed by the rollout but reads (%v)", rel, err)
 		}
 	}
-	if d := world.Moved() - moved; d != 3 {
-		t.Errorf("finish moved %d files, want the 3 the rollout wrote", d)
+	if d := world.Moved() - moved; d != 4 {
+		t.Errorf("finish moved %d files, want the 4 the rollout wrote", d)
 	}
 	if b, _ := os.ReadFile(filepath.Join(w.Workspace(), "pkg1", "f001.py")); string(b) != "x = 1\n" {
 		t.Errorf("the store changed: %q", b)
@@ -234,16 +324,15 @@ func TestStageRecordsTheIDMap(t *testing.T) {
 	}
 }
 
-// A rollout that left a file unchanged links it to the store (Finish), so
-// the stored file has several links; the next rollout of the world still
+// A run's tree materialized (apodex workspace --to) links the store's
+// files, so a stored file has several links; the next rollout of the world still
 // edits it with the file tools: through the overlay a write copies it up
 // and never changes the store or the earlier run. A hard link made inside
 // the workspace is still refused.
 func TestNextRolloutWritesAFileAnEarlierOneLinked(t *testing.T) {
 	w := storedWithFiles(t, 10)
 	stage := func() (*world.Rollout, string) {
-		runDir := filepath.Join(t.TempDir(), "run")
-		os.MkdirAll(filepath.Join(runDir, "workspace"), 0o755)
+		runDir := runDirOf(t, w)
 		r, err := world.Stage(w, runDir, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -257,10 +346,14 @@ func TestNextRolloutWritesAFileAnEarlierOneLinked(t *testing.T) {
 	if err := first.Finish(); err != nil {
 		t.Fatal(err)
 	}
+	firstTree := filepath.Join(t.TempDir(), "tree")
+	if _, err := runfiles.Materialize(firstDir, firstTree, false); err != nil {
+		t.Fatal(err)
+	}
 	r, _ := stage()
 	defer r.Finish()
 	if fi, err := os.Stat(filepath.Join(r.Workspace, "pkg1", "f001.py")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink < 2 {
-		t.Fatalf("the stored file is not linked by the first rollout (%v)", err)
+		t.Fatalf("the stored file is not linked by the first rollout's tree (%v)", err)
 	}
 	fs := (&workspace.FS{Inputs: t.TempDir(), Workspace: r.Workspace, Outputs: t.TempDir(), Upper: r.Upper}).View(nil) // an agent's view, as the tools get it
 	p, err := fs.ResolveWrite("/workspace/pkg1/f001.py")
@@ -273,7 +366,7 @@ func TestNextRolloutWritesAFileAnEarlierOneLinked(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(r.Workspace, "pkg1", "f001.py")); string(b) != "fixed\n" {
 		t.Errorf("the rollout reads %q", b)
 	}
-	for _, f := range []string{filepath.Join(w.Workspace(), "pkg1", "f001.py"), filepath.Join(firstDir, "workspace", "pkg1", "f001.py")} {
+	for _, f := range []string{filepath.Join(w.Workspace(), "pkg1", "f001.py"), filepath.Join(firstTree, "pkg1", "f001.py")} {
 		if b, _ := os.ReadFile(f); string(b) != "x = 1\n" {
 			t.Errorf("%s changed: %q", f, b)
 		}

@@ -6,17 +6,14 @@ import (
 	"github.com/apodex/apodex/internal/hostfs"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
-	"golang.org/x/sys/unix"
 )
 
 // Sandbox kinds of a rollout's /workspace (record.World.Sandbox).
@@ -36,7 +33,6 @@ type Rollout struct {
 	Record    record.World       // what the record says about it
 	runDir    string
 	wt        *worktree.Worktree
-	stored    []string   // the stored workspace's files (Release), else nil: World.Files
 	intact    chan error // the check Stage began
 	checked   struct {
 		once sync.Once
@@ -112,49 +108,24 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 }
 
 // Release drops the world's file list and seal from memory
-// (World.Release), once the rollout's Intact is answered, keeping only
-// the paths of its workspace files, which Finish links: for a caller that
-// is the world's only user and no longer watches the workspace.
+// (World.Release), once the rollout's Intact is answered: for a caller
+// that is the world's only user and no longer watches the workspace.
+// Finish needs neither.
 func (r *Rollout) Release() {
 	r.Intact()
-	if r.wt != nil && r.wt.Kind == worktree.Overlay && r.stored == nil {
-		n := 0
-		for _, f := range r.World.Files {
-			if strings.HasPrefix(f.Path, "workspace/") {
-				n++
-			}
-		}
-		r.stored = make([]string, 0, n)
-		for _, f := range r.World.Files {
-			if strings.HasPrefix(f.Path, "workspace/") {
-				r.stored = append(r.stored, f.Path)
-			}
-		}
-	}
 	r.World.Release()
 }
 
-// storedPaths calls f with the path of every file of the stored world
-// (only its workspace's once released).
-func (r *Rollout) storedPaths(f func(path string)) {
-	if r.stored != nil {
-		for _, p := range r.stored {
-			f(p)
-		}
-		return
-	}
-	for _, file := range r.World.Files {
-		f(file.Path)
-	}
-}
-
-// Finish keeps the terminal workspace in runDir/workspace (where `apodex
-// verify` and `show` look) and removes the overlay; calling it again does
-// nothing. It reads only the overlay's upper layer, which holds exactly
-// what the rollout changed: a changed or created file is moved out of it
-// (a rename, no copy), a deleted one is absent; every other file of the
-// store's manifest is a hard link to the (read-only) store, made from the
-// manifest without reading, hashing or even listing the store.
+// Finish keeps the terminal workspace and removes the overlay; calling it
+// again does nothing. It reads only the overlay's upper layer, which holds
+// exactly what the rollout changed: a changed or created file is moved
+// out of it into runDir/workspace (a rename, no copy), and the world's
+// paths the rollout removed (a whiteout, a link or special file put in
+// place of an entry, an emptied directory) are written to runDir's base
+// (runfiles.Base): the run's files are its changes over the stored world,
+// read through package runfiles. Nothing is done per file of the world.
+// Only a world stored elsewhere than the run's home (runfiles.BaseDir) is
+// filled in: every untouched file linked from the store.
 func (r *Rollout) Finish() error {
 	if r.wt == nil {
 		return nil
@@ -178,114 +149,47 @@ func (r *Rollout) Finish() error {
 		return errors.Join(err, wt.Close())
 	}
 	changes, err := upperChanges(upper)
+	base := runfiles.Base{World: r.World.ID}
 	for _, c := range changes {
 		if err != nil {
 			break
 		}
 		to := filepath.Join(dst, filepath.FromSlash(c.rel))
 		switch c.kind {
-		case changedDir, opaqueDir:
+		case changedDir:
 			err = os.MkdirAll(to, 0o755)
+		case opaqueDir:
+			err = os.MkdirAll(to, 0o755)
+			base.Opaque = append(base.Opaque, c.rel)
 		case changedFile:
 			if err = os.MkdirAll(filepath.Dir(to), 0o755); err == nil {
 				err = os.Rename(filepath.Join(upper, filepath.FromSlash(c.rel)), to)
 				moved.Add(1)
 			}
+		case removed:
+			base.Removed = append(base.Removed, c.rel)
 		}
 	}
 	if err == nil {
-		err = r.linkUnchanged(dst, changes)
+		if sameDir(r.World.Workspace(), runfiles.BaseDir(r.runDir, r.World.ID)) {
+			err = runfiles.WriteBase(r.runDir, base)
+		} else {
+			_, err = runfiles.Fill(dst, r.World.Workspace(), &base, false)
+		}
 	}
 	return errors.Join(err, wt.Close(), os.RemoveAll(filepath.Join(r.runDir, "world")))
+}
+
+// sameDir reports whether a and b name the same existing directory.
+func sameDir(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 // moved counts the files Finish moved out of an upper layer (tests assert
 // that an untouched world moves none).
 var moved atomic.Int64
-
-// linkUnchanged links into dst every file of the stored workspace that no
-// change hides: not changed itself, and no parent of it removed, replaced
-// by a file, or made opaque.
-func (r *Rollout) linkUnchanged(dst string, changes []change) error {
-	hidden := make(map[string]changeKind, len(changes))
-	for _, c := range changes {
-		hidden[c.rel] = c.kind
-	}
-	made := map[string]bool{} // directories made, by slash path under dst
-	last := "\x00"            // the directory of the last file (a path's files are together)
-	var links []string        // the store paths to link, in order
-	if r.stored != nil {
-		links = r.stored[:0] // Release's own list, filtered in place
-	}
-	var err error
-	r.storedPaths(func(p string) {
-		rel, ok := strings.CutPrefix(p, "workspace/")
-		if !ok || err != nil || hiddenBy(hidden, rel) {
-			return
-		}
-		if d := path.Dir(rel); d != last {
-			if !made[d] {
-				if err = os.MkdirAll(filepath.Join(dst, filepath.FromSlash(d)), 0o755); err != nil {
-					return
-				}
-				made[d] = true
-			}
-			last = d
-		}
-		links = append(links, p)
-	})
-	if err != nil {
-		return err
-	}
-	r.stored = nil
-	// The links themselves (each a system call into the kernel's
-	// directory code) are made on up to 4 goroutines.
-	workers := min(runtime.NumCPU(), 4, max(len(links)/1024, 1))
-	per := (len(links) + workers - 1) / workers
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for k := range workers {
-		lo, hi := k*per, min((k+1)*per, len(links))
-		wg.Go(func() {
-			var src, to dirAt // each link made between two directory descriptors
-			defer src.close()
-			defer to.close()
-			for _, p := range links[lo:hi] {
-				sfd, name := src.open(r.World.Dir, p)
-				tfd, _ := to.open(dst, strings.TrimPrefix(p, "workspace/"))
-				if sfd >= 0 && tfd >= 0 && unix.Linkat(sfd, name, tfd, name, 0) == nil {
-					continue
-				}
-				from := filepath.Join(r.World.Dir, filepath.FromSlash(p))
-				if err := os.Link(from, filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(p, "workspace/")))); err != nil {
-					if err := hostfs.CopyNew(from, filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(p, "workspace/")))); err != nil {
-						errs[k] = err
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// hiddenBy reports whether rel is changed, or below a path that no longer
-// shows the lower layer's directory.
-func hiddenBy(hidden map[string]changeKind, rel string) bool {
-	if _, ok := hidden[rel]; ok {
-		return true
-	}
-	for i := len(rel) - 1; i > 0; i-- {
-		if rel[i] != '/' {
-			continue
-		}
-		if k, ok := hidden[rel[:i]]; ok && k != changedDir {
-			return true
-		}
-	}
-	return false
-}
 
 type changeKind int
 

@@ -33,12 +33,12 @@ import (
 	"github.com/apodex/apodex/internal/cmdline"
 	"github.com/apodex/apodex/internal/cmdline/runflags"
 	"github.com/apodex/apodex/internal/contract"
-	"github.com/apodex/apodex/internal/hostfs"
 	"github.com/apodex/apodex/internal/inbox"
 	"github.com/apodex/apodex/internal/mcp"
 	"github.com/apodex/apodex/internal/progress"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/run"
+	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/tool"
@@ -412,12 +412,20 @@ func (sv *Server) outputs(_ context.Context, a outputsArgs) tool.Result {
 	if (plane != "outputs" && plane != "workspace") || rel == "" {
 		return tool.Errorf("path %q: give a file under /outputs or /workspace, e.g. /outputs/report.md", a.Path)
 	}
-	data, err := hostfs.ReadFile(filepath.Join(dir, plane), rel, 1<<20)
+	f, err := runfiles.OpenFile(dir, plane+"/"+rel) // a world rollout's untouched file is its world's
+	if err != nil {
+		return tool.Errorf("%s: %v", a.Path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > 1<<20 {
+		return tool.Errorf("%s: %d bytes, over the 1 MiB read here; it is at %s", a.Path, st.Size(), f.Name())
+	}
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return tool.Errorf("%s: %v", a.Path, err)
 	}
 	if !utf8.Valid(data) {
-		return tool.Result{Output: fmt.Sprintf("%s is binary, %d bytes; it is at %s", a.Path, len(data), filepath.Join(dir, plane, rel))}
+		return tool.Result{Output: fmt.Sprintf("%s is binary, %d bytes; it is at %s", a.Path, len(data), f.Name())}
 	}
 	return tool.Result{Output: string(data)}
 }

@@ -3,13 +3,17 @@ package gate
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/apodex/apodex/internal/contract/check"
 	"github.com/apodex/apodex/internal/run/evidenceplane"
+	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/runstate"
 	"github.com/apodex/apodex/internal/taskstore"
 	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/world"
 )
 
 // Reverification is `apodex verify RUN`: the contract's checks and clauses
@@ -45,6 +49,15 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 		rv.Warning = fmt.Sprintf("the task file %s changed since the run (hash %s, recorded %s): verifying against its current clauses", ce.File, task.Hash(), ce.Hash)
 	}
 	env := verify.Env{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs"), Trace: dir}
+	ws, warning, done, err := terminalWorkspace(dir)
+	if err != nil {
+		return rv, err
+	}
+	defer done()
+	env.Workspace = ws
+	if warning != "" {
+		rv.Warning = strings.TrimPrefix(rv.Warning+"; "+warning, "; ")
+	}
 	rv.Checks = check.Deliverables(task, env.Outputs, env.Inputs)
 	rv.Passed = true
 	for _, f := range rv.Checks {
@@ -66,4 +79,33 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 		}
 	}
 	return rv, nil
+}
+
+// terminalWorkspace is a directory holding the run's terminal /workspace
+// for the verifier: workspace/ itself, or for a world rollout that kept
+// only its changes (runfiles.Base) the tree materialized beside it — the
+// run's files over its stored world's, linked — which done removes. The
+// warning says when the stored world is no longer the one the run had.
+func terminalWorkspace(dir string) (ws, warning string, done func(), err error) {
+	ws, done = filepath.Join(dir, "workspace"), func() {}
+	b, err := runfiles.ReadBase(dir)
+	if err != nil || b == nil {
+		return ws, "", done, err
+	}
+	if w, err := world.NewStore(filepath.Dir(filepath.Dir(dir))).Get(b.World); err != nil {
+		return "", "", done, fmt.Errorf("run %s kept only what it changed of world %s's workspace, and the world cannot be read: %w", filepath.Base(dir), b.World, err)
+	} else if err := w.Intact(); err != nil {
+		warning = fmt.Sprintf("world %s changed since it was stored (%v): verifying the run's changes over the world as it is now", b.World, err)
+	}
+	tmp, err := os.MkdirTemp(dir, ".verify-workspace-")
+	if err != nil {
+		return "", "", done, err
+	}
+	done = func() { os.RemoveAll(tmp) }
+	ws = filepath.Join(tmp, "workspace")
+	if _, err := runfiles.Materialize(dir, ws, false); err != nil {
+		done()
+		return "", "", func() {}, err
+	}
+	return ws, warning, done, nil
 }
