@@ -39,7 +39,7 @@ bench:
 	$(GO) test -run XXX -bench 'Replay|Resume' -benchtime 1x ./internal/run/
 	$(GO) test -run XXX -bench 'Corpus10k' -benchtime 1x ./internal/corpus/
 	$(GO) test -run XXX -bench 'Follow' -benchtime 200x ./internal/record/
-	$(GO) test -run XXX -bench 'Stage1000|Finish1000' -benchtime 30x -count 5 ./internal/world/
+	$(GO) test -run XXX -bench 'Stage1000|Finish$$' -benchtime 5x -count 5 ./internal/world/
 	$(GO) test -run XXX -bench 'EvalThroughput' -benchtime 1x -count 3 ./internal/eval/
 	$(GO) test -run XXX -bench 'StreamLatency' -benchtime 200x ./internal/web/
 	$(GO) test -run XXX -bench 'Export500' -benchtime 20x ./internal/trajectory/

@@ -106,6 +106,13 @@ func TestWorldRolloutKeepsOnlyItsChanges(t *testing.T) {
 	if code, _, stderr := cli(t, "workspace", "--home", home, "--to", tree, run); code == 0 || !strings.Contains(stderr, "not empty") {
 		t.Errorf("workspace --to a tree already written: exit %d: %s", code, stderr)
 	}
+	// A base edited to name another world is not verified against it.
+	good, _ := os.ReadFile(filepath.Join(dir, runfiles.BaseFile))
+	os.WriteFile(filepath.Join(dir, runfiles.BaseFile), []byte(`{"world":"w-000000000000"}`), 0o644)
+	if code, _, stderr := cli(t, "verify", "--home", home, run); code == 0 || !strings.Contains(stderr, "the run directory was edited") {
+		t.Errorf("verify with a base naming another world: exit %d: %s", code, stderr)
+	}
+	os.WriteFile(filepath.Join(dir, runfiles.BaseFile), good, 0o644)
 	// The world gone from the store: nothing answers as if it were there.
 	os.Rename(w.Dir, w.Dir+".away")
 	if code, _, stderr := cli(t, "workspace", "--home", home, "--to", filepath.Join(t.TempDir(), "t2"), run); code == 0 || !strings.Contains(stderr, "world "+id+" is not under") {

@@ -35,7 +35,7 @@ func BenchmarkStage1000(b *testing.B) {
 	for _, plane := range []string{"workspace", "inputs"} {
 		b.Run(plane, func(b *testing.B) {
 			w := bigWorld(b, plane, 1000)
-			dirs := runDirs(b, b.N)
+			dirs := runDirs(b, w, b.N)
 			rs := make([]*world.Rollout, b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -53,33 +53,57 @@ func BenchmarkStage1000(b *testing.B) {
 	}
 }
 
-// BenchmarkFinish1000 measures keeping a 1,000-file terminal workspace
-// (links to the store, one changed file copied) and unmounting.
-func BenchmarkFinish1000(b *testing.B) {
-	w := bigWorld(b, "workspace", 1000)
-	dirs := runDirs(b, b.N)
-	rs := make([]*world.Rollout, b.N)
-	for i := range rs {
-		r, err := world.Stage(w, dirs[i], nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(r.Workspace, "d00", "f0000.txt"), []byte("changed\n"), 0o644)
-		rs[i] = r
-	}
-	b.ResetTimer()
-	for _, r := range rs {
-		if err := r.Finish(); err != nil {
-			b.Fatal(err)
+// BenchmarkFinish measures keeping the terminal workspace of a rollout
+// that changed one file of a world of n files, and unmounting: "base",
+// a run in the world's home, which keeps the change and its base
+// (runfiles.Base); "linked", a run elsewhere, whose tree is filled with a
+// hard link per untouched file, as every run's was before issue 31.
+func BenchmarkFinish(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		w := bigWorld(b, "workspace", n)
+		for _, layout := range []string{"base", "linked"} {
+			b.Run(fmt.Sprintf("%d/%s", n, layout), func(b *testing.B) {
+				dirs := runDirs(b, w, b.N)
+				if layout == "linked" {
+					dirs = runDirs(b, nil, b.N)
+				}
+				rs := make([]*world.Rollout, b.N)
+				for i := range rs {
+					r, err := world.Stage(w, dirs[i], nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					os.WriteFile(filepath.Join(r.Workspace, "d00", "f0000.txt"), []byte("changed\n"), 0o644)
+					rs[i] = r
+				}
+				b.ResetTimer()
+				for _, r := range rs {
+					if err := r.Finish(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }
 
-func runDirs(b *testing.B, n int) []string {
+// runDirs makes n fresh run directories: in w's home (<home>/runs/…), or
+// anywhere else when w is nil.
+func runDirs(b *testing.B, w *world.World, n int) []string {
 	root := b.TempDir()
+	if w != nil {
+		root = filepath.Join(filepath.Dir(filepath.Dir(w.Dir)), "runs")
+	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = filepath.Join(root, fmt.Sprint(i))
+		d, err := os.MkdirTemp(root, "r-")
+		if err != nil {
+			os.MkdirAll(root, 0o755)
+			if d, err = os.MkdirTemp(root, "r-"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out[i] = d
 		os.MkdirAll(filepath.Join(out[i], "workspace"), 0o755)
 	}
 	return out
@@ -96,7 +120,7 @@ func BenchmarkRolloutStart(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			w := bigWorld(b, "workspace", n)
 			st := &world.Store{Dir: filepath.Dir(w.Dir)}
-			dirs := runDirs(b, b.N)
+			dirs := runDirs(b, w, b.N)
 			rs := make([]*world.Rollout, 0, b.N)
 			wm := worktree.NewManager(nil)
 			defer wm.Close()

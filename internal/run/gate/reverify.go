@@ -49,7 +49,11 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 		rv.Warning = fmt.Sprintf("the task file %s changed since the run (hash %s, recorded %s): verifying against its current clauses", ce.File, task.Hash(), ce.Hash)
 	}
 	env := verify.Env{Inputs: filepath.Join(dir, "inputs"), Workspace: filepath.Join(dir, "workspace"), Outputs: filepath.Join(dir, "outputs"), Trace: dir}
-	ws, warning, done, err := terminalWorkspace(dir)
+	recorded := ""
+	if st.Started != nil && st.Started.Settings != nil && st.Started.Settings.World != nil {
+		recorded = st.Started.Settings.World.ID
+	}
+	ws, warning, done, err := terminalWorkspace(dir, recorded)
 	if err != nil {
 		return rv, err
 	}
@@ -85,12 +89,16 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 // for the verifier: workspace/ itself, or for a world rollout that kept
 // only its changes (runfiles.Base) the tree materialized beside it — the
 // run's files over its stored world's, linked — which done removes. The
-// warning says when the stored world is no longer the one the run had.
-func terminalWorkspace(dir string) (ws, warning string, done func(), err error) {
+// base must name the world the record does (recorded). The warning says
+// when the stored world is no longer the one the run had.
+func terminalWorkspace(dir, recorded string) (ws, warning string, done func(), err error) {
 	ws, done = filepath.Join(dir, "workspace"), func() {}
 	b, err := runfiles.ReadBase(dir)
 	if err != nil || b == nil {
 		return ws, "", done, err
+	}
+	if b.World != recorded {
+		return "", "", done, fmt.Errorf("run %s: %s names world %s, but the record's world is %q: the run directory was edited", filepath.Base(dir), runfiles.BaseFile, b.World, recorded)
 	}
 	if w, err := world.NewStore(filepath.Dir(filepath.Dir(dir))).Get(b.World); err != nil {
 		return "", "", done, fmt.Errorf("run %s kept only what it changed of world %s's workspace, and the world cannot be read: %w", filepath.Base(dir), b.World, err)
