@@ -131,7 +131,19 @@ func TestWorkerKilledMidRollout(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The other worlds' four rollouts end (their results published: the
+	// worker's started file notes each) before the kill, however loaded
+	// the machine; the slow world's two hang.
+	for deadline := time.Now().Add(time.Minute); ; {
+		b, _ := os.ReadFile(filepath.Join(childHome, "workers", "doomed.started"))
+		if strings.Count("\n"+string(b), "\n-") >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not end the four fast rollouts\n%s", childErr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	child.Process.Kill() // SIGKILL
 	child.Wait()
 	hang.Store(false)
