@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/runtest"
 	"github.com/apodex/apodex/internal/world"
@@ -59,6 +60,22 @@ func TestWorldRolloutKeepsOnlyItsChanges(t *testing.T) {
 	}
 	if b, err := runfiles.ReadBase(dir); err != nil || b == nil || b.World != id || strings.Join(b.Removed, ",") != "README.md" {
 		t.Fatalf("base %+v %v, want world %s with README.md removed", b, err, id)
+	}
+	// The record lists what the rollout made, and counts the world's
+	// files it left as they are.
+	stored := 0
+	for _, f := range w.Files {
+		if strings.HasPrefix(f.Path, "workspace/") {
+			stored++
+		}
+	}
+	fins := decodeAll[record.RunFinished](t, runtest.Events(t, dir), record.TypeRunFinished)
+	var listed []string
+	for _, f := range fins[0].Files {
+		listed = append(listed, f.Path)
+	}
+	if strings.Join(listed, " ") != "/workspace/ledger/tax.py /workspace/notes/n.txt" || fins[0].WorldFiles != stored-2 || fins[0].FilesOmitted != 0 {
+		t.Errorf("run_finished lists %v and %d world files (+%d omitted), want the two files written and %d", listed, fins[0].WorldFiles, fins[0].FilesOmitted, stored-2)
 	}
 	if code, stdout, _ := cli(t, "show", "--home", home, run); code != 0 || !strings.Contains(stdout, "what the rollout changed; the rest is world "+id) {
 		t.Errorf("show: exit %d\n%s", code, stdout)

@@ -219,9 +219,13 @@ type RunFinished struct {
 	Files       []FileEntry `json:"files"`
 	// FilesOmitted counts the files past MaxFilesListed that Files leaves
 	// out (the event must fit one record line).
-	FilesOmitted int       `json:"files_omitted,omitempty"`
-	DurationMS   int64     `json:"duration_ms"`
-	Time         time.Time `json:"finished_at"`
+	FilesOmitted int `json:"files_omitted,omitempty"`
+	// WorldFiles counts, for a rollout of a stored world, the world's
+	// files its terminal /workspace holds unchanged (same content at the
+	// same path): Files leaves them out, the world's manifest lists them.
+	WorldFiles int       `json:"world_files,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
+	Time       time.Time `json:"finished_at"`
 }
 
 // MaxFilesListed caps the files run_finished lists: a workspace of a

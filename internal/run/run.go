@@ -153,12 +153,15 @@ type Summary struct {
 	ToolCalls   int                `json:"tool_calls"`
 	Files       []record.FileEntry `json:"files"`
 	// FilesOmitted counts the files Files leaves out (record.MaxFilesListed).
-	FilesOmitted int               `json:"files_omitted,omitempty"`
-	Delivery     *publish.Delivery `json:"delivery,omitempty"`
-	Checks       []check.Finding   `json:"checks,omitempty"`
-	Verify       []verify.Result   `json:"verification,omitempty"`
-	Sandbox      string            `json:"sandbox"`
-	Warnings     []string          `json:"warnings,omitempty"`
+	FilesOmitted int `json:"files_omitted,omitempty"`
+	// WorldFiles counts a world rollout's files left as the world has
+	// them, which Files does not list (record.RunFinished.WorldFiles).
+	WorldFiles int               `json:"world_files,omitempty"`
+	Delivery   *publish.Delivery `json:"delivery,omitempty"`
+	Checks     []check.Finding   `json:"checks,omitempty"`
+	Verify     []verify.Result   `json:"verification,omitempty"`
+	Sandbox    string            `json:"sandbox"`
+	Warnings   []string          `json:"warnings,omitempty"`
 	// Trainable and NotTrainable: see Trainability; computed once the
 	// record is closed.
 	Trainable    bool     `json:"trainable"`

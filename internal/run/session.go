@@ -25,6 +25,7 @@ import (
 	"github.com/apodex/apodex/internal/team"
 	"github.com/apodex/apodex/internal/tool"
 	"github.com/apodex/apodex/internal/verify"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/world"
 )
@@ -257,7 +258,11 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	if tm != nil {
 		synthesisFailed(&s, tm.SynthesisFailures())
 	}
-	s.Files, s.FilesOmitted = stage.ProducedFiles(ss.fs)
+	var stored func(watch.File) bool // a world's untouched files are its manifest's, not listed
+	if ss.roll != nil {
+		stored = ss.roll.Stored
+	}
+	s.Files, s.FilesOmitted, s.WorldFiles = stage.ProducedFiles(ss.fs, stored)
 	// The kernel's teardown of inotify watches waits out an RCU grace
 	// period (10-20 ms on this machine); done here, it runs while the
 	// record is closed and the summary printed, instead of delaying the
@@ -265,7 +270,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	ss.fs.Watch.Close()
 	if ss.cfg.ReleaseWorld && ss.roll != nil {
 		big := len(ss.roll.World.Files) >= 10_000
-		ss.roll.Release() // Finish needs only its workspace's paths
+		ss.roll.Release() // Finish needs neither its list nor its seal
 		if big {
 			// The heap's goal was set while the list was live (twice
 			// its 12 MB at 100,000 files): collected now, its memory
@@ -281,7 +286,7 @@ func (ss *session) run(ctx context.Context, rs *resumed) (Summary, error) {
 	s.Turns, s.ToolCalls, s.Usage = totals(folded, out, tm != nil)
 	_, ferr := log.Append(record.TypeRunFinished, "", record.RunFinished{
 		Termination: s.Termination, Status: s.Status, Summary: s.Summary, Partial: s.Partial, Error: s.Error,
-		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, FilesOmitted: s.FilesOmitted, Failures: s.Failures,
+		Turns: s.Turns, ToolCalls: s.ToolCalls, Usage: s.Usage, Files: s.Files, FilesOmitted: s.FilesOmitted, WorldFiles: s.WorldFiles, Failures: s.Failures,
 		DurationMS: cfg.Clock.Now().Sub(ss.began).Milliseconds(), Time: cfg.Clock.Now(),
 	})
 	if err := errors.Join(ferr, log.Close()); err != nil {

@@ -50,8 +50,11 @@ type Info struct {
 	Warnings   []string               `json:"warnings,omitempty"`
 	Files      []record.FileEntry     `json:"files"`
 	// FilesOmitted counts the files run_finished did not list.
-	FilesOmitted int        `json:"files_omitted,omitempty"`
-	Steps        []StepInfo `json:"steps"`
+	FilesOmitted int `json:"files_omitted,omitempty"`
+	// WorldFiles counts a world rollout's files left as its world has
+	// them, which Files does not list (record.RunFinished.WorldFiles).
+	WorldFiles int        `json:"world_files,omitempty"`
+	Steps      []StepInfo `json:"steps"`
 	// Agents is per-agent activity: who was active when, and how much.
 	Agents []AgentActivity `json:"agents"`
 	// Delivery is the reconciled manifest, when the run recorded one.
@@ -172,6 +175,7 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		info.Finished = &t
 		info.Turns, info.ToolCalls = rf.Turns, rf.ToolCalls // the loop's own count, including calls that got no reply
 		info.Status, info.Termination, info.Summary, info.Partial, info.Error, info.Files, info.FilesOmitted = rf.Status, rf.Termination, rf.Summary, rf.Partial, rf.Error, rf.Files, rf.FilesOmitted
+		info.WorldFiles = rf.WorldFiles
 		info.Failures = rf.Failures
 		if info.Files == nil {
 			info.Files = []record.FileEntry{}

@@ -105,7 +105,7 @@ func Render(w io.Writer, info Info) {
 	}
 	renderAgents(w, info.Agents)
 	renderDelivery(w, info)
-	fmt.Fprintf(w, "files:       %d (under %s)\n", len(info.Files)+info.FilesOmitted, info.RunDir)
+	fmt.Fprintf(w, "files:       %d (under %s)\n", len(info.Files)+info.FilesOmitted+info.WorldFiles, info.RunDir)
 	files := info.Files
 	if len(files) > shownFiles {
 		files = files[:shownFiles]
@@ -118,6 +118,9 @@ func Render(w io.Writer, info Info) {
 	}
 	if info.FilesOmitted > 0 {
 		fmt.Fprintf(w, "  … and %d more, not listed in the record\n", info.FilesOmitted)
+	}
+	if info.WorldFiles > 0 {
+		fmt.Fprintf(w, "  … and %d files of world %s, unchanged (its manifest lists them)\n", info.WorldFiles, info.World)
 	}
 }
 

@@ -378,3 +378,60 @@ func TestNextRolloutWritesAFileAnEarlierOneLinked(t *testing.T) {
 		t.Errorf("a hard link made in the workspace: %v, want refused", err)
 	}
 }
+
+// The end of a rollout lists what it changed, not the world
+// (stage.ProducedFiles with Rollout.Stored): the watch's Changed leaves
+// out every file still only the prefill's without asking about it, and
+// asks Stored only of the files of the directories the rollout touched;
+// a file rewritten with its stored content counts as the world's.
+func TestChangedListsWhatTheRolloutChanged(t *testing.T) {
+	w := storedWithFiles(t, 700) // 100 files in each of pkg0-6
+	wm := worktree.NewManager(nil)
+	defer wm.Close()
+	r, err := world.Stage(w, runDirOf(t, w), wm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Finish()
+	if r.Record.Sandbox != world.SandboxOverlay {
+		t.Skipf("no overlay here (%s)", r.Record.Fallback)
+	}
+	tree, err := wm.Watch().For(r.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, f := range w.Files {
+		if strings.HasPrefix(f.Path, "workspace/") {
+			total++
+		}
+	}
+	os.WriteFile(filepath.Join(r.Workspace, "pkg1", "f001.py"), []byte("changed\n"), 0o644)
+	os.WriteFile(filepath.Join(r.Workspace, "pkg1", "f008.py"), []byte("x = 8\n"), 0o644) // as stored
+	os.WriteFile(filepath.Join(r.Workspace, "pkg1", "new.py"), []byte("new\n"), 0o644)
+	os.Remove(filepath.Join(r.Workspace, "pkg2", "f002.py"))
+	asked := map[string]bool{}
+	files, more, kept := tree.Changed(100, func(f watch.File) bool {
+		asked[f.Rel] = true
+		return r.Stored(f)
+	})
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Rel)
+	}
+	slices.Sort(got)
+	if strings.Join(got, " ") != "pkg1/f001.py pkg1/new.py" || more != 0 {
+		t.Errorf("changed %v (+%d), want pkg1/f001.py and pkg1/new.py", got, more)
+	}
+	if want := total - 2; kept != want { // f001 changed, f002 removed
+		t.Errorf("kept %d of the world's %d files, want %d", kept, total, want)
+	}
+	for rel := range asked {
+		if !strings.HasPrefix(rel, "pkg1/") && !strings.HasPrefix(rel, "pkg2/") {
+			t.Errorf("asked about %s, in a directory the rollout did not touch", rel)
+		}
+	}
+	if len(asked) == 0 || len(asked) > 2*100+1 {
+		t.Errorf("asked about %d files, want those of the two touched directories", len(asked))
+	}
+}

@@ -7,11 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runfiles"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 	"github.com/apodex/apodex/internal/worktree"
 )
@@ -107,10 +110,22 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 	return r, nil
 }
 
+// Stored reports whether f, a file of the rollout's /workspace, is the
+// world's stored file at its path: same path, size and content hash, by a
+// binary search of the world's manifest (no read). False once the world
+// is released. The run's file list leaves such files out
+// (stage.ProducedFiles): the world's manifest lists them.
+func (r *Rollout) Stored(f watch.File) bool {
+	files := r.World.Files
+	p := "workspace/" + f.Rel
+	i, ok := slices.BinarySearchFunc(files, p, func(f File, p string) int { return strings.Compare(f.Path, p) })
+	return ok && files[i].Bytes == f.Size && watch.Sum(files[i].SHA256) == f.Sum
+}
+
 // Release drops the world's file list and seal from memory
 // (World.Release), once the rollout's Intact is answered: for a caller
-// that is the world's only user and no longer watches the workspace.
-// Finish needs neither.
+// that is the world's only user and no longer watches the workspace or
+// asks Stored. Finish needs neither.
 func (r *Rollout) Release() {
 	r.Intact()
 	r.World.Release()

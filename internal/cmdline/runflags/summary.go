@@ -93,6 +93,9 @@ func PrintSummary(w io.Writer, s run.Summary) {
 			fmt.Fprintf(w, "  … and %d more, not listed in the record\n", s.FilesOmitted)
 		}
 	}
+	if s.WorldFiles > 0 {
+		fmt.Fprintf(w, "files of the world, unchanged: %d (its manifest lists them)\n", s.WorldFiles)
+	}
 }
 
 // shownFiles is how many produced files the run's summary prints.

@@ -127,6 +127,7 @@ type side struct {
 	streams map[streamKey][]int64
 	calls   map[[2]string]int64 // (agent, call id) -> seq of its tool_call
 	final   []record.FileEntry
+	world   int      // run_finished's world_files: the world's files left unchanged, not in final
 	seqEnd  int64    // run_finished's seq
 	notices []notice // what the lead was told of its subagents' ends
 }
@@ -155,7 +156,7 @@ func newSide(dir string, events []record.Event) side {
 		case *record.FileDelta:
 			k.call, k.path = p.CallID, p.Path
 		case *record.RunFinished:
-			s.final, s.seqEnd = p.Files, e.Seq
+			s.final, s.world, s.seqEnd = p.Files, p.WorldFiles, e.Seq
 			continue
 		default:
 			continue
@@ -431,10 +432,20 @@ func describe(e item, n normalizer) string {
 }
 
 // compareFinal compares the files in /workspace and /outputs at the end:
-// one divergence per path that differs.
+// one divergence per path that differs, and for a world rollout the
+// number of the world's files left unchanged (a world file removed on one
+// side only). A world rollout recorded before run_finished left those
+// out (world_files) listed them: its paths that the other side does not
+// list are not compared, as the other side counts them unlisted.
 func compareFinal(o, r side, cnt *Compared) []Divergence {
 	want, got := map[string]string{}, map[string]string{}
 	var paths []string
+	var out []Divergence
+	older := o.world == 0 && r.world > 0
+	if o.world > 0 && r.world != o.world {
+		out = append(out, Divergence{Class: ClassEnvironment, Kind: KindFinalFiles, Seq: o.seqEnd, What: "the world's files left unchanged",
+			Expected: fmt.Sprint(o.world), Got: fmt.Sprint(r.world)})
+	}
 	for _, f := range o.final {
 		want[f.Path] = f.SHA256
 		paths = append(paths, f.Path)
@@ -447,10 +458,9 @@ func compareFinal(o, r side, cnt *Compared) []Divergence {
 	}
 	sort.Strings(paths)
 	cnt.FinalFiles = len(o.final)
-	var out []Divergence
 	for _, p := range paths {
 		w, g := want[p], got[p]
-		if w == g {
+		if w == g || older && g == "" {
 			continue
 		}
 		out = append(out, Divergence{Class: ClassEnvironment, Kind: KindFinalFiles, Seq: o.seqEnd, What: "final file " + p,

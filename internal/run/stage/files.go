@@ -1,12 +1,14 @@
 package stage
 
 import (
+	"encoding/hex"
 	"github.com/apodex/apodex/internal/hostfs"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/watch"
@@ -58,13 +60,26 @@ func CopyInputs(src, dst string) ([]record.FileEntry, error) {
 // first), and how many more there were (counted, not hashed). A plane the
 // run's Set watches is listed from its tree, whose hashes are current
 // (only files changed since they were hashed are read: a world's
-// untouched files never are); another is walked and hashed.
-func ProducedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
-	files := []record.FileEntry{}
-	omitted := 0
+// untouched files never are); another is walked and hashed. With stored
+// (a world rollout's: world.Rollout.Stored), a /workspace file stored
+// says is the world's own is not listed but counted in unchanged: the
+// world's manifest lists it. From a prefilled tree that costs what the
+// rollout touched, not the world's size (watch.Tree.Changed).
+func ProducedFiles(ws *workspace.FS, stored func(watch.File) bool) (files []record.FileEntry, omitted, unchanged int) {
+	files = []record.FileEntry{}
 	for _, root := range []struct{ plane, host string }{{"/outputs", ws.Outputs}, {"/workspace", ws.Workspace}} { // deliverables first
+		same := stored
+		if root.plane != "/workspace" {
+			same = nil
+		}
 		if t := treeOf(ws, root.host); t != nil {
-			listed, more := t.Files(record.MaxFilesListed - len(files))
+			var listed []watch.File
+			var more, kept int
+			if same != nil {
+				listed, more, kept = t.Changed(record.MaxFilesListed-len(files), same)
+			} else {
+				listed, more = t.Files(record.MaxFilesListed - len(files))
+			}
 			files = slices.Grow(files, len(listed)) // 10,000 entries at most, not grown by doubling
 			for _, f := range listed {
 				if f.Hashed {
@@ -72,13 +87,14 @@ func ProducedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
 				}
 			}
 			omitted += more
+			unchanged += kept
 			continue
 		}
 		filepath.WalkDir(root.host, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return nil
 			}
-			if len(files) >= record.MaxFilesListed {
+			if len(files) >= record.MaxFilesListed && same == nil {
 				omitted++
 				return nil
 			}
@@ -87,12 +103,24 @@ func ProducedFiles(ws *workspace.FS) ([]record.FileEntry, int) {
 			if err != nil {
 				return nil
 			}
+			if same != nil {
+				f := watch.File{Rel: filepath.ToSlash(rel), Size: n, Hashed: true}
+				hex.Decode(f.Sum[:], []byte(strings.TrimPrefix(sum, workspace.HashPrefix)))
+				switch {
+				case same(f):
+					unchanged++
+					return nil
+				case len(files) >= record.MaxFilesListed:
+					omitted++
+					return nil
+				}
+			}
 			files = append(files, record.FileEntry{Path: root.plane + "/" + filepath.ToSlash(rel), SHA256: sum, Bytes: n})
 			return nil
 		})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	return files, omitted
+	return files, omitted, unchanged
 }
 
 // treeOf is the run's tree of the plane dir, if its Set watches it.

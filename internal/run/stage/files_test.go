@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/record"
+	"github.com/apodex/apodex/internal/watch"
 	"github.com/apodex/apodex/internal/workspace"
 )
 
@@ -29,7 +30,7 @@ func TestProducedFilesCapped(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte("r"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, omitted := ProducedFiles(&workspace.FS{Workspace: ws, Outputs: out})
+	files, omitted, _ := ProducedFiles(&workspace.FS{Workspace: ws, Outputs: out}, nil)
 	if len(files) != record.MaxFilesListed || omitted != extra+1 {
 		t.Fatalf("%d files listed, %d omitted; want %d and %d", len(files), omitted, record.MaxFilesListed, extra+1)
 	}
@@ -43,5 +44,33 @@ func TestProducedFilesCapped(t *testing.T) {
 	}
 	if files[0].SHA256 == "" {
 		t.Error("listed files are hashed")
+	}
+}
+
+// A world rollout's plane that no tree watches (the copy fallback) is
+// walked and hashed, and stored still keeps the world's own files out of
+// the list, counted; /outputs is never asked about.
+func TestProducedFilesLeavesTheWorldsOut(t *testing.T) {
+	ws, out := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "kept.py"), []byte("k"), 0o644)
+	os.WriteFile(filepath.Join(ws, "made.py"), []byte("m"), 0o644)
+	os.WriteFile(filepath.Join(out, "kept.py"), []byte("k"), 0o644)
+	var keptSum watch.Sum
+	files, omitted, unchanged := ProducedFiles(&workspace.FS{Workspace: ws, Outputs: out}, func(f watch.File) bool {
+		if f.Rel == "kept.py" && f.Size == 1 {
+			keptSum = f.Sum
+			return true
+		}
+		return false
+	})
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path)
+	}
+	if fmt.Sprint(got) != "[/outputs/kept.py /workspace/made.py]" || omitted != 0 || unchanged != 1 {
+		t.Errorf("listed %v (+%d), %d unchanged; want /outputs/kept.py and /workspace/made.py, 1", got, omitted, unchanged)
+	}
+	if keptSum.String() != files[0].SHA256 {
+		t.Errorf("stored was asked with the hash %s, the file's is %s", keptSum, files[0].SHA256)
 	}
 }
