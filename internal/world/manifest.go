@@ -28,9 +28,11 @@
 //   - a rollout (Stage) gets fresh mutable state without copying the world:
 //     /workspace is an overlay whose lower layer is the store (a copy only
 //     when overlayfs is unavailable), inputs are hard links into the store;
-//     Finish keeps the terminal workspace the same way, reading only the
-//     overlay's upper layer: changed files are moved out of it, unchanged
-//     ones linked to the store from its manifest.
+//     Finish keeps the terminal workspace in O(changes), reading only the
+//     overlay's upper layer: changed files are moved out of it into the
+//     run's workspace/, and the paths it removed are written to the run's
+//     base (runfiles.Base), through which every reader sees the unchanged
+//     files in the store; nothing is done per file of the world.
 package world
 
 import (

@@ -31,8 +31,9 @@ import (
 // system clock back to that very nanosecond); a write to a file changes
 // its mtime, and a stored file (0444 in a 0555 directory) can only be
 // written after a chmod, which changes its mode. Files' ctimes are not
-// compared: the hard links rollouts make to stored inputs and unchanged
-// workspace files change them. So a world whose every directory has the
+// compared: the hard links rollouts make to stored inputs, and those a
+// materialized tree makes to workspace files (runfiles.Materialize),
+// change them. So a world whose every directory has the
 // inode, mode, mtime and ctime, and every file the inode, mode, size and
 // mtime the seal recorded holds the bytes hashed when it was stored,
 // unless someone with the store owner's or root's rights rewrote a file
