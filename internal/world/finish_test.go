@@ -1,6 +1,7 @@
 package world_test
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -433,5 +434,33 @@ func TestChangedListsWhatTheRolloutChanged(t *testing.T) {
 	}
 	if len(asked) == 0 || len(asked) > 2*100+1 {
 		t.Errorf("asked about %d files, want those of the two touched directories", len(asked))
+	}
+}
+
+// The rollout's watch exists when Stage returns: a file written before
+// anything else asks for the watch (write_file in a turn's first calls,
+// before any bash) is seen, not taken for the stored one. A watch filled
+// from the manifest later would believe the store for it.
+func TestAWriteBeforeTheFirstCommandIsSeen(t *testing.T) {
+	w := storedWithFiles(t, 70)
+	wm := worktree.NewManager(nil)
+	defer wm.Close()
+	r, err := world.Stage(w, runDirOf(t, w), wm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Finish()
+	if r.Record.Sandbox != world.SandboxOverlay {
+		t.Skipf("no overlay here (%s)", r.Record.Fallback)
+	}
+	os.WriteFile(filepath.Join(r.Workspace, "pkg4", "f004.py"), []byte("fixed\n"), 0o644)
+	tree := wm.Watch().Lookup(r.Workspace)
+	if tree == nil {
+		t.Error("Stage made no watch of the workspace")
+		tree, _ = wm.Watch().For(r.Workspace) // as the first bash would: filled from the manifest
+	}
+	files, _, _ := tree.Changed(10, r.Stored)
+	if len(files) != 1 || files[0].Rel != "pkg4/f004.py" || files[0].Sum != watch.Sum(sha256.Sum256([]byte("fixed\n"))) {
+		t.Errorf("changed %+v, want pkg4/f004.py with its new content", files)
 	}
 }

@@ -36,7 +36,8 @@ type Rollout struct {
 	Record    record.World       // what the record says about it
 	runDir    string
 	wt        *worktree.Worktree
-	intact    chan error // the check Stage began
+	own       *worktree.Manager // Stage's own manager (none given), closed by Finish
+	intact    chan error        // the check Stage began
 	checked   struct {
 		once sync.Once
 		err  error
@@ -56,7 +57,8 @@ func (r *Rollout) Intact() error {
 // overlay of the store's workspace/ under runDir/world/, or runDir/workspace
 // when the world has none. Finish must be called when the run is over. The
 // overlay is made by wm (the run's, watching in its Set); nil: one of the
-// rollout's own. The stored world must be intact (Intact): a world whose
+// rollout's own. The overlay's watch (filled from the manifest and seal)
+// is made before Stage returns, so that no write escapes it. The stored world must be intact (Intact): a world whose
 // files changed since it was stored (a replaced test, a new input) is
 // refused, naming the file. With a seal, Stage stats only the world's
 // directories before staging (a file added, removed, renamed or replaced
@@ -76,10 +78,11 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 			return nil, err
 		}
 	}
+	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace"), intact: make(chan error, 1)}
 	if wm == nil {
 		wm = worktree.NewManager(nil)
+		r.own = wm // closed by Finish, with the watch of the workspace
 	}
-	r := &Rollout{World: w, runDir: runDir, Workspace: filepath.Join(runDir, "workspace"), intact: make(chan error, 1)}
 	// One goroutine: the check is not waited for until the end, and the
 	// first commands (the workspace watch's first walk) need the cores.
 	go func() { r.intact <- w.intact(1) }()
@@ -103,6 +106,14 @@ func Stage(w *World, runDir string, wm *worktree.Manager) (*Rollout, error) {
 				wm.Watch().Prefill(wt.Dir, p)
 			} else {
 				wm.Watch().Seed(wt.Dir, w.known)
+			}
+			// The watch is made now, before anything can write to the
+			// workspace: a prefilled tree believes the store for every
+			// file no event names, so a write made before its directory
+			// is watched (a write_file in the turn's first calls, before
+			// the first bash) would be missed for good.
+			if _, err := wm.Watch().For(wt.Dir); err != nil {
+				return nil, errors.Join(fmt.Errorf("world: watch the rollout's workspace: %w", err), wt.Close())
 			}
 		}
 		r.Record.Sandbox, r.Record.Fallback, r.Record.IDMap = wt.Kind, wt.Fallback, wt.IDMap
@@ -142,6 +153,10 @@ func (r *Rollout) Release() {
 // Only a world stored elsewhere than the run's home (runfiles.BaseDir) is
 // filled in: every untouched file linked from the store.
 func (r *Rollout) Finish() error {
+	if r.own != nil {
+		r.own.Close()
+		r.own = nil
+	}
 	if r.wt == nil {
 		return nil
 	}
