@@ -58,9 +58,9 @@ func (r *Rollout) Intact() error {
 // when the world has none. Finish must be called when the run is over. The
 // overlay is made by wm (the run's, watching in its Set); nil: one of the
 // rollout's own. The overlay's watch (filled from the manifest and seal)
-// is made before Stage returns, so that no write escapes it. The stored world must be intact (Intact): a world whose
-// files changed since it was stored (a replaced test, a new input) is
-// refused, naming the file. With a seal, Stage stats only the world's
+// is made before Stage returns, so that no write escapes it. The stored
+// world must be intact (Intact): a world whose files changed since it was
+// stored (a replaced test, a new input) is refused, naming the file. With a seal, Stage stats only the world's
 // directories before staging (a file added, removed, renamed or replaced
 // changes its directory, so such a world is refused here, named); the
 // stat of every file, which a rewrite in place changes, runs on other
