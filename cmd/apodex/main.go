@@ -8,7 +8,7 @@
 //
 // Each command is one function and one line in commands(): the reading
 // commands in cmd_NAME.go here, the others in the packages of
-// internal/cmdline (runcmd, livecmd, evalcmd); flags shared by commands
+// internal/cmdline (runcmd, livecmd, evalcmd, treecmd); flags shared by commands
 // are groups (home, model, output) registered in one call.
 //
 // Run hands every command stdout and stderr wrapped in termtext.Writer, so
@@ -30,6 +30,7 @@ import (
 	"github.com/apodex/apodex/internal/cmdline/evalcmd"
 	"github.com/apodex/apodex/internal/cmdline/livecmd"
 	"github.com/apodex/apodex/internal/cmdline/runcmd"
+	"github.com/apodex/apodex/internal/cmdline/treecmd"
 	"github.com/apodex/apodex/internal/runview"
 	"github.com/apodex/apodex/internal/termtext"
 	"github.com/apodex/apodex/internal/version"
@@ -70,9 +71,9 @@ func commands() []command {
 		{"pivot", "find where a failed run parted from its successful siblings (JSON for an RL trainer)", cmdPivot},
 		{"claims", "print a team run's claim ledger: claims, evidence, artifacts, verdicts, statuses, load-bearing flags", cmdClaims},
 		{"review", "decide a run awaiting review (a human clause): --approve or --reject, with --note", livecmd.Review},
-		{"diff", "print what a run on a tree (run --repo) changed, as a unified diff in git's format", cmdDiff},
-		{"apply", "apply a run's change to its tree (or --to DIR): all or nothing, refusing files changed there since", cmdApply},
-		{"workspace", "say how a run's final /workspace is kept (a world rollout keeps only its changes) and write it whole: workspace --to DIR RUN", cmdWorkspace},
+		{"diff", "print what a run on a tree (run --repo) changed, as a unified diff in git's format", treecmd.Diff},
+		{"apply", "apply a run's change to its tree (or --to DIR): all or nothing, refusing files changed there since", treecmd.Apply},
+		{"workspace", "say how a run's final /workspace is kept (a world rollout keeps only its changes) and write it whole: workspace --to DIR RUN", treecmd.Workspace},
 		{"replay", "re-execute a finished run with its recorded model outputs and report the first divergence", runcmd.Replay},
 		{"say", "send a message to a live run (or update / withdraw one, or change its budget)", livecmd.Say},
 		{"attach", "follow a live run's progress, and send it what you type: messages, /pause, /resume, /cancel, /budget", livecmd.Attach},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apodex/apodex/internal/cmdline"
+	"github.com/apodex/apodex/internal/cmdline/treecmd"
 	"github.com/apodex/apodex/internal/record"
 	"github.com/apodex/apodex/internal/runfiles"
 	"github.com/apodex/apodex/internal/runtest"
@@ -81,7 +82,7 @@ func TestWorldRolloutKeepsOnlyItsChanges(t *testing.T) {
 		t.Errorf("show: exit %d\n%s", code, stdout)
 	}
 	code, stdout, stderr := cli(t, "workspace", "--home", home, "--json", run)
-	var wi workspaceInfo
+	var wi treecmd.WorkspaceInfo
 	if code != 0 || json.Unmarshal([]byte(stdout), &wi) != nil || wi.Whole || wi.World != id || wi.Files != 2 || strings.Join(wi.Removed, ",") != "README.md" {
 		t.Errorf("workspace --json: exit %d %+v\n%s%s", code, wi, stdout, stderr)
 	}

@@ -1,4 +1,4 @@
-package main
+package treecmd
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/apodex/apodex/internal/runview"
 )
 
-// workspaceInfo is `apodex workspace --json`.
-type workspaceInfo struct {
+// WorkspaceInfo is `apodex workspace --json`.
+type WorkspaceInfo struct {
 	RunID     string `json:"run_id"`
 	Workspace string `json:"workspace"` // the run's workspace/
 	// Whole: workspace/ is the whole terminal tree; else it holds what a
@@ -29,9 +29,9 @@ type workspaceInfo struct {
 	Written int      `json:"written,omitempty"` // and how many files
 }
 
-// cmdWorkspace says how a run's terminal /workspace is kept and, with
+// Workspace says how a run's terminal /workspace is kept and, with
 // --to, writes it whole into a directory (runfiles.Materialize).
-func cmdWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Workspace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("workspace", "[--to DIR [--copy]] [flags] RUN", stdout, stderr)
 	home := fs.HomeFlag()
 	jsonOut := fs.JSONFlag("a JSON object")
@@ -51,7 +51,7 @@ func cmdWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	wi := workspaceInfo{RunID: filepath.Base(dir), Workspace: filepath.Join(dir, "workspace"), Whole: b == nil, Files: countFiles(filepath.Join(dir, "workspace"))}
+	wi := WorkspaceInfo{RunID: filepath.Base(dir), Workspace: filepath.Join(dir, "workspace"), Whole: b == nil, Files: countFiles(filepath.Join(dir, "workspace"))}
 	if b != nil {
 		wi.World, wi.Base, wi.Removed, wi.Opaque = b.World, b.Dir(dir), b.Removed, b.Opaque
 	}

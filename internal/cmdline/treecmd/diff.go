@@ -1,4 +1,4 @@
-package main
+package treecmd
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/apodex/apodex/internal/termtext"
 )
 
-// cmdDiff prints what a run on a tree (run --repo) changed in its
+// Diff prints what a run on a tree (run --repo) changed in its
 // /workspace, as a unified diff in git's format.
-func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Diff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("diff", "[flags] RUN", stdout, stderr)
 	home := fs.HomeFlag()
 	dir, err := fs.OneRun(args, home)
@@ -35,9 +35,9 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// cmdApply writes a run's change into its tree (or --to DIR), all or
+// Apply writes a run's change into its tree (or --to DIR), all or
 // nothing, refusing files changed there since the run started.
-func cmdApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func Apply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cmdline.NewFlagSet("apply", "[--to DIR] [flags] RUN", stdout, stderr)
 	home := fs.HomeFlag()
 	to := fs.String("to", "", "the tree to change (default: the tree the run was started on, --repo)")
