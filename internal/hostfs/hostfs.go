@@ -253,13 +253,26 @@ func tempName(name string) string {
 // CopyNew copies the host file src to dst, which must not exist yet (mode
 // 0644): how the runtime fills a directory it has just created (a run's
 // inputs, a world being stored).
-func CopyNew(src, dst string) error {
+func CopyNew(src, dst string) error { return copyNew(src, dst, false) }
+
+// CopyNewExec is CopyNew keeping whether src is executable (0755 then).
+func CopyNewExec(src, dst string) error { return copyNew(src, dst, true) }
+
+func copyNew(src, dst string, keepExec bool) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	mode := os.FileMode(0o644)
+	if keepExec {
+		if st, err := in.Stat(); err != nil {
+			return err
+		} else if st.Mode()&0o111 != 0 {
+			mode = 0o755
+		}
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,12 @@ func ReadFile(dir, name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return ReadOpened(f, name, max)
+}
+
+// ReadOpened reads the file f opened (name: how errors call it). With
+// max > 0 a larger file is refused rather than read.
+func ReadOpened(f *os.File, name string, max int64) ([]byte, error) {
 	if max > 0 {
 		if st, err := f.Stat(); err == nil && st.Size() > max {
 			return nil, fmt.Errorf("hostfs: %s is %d bytes, over the %d read", name, st.Size(), max)

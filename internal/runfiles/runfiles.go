@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -137,6 +136,17 @@ func ReadBase(runDir string) (*Base, error) {
 	return &b, nil
 }
 
+// ReadBaseOf is ReadBase for a run whose record names world (its
+// run_started settings; "" for none): a base naming another world is an
+// error, the run directory having been edited.
+func ReadBaseOf(runDir, world string) (*Base, error) {
+	b, err := ReadBase(runDir)
+	if err == nil && b != nil && b.World != world {
+		return nil, fmt.Errorf("%s names world %s, but the record's world is %q: the run directory was edited", BaseFile, b.World, world)
+	}
+	return b, err
+}
+
 // WriteBase writes b as runDir's base, durably and whole (a temporary
 // file renamed into place).
 func WriteBase(runDir string, b Base) error {
@@ -212,12 +222,7 @@ func ReadFile(runDir, name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if max > 0 {
-		if st, err := f.Stat(); err == nil && st.Size() > max {
-			return nil, fmt.Errorf("%s is %d bytes, over the %d read here", name, st.Size(), max)
-		}
-	}
-	return io.ReadAll(f)
+	return hostfs.ReadOpened(f, name, max)
 }
 
 // Materialize writes the run's terminal /workspace into dst, which must
@@ -304,34 +309,7 @@ func Fill(dst, src string, b *Base, copy bool) (int, error) {
 		if !copy && os.Link(p, to) == nil {
 			return nil
 		}
-		return copyFile(p, to)
+		return hostfs.CopyNewExec(p, to)
 	})
 	return n, err
-}
-
-// copyFile copies src to the new file dst, keeping whether it is
-// executable; the copy is writable by its owner.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	st, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	mode := fs.FileMode(0o644)
-	if st.Mode()&0o111 != 0 {
-		mode = 0o755
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -148,11 +148,9 @@ func infoOf(dir string, st *runstate.Loaded) Info {
 		info.MCP = rs.MCP
 		if w, ok := RecordedWorld(*rs); ok {
 			info.World = w.ID
-			switch b, err := runfiles.ReadBase(dir); {
+			switch b, err := runfiles.ReadBaseOf(dir, w.ID); {
 			case err != nil:
 				info.Warnings = append(info.Warnings, "the run's workspace cannot be read: "+err.Error())
-			case b != nil && b.World != w.ID:
-				info.Warnings = append(info.Warnings, fmt.Sprintf("%s names world %s, the record world %s: the run directory was edited", runfiles.BaseFile, b.World, w.ID))
 			case b != nil:
 				info.WorkspaceBase = b.World
 			}

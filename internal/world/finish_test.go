@@ -380,6 +380,24 @@ func TestNextRolloutWritesAFileAnEarlierOneLinked(t *testing.T) {
 	}
 }
 
+// stageOverlay stages a rollout of w in a run directory of its home with
+// a manager of the test's own (both ended with the test), skipping the
+// test where no overlay can be mounted.
+func stageOverlay(t *testing.T, w *world.World) (*world.Rollout, *worktree.Manager) {
+	t.Helper()
+	wm := worktree.NewManager(nil)
+	t.Cleanup(wm.Close)
+	r, err := world.Stage(w, runDirOf(t, w), wm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Finish() })
+	if r.Record.Sandbox != world.SandboxOverlay {
+		t.Skipf("no overlay here (%s)", r.Record.Fallback)
+	}
+	return r, wm
+}
+
 // The end of a rollout lists what it changed, not the world
 // (stage.ProducedFiles with Rollout.Stored): the watch's Changed leaves
 // out every file still only the prefill's without asking about it, and
@@ -387,16 +405,7 @@ func TestNextRolloutWritesAFileAnEarlierOneLinked(t *testing.T) {
 // a file rewritten with its stored content counts as the world's.
 func TestChangedListsWhatTheRolloutChanged(t *testing.T) {
 	w := storedWithFiles(t, 700) // 100 files in each of pkg0-6
-	wm := worktree.NewManager(nil)
-	defer wm.Close()
-	r, err := world.Stage(w, runDirOf(t, w), wm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Finish()
-	if r.Record.Sandbox != world.SandboxOverlay {
-		t.Skipf("no overlay here (%s)", r.Record.Fallback)
-	}
+	r, wm := stageOverlay(t, w)
 	tree, err := wm.Watch().For(r.Workspace)
 	if err != nil {
 		t.Fatal(err)
@@ -443,16 +452,7 @@ func TestChangedListsWhatTheRolloutChanged(t *testing.T) {
 // from the manifest later would believe the store for it.
 func TestAWriteBeforeTheFirstCommandIsSeen(t *testing.T) {
 	w := storedWithFiles(t, 70)
-	wm := worktree.NewManager(nil)
-	defer wm.Close()
-	r, err := world.Stage(w, runDirOf(t, w), wm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Finish()
-	if r.Record.Sandbox != world.SandboxOverlay {
-		t.Skipf("no overlay here (%s)", r.Record.Fallback)
-	}
+	r, wm := stageOverlay(t, w)
 	os.WriteFile(filepath.Join(r.Workspace, "pkg4", "f004.py"), []byte("fixed\n"), 0o644)
 	tree := wm.Watch().Lookup(r.Workspace)
 	if tree == nil {

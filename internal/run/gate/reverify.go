@@ -93,12 +93,12 @@ func Reverify(ctx context.Context, dir string) (Reverification, error) {
 // when the stored world is no longer the one the run had.
 func terminalWorkspace(dir, recorded string) (ws, warning string, done func(), err error) {
 	ws, done = filepath.Join(dir, "workspace"), func() {}
-	b, err := runfiles.ReadBase(dir)
-	if err != nil || b == nil {
-		return ws, "", done, err
+	b, err := runfiles.ReadBaseOf(dir, recorded)
+	if err != nil {
+		return "", "", done, fmt.Errorf("run %s: %w", filepath.Base(dir), err)
 	}
-	if b.World != recorded {
-		return "", "", done, fmt.Errorf("run %s: %s names world %s, but the record's world is %q: the run directory was edited", filepath.Base(dir), runfiles.BaseFile, b.World, recorded)
+	if b == nil {
+		return ws, "", done, nil
 	}
 	if w, err := world.NewStore(filepath.Dir(filepath.Dir(dir))).Get(b.World); err != nil {
 		return "", "", done, fmt.Errorf("run %s kept only what it changed of world %s's workspace, and the world cannot be read: %w", filepath.Base(dir), b.World, err)
